@@ -1,0 +1,37 @@
+// Package device is the contract between rig's core (package rig, in
+// runtime/) and the drivers that run its work: hostdev on CPU cores, cudadev
+// through libcuda, nvdev through NVIDIA's resource manager.
+//
+// The contract is the seeds' Rig_edge.Driver. A driver is opened by an
+// [Opener], which is given a timeline word and answers a [Driver]. rig then
+// calls the driver from three kinds of goroutine:
+//
+//   - the device's supervisor goroutine, which alone calls Sleep, and which
+//     calls Stop, and Free and Unload after Stop;
+//   - submitting goroutines, which call the hot path (Room, Grow, Submit,
+//     Commit) in value order, one submission at a time per device;
+//   - any goroutine, for Alloc, Free, Locate, Peer, MapPeer, MapHost, DMA,
+//     Image, Entry, Prepare, Unload, Signaled, Settle and Capability.
+//
+// A driver must allow these calls at the same time as each other, as the
+// seeds state ("Any domain may call any function").
+//
+// # Counted calls
+//
+// A call is counted when a [*Fault] it returns loses the device: Alloc,
+// MapPeer, MapHost, DMA, Image, Entry, Prepare, Unload, Grow, Signaled
+// (until Stop), Sleep, and the hot path's failures. Free, Locate, Peer,
+// Stop and Capability are not counted: rig drops their faults. [Counted]
+// says which is which, so that rig and the drivers' tests agree.
+//
+// # Answers
+//
+// The seeds' variant answers are small Go values: [RoomAnswer] (ok, later,
+// grow, never with its reason) and [SubmitAnswer] (committed, pending,
+// failed with its reason) on the hot path, which allocate nothing; and
+// errors elsewhere, where a sentinel or a typed error carries the variant:
+// [ErrNoMemory] for an allocation's None, [ErrAbsent] for an entry's Absent,
+// [*NoMemory] for an entry's No_memory n, [*Short] for a growth's Short n,
+// [ErrNoRoom] and [ErrNever] for a mapping's refusals, and [*Fault] for a
+// fault. Any other error is a refusal of the arguments, which loses nothing.
+package device

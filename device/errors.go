@@ -1,0 +1,65 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoMemory is Alloc's None: the device has no memory to give.
+var ErrNoMemory = errors.New("no memory")
+
+// ErrAbsent is Entry's Absent: the image has no such function.
+var ErrAbsent = errors.New("no such function")
+
+// ErrNoRoom is a mapping's No_room: the device lacked room to map.
+var ErrNoRoom = errors.New("no room to map")
+
+// ErrNever is a mapping's Never: the device never maps that memory.
+var ErrNever = errors.New("cannot map")
+
+// Fault reports that the device faulted. A *Fault from a counted call loses
+// the device.
+type Fault struct {
+	// Why is the cause, such as CUDA's error name and text.
+	Why string
+	// Detail holds further lines, such as the RM's notifier lines and MMU
+	// faults; %+v prints them.
+	Detail []string
+}
+
+// Faultf makes a *Fault.
+func Faultf(format string, args ...any) *Fault {
+	return &Fault{Why: fmt.Sprintf(format, args...)}
+}
+
+func (f *Fault) Error() string { return "fault: " + f.Why }
+
+// Format prints Why with %v and %s, and Why with every line of Detail
+// with %+v.
+func (f *Fault) Format(s fmt.State, verb rune) {
+	_, _ = fmt.Fprint(s, f.Error())
+	if verb == 'v' && s.Flag('+') {
+		for _, l := range f.Detail {
+			_, _ = fmt.Fprint(s, "\n\t", l)
+		}
+	}
+}
+
+// AsFault returns the *Fault err wraps, if any.
+func AsFault(err error) (*Fault, bool) {
+	var f *Fault
+	ok := errors.As(err, &f)
+	return f, ok
+}
+
+// NoMemory is Entry's No_memory n: the device has no memory for the N bytes
+// the function's launches need, and made nothing.
+type NoMemory struct{ N int64 }
+
+func (e *NoMemory) Error() string { return fmt.Sprintf("no memory for %d bytes", e.N) }
+
+// Short is Grow's Short n: the device has no memory for N bytes the growth
+// takes.
+type Short struct{ N int64 }
+
+func (e *Short) Error() string { return fmt.Sprintf("short of %d bytes to grow the queues", e.N) }

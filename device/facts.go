@@ -1,0 +1,80 @@
+package device
+
+// Facts is what a device declares of itself when it opens (Rig_edge.facts).
+type Facts struct {
+	// Arch is the multiprocessors' architecture, such as "sm_90", or
+	// "host" for the host driver.
+	Arch string
+	// Budget is the bytes of memory the device's work may allocate.
+	Budget int64
+	// Queues names the device's queues; a part's Queue indexes it.
+	// "COMPUTE:0" is queue 0 and "COPY:0" queue 1 on every driver here.
+	Queues []string
+	// CopyEngine is the queue that runs copies beside the compute queue,
+	// or -1 where there is none.
+	CopyEngine int
+	// Completion says who writes the word.
+	Completion Completion
+	// Waits says which words the device's work can wait on itself.
+	Waits WaitKinds
+	// MayBlock is true where Room, Submit or Commit may block, as libcuda
+	// does while a stream is full.
+	MayBlock bool
+	// HangMs bounds progress: rig loses the device once its word has not
+	// moved for HangMs milliseconds while work is pending. 0 is None:
+	// nothing of rig's bounds the work.
+	HangMs int
+	// MapsHost is true iff MapHost maps host memory.
+	MapsHost bool
+	// HostAddresses is true iff the host addresses Device memory.
+	HostAddresses bool
+	// Alignment is the alignment of every region Alloc makes, in bytes.
+	Alignment int
+	// CacheBytes is the bytes of the last-level cache, 0 where unknown.
+	CacheBytes int64
+	// Capability is the *Key[T] of the record Capability answers, or nil.
+	Capability any
+	// Word is the word Make was given, where the device's work writes it;
+	// nil where the device keeps a word of its own, which rig reads
+	// through Signaled.
+	Word *uint64
+	// OwnWord is the region of the driver's own word, which rig frees after
+	// Stop once the word reads the last value; nil where Word is set.
+	OwnWord Region
+	// Bus is the bus address of the device's PCI function, or "".
+	Bus string
+	// FaultDomain names the devices that a fault of this one loses too,
+	// such as "cuda" for every CUDA device of the process; "" for none.
+	FaultDomain string
+}
+
+// Completion says who writes a device's word.
+type Completion uint8
+
+const (
+	// Store: the device's own work writes the word (a stream's write, a
+	// channel's release, a worker's atomic store).
+	Store Completion = iota
+	// Host: the driver's host code writes the word after it saw the work
+	// complete.
+	Host
+)
+
+// WaitKinds is a set of kinds of words a device's work can wait on.
+type WaitKinds uint8
+
+const (
+	// WaitStores: words that other devices' work stores to.
+	WaitStores WaitKinds = 1 << iota
+	// WaitHosts: words that host code stores to.
+	WaitHosts
+)
+
+// Has reports whether k holds every kind of w.
+func (k WaitKinds) Has(w WaitKinds) bool { return k&w == w }
+
+// Queue indices shared by every driver here.
+const (
+	Compute = 0 // "COMPUTE:0"
+	Copy    = 1 // "COPY:0"
+)
