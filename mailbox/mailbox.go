@@ -1,0 +1,87 @@
+// Package mailbox holds bounded typed mailboxes, the only way rig's device
+// supervisors and the goroutines that ask them for something talk.
+//
+// A Box has one receiver, its owner (a supervisor), and any number of
+// senders. It holds at most its capacity of messages: a sender blocks while
+// it is full, until the owner receives, the sender's context ends, or the
+// owner closes the box. Closing tells senders that nobody will receive
+// again: Send then answers ErrClosed at once, and the messages still inside
+// are dropped. No sender may hold a lock that the owner takes while it
+// blocks in Send.
+package mailbox
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// ErrClosed is returned by Send once the box's owner has closed it.
+var ErrClosed = errors.New("mailbox: closed")
+
+// ErrFull is returned by TrySend while the box is full.
+var ErrFull = errors.New("mailbox: full")
+
+// Box is a bounded mailbox of messages of type T.
+type Box[T any] struct {
+	c    chan T
+	done chan struct{}
+	once sync.Once
+}
+
+// New makes a box that holds up to capacity messages.
+func New[T any](capacity int) *Box[T] {
+	if capacity < 1 {
+		panic("mailbox: capacity must be at least 1")
+	}
+	return &Box[T]{c: make(chan T, capacity), done: make(chan struct{})}
+}
+
+// Send puts m into the box, blocking while it is full. It answers ctx's
+// error if ctx ends first, and ErrClosed if the box is or becomes closed.
+func (b *Box[T]) Send(ctx context.Context, m T) error {
+	select {
+	case <-b.done:
+		return ErrClosed
+	default:
+	}
+	select {
+	case b.c <- m:
+		return nil
+	case <-b.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TrySend puts m into the box if it has room, and answers ErrFull if not.
+func (b *Box[T]) TrySend(m T) error {
+	select {
+	case <-b.done:
+		return ErrClosed
+	default:
+	}
+	select {
+	case b.c <- m:
+		return nil
+	case <-b.done:
+		return ErrClosed
+	default:
+		return ErrFull
+	}
+}
+
+// Receive is the channel the owner receives from. Only the owner may
+// receive.
+func (b *Box[T]) Receive() <-chan T { return b.c }
+
+// Len is the number of messages waiting.
+func (b *Box[T]) Len() int { return len(b.c) }
+
+// Close tells every sender that nobody receives any more. Only the owner
+// closes, once it stops receiving; a second Close does nothing.
+func (b *Box[T]) Close() { b.once.Do(func() { close(b.done) }) }
+
+// Closed is closed once the box is.
+func (b *Box[T]) Closed() <-chan struct{} { return b.done }

@@ -1,0 +1,149 @@
+// Package reclaim holds rig's reclamation: budgets of device memory,
+// deferred frees keyed by points, and the rounds an allocation runs before
+// it gives up.
+//
+// An allocation, an entry that answers No_memory n, or a growth that
+// answers Short n runs up to Rounds rounds (Retry). Before each retry the
+// caller's round runs: free what is reached; wait for in-flight work that
+// holds deferred frees; collect garbage so that unreachable buffers'
+// cleanups give their memory back (Collect); and retry once more. After the
+// last round the caller reports how many bytes it lacked.
+//
+// Every type here is safe for use by any goroutine.
+package reclaim
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Rounds is the number of reclamation rounds before an allocation fails.
+const Rounds = 4
+
+// Budget counts the bytes a device's allocations take against its limit.
+type Budget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// NewBudget makes a budget of limit bytes; a limit of 0 or less is none.
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+// Take counts n more bytes and answers 0, or counts nothing and answers the
+// bytes the budget lacks for them.
+func (b *Budget) Take(n int64) (lack int64) {
+	for {
+		u := b.used.Load()
+		if b.limit > 0 && u+n > b.limit {
+			return u + n - b.limit
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return 0
+		}
+	}
+}
+
+// Give counts n bytes back.
+func (b *Budget) Give(n int64) { b.used.Add(-n) }
+
+// Used is the bytes counted now.
+func (b *Budget) Used() int64 { return b.used.Load() }
+
+// Limit is the budget's limit, 0 for none.
+func (b *Budget) Limit() int64 { return b.limit }
+
+// Item is a deferred free: Release runs once Due answers true.
+type Item interface {
+	// Due reports whether every point the item waits for is reached.
+	Due() bool
+	// Release frees the item. It runs once.
+	Release()
+}
+
+// Deferred holds items until they are due.
+type Deferred struct {
+	mu    sync.Mutex
+	items []Item
+	n     atomic.Int64
+}
+
+// Add defers it until it is due.
+func (d *Deferred) Add(it Item) {
+	d.mu.Lock()
+	d.items = append(d.items, it)
+	d.n.Store(int64(len(d.items)))
+	d.mu.Unlock()
+}
+
+// Len is the number of items not yet released.
+func (d *Deferred) Len() int { return int(d.n.Load()) }
+
+// Sweep releases every due item and answers how many it released.
+// Release runs with no lock of the Deferred held.
+func (d *Deferred) Sweep() int {
+	if d.n.Load() == 0 {
+		return 0
+	}
+	var due []Item
+	d.mu.Lock()
+	kept := d.items[:0]
+	for _, it := range d.items {
+		if it.Due() {
+			due = append(due, it)
+		} else {
+			kept = append(kept, it)
+		}
+	}
+	clear(d.items[len(kept):])
+	d.items = kept
+	d.n.Store(int64(len(kept)))
+	d.mu.Unlock()
+	for _, it := range due {
+		it.Release()
+	}
+	return len(due)
+}
+
+// Drain removes and answers every item, due or not.
+func (d *Deferred) Drain() []Item {
+	d.mu.Lock()
+	its := d.items
+	d.items = nil
+	d.n.Store(0)
+	d.mu.Unlock()
+	return its
+}
+
+// Retry calls try until it lacks nothing, at most Rounds+1 times, calling
+// round(i) before retry i (0 to Rounds-1). try answers the bytes it lacked,
+// or 0 with its result err. Retry answers the last try's lack and error.
+func Retry(try func() (lack int64, err error), round func(i int)) (int64, error) {
+	lack, err := try()
+	for i := 0; lack > 0 && i < Rounds; i++ {
+		round(i)
+		lack, err = try()
+	}
+	return lack, err
+}
+
+// Collect runs the garbage collector and waits, up to timeout, until the
+// cleanups it queued have run, so that buffers nobody reaches have given
+// their memory back to deferred frees.
+func Collect(timeout time.Duration) {
+	done := make(chan struct{})
+	sentinel := new(int64)
+	runtime.AddCleanup(sentinel, func(c chan struct{}) { close(c) }, done)
+	sentinel = nil
+	_ = sentinel
+	runtime.GC()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+	// Cleanups queued by the same cycle may run after the sentinel's:
+	// let them run too.
+	runtime.Gosched()
+	runtime.GC()
+}

@@ -1,0 +1,128 @@
+package reclaim
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestBudget(t *testing.T) {
+	b := NewBudget(100)
+	for _, c := range []struct{ take, lack int64 }{{60, 0}, {50, 10}, {40, 0}, {1, 1}} {
+		if got := b.Take(c.take); got != c.lack {
+			t.Fatalf("Take(%d) with %d used: lack %d, want %d", c.take, b.Used(), got, c.lack)
+		}
+	}
+	b.Give(60)
+	if b.Used() != 40 {
+		t.Fatalf("used %d, want 40", b.Used())
+	}
+	if NewBudget(0).Take(1<<40) != 0 {
+		t.Fatal("a budget of no limit lacked")
+	}
+}
+
+func TestBudgetConcurrent(t *testing.T) {
+	b := NewBudget(1000)
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				if b.Take(3) == 0 {
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 333 || b.Used() != 999 {
+		t.Fatalf("%d takes of 3 fit a budget of 1000 (used %d); want 333", ok.Load(), b.Used())
+	}
+}
+
+type item struct {
+	due      atomic.Bool
+	released atomic.Int32
+}
+
+func (i *item) Due() bool { return i.due.Load() }
+func (i *item) Release()  { i.released.Add(1) }
+
+func TestDeferred(t *testing.T) {
+	var d Deferred
+	a, b := &item{}, &item{}
+	d.Add(a)
+	d.Add(b)
+	if d.Sweep() != 0 || d.Len() != 2 {
+		t.Fatal("released items that are not due")
+	}
+	b.due.Store(true)
+	if d.Sweep() != 1 || b.released.Load() != 1 || a.released.Load() != 0 || d.Len() != 1 {
+		t.Fatal("sweep did not release exactly the due item")
+	}
+	if d.Sweep() != 0 || b.released.Load() != 1 {
+		t.Fatal("an item was released twice")
+	}
+	if its := d.Drain(); len(its) != 1 || its[0] != a || d.Len() != 0 {
+		t.Fatal("drain did not answer the remaining item")
+	}
+}
+
+func TestRetryRounds(t *testing.T) {
+	cases := []struct {
+		name      string
+		succeedAt int // try number that lacks nothing; 0 never
+		tries     int
+		rounds    []int
+		lack      int64
+	}{
+		{"first", 1, 1, nil, 0},
+		{"after two rounds", 3, 3, []int{0, 1}, 0},
+		{"never", 0, Rounds + 1, []int{0, 1, 2, 3}, 7},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tries := 0
+			var rounds []int
+			lack, err := Retry(func() (int64, error) {
+				tries++
+				if tries == c.succeedAt {
+					return 0, nil
+				}
+				return 7, nil
+			}, func(i int) { rounds = append(rounds, i) })
+			if err != nil || lack != c.lack || tries != c.tries || len(rounds) != len(c.rounds) {
+				t.Fatalf("lack %d err %v after %d tries and rounds %v", lack, err, tries, rounds)
+			}
+			for i := range rounds {
+				if rounds[i] != c.rounds[i] {
+					t.Fatalf("rounds %v, want %v", rounds, c.rounds)
+				}
+			}
+		})
+	}
+}
+
+func TestCollectRunsCleanups(t *testing.T) {
+	var ran atomic.Bool
+	func() {
+		p := new([64]byte)
+		runtime.AddCleanup(p, func(*atomic.Bool) { ran.Store(true) }, &ran)
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for !ran.Load() && time.Now().Before(deadline) {
+		Collect(100 * time.Millisecond)
+	}
+	if !ran.Load() {
+		t.Fatal("the cleanup of an unreachable object did not run")
+	}
+}
