@@ -1,0 +1,332 @@
+package rig
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/reclaim"
+)
+
+// Buffer is memory of a device: an allocation (Alloc) or host memory the
+// device borrows (MapHost).
+//
+// A buffer is freed by Free, or by the garbage collector once nothing
+// reaches it; either way its memory goes back to the device only once
+// every point of work that uses it is reached. Work of another device uses
+// it through a mapping that rig makes at that device's first use (the
+// driver's MapPeer).
+type Buffer struct {
+	s *bufState
+}
+
+// bufState is a buffer's state, which its cleanup and the device's close
+// reach without reaching the Buffer.
+type bufState struct {
+	id     uint64
+	d      *Device
+	kind   device.Memory
+	n      int   // the caller's length
+	size   int64 // bytes counted against the budget
+	region device.Region
+	loc    device.Location
+	off    uint64 // the caller's first byte's distance from the region's
+	pin    []byte // host memory a MapHost borrows, kept alive
+
+	// mu guards the hazards, the views and freed. Submissions take the
+	// locks of their buffers in id order, after their device's submit lock.
+	mu        sync.Mutex
+	lastWrite Point
+	reads     []Point // the reads since lastWrite, at most one per device
+	views     map[*Device]view
+	freed     bool
+	released  atomic.Bool
+}
+
+type view struct {
+	region device.Region
+	loc    device.Location
+}
+
+var bufIDs atomic.Uint64
+
+// Alloc allocates n bytes of memory of kind on the device. Where the driver
+// or the budget lacks memory it runs the rounds of reclamation, and answers
+// an error matching ErrOutOfMemory after the last.
+func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte", n, kind, d.name)
+	}
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	size := (n + 3) &^ 3
+	r, err := d.allocRegion(kind, size)
+	if err != nil {
+		return nil, err
+	}
+	return d.track(&bufState{kind: kind, n: n, size: int64(size), region: r, loc: d.drv.Locate(r)})
+}
+
+// allocRegion allocates size bytes through the driver, within the budget,
+// running the rounds of reclamation.
+func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error) {
+	var region device.Region
+	lack, err := reclaim.Retry(func() (int64, error) {
+		if l := d.budget.Take(int64(size)); l > 0 {
+			return l, nil
+		}
+		r, err := d.drv.Alloc(kind, size)
+		if err != nil {
+			d.budget.Give(int64(size))
+			if errors.Is(err, device.ErrNoMemory) {
+				return int64(size), nil
+			}
+			return 0, d.fault(err)
+		}
+		region = r
+		return 0, nil
+	}, d.reclaimRound)
+	if err != nil {
+		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: %w", size, kind, d.name, err)
+	}
+	if lack > 0 {
+		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("%d bytes of %s memory", size, kind), Lacking: lack}
+	}
+	return region, nil
+}
+
+// reclaimRound is round i of reclamation on the device.
+func (d *Device) reclaimRound(i int) {
+	switch i {
+	case 0:
+	case 1:
+		// Wait for the work that holds deferred frees.
+		d.waitQuiet(time.Duration(max(d.facts.HangMs, 5000)) * time.Millisecond)
+	default:
+		reclaim.Collect(100 * time.Millisecond)
+	}
+	d.deferred.Sweep()
+}
+
+// waitQuiet waits up to limit for the last value submitted.
+func (d *Device) waitQuiet(limit time.Duration) {
+	last := d.last.Load()
+	end := time.Now().Add(limit)
+	for wait := 20 * time.Microsecond; !device.AtLeast(d.read(), last) && time.Now().Before(end); wait = min(2*wait, 5*time.Millisecond) {
+		if d.loss.Load() != nil {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// track registers a buffer with its device and the garbage collector.
+func (d *Device) track(s *bufState) (*Buffer, error) {
+	s.id = bufIDs.Add(1)
+	s.d = d
+	d.objMu.Lock()
+	if d.buffers == nil {
+		d.objMu.Unlock()
+		s.release()
+		return nil, ErrClosed
+	}
+	d.buffers[s] = struct{}{}
+	d.objMu.Unlock()
+	b := &Buffer{s: s}
+	runtime.AddCleanup(b, func(s *bufState) { s.free() }, s)
+	return b, nil
+}
+
+// MapHost lets the device's work use the host memory of b, without a copy.
+// The device maps the whole pages that hold b, and b must stay unchanged
+// in length and place until the buffer is freed: rig keeps it reachable.
+func (d *Device) MapHost(b []byte) (*Buffer, error) {
+	if len(b) < 1 {
+		return nil, fmt.Errorf("rig: map of host memory on %s: a buffer holds at least one byte", d.name)
+	}
+	if !d.facts.MapsHost {
+		return nil, fmt.Errorf("rig: map of host memory on %s: %w", d.name, device.ErrNever)
+	}
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	page := uintptr(os.Getpagesize())
+	p := uintptr(unsafe.Pointer(&b[0]))
+	start := p &^ (page - 1)
+	n := int(p + uintptr(len(b)) - start)
+	r, err := d.drv.MapHost(start, n)
+	if err != nil {
+		return nil, fmt.Errorf("rig: map of %d bytes of host memory at %#x on %s: %w", len(b), p, d.name, d.fault(err))
+	}
+	return d.track(&bufState{kind: device.Pinned, n: len(b), region: r, loc: d.drv.Locate(r), off: uint64(p - start), pin: b})
+}
+
+// Len is the buffer's length in bytes.
+func (b *Buffer) Len() int { return b.s.n }
+
+// Kind is the buffer's kind of memory.
+func (b *Buffer) Kind() device.Memory { return b.s.kind }
+
+// Device is the buffer's device.
+func (b *Buffer) Device() *Device { return b.s.d }
+
+// Address is the address of the buffer's first byte as its device's work
+// sees it.
+func (b *Buffer) Address() uint64 { return b.s.loc.Address + b.s.off }
+
+// Bytes is the buffer's memory as the host addresses it, or nil where the
+// host does not address it (Device memory on a GPU). Reading it is safe
+// once the points of the work that wrote it are reached.
+func (b *Buffer) Bytes() []byte {
+	if b.s.pin != nil {
+		return b.s.pin
+	}
+	if b.s.loc.Host == 0 {
+		return nil
+	}
+	return hostBytes(b.s.loc.Host+uintptr(b.s.off), b.s.n)
+}
+
+// LastUse is the latest point of work that used the buffer on its device
+// (write or read), the point after which freeing it costs nothing.
+func (b *Buffer) LastUse() Point {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.lastWrite
+	for _, r := range s.reads {
+		if r.d == s.d && (p.d == nil || device.AtLeast(r.v, p.v)) {
+			p = r
+		}
+	}
+	return p
+}
+
+// Free gives the buffer back once every point of work that uses it is
+// reached. Using it afterwards is an error; a second Free does nothing.
+func (b *Buffer) Free() error {
+	b.s.free()
+	return nil
+}
+
+// free defers the release until the buffer's points are reached.
+func (s *bufState) free() {
+	s.mu.Lock()
+	if s.freed {
+		s.mu.Unlock()
+		return
+	}
+	s.freed = true
+	s.mu.Unlock()
+	d := s.d
+	d.objMu.Lock()
+	if d.buffers == nil {
+		// The device was reaped, and released the buffer.
+		d.objMu.Unlock()
+		return
+	}
+	delete(d.buffers, s)
+	d.objMu.Unlock()
+	if s.Due() {
+		s.Release()
+		return
+	}
+	d.deferred.Add(s)
+	d.sup.poke()
+}
+
+// Due reports whether every point that uses the buffer is reached.
+func (s *bufState) Due() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lastWrite.Reached() {
+		return false
+	}
+	for _, r := range s.reads {
+		if !r.Reached() {
+			return false
+		}
+	}
+	return true
+}
+
+// Release gives the buffer's region back (reclaim.Item).
+func (s *bufState) Release() { s.release() }
+
+func (s *bufState) release() {
+	if s.released.Swap(true) {
+		return
+	}
+	s.mu.Lock()
+	views := s.views
+	s.views = nil
+	s.mu.Unlock()
+	for o, v := range views {
+		_ = o.drv.Free(v.region)
+		o.objMu.Lock()
+		delete(o.views, s)
+		o.objMu.Unlock()
+	}
+	_ = s.d.drv.Free(s.region)
+	s.d.budget.Give(s.size)
+	s.pin = nil
+}
+
+// dropView frees the view device o holds of the buffer, at o's close.
+func (s *bufState) dropView(o *Device) {
+	s.mu.Lock()
+	v, ok := s.views[o]
+	delete(s.views, o)
+	s.mu.Unlock()
+	if ok {
+		_ = o.drv.Free(v.region)
+	}
+}
+
+// on answers the region and location through which device o's work uses
+// the buffer, mapping it for o at o's first use. o's submit lock is held.
+func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
+	if s.d == o {
+		return s.region, s.loc, nil
+	}
+	s.mu.Lock()
+	v, ok := s.views[o]
+	s.mu.Unlock()
+	if ok {
+		return v.region, v.loc, nil
+	}
+	if o.facts == nil || s.d.drv == nil {
+		return nil, device.Location{}, ErrClosed
+	}
+	r, err := o.drv.MapPeer(s.d.drv, s.region)
+	if err != nil {
+		return nil, device.Location{}, fmt.Errorf("rig: device %s cannot use a buffer of device %s: %w", o.name, s.d.name, o.fault(err))
+	}
+	v = view{region: r, loc: o.drv.Locate(r)}
+	s.mu.Lock()
+	if s.views == nil {
+		s.views = map[*Device]view{}
+	}
+	s.views[o] = v
+	s.mu.Unlock()
+	o.objMu.Lock()
+	if o.views != nil {
+		o.views[s] = struct{}{}
+	}
+	o.objMu.Unlock()
+	return v.region, v.loc, nil
+}
+
+// hostBytes is the n bytes of host memory at addr, memory outside Go's heap
+// that a driver mapped and keeps until the region is freed.
+func hostBytes(addr uintptr, n int) []byte {
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), n)
+}

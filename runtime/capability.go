@@ -1,0 +1,15 @@
+package rig
+
+import "github.com/rig-go/rig/device"
+
+// Capability answers the record that compiled code uses on d, if d's driver
+// declares key: cudadev/abi's record of libcuda's functions, nvdev/abi's
+// GPU record, hostdev's caps.
+func Capability[T any](d *Device, key *device.Key[T]) (T, bool) {
+	var zero T
+	if k, ok := d.facts.Capability.(*device.Key[T]); !ok || k != key {
+		return zero, false
+	}
+	c, ok := d.drv.Capability().(T)
+	return c, ok
+}

@@ -1,0 +1,282 @@
+package rig
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+	"github.com/rig-go/rig/reclaim"
+)
+
+// Device is an open device: a driver, its timeline word and its supervisor.
+//
+// A Device is safe for use by any goroutine. It lives from Open until Close;
+// Close stops the driver, and the supervisor then gives back every buffer
+// and image once the word reads the last value submitted.
+type Device struct {
+	name  string
+	drv   device.Driver
+	facts *device.Facts
+	// word is the word rig reads: the array's, or nil where the driver
+	// keeps its own, read through Signaled.
+	word *uint64
+	// slot is the array's slot make was given.
+	slot int
+	base uint64
+
+	// mu is the submit lock: it orders values, hazards and the driver's
+	// Room, Submit and Commit. It is never held across a wait.
+	mu        sync.Mutex
+	last      atomic.Uint64 // last value submitted; written under mu
+	committed atomic.Uint64 // last value committed; written under mu
+	timed     atomic.Bool
+
+	// state
+	closing atomic.Bool
+	loss    atomic.Pointer[LostError]
+	reaped  atomic.Bool
+	final   uint64 // the word's last value, once reaped
+
+	budget   *reclaim.Budget
+	deferred reclaim.Deferred
+
+	// objMu guards the live objects that Close gives back.
+	objMu   sync.Mutex
+	buffers map[*bufState]struct{}
+	images  map[*imageState]struct{}
+	views   map[*bufState]struct{} // buffers of other devices this one maps
+
+	sup       *supervisor
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	regMu   sync.Mutex
+	names   = map[string]*Device{}
+	opening = map[string]bool{}
+	domains = map[string]map[*Device]struct{}{}
+)
+
+// Open opens a device with op and starts its supervisor. One device of a
+// name is open at a time: Open answers an error while a device of op's name
+// is open, or while a closed one's work still runs. Opening the name of a
+// lost device that was not closed closes it first.
+func Open(ctx context.Context, op device.Opener) (*Device, error) {
+	if op.Make == nil {
+		return nil, fmt.Errorf("rig: open %q: the opener has no make", op.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := reserveName(op.Name); err != nil {
+		return nil, err
+	}
+	d, err := open(op)
+	regMu.Lock()
+	delete(opening, op.Name)
+	if err == nil {
+		names[op.Name] = d
+		if dom := d.facts.FaultDomain; dom != "" {
+			if domains[dom] == nil {
+				domains[dom] = map[*Device]struct{}{}
+			}
+			domains[dom][d] = struct{}{}
+		}
+	}
+	regMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	go d.sup.run()
+	return d, nil
+}
+
+func reserveName(name string) error {
+	regMu.Lock()
+	defer regMu.Unlock()
+	for {
+		if opening[name] {
+			return fmt.Errorf("rig: open %q: another open of that name is under way", name)
+		}
+		old := names[name]
+		if old == nil {
+			opening[name] = true
+			return nil
+		}
+		if old.loss.Load() != nil && !old.closing.Load() {
+			regMu.Unlock()
+			_ = old.Close()
+			regMu.Lock()
+			if names[name] == old {
+				return fmt.Errorf("rig: open %q: the lost device's work still runs", name)
+			}
+			continue
+		}
+		if old.closing.Load() {
+			return fmt.Errorf("rig: open %q: the closed device's work still runs", name)
+		}
+		return fmt.Errorf("rig: open %q: a device of that name is open", name)
+	}
+}
+
+func open(op device.Opener) (*Device, error) {
+	slot, w, err := timeline.Take()
+	if err != nil {
+		return nil, fmt.Errorf("rig: open %q: %w", op.Name, err)
+	}
+	drv, err := op.Make(w)
+	if err != nil {
+		timeline.Give(slot)
+		return nil, fmt.Errorf("rig: open %q: %w", op.Name, err)
+	}
+	f := drv.Facts()
+	if f == nil || len(f.Queues) == 0 {
+		_ = drv.Stop("")
+		timeline.Give(slot)
+		return nil, fmt.Errorf("rig: open %q: the driver declares no queues", op.Name)
+	}
+	d := &Device{
+		name:    op.Name,
+		drv:     drv,
+		facts:   f,
+		word:    f.Word,
+		slot:    slot,
+		budget:  reclaim.NewBudget(f.Budget),
+		buffers: map[*bufState]struct{}{},
+		images:  map[*imageState]struct{}{},
+		views:   map[*bufState]struct{}{},
+		done:    make(chan struct{}),
+	}
+	d.base = d.read()
+	d.last.Store(d.base)
+	d.committed.Store(d.base)
+	d.sup = newSupervisor(d)
+	return d, nil
+}
+
+// Name is the name of the device's opener.
+func (d *Device) Name() string { return d.name }
+
+// Facts is what the driver declared when the device opened. The caller
+// must not change it.
+func (d *Device) Facts() *device.Facts { return d.facts }
+
+// Arch is the device's architecture, such as "sm_90".
+func (d *Device) Arch() string { return d.facts.Arch }
+
+// Err is the error of the device's loss, or nil while it is not lost.
+func (d *Device) Err() error {
+	if le := d.loss.Load(); le != nil {
+		return le
+	}
+	return nil
+}
+
+// Last is the point of the last value submitted.
+func (d *Device) Last() Point { return Point{d: d, v: d.last.Load()} }
+
+// Done is closed once a closed device has given back everything it held.
+func (d *Device) Done() <-chan struct{} { return d.done }
+
+// Budget answers the bytes the device's buffers and images take, and its
+// budget (0 for none).
+func (d *Device) Budget() (used, limit int64) { return d.budget.Used(), d.budget.Limit() }
+
+// read is the value in the device's word.
+func (d *Device) read() uint64 {
+	if d.reaped.Load() {
+		return d.final
+	}
+	if d.word != nil {
+		return atomic.LoadUint64(d.word)
+	}
+	return d.drv.Signaled()
+}
+
+// lose records the loss of the device, once, and tells the supervisor.
+// It never blocks, so any goroutine may call it holding any lock.
+func (d *Device) lose(cause string, f *device.Fault) *LostError {
+	le := &LostError{Device: d.name, Cause: cause, Fault: f}
+	if !d.loss.CompareAndSwap(nil, le) {
+		return d.loss.Load()
+	}
+	d.sup.poke()
+	return le
+}
+
+// fault loses the device if err is a *device.Fault of a counted call, and
+// answers the error the caller returns.
+func (d *Device) fault(err error) error {
+	if f, ok := device.AsFault(err); ok {
+		return d.lose(f.Why, f)
+	}
+	return err
+}
+
+// usable answers the error of a device that takes no more work.
+func (d *Device) usable() error {
+	if d.closing.Load() {
+		return ErrClosed
+	}
+	if le := d.loss.Load(); le != nil {
+		return le
+	}
+	return nil
+}
+
+// Close stops the device: later calls answer ErrClosed, waiters whose
+// point is not reached are woken with ErrClosed, and the driver is stopped
+// without waiting for its work. The supervisor then gives back every
+// buffer and image once the word reads the last value (Done). Close is safe
+// to call more than once, from any goroutine; each call answers the stop's
+// error.
+func (d *Device) Close() error {
+	d.closeOnce.Do(func() {
+		d.closing.Store(true)
+		// A submission in flight holds mu: it ends before the stop.
+		d.mu.Lock()
+		d.closing.Store(true)
+		d.mu.Unlock()
+		reply := make(chan error, 1)
+		if err := d.sup.box.Send(context.Background(), message{kind: msgClose, reply: reply}); err != nil {
+			d.closeErr = err
+			return
+		}
+		d.closeErr = <-reply
+	})
+	return d.closeErr
+}
+
+// domainPeers answers the other open devices of d's fault domain.
+func (d *Device) domainPeers() []*Device {
+	dom := d.facts.FaultDomain
+	if dom == "" {
+		return nil
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	var out []*Device
+	for o := range domains[dom] {
+		if o != d {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// unregister forgets the device's name and domain once it is reaped.
+func (d *Device) unregister() {
+	regMu.Lock()
+	if names[d.name] == d {
+		delete(names, d.name)
+	}
+	if dom := d.facts.FaultDomain; dom != "" {
+		delete(domains[dom], d)
+	}
+	regMu.Unlock()
+}

@@ -1,0 +1,61 @@
+// Package rig runs work on accelerators from Go through timeline words and
+// points. It lives in the module's runtime/ folder and is imported as
+//
+//	import rig "github.com/rig-go/rig/runtime"
+//
+// A program opens devices (Open, with an opener of a driver: hostdev on CPU
+// cores, cudadev through libcuda, nvdev through NVIDIA's resource manager),
+// allocates buffers, loads images and submits work. Each submission gets
+// the next value of its device's timeline; a Point (device, value) is
+// reached once the device's 64-bit timeline word holds at least that value
+// in circular order, which means that work and all the device's earlier
+// work have completed.
+//
+// # Goroutines
+//
+// Each open device has one supervisor goroutine. It owns the driver's
+// Sleep, the device's loss and stop, and its waiters: a goroutine that
+// waits on an unreached point registers (value, channel) with the
+// supervisor through its mailbox and selects on the channel and its
+// context, so that ten thousand waiters cost one sleeping goroutine.
+//
+// Submitters do not go through the supervisor. Run.Submit computes the
+// submission's waits, takes the device's next value and calls the driver's
+// Room and Submit on the calling goroutine, inside the device's submit
+// lock: a short critical section, with no channel send, no allocation and
+// no wait inside it. A Room that answers later, a growth and a host wait on
+// another device's point are taken outside the lock.
+//
+// # Locks
+//
+// In the order they nest: a device's submit lock; the locks of the buffers
+// a submission uses, taken in the order of their ids; a device's object
+// lock (its live buffers, images and views); the registry of names. No lock
+// is held across a wait on a point, a send to a mailbox, or a driver call
+// that may block but Room, Submit and Commit.
+//
+// # Loss and close
+//
+// A *device.Fault from any counted driver call, a submission the driver
+// answers Failed, or a word unmoved for the device's HangMs while work is
+// pending loses the device: every waiter wakes with a *LostError, which
+// matches ErrLost and names the cause, later calls fail at once, and the
+// fault goes to the supervisors of the devices of its fault domain. Close
+// stops the driver without waiting for its work; the supervisor then frees
+// every region and unloads every image once the word reads the last value,
+// and Done is closed.
+//
+// # Memory
+//
+// A buffer is freed by Free or by the garbage collector (a cleanup), in
+// both cases only once every point that uses it is reached. An allocation
+// that the driver or the budget refuses runs up to four rounds of
+// reclamation (package reclaim) before it answers an *OutOfMemoryError.
+//
+// # Decisions where the seeds are silent
+//
+// Copies and fills default to "COPY:0" and launches and words to
+// "COMPUTE:0"; Part.On moves a part. Waits honour their context, and so
+// does a submission held back by full queues. Close does not wait for the
+// device's work; Done tells when its memory is back.
+package rig

@@ -1,0 +1,100 @@
+package rig
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rig-go/rig/device"
+)
+
+var (
+	// ErrLost is matched (errors.Is) by every error of a lost device. The
+	// error is a *LostError that names the cause.
+	ErrLost = errors.New("rig: device lost")
+	// ErrOutOfMemory is matched by an allocation, an entry or a growth that
+	// failed after every round of reclamation. The error is an
+	// *OutOfMemoryError that states the bytes lacked.
+	ErrOutOfMemory = errors.New("rig: out of memory")
+	// ErrClosed is returned by calls on a device after Close, and by waits
+	// that Close ended before their point was reached.
+	ErrClosed = errors.New("rig: device closed")
+	// ErrRefused is matched by a *RefusalError: the device never runs a
+	// part (the seeds' RIG_NEVER), and nothing was submitted.
+	ErrRefused = errors.New("rig: part refused")
+	// ErrNoFunction is matched when an image has no function of the name.
+	ErrNoFunction = errors.New("rig: no such function")
+	// ErrFreed is returned when a freed buffer or an unloaded image is used.
+	ErrFreed = errors.New("rig: used after free")
+)
+
+// LostError is the error of a lost device.
+type LostError struct {
+	// Device is the device's name.
+	Device string
+	// Cause says why rig lost it: the driver's fault, "no progress for n
+	// ms", or a fault of another device of its fault domain.
+	Cause string
+	// Fault is the driver's fault, where one lost the device.
+	Fault *device.Fault
+}
+
+func (e *LostError) Error() string { return fmt.Sprintf("rig: device %s lost: %s", e.Device, e.Cause) }
+
+// Is matches ErrLost.
+func (e *LostError) Is(target error) bool { return target == ErrLost }
+
+// Unwrap answers the driver's fault, if any.
+func (e *LostError) Unwrap() error {
+	if e.Fault == nil {
+		return nil
+	}
+	return e.Fault
+}
+
+// Format prints the cause with %v, and the fault's detail lines too with %+v.
+func (e *LostError) Format(s fmt.State, verb rune) {
+	_, _ = fmt.Fprint(s, e.Error())
+	if verb == 'v' && s.Flag('+') && e.Fault != nil {
+		for _, l := range e.Fault.Detail {
+			_, _ = fmt.Fprint(s, "\n\t", l)
+		}
+	}
+}
+
+// OutOfMemoryError is the error of an allocation that reclamation could not
+// serve.
+type OutOfMemoryError struct {
+	Device string
+	// What was asked for, such as "40960 bytes of Device memory".
+	What string
+	// Lacking is how many bytes were missing after the last round.
+	Lacking int64
+}
+
+func (e *OutOfMemoryError) Error() string {
+	return fmt.Sprintf("rig: device %s out of memory for %s: %d bytes lacking after %d rounds of reclamation", e.Device, e.What, e.Lacking, 4)
+}
+
+// Is matches ErrOutOfMemory.
+func (e *OutOfMemoryError) Is(target error) bool { return target == ErrOutOfMemory }
+
+// RefusalError says that a device never runs a part of a submission.
+type RefusalError struct {
+	Device string
+	// Part is the index of the refused part, -1 for the whole submission.
+	Part int
+	// Kind is the refused part's kind.
+	Kind device.PartKind
+	// Reason is the driver's reason.
+	Reason string
+}
+
+func (e *RefusalError) Error() string {
+	if e.Part < 0 {
+		return fmt.Sprintf("rig: device %s refuses the submission: %s", e.Device, e.Reason)
+	}
+	return fmt.Sprintf("rig: device %s refuses part %d (%s): %s", e.Device, e.Part, e.Kind, e.Reason)
+}
+
+// Is matches ErrRefused.
+func (e *RefusalError) Is(target error) bool { return target == ErrRefused }

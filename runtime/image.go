@@ -1,0 +1,216 @@
+package rig
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/reclaim"
+)
+
+// Image is code loaded on a device: a cubin, fatbin or PTX on CUDA, a
+// cubin on nvdev, a manifest of Go kernels on hostdev.
+//
+// An image lives until Unload, which unloads it once no work that runs it
+// can run, or until its device is closed.
+type Image struct {
+	s *imageState
+}
+
+type imageState struct {
+	d   *Device
+	img device.Image
+	// place is the region rig allocated for a placed image, nil otherwise.
+	place device.Region
+	size  int64
+
+	mu       sync.Mutex
+	funcs    map[string]*Function
+	unloaded bool
+	used     atomic.Bool
+	lastUse  atomic.Uint64 // the last value that launched a function of it
+	released atomic.Bool
+}
+
+// Function is a function of an image that launches run.
+type Function struct {
+	img   *imageState
+	entry *device.Entry
+}
+
+// LoadImage loads the binary bin on the device. Where the driver asks rig
+// to place the image, rig allocates its Device memory, running the rounds
+// of reclamation, and the driver lays the image there.
+func (d *Device) LoadImage(bin []byte) (*Image, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	code, err := d.drv.Image(bin)
+	if err != nil {
+		return nil, fmt.Errorf("rig: image on %s: %w", d.name, d.fault(err))
+	}
+	st := &imageState{d: d, img: code.Loaded, funcs: map[string]*Function{}}
+	if code.Loaded == nil {
+		if code.Place < 1 || code.Lay == nil {
+			return nil, fmt.Errorf("rig: image on %s: the driver answered neither an image nor a place", d.name)
+		}
+		size := (code.Place + 3) &^ 3
+		r, err := d.allocRegion(device.Device, size)
+		if err != nil {
+			return nil, err
+		}
+		img, err := code.Lay(r)
+		if err != nil {
+			_ = d.drv.Free(r)
+			d.budget.Give(int64(size))
+			return nil, fmt.Errorf("rig: image on %s: laying it out: %w", d.name, d.fault(err))
+		}
+		st.img, st.place, st.size = img, r, int64(size)
+	}
+	d.objMu.Lock()
+	if d.images == nil {
+		d.objMu.Unlock()
+		st.release()
+		return nil, ErrClosed
+	}
+	d.images[st] = struct{}{}
+	d.objMu.Unlock()
+	return &Image{s: st}, nil
+}
+
+// Resolve answers the image's function name, made ready to launch. Where
+// the device lacks the memory the function's launches need, it runs the
+// rounds of reclamation. An image with no such function answers an error
+// matching ErrNoFunction.
+func (im *Image) Resolve(name string) (*Function, error) {
+	s := im.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unloaded {
+		return nil, fmt.Errorf("rig: resolve %q: %w", name, ErrFreed)
+	}
+	if f := s.funcs[name]; f != nil {
+		return f, nil
+	}
+	d := s.d
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	var e *device.Entry
+	lack, err := reclaim.Retry(func() (int64, error) {
+		var err error
+		e, err = d.drv.Entry(s.img, name)
+		var nm *device.NoMemory
+		if errors.As(err, &nm) {
+			return max(nm.N, 1), nil
+		}
+		return 0, err
+	}, d.reclaimRound)
+	if lack > 0 {
+		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("the launches of %q", name), Lacking: lack}
+	}
+	if errors.Is(err, device.ErrAbsent) {
+		return nil, fmt.Errorf("rig: resolve %q on %s: %w", name, d.name, ErrNoFunction)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rig: resolve %q on %s: %w", name, d.name, d.fault(err))
+	}
+	if e.Name == "" {
+		e.Name = name
+	}
+	f := &Function{img: s, entry: e}
+	s.funcs[name] = f
+	return f, nil
+}
+
+// Prepare starts making the named functions ready to launch, without
+// waiting, so that their Resolve finds them made.
+func (im *Image) Prepare(names ...string) error {
+	s := im.s
+	for _, n := range names {
+		if err := s.d.drv.Prepare(s.img, n); err != nil {
+			return fmt.Errorf("rig: prepare %q on %s: %w", n, s.d.name, s.d.fault(err))
+		}
+	}
+	return nil
+}
+
+// Unload unloads the image once no work that runs it can run. Launching
+// its functions afterwards is an error; a second Unload does nothing.
+func (im *Image) Unload() error {
+	s := im.s
+	s.mu.Lock()
+	if s.unloaded {
+		s.mu.Unlock()
+		return nil
+	}
+	s.unloaded = true
+	s.mu.Unlock()
+	d := s.d
+	d.objMu.Lock()
+	if d.images == nil {
+		d.objMu.Unlock()
+		return nil
+	}
+	delete(d.images, s)
+	d.objMu.Unlock()
+	if s.Due() {
+		return s.unload()
+	}
+	d.deferred.Add(s)
+	d.sup.poke()
+	return nil
+}
+
+// Due reports whether the last launch of the image's functions is reached.
+func (s *imageState) Due() bool {
+	return !s.used.Load() || (Point{d: s.d, v: s.lastUse.Load()}).Reached()
+}
+
+// Release unloads the image (reclaim.Item).
+func (s *imageState) Release() { _ = s.unload() }
+
+func (s *imageState) unload() error {
+	if s.released.Swap(true) {
+		return nil
+	}
+	err := s.d.drv.Unload(s.img)
+	if s.place != nil {
+		_ = s.d.drv.Free(s.place)
+		s.d.budget.Give(s.size)
+	}
+	if err != nil {
+		return fmt.Errorf("rig: unload on %s: %w", s.d.name, s.d.fault(err))
+	}
+	return nil
+}
+
+// release unloads the image uncounted, at the device's reaping.
+func (s *imageState) release() {
+	if s.released.Swap(true) {
+		return
+	}
+	_ = s.d.drv.Unload(s.img)
+	if s.place != nil {
+		_ = s.d.drv.Free(s.place)
+		s.d.budget.Give(s.size)
+	}
+}
+
+// Name is the function's name.
+func (f *Function) Name() string { return f.entry.Name }
+
+// Params is the number of parameter bytes the function reads.
+func (f *Function) Params() int { return f.entry.Params }
+
+// Threads is the most threads a group of the function has.
+func (f *Function) Threads() int { return f.entry.Threads }
+
+// Shared is the most dynamic shared memory a group of it takes.
+func (f *Function) Shared() int { return f.entry.Shared }
+
+// Entry is the driver's entry for the function, for compiled code that
+// launches it itself.
+func (f *Function) Entry() *device.Entry { return f.entry }

@@ -1,0 +1,133 @@
+package rig
+
+import "github.com/rig-go/rig/device"
+
+// Access is how a part uses a buffer.
+type Access uint8
+
+const (
+	// Reads: the part reads the buffer.
+	Reads Access = 1 << iota
+	// Writes: the part writes the buffer.
+	Writes
+	// ReadsWrites: the part reads and writes the buffer.
+	ReadsWrites = Reads | Writes
+)
+
+// Ref says how a part uses one of the buffers a run is submitted with, and
+// where a launch's parameters hold its address.
+type Ref struct {
+	// Buf indexes the buffers given to Run.Submit.
+	Buf int
+	// At is the byte of the launch's parameters where rig writes the
+	// buffer's address (plus Offset), as 8 little-endian bytes; -1 for a
+	// ref that only states the use.
+	At int
+	// Offset is added to the address written.
+	Offset uint64
+	// Access is how the part uses the buffer.
+	Access Access
+}
+
+// Read is a ref to buffer buf that the part reads, its address at byte at.
+func Read(buf, at int) Ref { return Ref{Buf: buf, At: at, Access: Reads} }
+
+// Write is a ref to buffer buf that the part writes, its address at byte at.
+func Write(buf, at int) Ref { return Ref{Buf: buf, At: at, Access: Writes} }
+
+// ReadWrite is a ref to buffer buf that the part reads and writes, its
+// address at byte at.
+func ReadWrite(buf, at int) Ref { return Ref{Buf: buf, At: at, Access: ReadsWrites} }
+
+// Uses is a ref that states a use of buffer buf and patches nothing.
+func Uses(buf int, a Access) Ref { return Ref{Buf: buf, At: -1, Access: a} }
+
+// Plus is the ref with off added to the address it writes.
+func (r Ref) Plus(off uint64) Ref { r.Offset += off; return r }
+
+// Part is one piece of a submission's work, on one queue of the device.
+// Launch, Copy, CopyRows, FillBytes, Fill and Words make parts; On and
+// After place them.
+type Part struct {
+	kind   device.PartKind
+	queue  int
+	after  int
+	fn     *Function
+	params int
+	refs   []Ref
+
+	src, dst           int
+	srcOff, dstOff     uint64
+	rowBytes, rows     uint64
+	srcPitch, dstPitch uint64
+	filling            bool
+	fillByte           byte
+	fillFn             any
+	fillArg            uintptr
+	words              []uint32
+}
+
+// Launch runs fn, with params bytes of parameters, over the groups and
+// threads a run sets (Run.Groups, Run.Threads), on "COMPUTE:0". Each ref
+// writes a buffer's address into the parameters and states how fn uses it.
+func Launch(fn *Function, params int, refs ...Ref) Part {
+	return Part{kind: device.Launch, queue: device.Compute, src: -1, dst: -1, fn: fn, params: params, refs: refs}
+}
+
+// Rows is a copy of Rows rows of RowBytes bytes between two of a run's
+// buffers, with Pitch bytes between the starts of rows on each side. A
+// pitch of 0 is RowBytes.
+type Rows struct {
+	Src, Dst             int
+	SrcOffset, DstOffset uint64
+	RowBytes, Rows       uint64
+	SrcPitch, DstPitch   uint64
+}
+
+// Copy copies n bytes from buffer src at srcOff to buffer dst at dstOff,
+// on "COPY:0".
+func Copy(src int, srcOff uint64, dst int, dstOff uint64, n uint64) Part {
+	return CopyRows(Rows{Src: src, Dst: dst, SrcOffset: srcOff, DstOffset: dstOff, RowBytes: n, Rows: 1})
+}
+
+// CopyRows copies rows between two buffers, on "COPY:0".
+func CopyRows(r Rows) Part {
+	if r.SrcPitch == 0 {
+		r.SrcPitch = r.RowBytes
+	}
+	if r.DstPitch == 0 {
+		r.DstPitch = r.RowBytes
+	}
+	return Part{kind: device.CopyRows, queue: device.Copy, src: r.Src, dst: r.Dst,
+		srcOff: r.SrcOffset, dstOff: r.DstOffset, rowBytes: r.RowBytes, rows: r.Rows,
+		srcPitch: r.SrcPitch, dstPitch: r.DstPitch,
+		refs: []Ref{Uses(r.Src, Reads), Uses(r.Dst, Writes)}}
+}
+
+// FillBytes sets n bytes of buffer dst at off to b: a copy that fills, on
+// "COPY:0".
+func FillBytes(dst int, off, n uint64, b byte) Part {
+	return Part{kind: device.CopyRows, queue: device.Copy, src: -1, dst: dst, dstOff: off,
+		rowBytes: n, rows: 1, dstPitch: n, filling: true, fillByte: b,
+		refs: []Ref{Uses(dst, Writes)}}
+}
+
+// Fill calls the driver's fill function fn with arg (a C function of
+// compiled code on CUDA, a Go function on hostdev), on "COPY:0". Its refs
+// state which buffers it uses.
+func Fill(fn any, arg uintptr, refs ...Ref) Part {
+	return Part{kind: device.Fill, queue: device.Copy, src: -1, dst: -1, fillFn: fn, fillArg: arg, refs: refs}
+}
+
+// Words hands ring entries that compiled code wrote to "COMPUTE:0" (nvdev
+// runs them). Its refs state which buffers they use.
+func Words(words []uint32, refs ...Ref) Part {
+	return Part{kind: device.Words, queue: device.Compute, src: -1, dst: -1, words: words, refs: refs}
+}
+
+// On places the part on queue q of the device's Facts.Queues.
+func (p Part) On(q int) Part { p.queue = q; return p }
+
+// After makes the part run after part i of its submission as well as after
+// the parts before it on its own queue.
+func (p Part) After(i int) Part { p.after = i + 1; return p }

@@ -1,0 +1,114 @@
+package rig
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+	"github.com/rig-go/rig/mailbox"
+)
+
+// Point is a value of a device's timeline. It is reached once the device's
+// word holds at least the value, in circular order: the work of that value
+// and of every earlier value of the device has completed. The zero Point is
+// reached.
+type Point struct {
+	d *Device
+	v uint64
+}
+
+// Device is the point's device, nil for the zero Point.
+func (p Point) Device() *Device { return p.d }
+
+// Value is the point's value.
+func (p Point) Value() uint64 { return p.v }
+
+// Reached reports whether the point is reached. It reads the word: one
+// atomic load, or the driver's Signaled where it keeps its own word.
+func (p Point) Reached() bool {
+	return p.d == nil || device.AtLeast(p.d.read(), p.v)
+}
+
+// Wait blocks until the point is reached, ctx ends, or the device is lost
+// or closed. It asks the device to commit up to the point's value first.
+// A cancelled wait answers ctx.Err() and leaves nothing registered; a lost
+// device's answer matches ErrLost and names the cause. A Wait on a reached
+// point allocates nothing.
+func (p Point) Wait(ctx context.Context) error {
+	if p.Reached() {
+		return nil
+	}
+	return p.d.wait(ctx, p.v)
+}
+
+// WaitAll waits until every point is reached, and answers the first error.
+func WaitAll(ctx context.Context, points ...Point) error {
+	for _, p := range points {
+		if err := p.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Device) wait(ctx context.Context, v uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if le := d.loss.Load(); le != nil {
+		return le
+	}
+	if !device.AtLeast(d.committed.Load(), v) {
+		if err := d.commit(v); err != nil {
+			return err
+		}
+	}
+	w := waiterPool.Get().(*waiter)
+	w.v, w.key, w.idx = v, v-d.base, -1
+	if err := d.sup.box.Send(ctx, message{kind: msgRegister, w: w}); err != nil {
+		waiterPool.Put(w)
+		if errors.Is(err, mailbox.ErrClosed) {
+			if device.AtLeast(d.read(), v) {
+				return nil
+			}
+			if le := d.loss.Load(); le != nil {
+				return le
+			}
+			return ErrClosed
+		}
+		return err
+	}
+	select {
+	case err := <-w.ch:
+		waiterPool.Put(w)
+		return err
+	case <-ctx.Done():
+		// The supervisor may answer w before it takes the cancellation,
+		// so w is not reused.
+		_ = d.sup.box.Send(context.Background(), message{kind: msgCancel, w: w})
+		return ctx.Err()
+	}
+}
+
+// commit asks the driver to commit every value up to v.
+func (d *Device) commit(v uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if device.AtLeast(d.committed.Load(), v) {
+		return nil
+	}
+	if le := d.loss.Load(); le != nil {
+		return le
+	}
+	a := d.drv.Commit(v)
+	switch a.Kind {
+	case device.Failed:
+		return d.lose(a.Reason, nil)
+	case device.Committed:
+		d.committed.Store(v)
+	}
+	return nil
+}
+
+func timelineGive(slot int) { timeline.Give(slot) }

@@ -1,0 +1,336 @@
+package rig
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/mailbox"
+)
+
+// The supervisor is the one goroutine per device that owns the driver's
+// sleep, the device's loss and stop, and its waiters.
+//
+// It alone calls Driver.Sleep, Driver.Stop, and Free and Unload after Stop.
+// It loops: take the mailbox's messages (waiters that register or cancel,
+// faults of other devices of the fault domain, Close), read the word, wake
+// every waiter whose value the word passed, give back deferred frees that
+// are due, and, while work is pending, sleep in the driver for at most
+// sleepStill. With no work pending and no waiter it parks until a message
+// arrives or a submitter pokes it (poke: one non-blocking send, made only
+// by the first submission after the supervisor parked).
+
+const (
+	// sleepStill bounds one Sleep, so that cancellations and Close are
+	// handled within it.
+	sleepStill = 10 * time.Millisecond
+	// mailboxSize bounds the supervisor's mailbox.
+	mailboxSize = 4096
+)
+
+type msgKind uint8
+
+const (
+	msgRegister msgKind = iota + 1
+	msgCancel
+	msgFault
+	msgClose
+)
+
+type message struct {
+	kind  msgKind
+	w     *waiter
+	cause string
+	reply chan error
+}
+
+// waiter is a goroutine waiting for a value. The supervisor owns idx and
+// sends exactly one answer on ch.
+type waiter struct {
+	v   uint64
+	key uint64 // v - the device's base, the heap's order
+	idx int
+	ch  chan error
+}
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
+
+type waiterHeap []*waiter
+
+func (h waiterHeap) Len() int           { return len(h) }
+func (h waiterHeap) Less(i, j int) bool { return h[i].key < h[j].key }
+func (h waiterHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx = i
+	h[j].idx = j
+}
+func (h *waiterHeap) Push(x any) {
+	w := x.(*waiter)
+	w.idx = len(*h)
+	*h = append(*h, w)
+}
+func (h *waiterHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	w.idx = -1
+	return w
+}
+
+type supervisor struct {
+	d       *Device
+	box     *mailbox.Box[message]
+	kick    chan struct{}
+	parked  atomic.Bool
+	waiters waiterHeap
+	count   atomic.Int64 // registered waiters, for Waiting
+	lost    *LostError   // the loss the supervisor has acted on
+}
+
+func newSupervisor(d *Device) *supervisor {
+	return &supervisor{d: d, box: mailbox.New[message](mailboxSize), kick: make(chan struct{}, 1)}
+}
+
+// poke wakes a parked supervisor. Any goroutine may call it; it never blocks.
+func (s *supervisor) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// submitted is called by a submitter after it published a value: it pokes
+// the supervisor only if it parked.
+func (s *supervisor) submitted() {
+	if s.parked.Load() && s.parked.CompareAndSwap(true, false) {
+		s.poke()
+	}
+}
+
+func (s *supervisor) run() {
+	d := s.d
+	seen := d.read()
+	moved := time.Now()
+	var timer *time.Timer
+	for {
+		// Messages first.
+		for drained := false; !drained; {
+			select {
+			case m := <-s.box.Receive():
+				if m.kind == msgClose {
+					s.close(m.reply)
+					return
+				}
+				s.handle(m)
+			default:
+				drained = true
+			}
+		}
+		if le := d.loss.Load(); le != nil && s.lost == nil {
+			s.onLoss(le)
+		}
+		cur := d.read()
+		if cur != seen {
+			seen, moved = cur, time.Now()
+		}
+		s.wake(cur)
+		d.deferred.Sweep()
+
+		pending := s.lost == nil && !device.AtLeast(cur, d.last.Load())
+		if !pending {
+			// Park until a message, a poke, or, while frees wait for
+			// points, a tick.
+			s.parked.Store(true)
+			if s.lost == nil && !device.AtLeast(d.read(), d.last.Load()) {
+				s.parked.Store(false)
+				continue
+			}
+			var tick <-chan time.Time
+			if d.deferred.Len() > 0 || s.waiters.Len() > 0 {
+				if timer == nil {
+					timer = time.NewTimer(sleepStill)
+				} else {
+					timer.Reset(sleepStill)
+				}
+				tick = timer.C
+			}
+			select {
+			case m := <-s.box.Receive():
+				s.parked.Store(false)
+				if m.kind == msgClose {
+					s.close(m.reply)
+					return
+				}
+				s.handle(m)
+			case <-s.kick:
+			case <-tick:
+			}
+			s.parked.Store(false)
+			moved = time.Now()
+			continue
+		}
+		still := sleepStill
+		if hang := time.Duration(d.facts.HangMs) * time.Millisecond; hang > 0 {
+			left := hang - time.Since(moved)
+			if left <= 0 {
+				d.lose(fmt.Sprintf("no progress for %d ms", d.facts.HangMs), nil)
+				continue
+			}
+			still = min(still, left)
+		}
+		if err := d.drv.Sleep(cur, still); err != nil {
+			if f, ok := device.AsFault(err); ok {
+				d.lose(f.Why, f)
+			}
+		}
+	}
+}
+
+func (s *supervisor) handle(m message) {
+	switch m.kind {
+	case msgRegister:
+		w := m.w
+		cur := s.d.read()
+		if device.AtLeast(cur, w.v) {
+			w.ch <- nil
+			return
+		}
+		if s.lost != nil {
+			w.ch <- s.lost
+			return
+		}
+		heap.Push(&s.waiters, w)
+		s.count.Add(1)
+	case msgCancel:
+		if w := m.w; w.idx >= 0 && w.idx < len(s.waiters) && s.waiters[w.idx] == w {
+			heap.Remove(&s.waiters, w.idx)
+			s.count.Add(-1)
+		}
+	case msgFault:
+		s.d.lose(m.cause, nil)
+	}
+}
+
+// wake answers every waiter whose value cur reached.
+func (s *supervisor) wake(cur uint64) {
+	for len(s.waiters) > 0 && device.AtLeast(cur, s.waiters[0].v) {
+		w := heap.Pop(&s.waiters).(*waiter)
+		s.count.Add(-1)
+		w.ch <- nil
+	}
+}
+
+// wakeAll answers every waiter: nil where reached, err otherwise.
+func (s *supervisor) wakeAll(err error) {
+	cur := s.d.read()
+	for len(s.waiters) > 0 {
+		w := heap.Pop(&s.waiters).(*waiter)
+		s.count.Add(-1)
+		if device.AtLeast(cur, w.v) {
+			w.ch <- nil
+		} else {
+			w.ch <- err
+		}
+	}
+}
+
+// onLoss acts on the device's loss: it wakes every waiter with the loss's
+// error and sends a fault to the other devices of the fault domain.
+func (s *supervisor) onLoss(le *LostError) {
+	s.lost = le
+	s.wakeAll(le)
+	if le.Fault == nil {
+		return
+	}
+	cause := fmt.Sprintf("a fault of device %s in fault domain %q: %s", s.d.name, s.d.facts.FaultDomain, le.Cause)
+	for _, o := range s.d.domainPeers() {
+		go func() { _ = o.sup.box.Send(context.Background(), message{kind: msgFault, cause: cause}) }()
+	}
+}
+
+// close stops the driver, answers the closer, and gives back everything
+// once the word reads the last value.
+func (s *supervisor) close(reply chan error) {
+	d := s.d
+	if le := d.loss.Load(); le != nil && s.lost == nil {
+		s.onLoss(le)
+	}
+	var cause error = ErrClosed
+	if s.lost != nil {
+		cause = s.lost
+	}
+	s.wakeAll(cause)
+	fault := ""
+	if s.lost != nil {
+		fault = s.lost.Cause
+	}
+	err := d.drv.Stop(fault)
+	s.box.Close()
+	// Waiters that registered after the last drain are answered too.
+	for drained := false; !drained; {
+		select {
+		case m := <-s.box.Receive():
+			if m.kind == msgRegister {
+				if device.AtLeast(d.read(), m.w.v) {
+					m.w.ch <- nil
+				} else {
+					m.w.ch <- cause
+				}
+			}
+		default:
+			drained = true
+		}
+	}
+	reply <- err
+	s.reap()
+}
+
+// reap waits until the word reads the last value, then frees every region
+// and unloads every image, uncounted, dropping their faults.
+func (s *supervisor) reap() {
+	d := s.d
+	last := d.last.Load()
+	for wait := 50 * time.Microsecond; !device.AtLeast(d.read(), last); wait = min(2*wait, 10*time.Millisecond) {
+		time.Sleep(wait)
+	}
+	// Frees waiting for other devices' points wait for those too.
+	for wait := 50 * time.Microsecond; d.deferred.Len() > 0; wait = min(2*wait, 10*time.Millisecond) {
+		if d.deferred.Sweep() == 0 {
+			time.Sleep(wait)
+		}
+	}
+	d.objMu.Lock()
+	views := d.views
+	bufs := d.buffers
+	imgs := d.images
+	d.views, d.buffers, d.images = nil, nil, nil
+	d.objMu.Unlock()
+	for b := range views {
+		b.dropView(d)
+	}
+	for im := range imgs {
+		im.release()
+	}
+	for b := range bufs {
+		b.release()
+	}
+	if d.facts.Word == nil && d.facts.OwnWord != nil {
+		d.final = d.drv.Signaled()
+		_ = d.drv.Free(d.facts.OwnWord)
+	} else {
+		d.final = d.read()
+	}
+	d.reaped.Store(true)
+	timelineGive(d.slot)
+	d.unregister()
+	close(d.done)
+}
+
+// Waiting is the number of waiters registered with the device's
+// supervisor, which a cancelled wait leaves.
+func (d *Device) Waiting() int { return int(d.sup.count.Load()) }
