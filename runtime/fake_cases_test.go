@@ -1,0 +1,375 @@
+package rig
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+)
+
+func openFake(t *testing.T, name string, f *fake) *Device {
+	t.Helper()
+	d, err := Open(context.Background(), f.opener(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = d.Close()
+		<-d.Done()
+	})
+	return d
+}
+
+// empty is a submission of no parts.
+func empty(t *testing.T, d *Device) *Submission {
+	t.Helper()
+	s, err := NewSubmission(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func submit(t *testing.T, s *Submission, bufs ...*Buffer) Point {
+	t.Helper()
+	p, err := s.Take().Submit(context.Background(), bufs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestOneDevicePerName(t *testing.T) {
+	f := newFake()
+	d := openFake(t, "once", f)
+	if _, err := Open(context.Background(), newFake().opener("once")); err == nil || !strings.Contains(err.Error(), "is open") {
+		t.Fatalf("second open of a name: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	<-d.Done()
+	d2, err := Open(context.Background(), newFake().opener("once"))
+	if err != nil {
+		t.Fatalf("open after the first device was reaped: %v", err)
+	}
+	_ = d2.Close()
+	<-d2.Done()
+}
+
+func TestOpenOfAStillRunningName(t *testing.T) {
+	f := newFake()
+	f.held = true
+	d, err := Open(context.Background(), f.opener("running"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit(t, empty(t, d))
+	// The fake's Stop writes the last value only where it was submitted:
+	// keep the word below it to model work that still runs.
+	f.mu.Lock()
+	f.submitted = nil
+	f.mu.Unlock()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), newFake().opener("running")); err == nil || !strings.Contains(err.Error(), "still runs") {
+		t.Fatalf("open while the closed device's work runs: %v", err)
+	}
+	f.complete(d.Last().Value())
+	<-d.Done()
+}
+
+func TestWrap(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		own  bool
+	}{{"array word", false}, {"own word", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			const start = math.MaxUint64 - 3
+			f := newFake()
+			if c.own {
+				f.keepOwnWord(start)
+			} else {
+				// Open takes the lowest free slot of the array.
+				i, w, err := timeline.Take()
+				if err != nil {
+					t.Fatal(err)
+				}
+				timeline.Store(w, start)
+				timeline.Give(i)
+			}
+			d := openFake(t, "wrap", f)
+			if d.base != start {
+				t.Fatalf("values start after %d, want %d", d.base, uint64(start))
+			}
+			s := empty(t, d)
+			var pts []Point
+			for i := 0; i < 8; i++ {
+				pts = append(pts, submit(t, s))
+			}
+			if pts[3].Value() != 0 || pts[2].Value() != math.MaxUint64 {
+				t.Fatalf("values %d, %d around the wrap", pts[2].Value(), pts[3].Value())
+			}
+			for i, p := range pts {
+				if !p.Reached() {
+					t.Fatalf("point %d (%d) not reached with the word at %d", i, p.Value(), d.read())
+				}
+				if err := p.Wait(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.held = true
+			p := submit(t, s)
+			if p.Reached() {
+				t.Fatal("a point past the word counts as reached")
+			}
+			go func() { time.Sleep(5 * time.Millisecond); f.complete(p.Value()) }()
+			if err := p.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestRoomAnswers(t *testing.T) {
+	t.Run("later", func(t *testing.T) {
+		f := newFake()
+		f.held = true
+		d := openFake(t, "later", f)
+		s := empty(t, d)
+		first := submit(t, s)
+		f.mu.Lock()
+		f.rooms = []device.RoomAnswer{{Kind: device.RoomLater}}
+		f.mu.Unlock()
+		done := make(chan Point)
+		go func() { done <- submit(t, s) }()
+		select {
+		case <-done:
+			t.Fatal("a submission went through while the room answered later")
+		case <-time.After(20 * time.Millisecond):
+		}
+		f.complete(first.Value())
+		if p := <-done; p.Value() != first.Value()+1 {
+			t.Fatalf("value %d after back-pressure, want %d", p.Value(), first.Value()+1)
+		}
+		// Back-pressure honours the context.
+		f.mu.Lock()
+		f.rooms = []device.RoomAnswer{{Kind: device.RoomLater}}
+		f.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if _, err := s.Take().Submit(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("held back past the deadline: %v", err)
+		}
+		f.complete(d.Last().Value())
+	})
+	t.Run("grow", func(t *testing.T) {
+		f := newFake()
+		d := openFake(t, "grow", f)
+		s := empty(t, d)
+		f.rooms = []device.RoomAnswer{{Kind: device.RoomGrow}, {Kind: device.RoomGrow}}
+		f.growth = []error{&device.Short{N: 100}, nil}
+		submit(t, s)
+		if f.grows != 2 || f.count() != 1 {
+			t.Fatalf("%d growths and %d submissions, want 2 and 1", f.grows, f.count())
+		}
+	})
+	t.Run("short to out of memory", func(t *testing.T) {
+		f := newFake()
+		d := openFake(t, "short", f)
+		s := empty(t, d)
+		for i := 0; i < 6; i++ {
+			f.rooms = append(f.rooms, device.RoomAnswer{Kind: device.RoomGrow})
+			f.growth = append(f.growth, &device.Short{N: 4096})
+		}
+		_, err := s.Take().Submit(context.Background())
+		var oom *OutOfMemoryError
+		if !errors.Is(err, ErrOutOfMemory) || !errors.As(err, &oom) || oom.Lacking != 4096 {
+			t.Fatalf("after five Shorts: %v", err)
+		}
+		if f.grows != 5 || f.count() != 0 {
+			t.Fatalf("%d growths, %d submitted: want 5 asks and nothing submitted", f.grows, f.count())
+		}
+	})
+	t.Run("never", func(t *testing.T) {
+		f := newFake()
+		d := openFake(t, "never", f)
+		b, _ := d.Alloc(device.Device, 64)
+		s, err := NewSubmission(d, Copy(0, 0, 0, 32, 16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.rooms = []device.RoomAnswer{{Kind: device.RoomNever, Part: 0, Reason: "a copy of 16 bytes on queue 7"}}
+		before := d.Last()
+		_, err = s.Take().Submit(context.Background(), b)
+		var ref *RefusalError
+		if !errors.Is(err, ErrRefused) || !errors.As(err, &ref) || ref.Part != 0 || ref.Kind != device.CopyRows || !strings.Contains(err.Error(), "queue 7") {
+			t.Fatalf("refusal: %v", err)
+		}
+		if d.Last() != before || f.count() != 0 || b.LastUse().Device() != nil {
+			t.Fatal("a refused submission took a value, reached the driver, or marked its buffer")
+		}
+	})
+}
+
+func TestPendingCommittedByWait(t *testing.T) {
+	f := newFake()
+	f.pending, f.held = true, true
+	d := openFake(t, "pending", f)
+	s := empty(t, d)
+	p := submit(t, s)
+	go func() {
+		for {
+			f.mu.Lock()
+			n := len(f.commits)
+			f.mu.Unlock()
+			if n > 0 {
+				f.complete(p.Value())
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	if err := p.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.commits) != 1 || f.commits[0] != p.Value() {
+		t.Fatalf("commits %v, want [%d]", f.commits, p.Value())
+	}
+	if err := p.Wait(context.Background()); err != nil || len(f.commits) != 1 {
+		t.Fatal("a wait on a committed point committed again")
+	}
+}
+
+func TestFailedSubmitLoses(t *testing.T) {
+	f := newFake()
+	f.fail = "running a fill: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+	d := openFake(t, "failed", f)
+	s := empty(t, d)
+	_, err := s.Take().Submit(context.Background())
+	if !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
+		t.Fatalf("failed submit: %v", err)
+	}
+	if _, err := s.Take().Submit(context.Background()); !errors.Is(err, ErrLost) {
+		t.Fatalf("submit after the loss: %v", err)
+	}
+	if f.count() != 1 {
+		t.Fatalf("%d submissions reached the driver after its failure", f.count())
+	}
+}
+
+func TestFaultDomain(t *testing.T) {
+	a, b, c := newFake(), newFake(), newFake()
+	a.facts.FaultDomain, b.facts.FaultDomain = "gpu", "gpu"
+	a.held, b.held, c.held = true, true, true
+	da, db, dc := openFake(t, "A", a), openFake(t, "B", b), openFake(t, "C", c)
+	pa, pb, pc := submit(t, empty(t, da)), submit(t, empty(t, db)), submit(t, empty(t, dc))
+	errs := make(chan error, 2)
+	go func() { errs <- pb.Wait(context.Background()) }()
+	time.Sleep(5 * time.Millisecond)
+	a.mu.Lock()
+	a.sleepErr = &device.Fault{Why: "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered", Detail: []string{"line"}}
+	a.cond.Broadcast()
+	a.mu.Unlock()
+	if err := pa.Wait(context.Background()); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "ILLEGAL_ADDRESS") {
+		t.Fatalf("waiter of the faulted device: %v", err)
+	}
+	if err := <-errs; !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "device A") {
+		t.Fatalf("waiter of a device of the same fault domain: %v", err)
+	}
+	if dc.Err() != nil {
+		t.Fatalf("a device of no fault domain was lost: %v", dc.Err())
+	}
+	c.complete(pc.Value())
+	var le *LostError
+	if !errors.As(da.Err(), &le) || le.Fault == nil {
+		t.Fatal("the loss carries no fault")
+	}
+	if s := strings.Count(fmtPlusV(da.Err()), "\n"); s != 1 {
+		t.Fatalf("%%+v prints %d detail lines, want 1", s)
+	}
+	_ = da.Close()
+	if a.stopFault == "" {
+		t.Fatal("Stop of a lost device got no fault")
+	}
+}
+
+func TestHangBound(t *testing.T) {
+	f := newFake()
+	f.held = true
+	f.facts.HangMs = 40
+	d := openFake(t, "hang", f)
+	p := submit(t, empty(t, d))
+	start := time.Now()
+	err := p.Wait(context.Background())
+	if !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "no progress for 40 ms") {
+		t.Fatalf("wait on a hung device: %v", err)
+	}
+	if el := time.Since(start); el < 40*time.Millisecond {
+		t.Fatalf("lost after %v, before the bound", el)
+	}
+}
+
+func TestEntryReclaim(t *testing.T) {
+	f := newFake()
+	d := openFake(t, "entry", f)
+	img, err := d.LoadImage([]byte("img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.entryErr = []error{&device.NoMemory{N: 10}, &device.NoMemory{N: 10}}
+	if _, err := img.Resolve("k"); err != nil {
+		t.Fatalf("resolve after two rounds: %v", err)
+	}
+	for range 5 {
+		f.entryErr = append(f.entryErr, &device.NoMemory{N: 99})
+	}
+	if _, err := img.Resolve("k2"); !errors.Is(err, ErrOutOfMemory) || !strings.Contains(err.Error(), "99 bytes") {
+		t.Fatalf("resolve after five No_memory: %v", err)
+	}
+	if _, err := img.Resolve("absent"); !errors.Is(err, ErrNoFunction) {
+		t.Fatalf("resolve of an absent function: %v", err)
+	}
+}
+
+func TestPlacedImage(t *testing.T) {
+	f := newFake()
+	f.facts.Budget = 1000
+	d := openFake(t, "place", f)
+	img, err := d.LoadImage([]byte("place"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used, _ := d.Budget(); used != 100 {
+		t.Fatalf("a placed image of 100 bytes counts %d", used)
+	}
+	if err := img.Unload(); err != nil {
+		t.Fatal(err)
+	}
+	if used, _ := d.Budget(); used != 0 || f.unloads != 1 || f.frees != 1 {
+		t.Fatalf("after unload: %d bytes counted, %d unloads, %d frees", used, f.unloads, f.frees)
+	}
+}
+
+func TestCapability(t *testing.T) {
+	key := device.NewKey[string]("fake")
+	other := device.NewKey[string]("other")
+	f := newFake()
+	f.facts.Capability = key
+	d := openFake(t, "caps", f)
+	if c, ok := Capability(d, key); !ok || c != "fake caps" {
+		t.Fatalf("Capability = %q, %v", c, ok)
+	}
+	if _, ok := Capability(d, other); ok {
+		t.Fatal("a key the driver does not declare answered")
+	}
+}
