@@ -1,0 +1,80 @@
+// Package hostdev is the host driver: a device that runs Go kernels on the
+// host's CPU cores. It is rig's default device where no GPU is, and the
+// driver that every CI test of the core runs against, so it behaves as a
+// GPU does where rig can tell: its work runs asynchronously and completes
+// by a store to the timeline word; it faults, hangs, runs out of memory and
+// pushes back when its queues fill.
+//
+// # Model
+//
+// Memory is the host's, mapped with mmap: Device, Pinned and Mapped
+// memory alike, page-aligned, each allocation's whole pages taken from the
+// device's budget (Config.Budget). A region's device address is its host
+// address, and so is its handle; Location.Host is set for Pinned and
+// Mapped memory and MapHost's mappings, and is 0 for Device memory, with
+// Facts.HostAddresses false, as on a discrete GPU, so that rig takes its
+// paths for one. MapHost maps the caller's pages with no copy; MapPeer
+// between two host devices is a view of the same bytes.
+//
+// An image is a text manifest (ImageOf) that names kernels registered in
+// the process (Register). A launch runs its kernel once per thread, the
+// threads of a group one after another on one goroutine, the groups on up
+// to GOMAXPROCS goroutines at once. A kernel reaches memory only through
+// addresses in its parameters (Ctx.Bytes), which must lie in a live region
+// of the device: an address outside faults the device, as a GPU's MMU
+// does. A kernel that panics faults the device too, and so does Ctx.Fault.
+// Faults of the host's own MMU in a kernel, such as a read of freed
+// memory, panic rather than crash the process (debug.SetPanicOnFault), and
+// fault the device.
+//
+// # Queues and order
+//
+// The device has two queues, COMPUTE:0 (launches, copies, fills) and
+// COPY:0 (copies, fills). Submit copies the submission, its parameter bytes
+// included, into the launch ring: a preallocated ring of Config.Ring value
+// slots and three circular arenas of parts, waits and parameter bytes,
+// which Grow replaces with larger ones. Submit answers Committed: the work
+// starts at once. The values run in device order: value v's parts start
+// once every part of v-1 completed, after v's waits hold (polled with a
+// backoff from a yield to a millisecond). Within a value, the parts of one
+// queue run in order, the two queues at once, and a part with After runs
+// after the part it names. Once a value's work completed, its value is
+// stored into the word (sync/atomic), so the word always holds the last
+// value v whose work, and every earlier value's, completed.
+//
+// After a fault the device runs no more work: the parts of the value that
+// faulted that had not started, and every later value's, are skipped, but
+// the word still reaches every value after its waits, so that work of
+// other devices that waits on it runs on. Sleep then answers the fault.
+//
+// # Goroutines
+//
+// Make starts the device's goroutines, and Stop ends them all:
+//
+//   - the sequencer, which owns the values in flight: it waits for a
+//     value's waits, runs its COMPUTE:0 parts itself, hands its COPY:0
+//     parts to the copier and waits for them, stamps the value where it is
+//     timed, and stores it into the word;
+//   - the copier, COPY:0's goroutine, which runs what the sequencer hands it;
+//   - GOMAXPROCS-1 helpers, which take groups of a launch beside the queue
+//     goroutine that runs it, where they are idle.
+//
+// The submitting goroutine alone calls Room, Grow and Submit (rig calls
+// them in value order, one at a time); it owns the launch ring's free
+// space and fills a slot before it publishes it to the sequencer with an
+// atomic store. The sequencer hands a slot back by storing the count of
+// values completed, which Room reads before it reuses the slot's space. Any
+// goroutine may call the rest. A device's mutex guards its stop, whether a
+// value runs, and the wake channel of Sleep, and orders the sequencer's
+// stores into the word against Stop's, so that no store follows the last
+// value; the regions that work may address are an immutable sorted slice,
+// replaced under its own mutex.
+//
+// Stop does not wait for work: it closes the device's stop channel, which
+// ends hanging kernels (Ctx.Stopped), pending waits and idle goroutines;
+// the values not yet started are dropped; and the last value submitted is
+// stored into the word at once where no value runs, or by the sequencer
+// once the running value's kernels return. A kernel that ignores
+// Ctx.Stopped and never returns keeps its goroutine, and the word, as a
+// hung GPU kernel keeps a GPU.
+package hostdev

@@ -1,0 +1,519 @@
+package hostdev
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+	"golang.org/x/sys/unix"
+)
+
+// Config configures a host device. The zero Config is the default device.
+type Config struct {
+	// Name is the opener's name; "host" where empty.
+	Name string
+	// Budget is the bytes the device's allocations and queue growths may
+	// take; 1 GiB where 0.
+	Budget int64
+	// HangMs is Facts.HangMs: rig loses the device once its word has not
+	// moved for HangMs milliseconds while work is pending; 0 for never.
+	HangMs int
+	// Ring is the values in flight before Room answers RoomLater; 4096
+	// where 0.
+	Ring int
+	// Grow starts the device's launch ring (parts, waits and parameter
+	// bytes of the values in flight) small, so that Room answers RoomGrow
+	// for big submissions and Grow extends the ring against the budget.
+	Grow bool
+	// MapsHost is Facts.MapsHost: MapHost maps host memory, rather than
+	// answering ErrNever.
+	MapsHost bool
+	// FaultDomain is Facts.FaultDomain.
+	FaultDomain string
+	// OwnWord makes the device keep a timeline word of its own, which rig
+	// reads through Signaled, rather than the word Make is given.
+	OwnWord bool
+}
+
+// Caps is the host driver's capability record, which rig.Capability
+// answers for Key.
+type Caps struct {
+	// Name is the opener's name.
+	Name string
+	// Workers is the goroutines that run a launch's groups at once.
+	Workers int
+}
+
+// Key names the host driver's capability record.
+var Key = device.NewKey[*Caps]("hostdev")
+
+// Default is the opener of the default host device, named "host".
+func Default() device.Opener { return Open(Config{}) }
+
+// Open is the opener of a host device configured by c.
+func Open(c Config) device.Opener {
+	if c.Name == "" {
+		c.Name = "host"
+	}
+	return device.Opener{
+		Name: c.Name,
+		Make: func(word *uint64) (device.Driver, error) { return open(c, word) },
+	}
+}
+
+// pageSize is the host's page, the alignment of every allocation.
+var pageSize = unix.Getpagesize()
+
+// roundPage rounds n up to whole pages.
+func roundPage(n int) int { return (n + pageSize - 1) &^ (pageSize - 1) }
+
+// dev is a host device: the device.Driver that Open's Make answers.
+type dev struct {
+	cfg   Config
+	facts device.Facts
+	caps  Caps
+	word  *uint64 // the timeline word the device's work writes
+	own   *region // the device's own word, where cfg.OwnWord
+
+	used atomic.Int64 // bytes of the budget taken
+
+	regMu   sync.Mutex                // serialises changes to regions
+	regions atomic.Pointer[[]*region] // live regions by address; copied on write
+
+	// The launch ring (queue.go), which the submitting goroutine fills.
+	q queues
+
+	// The workers (exec.go).
+	copyIn   chan *slot       // the sequencer hands COPY:0 a value's parts
+	copyDone chan struct{}    // ... and COPY:0 answers once it ran them
+	copyEnd  int64            // when COPY:0 ended them, sent by copyDone
+	pokes    [2]chan struct{} // a part of the other queue completed
+	launch   [2]job           // each queue's launch, shared with helpers
+	jobs     chan *job        // launches that want helpers
+
+	// mu guards running, final and wake, and orders the word's stores
+	// against Stop.
+	mu      sync.Mutex
+	running bool          // a value's parts run now
+	final   bool          // the last value is in the word; no store may follow
+	wake    chan struct{} // closed at the word's next store, a fault or Stop
+
+	fault    atomic.Pointer[device.Fault]
+	stopped  atomic.Bool
+	stop     chan struct{} // closed by Stop
+	stopOnce sync.Once
+	done     sync.WaitGroup // the device's goroutines
+}
+
+func open(c Config, word *uint64) (*dev, error) {
+	if word == nil {
+		return nil, errors.New("hostdev: make was given no timeline word")
+	}
+	if uintptr(unsafe.Pointer(word))%8 != 0 {
+		return nil, fmt.Errorf("hostdev: timeline word at %p is not 8-byte aligned", word)
+	}
+	if c.Budget < 0 || c.Ring < 0 || c.HangMs < 0 {
+		return nil, fmt.Errorf("hostdev: negative budget, ring or hang bound in %+v", c)
+	}
+	if c.Budget == 0 {
+		c.Budget = 1 << 30
+	}
+	if c.Ring == 0 {
+		c.Ring = 4096
+	}
+	d := &dev{cfg: c, word: word, stop: make(chan struct{})}
+	d.regions.Store(new([]*region))
+	workers := runtime.GOMAXPROCS(0)
+	d.caps = Caps{Name: c.Name, Workers: workers}
+	d.facts = device.Facts{
+		Arch:        "host",
+		Budget:      c.Budget,
+		Queues:      []string{"COMPUTE:0", "COPY:0"},
+		CopyEngine:  device.Copy,
+		Completion:  device.Store,
+		Waits:       device.WaitStores | device.WaitHosts,
+		HangMs:      c.HangMs,
+		MapsHost:    c.MapsHost,
+		Alignment:   pageSize,
+		Capability:  Key,
+		Word:        word,
+		FaultDomain: c.FaultDomain,
+	}
+	start := atomic.LoadUint64(word)
+	if c.OwnWord {
+		mem, err := unix.Mmap(-1, 0, pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+		if err != nil {
+			return nil, fmt.Errorf("hostdev: mapping the device's own word: %w", err)
+		}
+		r := &region{dev: d, kind: device.Pinned, own: ownWord, mem: mem[:8:8], mapping: mem}
+		r.addr = uintptr(unsafe.Pointer(&mem[0]))
+		d.own = r
+		d.word = (*uint64)(unsafe.Pointer(&mem[0]))
+		atomic.StoreUint64(d.word, start)
+		d.facts.Word = nil
+		d.facts.OwnWord = r
+	}
+	d.q.init(d, start)
+	d.startWorkers(workers)
+	return d, nil
+}
+
+// Facts is the device's facts: Arch "host", two queues, the word stored by
+// the workers, Device memory that the host does not address (as on a
+// discrete GPU, so that rig's paths for one are exercised), page alignment.
+func (d *dev) Facts() *device.Facts { return &d.facts }
+
+// Capability is the device's *Caps.
+func (d *dev) Capability() any { return &d.caps }
+
+// regionOwner says who made a region and what Free does with it.
+type regionOwner uint8
+
+const (
+	allocated regionOwner = iota // Alloc's mapping; Free unmaps it
+	hostPages                    // MapHost's caller pages; Free forgets them
+	peerView                     // MapPeer's view of another device's region
+	ownWord                      // the device's own word; Free unmaps it
+)
+
+// region is a device's memory: what Alloc, MapHost and MapPeer answer.
+type region struct {
+	dev     *dev
+	kind    device.Memory
+	own     regionOwner
+	addr    uintptr // address of mem[0]
+	mem     []byte  // the region's bytes
+	mapping []byte  // the whole mapping to unmap (allocated, ownWord)
+	charge  int64   // bytes of the budget it takes
+	of      *region // the region a peer view shows
+	freed   atomic.Bool
+}
+
+// holds reports whether the n bytes at addr lie within r.
+func (r *region) holds(addr uint64, n int) bool {
+	return addr >= uint64(r.addr) && uint64(n) <= uint64(len(r.mem)) && addr-uint64(r.addr) <= uint64(len(r.mem))-uint64(n)
+}
+
+// live reports whether r, and the region it views, are not freed.
+func (r *region) live() bool {
+	return !r.freed.Load() && (r.of == nil || !r.of.freed.Load())
+}
+
+// find is the live region of d that holds the n bytes at addr, or nil.
+func (d *dev) find(addr uint64, n int) *region {
+	rs := *d.regions.Load()
+	i := sort.Search(len(rs), func(i int) bool { return uint64(rs[i].addr)+uint64(len(rs[i].mem)) > addr })
+	for ; i < len(rs) && uint64(rs[i].addr) <= addr; i++ {
+		if r := rs[i]; r.holds(addr, n) && r.live() {
+			return r
+		}
+	}
+	return nil
+}
+
+// enlist adds r to the regions that work may address.
+func (d *dev) enlist(r *region) {
+	d.regMu.Lock()
+	defer d.regMu.Unlock()
+	old := *d.regions.Load()
+	rs := make([]*region, 0, len(old)+1)
+	i := sort.Search(len(old), func(i int) bool { return old[i].addr > r.addr })
+	rs = append(rs, old[:i]...)
+	rs = append(rs, r)
+	rs = append(rs, old[i:]...)
+	d.regions.Store(&rs)
+}
+
+// delist removes r from the regions that work may address.
+func (d *dev) delist(r *region) {
+	d.regMu.Lock()
+	defer d.regMu.Unlock()
+	old := *d.regions.Load()
+	rs := make([]*region, 0, len(old))
+	for _, o := range old {
+		if o != r {
+			rs = append(rs, o)
+		}
+	}
+	d.regions.Store(&rs)
+}
+
+// charge takes n bytes of the budget, or reports that it lacks them.
+func (d *dev) charge(n int64) bool {
+	for {
+		u := d.used.Load()
+		if u+n > d.cfg.Budget || u+n < u {
+			return false
+		}
+		if d.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+// Alloc maps n bytes of anonymous host memory, whatever the kind m: Device,
+// Pinned and Mapped memory are all the host's, page-aligned, and take
+// their whole pages from the budget. The pages are not locked, so
+// Pinned memory may be swapped like any other.
+func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
+	if m > device.Mapped {
+		return nil, fmt.Errorf("hostdev: alloc of %d bytes of unknown memory %v", n, m)
+	}
+	if n <= 0 || n%4 != 0 {
+		return nil, fmt.Errorf("hostdev: alloc of %d bytes of %v memory: not a positive multiple of 4", n, m)
+	}
+	if n > int(d.cfg.Budget) {
+		return nil, device.ErrNoMemory
+	}
+	size := roundPage(n)
+	if !d.charge(int64(size)) {
+		return nil, device.ErrNoMemory
+	}
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		d.used.Add(-int64(size))
+		if errors.Is(err, unix.ENOMEM) {
+			return nil, device.ErrNoMemory
+		}
+		return nil, fmt.Errorf("hostdev: mapping %d bytes: %w", size, err)
+	}
+	r := &region{dev: d, kind: m, own: allocated, mem: mem[:n:n], mapping: mem, charge: int64(size)}
+	r.addr = uintptr(unsafe.Pointer(&mem[0]))
+	d.enlist(r)
+	return r, nil
+}
+
+// region is r as a region of d, or an error naming why it is not one.
+func (d *dev) region(r device.Region, call string) (*region, error) {
+	x, ok := r.(*region)
+	if !ok || x == nil {
+		return nil, fmt.Errorf("hostdev: %s of a region of type %T, not the host driver's", call, r)
+	}
+	if x.dev != d {
+		return nil, fmt.Errorf("hostdev: %s of a region of another device (%s)", call, x.dev.cfg.Name)
+	}
+	return x, nil
+}
+
+// Free gives back r. It unmaps an allocation and the device's own word,
+// and forgets a mapping of MapHost or MapPeer, whose memory stays. It works
+// after Stop too.
+func (d *dev) Free(r device.Region) error {
+	x, err := d.region(r, "free")
+	if err != nil {
+		return err
+	}
+	if x.freed.Swap(true) {
+		return fmt.Errorf("hostdev: free of a region freed before, at %#x", x.addr)
+	}
+	if x.own != ownWord {
+		d.delist(x)
+	}
+	if x.mapping != nil {
+		if err := unix.Munmap(x.mapping); err != nil {
+			return fmt.Errorf("hostdev: unmapping %d bytes at %#x: %w", len(x.mapping), x.addr, err)
+		}
+	}
+	d.used.Add(-x.charge)
+	return nil
+}
+
+// Locate is where r lies: its host address is its device address, also
+// its handle; Location.Host is that address for Pinned and Mapped memory
+// and MapHost's mappings, and 0 for Device memory.
+func (d *dev) Locate(r device.Region) device.Location {
+	x, ok := r.(*region)
+	if !ok || x == nil {
+		return device.Location{}
+	}
+	l := device.Location{Address: uint64(x.addr), Handle: uint64(x.addr)}
+	if x.kind != device.Device {
+		l.Host = x.addr
+	}
+	return l
+}
+
+// Peer is true for any other host device: they share the process's memory.
+func (d *dev) Peer(other device.Driver) bool {
+	_, ok := other.(*dev)
+	return ok
+}
+
+// MapPeer maps for d the memory of r, a region of the host device other:
+// a view of the same bytes, which ends at its Free or the Free of r.
+func (d *dev) MapPeer(other device.Driver, r device.Region) (device.Region, error) {
+	o, ok := other.(*dev)
+	if !ok {
+		return nil, device.ErrNever
+	}
+	x, err := o.region(r, "map_peer")
+	if err != nil {
+		return nil, err
+	}
+	if !x.live() {
+		return nil, fmt.Errorf("hostdev: map_peer of a freed region at %#x", x.addr)
+	}
+	base := x
+	if x.of != nil {
+		base = x.of
+	}
+	v := &region{dev: d, kind: x.kind, own: peerView, addr: x.addr, mem: x.mem, of: base}
+	d.enlist(v)
+	return v, nil
+}
+
+// MapHost maps for d the caller's host pages that hold the n bytes at p,
+// which starts a page; the region is those pages, with no copy. It answers
+// ErrNever where the device was configured without MapsHost.
+func (d *dev) MapHost(p uintptr, n int) (device.Region, error) {
+	if !d.cfg.MapsHost {
+		return nil, device.ErrNever
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("hostdev: map_host of %d bytes", n)
+	}
+	if p == 0 || p%uintptr(pageSize) != 0 {
+		return nil, fmt.Errorf("hostdev: map_host at %#x, which starts no page", p)
+	}
+	size := roundPage(n)
+	// p is host memory the caller keeps mapped until it frees the region.
+	mem := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), size)
+	r := &region{dev: d, kind: device.Pinned, own: hostPages, addr: p, mem: mem}
+	d.enlist(r)
+	return r, nil
+}
+
+// DMA answers an error: the host driver has no PCI function whose memory
+// another function could reach.
+func (d *dev) DMA(r device.Region, fn string) (device.DMA, error) {
+	return device.DMA{}, fmt.Errorf("hostdev: %s cannot reach host device %s's memory by DMA: the host driver has no PCI function", fn, d.cfg.Name)
+}
+
+// image is a loaded manifest.
+type image struct {
+	dev     *dev
+	man     *manifest
+	placed  *region // the Device memory rig laid the image into, or nil
+	mu      sync.Mutex
+	entries map[string]*device.Entry
+	gone    bool // unloaded
+}
+
+// kentry is an Entry's Data: the kernel a launch runs.
+type kentry struct {
+	def *kernelDef
+	img *image
+}
+
+// Image parses the manifest b. Every kernel it names must be registered.
+// A manifest that states "place N" answers Code{Place: N, Lay: ...}, whose
+// Lay copies the manifest into the region rig placed (as much as fits)
+// and answers the image; any other answers Code{Loaded: image}.
+func (d *dev) Image(b []byte) (device.Code, error) {
+	m, err := parseManifest(b)
+	if err != nil {
+		return device.Code{}, fmt.Errorf("hostdev: image refused: %w", err)
+	}
+	for _, k := range m.kernels {
+		if lookup(k.name) == nil {
+			return device.Code{}, fmt.Errorf("hostdev: image refused: it names kernel %q, which no Register call made", k.name)
+		}
+	}
+	img := &image{dev: d, man: m, entries: make(map[string]*device.Entry)}
+	if m.place == 0 {
+		return device.Code{Loaded: img}, nil
+	}
+	text := append([]byte(nil), b...)
+	return device.Code{Place: m.place, Lay: func(r device.Region) (device.Image, error) {
+		x, err := d.region(r, "lay")
+		if err != nil {
+			return nil, err
+		}
+		if !x.live() || len(x.mem) < m.place {
+			return nil, fmt.Errorf("hostdev: lay into a region of %d bytes, freed or short of the %d the image takes", len(x.mem), m.place)
+		}
+		copy(x.mem, text)
+		img.placed = x
+		return img, nil
+	}}, nil
+}
+
+// image is img as an image of d, or an error naming why it is not one.
+func (d *dev) image(img device.Image, call string) (*image, error) {
+	x, ok := img.(*image)
+	if !ok || x == nil {
+		return nil, fmt.Errorf("hostdev: %s of an image of type %T, not the host driver's", call, img)
+	}
+	if x.dev != d {
+		return nil, fmt.Errorf("hostdev: %s of an image of another device (%s)", call, x.dev.cfg.Name)
+	}
+	return x, nil
+}
+
+// Entry is the entry of kernel name of img, made at the first call and
+// kept: its Params is the manifest's count, or the one RegisterParams
+// stated, or 0 where neither states one (a launch then passes all its
+// parameter bytes); its Code is the kernel's index in the manifest, plus
+// 1, or its address in the placed region.
+func (d *dev) Entry(img device.Image, name string) (*device.Entry, error) {
+	x, err := d.image(img, "entry")
+	if err != nil {
+		return nil, err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.gone {
+		return nil, fmt.Errorf("hostdev: entry %q of an unloaded image", name)
+	}
+	if e := x.entries[name]; e != nil {
+		return e, nil
+	}
+	for i, k := range x.man.kernels {
+		if k.name != name {
+			continue
+		}
+		def := lookup(name)
+		params := k.params
+		if params < 0 {
+			params = max(def.params, 0)
+		}
+		code := uint64(i + 1)
+		if x.placed != nil {
+			code = uint64(x.placed.addr) + uint64(i)*64
+		}
+		e := &device.Entry{Name: name, Code: code, Params: params, Threads: MaxThreads, Shared: MaxShared, Data: &kentry{def: def, img: x}}
+		x.entries[name] = e
+		return e, nil
+	}
+	return nil, device.ErrAbsent
+}
+
+// Prepare does nothing: Entry makes nothing slow.
+func (d *dev) Prepare(img device.Image, name string) error {
+	_, err := d.image(img, "prepare")
+	return err
+}
+
+// Unload forgets img's entries. The region a Place laid it into is rig's.
+func (d *dev) Unload(img device.Image) error {
+	x, err := d.image(img, "unload")
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.gone {
+		return errors.New("hostdev: unload of an image unloaded before")
+	}
+	x.gone = true
+	x.entries = nil
+	return nil
+}
+
+// Signaled is the value in the device's own word.
+func (d *dev) Signaled() uint64 { return atomic.LoadUint64(d.word) }

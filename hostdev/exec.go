@@ -1,0 +1,477 @@
+package hostdev
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/rig-go/rig/device"
+)
+
+// job is a launch that a queue goroutine shares with the helpers: they take
+// its groups one at a time until none is left.
+type job struct {
+	// state is 1 while the job is open to helpers, plus 2 for each helper
+	// that runs its groups.
+	state atomic.Uint64
+	fin   chan struct{} // the last helper of a closed job sends here
+	next  atomic.Int64  // the next group to run
+	total int64
+
+	p *part
+}
+
+// worker is what a goroutine that runs groups owns.
+type worker struct {
+	ctx Ctx
+}
+
+// startWorkers starts the device's goroutines: the sequencer (which is also
+// COMPUTE:0's goroutine), COPY:0's goroutine, and helpers-1 helpers that
+// run launch groups beside the queue goroutine that launched them.
+func (d *dev) startWorkers(helpers int) {
+	d.copyIn = make(chan *slot)
+	d.copyDone = make(chan struct{}, 1)
+	d.jobs = make(chan *job, helpers-1)
+	for q := range d.pokes {
+		d.pokes[q] = make(chan struct{}, 1)
+		d.launch[q] = job{fin: make(chan struct{}, 1)}
+	}
+	d.done.Add(2)
+	go d.sequencer()
+	go d.copier()
+	for range helpers - 1 {
+		d.done.Add(1)
+		go d.helper()
+	}
+}
+
+// newWorker is a worker of d.
+func (d *dev) newWorker() *worker {
+	w := &worker{}
+	w.ctx.dev = d
+	return w
+}
+
+// dead reports whether the device's work no longer runs: it faulted or
+// stopped.
+func (d *dev) dead() bool { return d.fault.Load() != nil || d.stopped.Load() }
+
+// sequencer runs the values in order: it waits for a value's waits, runs
+// its COMPUTE:0 parts itself while COPY:0's goroutine runs the others,
+// stores the value into the word, and goes on to the next value. It ends at
+// Stop, having written the last value once no work runs.
+func (d *dev) sequencer() {
+	defer d.done.Done()
+	debug.SetPanicOnFault(true)
+	q := &d.q
+	w := d.newWorker()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for seq := q.completed.Load(); ; seq++ {
+		// The next value.
+		for spin := 0; q.published.Load() == seq; spin++ {
+			if d.stopped.Load() {
+				d.end()
+				return
+			}
+			if spin < 64 {
+				runtime.Gosched()
+				continue
+			}
+			select {
+			case <-q.kick:
+			case <-d.stop:
+			}
+		}
+		sl := &q.slots[seq%q.n]
+		for i := range sl.waits {
+			if !d.await(&sl.waits[i], timer) {
+				d.end()
+				return
+			}
+		}
+		d.mu.Lock()
+		if d.stopped.Load() {
+			d.mu.Unlock()
+			d.end()
+			return
+		}
+		d.running = true
+		d.mu.Unlock()
+
+		if sl.timed {
+			sl.start = device.Now()
+		}
+		var ends [2]int64
+		if !d.dead() && len(sl.parts) > 0 {
+			ends = d.runValue(sl, w)
+		}
+		if sl.timed {
+			sl.end, sl.endQueue = device.Now(), device.Compute
+			if ends[device.Copy] > ends[device.Compute] {
+				sl.endQueue = device.Copy
+			}
+			q.stamp(sl)
+		}
+
+		d.mu.Lock()
+		d.running = false
+		if d.stopped.Load() {
+			d.writeLast()
+			d.mu.Unlock()
+			return
+		}
+		atomic.StoreUint64(d.word, sl.value)
+		q.completed.Store(seq + 1)
+		d.wakeLocked()
+		d.mu.Unlock()
+	}
+}
+
+// end writes the last value once the sequencer stops with no work running.
+func (d *dev) end() {
+	d.mu.Lock()
+	d.writeLast()
+	d.mu.Unlock()
+}
+
+// writeLast stores the last value submitted into the word, once. d.mu is
+// held, and no work runs.
+func (d *dev) writeLast() {
+	if !d.final {
+		d.final = true
+		atomic.StoreUint64(d.word, d.q.last.Load())
+		d.wakeLocked()
+	}
+}
+
+// wakeLocked wakes the sleepers. d.mu is held.
+func (d *dev) wakeLocked() {
+	if d.wake != nil {
+		close(d.wake)
+		d.wake = nil
+	}
+}
+
+// await waits until the word of w holds at least its value, polling with a
+// backoff from a yield to a millisecond. It reports false if the device
+// stopped first.
+func (d *dev) await(w *device.Wait, timer *time.Timer) bool {
+	backoff := time.Microsecond
+	for spin := 0; ; spin++ {
+		if device.AtLeast(atomic.LoadUint64(w.Word), w.Value) {
+			return true
+		}
+		if d.stopped.Load() {
+			return false
+		}
+		if spin < 64 {
+			runtime.Gosched()
+			continue
+		}
+		timer.Reset(backoff)
+		select {
+		case <-timer.C:
+		case <-d.stop:
+			timer.Stop()
+			return false
+		}
+		backoff = min(2*backoff, time.Millisecond)
+	}
+}
+
+// runValue runs the parts of the value sl: those of COMPUTE:0 on the
+// calling goroutine, those of COPY:0 on the copier. It answers when each
+// queue ended its parts.
+func (d *dev) runValue(sl *slot, w *worker) (ends [2]int64) {
+	copying := sl.queues&(1<<device.Copy) != 0
+	if copying {
+		select {
+		case d.copyIn <- sl:
+		case <-d.stop:
+			copying = false
+		}
+	}
+	if sl.queues&(1<<device.Compute) != 0 {
+		d.runQueue(sl, device.Compute, w)
+		ends[device.Compute] = device.Now()
+	}
+	if copying {
+		<-d.copyDone
+		ends[device.Copy] = d.copyEnd
+	}
+	return ends
+}
+
+// copier is COPY:0's goroutine.
+func (d *dev) copier() {
+	defer d.done.Done()
+	debug.SetPanicOnFault(true)
+	w := d.newWorker()
+	for {
+		select {
+		case sl := <-d.copyIn:
+			d.runQueue(sl, device.Copy, w)
+			d.copyEnd = device.Now()
+			d.copyDone <- struct{}{}
+		case <-d.stop:
+			return
+		}
+	}
+}
+
+// runQueue runs the parts of sl on queue q, in order, each after the part
+// its After names.
+func (d *dev) runQueue(sl *slot, q int, w *worker) {
+	both := sl.queues == 3
+	for i := range sl.parts {
+		p := &sl.parts[i]
+		if p.queue != q {
+			continue
+		}
+		if p.after > 0 {
+			if a := &sl.parts[p.after-1]; a.queue != q {
+				for !a.done.Load() {
+					select {
+					case <-d.pokes[q]:
+					case <-d.stop:
+					}
+					if d.stopped.Load() {
+						break
+					}
+				}
+			}
+		}
+		if !d.dead() {
+			d.runPart(p, w, q)
+		}
+		p.done.Store(true)
+		if both {
+			select {
+			case d.pokes[1-q] <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// runPart runs p on queue q's goroutine, turning a panic into a fault.
+func (d *dev) runPart(p *part, w *worker, q int) {
+	switch p.kind {
+	case device.Launch:
+		d.runLaunch(p, w, q)
+	case device.CopyRows:
+		defer d.recoverPart("copying rows")
+		if p.rows == 0 || p.rowBytes == 0 {
+			return
+		}
+		dst, n := p.dst.mem, p.rowBytes
+		if p.filling {
+			for r := range p.rows {
+				o := p.dstOff + r*p.dstPitch
+				clear(dst[o : o+n])
+				if p.fillByte != 0 {
+					b := dst[o : o+n]
+					for j := range b {
+						b[j] = p.fillByte
+					}
+				}
+			}
+			return
+		}
+		src := p.src.mem
+		if p.rows == 1 || (p.srcPitch == n && p.dstPitch == n) {
+			copy(dst[p.dstOff:p.dstOff+p.rows*n], src[p.srcOff:p.srcOff+p.rows*n])
+			return
+		}
+		for r := range p.rows {
+			so, do := p.srcOff+r*p.srcPitch, p.dstOff+r*p.dstPitch
+			copy(dst[do:do+n], src[so:so+n])
+		}
+	case device.Fill:
+		defer d.recoverPart("running a fill")
+		p.fill(p.arg)
+	}
+}
+
+// recoverPart turns the panic of a part's run, if any, into a fault.
+func (d *dev) recoverPart(doing string) {
+	if v := recover(); v != nil {
+		d.faultWith(panicFault(doing, v))
+	}
+}
+
+// panicFault is the fault of a panic v while doing something.
+func panicFault(doing string, v any) *device.Fault {
+	if fp, ok := v.(faultPanic); ok {
+		return &device.Fault{Why: fp.why}
+	}
+	f := device.Faultf("%s: panic: %v", doing, v)
+	if a, ok := v.(interface{ Addr() uintptr }); ok {
+		f.Detail = append(f.Detail, fmt.Sprintf("faulting address %#x", a.Addr()))
+	}
+	return f
+}
+
+// faultWith records the device's first fault and wakes the sleepers.
+func (d *dev) faultWith(f *device.Fault) {
+	if d.fault.CompareAndSwap(nil, f) {
+		d.mu.Lock()
+		d.wakeLocked()
+		d.mu.Unlock()
+	}
+}
+
+// runLaunch runs the launch p over its groups: on the queue goroutine, and
+// on as many idle helpers as it has groups beyond the first.
+func (d *dev) runLaunch(p *part, w *worker, q int) {
+	j := &d.launch[q]
+	j.p = p
+	j.total = int64(p.groups[0]) * int64(p.groups[1]) * int64(p.groups[2])
+	j.next.Store(0)
+	j.state.Store(1)
+	for range min(j.total-1, int64(cap(d.jobs))) {
+		select {
+		case d.jobs <- j:
+		default:
+		}
+	}
+	j.run(d, w)
+	// Close the job, and wait for the helpers that took it.
+	for {
+		s := j.state.Load()
+		if j.state.CompareAndSwap(s, s&^1) {
+			if s>>1 != 0 {
+				<-j.fin
+			}
+			break
+		}
+	}
+	j.p = nil
+}
+
+// helper is a goroutine that runs groups of the launches it is handed.
+func (d *dev) helper() {
+	defer d.done.Done()
+	debug.SetPanicOnFault(true)
+	w := d.newWorker()
+	for {
+		select {
+		case j := <-d.jobs:
+			if !j.join() {
+				continue
+			}
+			j.run(d, w)
+			if j.state.Add(^uint64(1)) == 0 { // minus 2
+				j.fin <- struct{}{}
+			}
+		case <-d.stop:
+			return
+		}
+	}
+}
+
+// join enters j if it is open.
+func (j *job) join() bool {
+	for {
+		s := j.state.Load()
+		if s&1 == 0 {
+			return false
+		}
+		if j.state.CompareAndSwap(s, s+2) {
+			return true
+		}
+	}
+}
+
+// run runs groups of j until none is left or the device's work ended.
+func (j *job) run(d *dev, w *worker) {
+	p := j.p
+	c := &w.ctx
+	defer func() {
+		if v := recover(); v != nil {
+			d.faultWith(panicFault(fmt.Sprintf("kernel %q", p.kern.name), v))
+		}
+		c.Params, c.Shared, c.last = nil, nil, nil
+	}()
+	c.kernel = p.kern.name
+	c.Groups, c.Threads, c.Params = p.groups, p.threads, p.params
+	if p.shared > 0 && c.shared == nil {
+		c.shared = make([]byte, MaxShared)
+	}
+	c.Shared = c.shared[:p.shared:p.shared]
+	fn := p.kern.fn
+	gx, gy := int64(p.groups[0]), int64(p.groups[1])
+	tx, ty, tz := p.threads[0], p.threads[1], p.threads[2]
+	for !d.dead() {
+		g := j.next.Add(1) - 1
+		if g >= j.total {
+			return
+		}
+		c.Group = [3]int{int(g % gx), int(g / gx % gy), int(g / (gx * gy))}
+		clear(c.Shared)
+		for z := range tz {
+			for y := range ty {
+				for x := range tx {
+					c.Thread = [3]int{x, y, z}
+					fn(c)
+				}
+			}
+		}
+	}
+}
+
+// Sleep blocks until the word differs from seen, a fault, Stop, or still
+// elapses. It answers the device's fault once it faulted.
+func (d *dev) Sleep(seen uint64, still time.Duration) error {
+	if f := d.fault.Load(); f != nil {
+		return f
+	}
+	if atomic.LoadUint64(d.word) != seen {
+		return nil
+	}
+	d.mu.Lock()
+	if d.wake == nil {
+		d.wake = make(chan struct{})
+	}
+	ch := d.wake
+	d.mu.Unlock()
+	if f := d.fault.Load(); f != nil {
+		return f
+	}
+	if atomic.LoadUint64(d.word) != seen || d.stopped.Load() {
+		return nil
+	}
+	t := time.NewTimer(still)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+	if f := d.fault.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// Stop stops the device without waiting for its work: hanging kernels and
+// pending waits end, queued values are dropped, and the last value
+// submitted goes into the word once no work runs — before Stop returns
+// where none runs now. Every goroutine of the device then ends. fault is
+// recorded nowhere: rig already knows why it lost the device.
+func (d *dev) Stop(fault string) error {
+	d.stopOnce.Do(func() {
+		d.mu.Lock()
+		d.stopped.Store(true)
+		close(d.stop)
+		if !d.running {
+			d.writeLast()
+		}
+		d.wakeLocked()
+		d.mu.Unlock()
+	})
+	return nil
+}

@@ -1,0 +1,265 @@
+package hostdev
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Kernel is a function that hostdev runs on CPU cores: one call for each
+// thread of each group of a launch. The threads of a group run one after
+// another on one goroutine, in the order of their ids (x fastest), so a
+// kernel cannot wait for another thread of its group; the groups of a
+// launch run on several goroutines at once, in no stated order.
+type Kernel func(k *Ctx)
+
+// MaxParams is the most parameter bytes a manifest states for a kernel,
+// CUDA's limit on Volta and later.
+const MaxParams = 32764
+
+// MaxThreads is the most threads a group of any kernel has, and MaxShared
+// the most dynamic shared memory a group takes (Entry.Threads and
+// Entry.Shared).
+const (
+	MaxThreads = 1024
+	MaxShared  = 48 << 10
+)
+
+// kernelDef is a registered kernel.
+type kernelDef struct {
+	name   string
+	fn     Kernel
+	params int // parameter bytes it reads, or -1 where unknown
+}
+
+var registry struct {
+	sync.RWMutex
+	m map[string]*kernelDef
+}
+
+// Register registers fn as the kernel name for every device of the
+// process, so that images whose manifest names it load. Its launches read
+// the parameter bytes a manifest states for it, if any. It panics if name is
+// taken or is no valid kernel name (see ImageOf).
+func Register(name string, fn Kernel) { register(name, -1, fn) }
+
+// RegisterParams is Register for a kernel that reads params parameter
+// bytes, which Entry reports where the manifest states no count.
+func RegisterParams(name string, params int, fn Kernel) {
+	if params < 0 || params > MaxParams {
+		panic(fmt.Sprintf("hostdev: kernel %q reads %d parameter bytes, outside 0 to %d", name, params, MaxParams))
+	}
+	register(name, params, fn)
+}
+
+func register(name string, params int, fn Kernel) {
+	if err := checkName(name); err != nil {
+		panic("hostdev: cannot register kernel: " + err.Error())
+	}
+	if fn == nil {
+		panic(fmt.Sprintf("hostdev: cannot register kernel %q: nil function", name))
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.m == nil {
+		registry.m = make(map[string]*kernelDef)
+	}
+	if _, dup := registry.m[name]; dup {
+		panic(fmt.Sprintf("hostdev: kernel %q is already registered", name))
+	}
+	registry.m[name] = &kernelDef{name: name, fn: fn, params: params}
+}
+
+// lookup is the registered kernel name, or nil.
+func lookup(name string) *kernelDef {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.m[name]
+}
+
+// Registered lists the names of the registered kernels, sorted.
+func Registered() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	names := make([]string, 0, len(registry.m))
+	for n := range registry.m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Ctx is what a kernel sees of the thread it runs as. hostdev hands each
+// worker goroutine one Ctx and reuses it for every thread it runs: a kernel
+// must not keep it, nor the slices it gives, past its return.
+type Ctx struct {
+	// Group is the id of the thread's group, and Thread the thread's id
+	// within its group.
+	Group, Thread [3]int
+	// Groups is the launch's groups along each axis, and Threads its
+	// threads per group.
+	Groups, Threads [3]int
+	// Params is the launch's parameter bytes, buffer addresses patched in.
+	Params []byte
+	// Shared is the group's dynamic shared memory, zeroed when the group
+	// starts, which the group's threads share.
+	Shared []byte
+
+	dev    *dev
+	kernel string
+	last   *region // the region Bytes found last
+	shared []byte  // the worker's shared memory, MaxShared bytes
+}
+
+// faultPanic is what Fault panics with, and the worker recovers.
+type faultPanic struct{ why string }
+
+// Fault faults the device with the cause why, as a fault of a GPU's work
+// does: the device is lost, and its later work does not run. Fault does not
+// return: it ends the kernel's call, and the launch runs no further groups.
+func (k *Ctx) Fault(why string) {
+	panic(faultPanic{why: why})
+}
+
+// Stopped is closed once the device stops. A kernel that waits for
+// something outside the device selects on it, so that Stop ends it.
+func (k *Ctx) Stopped() <-chan struct{} { return k.dev.stop }
+
+// Bytes is the n bytes at the device address addr, which must lie within a
+// live region of this device (an allocation, or a mapping MapHost or
+// MapPeer made). Otherwise it faults the device (Fault), as a GPU's MMU
+// does.
+func (k *Ctx) Bytes(addr uint64, n int) []byte {
+	if n < 0 {
+		k.Fault(fmt.Sprintf("kernel %q asked for %d bytes at %#x", k.kernel, n, addr))
+	}
+	r := k.last
+	if r == nil || !r.holds(addr, n) || !r.live() {
+		r = k.dev.find(addr, n)
+		if r == nil {
+			k.Fault(fmt.Sprintf("kernel %q addressed %d bytes at %#x, outside every region of the device", k.kernel, n, addr))
+		}
+		k.last = r
+	}
+	off := addr - uint64(r.addr)
+	return r.mem[off : off+uint64(n) : off+uint64(n)]
+}
+
+// Float32s is the n float32 values at the device address addr, which must
+// be a multiple of 4 and lie within a live region (Bytes).
+func (k *Ctx) Float32s(addr uint64, n int) []float32 {
+	if addr%4 != 0 {
+		k.Fault(fmt.Sprintf("kernel %q addressed float32 values at %#x, not a multiple of 4", k.kernel, addr))
+	}
+	if n < 0 || n > math.MaxInt/4 {
+		k.Fault(fmt.Sprintf("kernel %q asked for %d float32 values", k.kernel, n))
+	}
+	if n == 0 {
+		return nil
+	}
+	b := k.Bytes(addr, 4*n)
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
+}
+
+// Uint64 is the little-endian uint64 at byte off of Params. A read past the
+// parameter bytes faults the device.
+func (k *Ctx) Uint64(off int) uint64 {
+	if off < 0 || off > len(k.Params)-8 {
+		k.Fault(fmt.Sprintf("kernel %q read 8 parameter bytes at %d of %d", k.kernel, off, len(k.Params)))
+	}
+	return binary.LittleEndian.Uint64(k.Params[off:])
+}
+
+// Uint32 is the little-endian uint32 at byte off of Params. A read past the
+// parameter bytes faults the device.
+func (k *Ctx) Uint32(off int) uint32 {
+	if off < 0 || off > len(k.Params)-4 {
+		k.Fault(fmt.Sprintf("kernel %q read 4 parameter bytes at %d of %d", k.kernel, off, len(k.Params)))
+	}
+	return binary.LittleEndian.Uint32(k.Params[off:])
+}
+
+// Index is the thread's index along x over the whole launch:
+// Group[0]*Threads[0] + Thread[0].
+func (k *Ctx) Index() int { return k.Group[0]*k.Threads[0] + k.Thread[0] }
+
+// span is the part [lo, hi) of n items that thread i of t takes.
+func span(n uint64, i, t int) (lo, hi uint64) {
+	return n * uint64(i) / uint64(t), n * uint64(i+1) / uint64(t)
+}
+
+// global is the thread's index and the count of threads over the launch.
+func (k *Ctx) global() (i, t int) {
+	g := (k.Group[2]*k.Groups[1]+k.Group[1])*k.Groups[0] + k.Group[0]
+	th := (k.Thread[2]*k.Threads[1]+k.Thread[1])*k.Threads[0] + k.Thread[0]
+	per := k.Threads[0] * k.Threads[1] * k.Threads[2]
+	return g*per + th, per * k.Groups[0] * k.Groups[1] * k.Groups[2]
+}
+
+// The built-in kernels. Their parameters are little-endian.
+func init() {
+	// empty does nothing.
+	RegisterParams("empty", 0, func(*Ctx) {})
+	// twice doubles the float32 x[i], i = Group[0]*Threads[0]+Thread[0],
+	// of the array whose address is the 8 bytes at 0.
+	RegisterParams("twice", 8, func(k *Ctx) {
+		x := k.Float32s(k.Uint64(0)+4*uint64(k.Index()), 1)
+		x[0] *= 2
+	})
+	// hang blocks until the device stops: the injection of a hang.
+	RegisterParams("hang", 0, func(k *Ctx) { <-k.Stopped() })
+	// panic panics, which faults the device.
+	RegisterParams("panic", 0, func(k *Ctx) {
+		panic(fmt.Sprintf("group %v thread %v", k.Group, k.Thread))
+	})
+	// fault faults the device through Ctx.Fault, with the parameter bytes
+	// as the cause where there are any.
+	Register("fault", func(k *Ctx) {
+		why := "the fault kernel faulted"
+		if n := len(k.Params); n > 0 {
+			b := k.Params
+			for n > 0 && b[n-1] == 0 {
+				n--
+			}
+			why = string(b[:n])
+		}
+		k.Fault(why)
+	})
+	// sleep sleeps for the nanoseconds in the 8 bytes at 0, or until the
+	// device stops, in each thread.
+	RegisterParams("sleep", 8, func(k *Ctx) {
+		t := time.NewTimer(time.Duration(k.Uint64(0)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-k.Stopped():
+		}
+	})
+	// copy moves the n bytes (at 16) from the address at 8 to the address
+	// at 0, spread over the launch's threads.
+	RegisterParams("copy", 24, func(k *Ctx) {
+		dst, src, n := k.Uint64(0), k.Uint64(8), k.Uint64(16)
+		i, t := k.global()
+		lo, hi := span(n, i, t)
+		if hi > lo {
+			copy(k.Bytes(dst+lo, int(hi-lo)), k.Bytes(src+lo, int(hi-lo)))
+		}
+	})
+	// fill sets the n bytes (at 8) at the address at 0 to the byte at 16,
+	// spread over the launch's threads.
+	RegisterParams("fill", 17, func(k *Ctx) {
+		dst, n, v := k.Uint64(0), k.Uint64(8), k.Params[16]
+		i, t := k.global()
+		lo, hi := span(n, i, t)
+		if hi > lo {
+			b := k.Bytes(dst+lo, int(hi-lo))
+			for j := range b {
+				b[j] = v
+			}
+		}
+	})
+}
