@@ -64,6 +64,11 @@ type Driver interface {
 	// latest after still. It returns at once if the word already differs,
 	// and may return earlier. It returns a *Fault once the device faulted.
 	// Only the supervisor calls it. Counted.
+	//
+	// A driver must not raise the word to the value of work that faulted,
+	// nor past it, before Sleep has answered that fault or Stop was called:
+	// rig answers a wait on a point the word passed as done unless it knew
+	// of the loss first. (On CUDA a failed context runs no later write.)
 	Sleep(seen uint64, still time.Duration) error
 
 	// Stop stops the device without waiting for its work (the seeds'

@@ -246,11 +246,11 @@ func (s *bufState) free() {
 func (s *bufState) Due() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.lastWrite.Reached() {
+	if !s.lastWrite.passed() {
 		return false
 	}
 	for _, r := range s.reads {
-		if !r.Reached() {
+		if !r.passed() {
 			return false
 		}
 	}

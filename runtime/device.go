@@ -201,7 +201,12 @@ func (d *Device) read() uint64 {
 // lose records the loss of the device, once, and tells the supervisor.
 // It never blocks, so any goroutine may call it holding any lock.
 func (d *Device) lose(cause string, f *device.Fault) *LostError {
-	le := &LostError{Device: d.name, Cause: cause, Fault: f}
+	return d.loseAt(cause, f, d.read())
+}
+
+// loseAt is lose where the word held reached when the loss happened.
+func (d *Device) loseAt(cause string, f *device.Fault, reached uint64) *LostError {
+	le := &LostError{Device: d.name, Cause: cause, Fault: f, Reached: reached}
 	if !d.loss.CompareAndSwap(nil, le) {
 		return d.loss.Load()
 	}
@@ -216,6 +221,15 @@ func (d *Device) fault(err error) error {
 		return d.lose(f.Why, f)
 	}
 	return err
+}
+
+// passedAnswer is the answer of a wait on v once the word passed v: nil,
+// or the loss where v lies past the value reached when it happened.
+func (d *Device) passedAnswer(v uint64) error {
+	if le := d.loss.Load(); le != nil && !device.AtLeast(le.Reached, v) {
+		return le
+	}
+	return nil
 }
 
 // usable answers the error of a device that takes no more work.

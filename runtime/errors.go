@@ -36,6 +36,10 @@ type LostError struct {
 	Cause string
 	// Fault is the driver's fault, where one lost the device.
 	Fault *device.Fault
+	// Reached is the value the device's word held when rig learned of the
+	// loss. A wait on a later point answers the loss even once the word
+	// passes it, since drivers raise the word past failed work.
+	Reached uint64
 }
 
 func (e *LostError) Error() string { return fmt.Sprintf("rig: device %s lost: %s", e.Device, e.Cause) }

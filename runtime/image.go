@@ -166,7 +166,7 @@ func (im *Image) Unload() error {
 
 // Due reports whether the last launch of the image's functions is reached.
 func (s *imageState) Due() bool {
-	return !s.used.Load() || (Point{d: s.d, v: s.lastUse.Load()}).Reached()
+	return !s.used.Load() || (Point{d: s.d, v: s.lastUse.Load()}).passed()
 }
 
 // Release unloads the image (reclaim.Item).

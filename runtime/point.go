@@ -24,9 +24,16 @@ func (p Point) Device() *Device { return p.d }
 // Value is the point's value.
 func (p Point) Value() uint64 { return p.v }
 
-// Reached reports whether the point is reached. It reads the word: one
-// atomic load, or the driver's Signaled where it keeps its own word.
+// Reached reports whether the point is reached: its work completed, and
+// the device was not lost before it did. It reads the word: one atomic
+// load, or the driver's Signaled where it keeps its own word.
 func (p Point) Reached() bool {
+	return p.passed() && (p.d == nil || p.d.passedAnswer(p.v) == nil)
+}
+
+// passed reports whether the word passed the point, whether its work
+// completed or failed: no work of the device before it can run any more.
+func (p Point) passed() bool {
 	return p.d == nil || device.AtLeast(p.d.read(), p.v)
 }
 
@@ -36,8 +43,11 @@ func (p Point) Reached() bool {
 // device's answer matches ErrLost and names the cause. A Wait on a reached
 // point allocates nothing.
 func (p Point) Wait(ctx context.Context) error {
-	if p.Reached() {
-		return nil
+	if p.passed() {
+		if p.d == nil {
+			return nil
+		}
+		return p.d.passedAnswer(p.v)
 	}
 	return p.d.wait(ctx, p.v)
 }
@@ -70,7 +80,7 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 		waiterPool.Put(w)
 		if errors.Is(err, mailbox.ErrClosed) {
 			if device.AtLeast(d.read(), v) {
-				return nil
+				return d.passedAnswer(v)
 			}
 			if le := d.loss.Load(); le != nil {
 				return le

@@ -350,7 +350,7 @@ func (r *Run) hazards(d *Device) (Point, error) {
 // waitFor adds a device-side wait on p for d, or answers p where d's work
 // cannot wait on p's word.
 func (r *Run) waitFor(d *Device, p Point) Point {
-	if p.Reached() {
+	if p.passed() {
 		return Point{}
 	}
 	o := p.d

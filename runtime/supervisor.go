@@ -185,7 +185,9 @@ func (s *supervisor) run() {
 		}
 		if err := d.drv.Sleep(cur, still); err != nil {
 			if f, ok := device.AsFault(err); ok {
-				d.lose(f.Why, f)
+				// The work of values past cur may have failed: the
+				// driver may raise the word past them after the fault.
+				d.loseAt(f.Why, f, cur)
 			}
 		}
 	}
@@ -197,7 +199,7 @@ func (s *supervisor) handle(m message) {
 		w := m.w
 		cur := s.d.read()
 		if device.AtLeast(cur, w.v) {
-			w.ch <- nil
+			w.ch <- s.d.passedAnswer(w.v)
 			return
 		}
 		if s.lost != nil {
@@ -232,7 +234,7 @@ func (s *supervisor) wakeAll(err error) {
 		w := heap.Pop(&s.waiters).(*waiter)
 		s.count.Add(-1)
 		if device.AtLeast(cur, w.v) {
-			w.ch <- nil
+			w.ch <- s.d.passedAnswer(w.v)
 		} else {
 			w.ch <- err
 		}
@@ -277,7 +279,7 @@ func (s *supervisor) close(reply chan error) {
 		case m := <-s.box.Receive():
 			if m.kind == msgRegister {
 				if device.AtLeast(d.read(), m.w.v) {
-					m.w.ch <- nil
+					m.w.ch <- d.passedAnswer(m.w.v)
 				} else {
 					m.w.ch <- cause
 				}

@@ -1,0 +1,64 @@
+package rig_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// The seed's example: a kernel twice doubles a buffer x of n floats in
+// place, n a multiple of 256. On a GPU the image is a cubin compiled from
+//
+//	extern "C" __global__ void twice(float *x) {
+//	  x[blockIdx.x * blockDim.x + threadIdx.x] *= 2;
+//	}
+//
+// and the opener cudadev.GPU(0); here it runs on the host driver.
+func Example() {
+	ctx := context.Background()
+	g, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example"}))
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+
+	const n = 1024
+	x, err := g.Alloc(device.Pinned, 4*n)
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint32(x.Bytes()[4*i:], math.Float32bits(float32(i)))
+	}
+
+	image, err := g.LoadImage(hostdev.ImageOf("twice"))
+	if err != nil {
+		panic(err)
+	}
+	twice, err := image.Resolve("twice")
+	if err != nil {
+		panic(err)
+	}
+	s, err := rig.NewSubmission(g, rig.Launch(twice, 8, rig.Write(0, 0)))
+	if err != nil {
+		panic(err)
+	}
+	run := s.Take()
+	run.Groups(0, n/256, 1, 1)
+	run.Threads(0, 256, 1, 1)
+	p, err := run.Submit(ctx, x)
+	if err != nil {
+		panic(err)
+	}
+	if err := p.Wait(ctx); err != nil {
+		panic(err)
+	}
+	at := func(i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(x.Bytes()[4*i:])) }
+	fmt.Println(at(0), at(1), at(255), at(1023))
+	// Output: 0 2 510 2046
+}

@@ -1,0 +1,109 @@
+package rig
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+)
+
+func launchOn(t *testing.T, d *Device, refs ...Ref) *Submission {
+	t.Helper()
+	img, err := d.LoadImage([]byte("img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := img.Resolve("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSubmission(d, Launch(f, 16, refs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestHazardWaits checks the waits rig hands the driver: a read waits for
+// the last write, a write for the last write and the reads since, waits on
+// the same device cost nothing, and waits on one word keep the latest value.
+func TestHazardWaits(t *testing.T) {
+	fa, fb := newFake(), newFake()
+	fa.held, fb.held, fa.peer, fb.peer = true, true, true, true
+	a, b := openFake(t, "HA", fa), openFake(t, "HB", fb)
+	x, err := a.Alloc(device.Device, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw, ar := launchOn(t, a, Write(0, 0)), launchOn(t, a, Read(0, 0))
+	bw, br := launchOn(t, b, Write(0, 0)), launchOn(t, b, Read(0, 0))
+	steps := []struct {
+		name  string
+		s     *Submission
+		f     *fake
+		waits func(pts []Point) []device.Wait
+	}{
+		{"a writes", aw, fa, func([]Point) []device.Wait { return nil }},
+		{"b reads: waits for a's write", br, fb, func(p []Point) []device.Wait { return []device.Wait{{Word: a.word, Value: p[0].v}} }},
+		{"b reads again", br, fb, func(p []Point) []device.Wait { return []device.Wait{{Word: a.word, Value: p[0].v}} }},
+		{"a reads: its own write costs nothing", ar, fa, func([]Point) []device.Wait { return nil }},
+		{"b writes: waits for a's write and a's read, one wait", bw, fb, func(p []Point) []device.Wait { return []device.Wait{{Word: a.word, Value: p[3].v}} }},
+		{"a writes: waits for b's write", aw, fa, func(p []Point) []device.Wait { return []device.Wait{{Word: b.word, Value: p[4].v}} }},
+	}
+	var pts []Point
+	for _, st := range steps {
+		p := submit(t, st.s, x)
+		pts = append(pts, p)
+		st.f.mu.Lock()
+		got := st.f.submitted[len(st.f.submitted)-1].Waits
+		st.f.mu.Unlock()
+		want := st.waits(pts)
+		if len(got) != len(want) {
+			t.Fatalf("%s: waits %v, want %v", st.name, got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%s: waits %v, want %v", st.name, got, want)
+			}
+		}
+	}
+	// Once every point is reached, nothing waits.
+	fa.complete(a.Last().v)
+	fb.complete(b.Last().v)
+	submit(t, br, x)
+	if w := fb.submitted[len(fb.submitted)-1].Waits; len(w) != 0 {
+		t.Fatalf("waits on reached points: %v", w)
+	}
+}
+
+// TestHostWait checks that a device whose work cannot wait on the other's
+// word waits on the host before it submits.
+func TestHostWait(t *testing.T) {
+	fa, fb := newFake(), newFake()
+	fa.held, fa.peer, fb.peer = true, true, true
+	fb.facts.Waits = 0
+	a, b := openFake(t, "WA", fa), openFake(t, "WB", fb)
+	x, _ := a.Alloc(device.Device, 64)
+	pa := submit(t, launchOn(t, a, Write(0, 0)), x)
+	done := make(chan Point, 1)
+	go func() { done <- submit(t, launchOn(t, b, Read(0, 0)), x) }()
+	select {
+	case <-done:
+		t.Fatal("b submitted before a's write was reached")
+	case <-time.After(20 * time.Millisecond):
+	}
+	fa.complete(pa.v)
+	<-done
+	if w := fb.submitted[0].Waits; len(w) != 0 {
+		t.Fatalf("a host-waited submission carries waits %v", w)
+	}
+	// A host wait honours the context.
+	submit(t, launchOn(t, a, Write(0, 0)), x)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := launchOn(t, b, Read(0, 0)).Take().Submit(ctx, x); err != context.DeadlineExceeded {
+		t.Fatalf("host wait past its deadline: %v", err)
+	}
+	fa.complete(a.Last().v)
+}

@@ -1,0 +1,145 @@
+package rig_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// busy runs submitters and waiters of empty launches on d until they meet
+// an error, and answers their errors.
+func busy(t *testing.T, d *rig.Device, goroutines int) (stop func() []error) {
+	s := sub(t, d, rig.Launch(fn(t, d, "empty"), 0))
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	quit := make(chan struct{})
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-quit:
+					errs <- nil
+					return
+				default:
+				}
+				p, err := s.Take().Submit(context.Background())
+				if err == nil {
+					err = p.Wait(context.Background())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	return func() []error {
+		wg.Wait()
+		close(quit)
+		close(errs)
+		var out []error
+		for err := range errs {
+			out = append(out, err)
+		}
+		return out
+	}
+}
+
+func TestLossByFault(t *testing.T) {
+	for _, kernel := range []string{"panic", "fault"} {
+		t.Run(kernel, func(t *testing.T) {
+			d := host(t, hostdev.Config{})
+			stop := busy(t, d, 8)
+			time.Sleep(10 * time.Millisecond)
+			faulty := sub(t, d, rig.Launch(fn(t, d, kernel), 0))
+			p, err := faulty.Take().Submit(context.Background())
+			if err == nil {
+				err = p.Wait(context.Background())
+			}
+			if !errors.Is(err, rig.ErrLost) {
+				t.Fatalf("wait on the faulting launch: %v", err)
+			}
+			var le *rig.LostError
+			if !errors.As(err, &le) || le.Fault == nil || !strings.Contains(le.Cause, kernel) {
+				t.Fatalf("the loss does not name the fault: %v", err)
+			}
+			for _, err := range stop() {
+				if !errors.Is(err, rig.ErrLost) {
+					t.Fatalf("a busy goroutine ended with %v, want the loss", err)
+				}
+			}
+			if _, err := d.Alloc(device.Pinned, 64); !errors.Is(err, rig.ErrLost) {
+				t.Fatalf("alloc on a lost device: %v", err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatalf("close of a lost device: %v", err)
+			}
+		})
+	}
+}
+
+func TestLossByHang(t *testing.T) {
+	d := host(t, hostdev.Config{HangMs: 50})
+	stop := busy(t, d, 4)
+	time.Sleep(5 * time.Millisecond)
+	p := submit(t, sub(t, d, rig.Launch(fn(t, d, "hang"), 0)))
+	err := p.Wait(context.Background())
+	if !errors.Is(err, rig.ErrLost) || !strings.Contains(err.Error(), "no progress for 50 ms") {
+		t.Fatalf("wait on a hanging launch: %v", err)
+	}
+	for _, err := range stop() {
+		if !errors.Is(err, rig.ErrLost) {
+			t.Fatalf("a busy goroutine ended with %v", err)
+		}
+	}
+}
+
+func TestCloseWithWorkInFlight(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	x := alloc(t, d, device.Pinned, 1<<16)
+	s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8))
+	var pts []rig.Point
+	for i := 0; i < 50; i++ {
+		p, err := sleepRun(s, 50*time.Millisecond).Submit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts = append(pts, p)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- pts[len(pts)-1].Wait(context.Background()) }()
+	untilWaiting(t, d, 1)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = d.Close() }()
+	}
+	wg.Wait()
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("Close took %v: it waited for the work", el)
+	}
+	if err := <-waited; !errors.Is(err, rig.ErrClosed) {
+		t.Fatalf("a waiter at close: %v", err)
+	}
+	if _, err := s.Take().Submit(context.Background()); !errors.Is(err, rig.ErrClosed) {
+		t.Fatalf("submit after close: %v", err)
+	}
+	<-d.Done()
+	if used, _ := d.Budget(); used != 0 {
+		t.Fatalf("%d bytes still counted after the device gave its memory back", used)
+	}
+	_ = x
+	if !pts[len(pts)-1].Reached() {
+		t.Fatal("the last point is not reached once the device is reaped")
+	}
+}
