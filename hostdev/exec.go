@@ -442,7 +442,7 @@ func (d *dev) Sleep(seen uint64, still time.Duration) error {
 	if f := d.fault.Load(); f != nil {
 		return f
 	}
-	if atomic.LoadUint64(d.word) != seen || d.stopped.Load() {
+	if atomic.LoadUint64(d.word) != seen {
 		return nil
 	}
 	t := time.NewTimer(still)
