@@ -1,0 +1,140 @@
+package rig_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// FuzzSubmission builds submissions from random parts, refs and dimensions:
+// each is either refused with an error or runs to its point, and the device
+// keeps working either way.
+func FuzzSubmission(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 1, 1, 8, 1, 1})
+	f.Add([]byte{1, 0, 0, 64, 2, 3, 200, 7})
+	f.Add([]byte{2, 1, 1, 0, 0, 0, 9, 4, 3, 1, 2, 3, 4, 5})
+	f.Add([]byte{0, 1, 5, 0, 255, 255, 255, 255, 3, 3, 3})
+	var (
+		d    *rig.Device
+		fns  []*rig.Function
+		bufs []*rig.Buffer
+	)
+	// reopen opens a fresh device after a loss: a kernel that strays out
+	// of its buffers faults the host device, as it would a GPU.
+	var opened []*rig.Device
+	f.Cleanup(func() {
+		for _, o := range opened {
+			_ = o.Close()
+			<-o.Done()
+		}
+	})
+	reopen := func() error {
+		var err error
+		if d, err = rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: "fuzz-" + itoa(names.Add(1))})); err != nil {
+			return err
+		}
+		opened = append(opened, d)
+		fns = fns[:0]
+		for _, k := range []string{"empty", "twice", "copy"} {
+			img, err := d.LoadImage(hostdev.ImageOf(k))
+			if err != nil {
+				return err
+			}
+			f, err := img.Resolve(k)
+			if err != nil {
+				return err
+			}
+			fns = append(fns, f)
+		}
+		bufs = bufs[:0]
+		for _, c := range []struct {
+			kind device.Memory
+			n    int
+		}{{device.Pinned, 4096}, {device.Pinned, 4096}, {device.Device, 512}} {
+			b, err := d.Alloc(c.kind, c.n)
+			if err != nil {
+				return err
+			}
+			bufs = append(bufs, b)
+		}
+		return nil
+	}
+	if err := reopen(); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if d.Err() != nil {
+			_ = d.Close()
+			if err := reopen(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		next := func() int {
+			if len(data) == 0 {
+				return 0
+			}
+			b := data[0]
+			data = data[1:]
+			return int(b)
+		}
+		var parts []rig.Part
+		var dims [][7]int
+		for len(data) > 0 && len(parts) < 6 {
+			var p rig.Part
+			switch next() % 5 {
+			case 0, 1:
+				f := fns[next()%len(fns)]
+				params := next() % 40
+				var refs []rig.Ref
+				if params >= 8 {
+					refs = append(refs, rig.ReadWrite(next()%len(bufs), (next()%(params-7))))
+				}
+				p = rig.Launch(f, params, refs...)
+			case 2:
+				p = rig.Copy(next()%len(bufs), uint64(next()*16), next()%len(bufs), uint64(next()*16), uint64(next()*16))
+			case 3:
+				p = rig.FillBytes(next()%len(bufs), uint64(next()*8), uint64(next()*8), byte(next()))
+			case 4:
+				p = rig.Words([]uint32{uint32(next()), uint32(next())})
+			}
+			if q := next(); q%7 == 0 {
+				p = p.On(q % 3)
+			}
+			if a := next(); a%5 == 0 && len(parts) > 0 {
+				p = p.After(a % (len(parts) + 1))
+			}
+			parts = append(parts, p)
+			dims = append(dims, [7]int{next() % 5, next() % 3, 1, next() % 300, next() % 5, 1, next() * 300})
+		}
+		s, err := rig.NewSubmission(d, parts...)
+		if err != nil {
+			return
+		}
+		r := s.Take()
+		for i, p := range dims {
+			r.Groups(i, p[0], p[1], p[2])
+			r.Threads(i, p[3], p[4], p[5])
+			r.Shared(i, p[6])
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		pt, err := r.Submit(ctx, bufs...)
+		if err == nil {
+			err = pt.Wait(ctx)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the submission neither ran nor was refused: %v", err)
+		}
+		if err != nil && !errors.Is(err, rig.ErrLost) && !errors.Is(err, rig.ErrRefused) {
+			t.Fatalf("neither refused nor lost: %v", err)
+		}
+		if errors.Is(err, rig.ErrRefused) && d.Err() != nil {
+			t.Fatalf("a refusal lost the device: %v", d.Err())
+		}
+	})
+}

@@ -1,0 +1,162 @@
+package rig_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+func TestAllocKinds(t *testing.T) {
+	d := host(t, hostdev.Config{MapsHost: true})
+	for _, kind := range []device.Memory{device.Device, device.Pinned, device.Mapped} {
+		b := alloc(t, d, kind, 1001)
+		if b.Len() != 1001 || b.Kind() != kind || b.Device() != d || b.Address() == 0 {
+			t.Fatalf("%s buffer: len %d kind %s address %#x", kind, b.Len(), b.Kind(), b.Address())
+		}
+		if kind != device.Device && len(b.Bytes()) != 1001 {
+			t.Fatalf("%s memory exposes %d bytes to the host", kind, len(b.Bytes()))
+		}
+		if err := b.Free(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Free(); err != nil {
+			t.Fatalf("second free: %v", err)
+		}
+	}
+	if _, err := d.Alloc(device.Device, 0); err == nil || !strings.Contains(err.Error(), "at least one byte") {
+		t.Fatalf("alloc of 0 bytes: %v", err)
+	}
+}
+
+func TestMapHost(t *testing.T) {
+	d := host(t, hostdev.Config{MapsHost: true})
+	mem := make([]byte, 10000)
+	x := mem[123:5123]
+	for i := range x {
+		x[i] = 1
+	}
+	b, err := d.MapHost(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != len(x) || &b.Bytes()[0] != &x[0] {
+		t.Fatal("MapHost does not expose the caller's bytes")
+	}
+	wait(t, fill(t, d, b, 9, device.Copy))
+	allBytes(t, b, 9)
+	if mem[122] != 0 || mem[5123] != 0 {
+		t.Fatal("a fill of the borrowed bytes wrote outside them")
+	}
+	if _, err := host(t, hostdev.Config{}).MapHost(x); !errors.Is(err, device.ErrNever) {
+		t.Fatalf("MapHost where the device maps no host memory: %v", err)
+	}
+}
+
+// TestReclamation fills a budget, fails with the bytes lacked, and recovers
+// after a Free, after the garbage collector, and after in-flight work.
+func TestReclamation(t *testing.T) {
+	const budget, chunk = 1 << 20, 256 << 10
+	d := host(t, hostdev.Config{Budget: budget})
+	var held []*rig.Buffer
+	for i := 0; i < budget/chunk; i++ {
+		held = append(held, alloc(t, d, device.Device, chunk))
+	}
+	_, err := d.Alloc(device.Device, chunk)
+	var oom *rig.OutOfMemoryError
+	if !errors.Is(err, rig.ErrOutOfMemory) || !errors.As(err, &oom) || oom.Lacking <= 0 || !strings.Contains(err.Error(), "bytes lacking") {
+		t.Fatalf("alloc past the budget: %v", err)
+	}
+
+	t.Run("after a free", func(t *testing.T) {
+		_ = held[0].Free()
+		held[0] = alloc(t, d, device.Device, chunk)
+	})
+	t.Run("after the garbage collector", func(t *testing.T) {
+		// Nothing reaches the buffer: reclamation's collection round
+		// runs its cleanup, which gives the memory back.
+		held[1] = nil
+		held[1] = alloc(t, d, device.Device, chunk)
+	})
+	t.Run("after in-flight work", func(t *testing.T) {
+		s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8, rig.Uses(0, rig.Writes)))
+		p, err := sleepRun(s, 50*time.Millisecond).Submit(context.Background(), held[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = held[2].Free()
+		if p.Reached() {
+			t.Skip("the launch ended before the allocation")
+		}
+		held[2] = alloc(t, d, device.Device, chunk)
+		if !p.Reached() {
+			t.Fatal("the allocation succeeded before the work that held the memory ended")
+		}
+	})
+	runtime.KeepAlive(held)
+}
+
+func TestFreeWaitsForUse(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	b := alloc(t, d, device.Device, 1<<16)
+	s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8, rig.Uses(0, rig.Reads)))
+	p, err := sleepRun(s, 30*time.Millisecond).Submit(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, _ := d.Budget()
+	_ = b.Free()
+	if after, _ := d.Budget(); after != used && !p.Reached() {
+		t.Fatal("the buffer went back while work that reads it ran")
+	}
+	if _, err := s.Take().Submit(context.Background(), b); !errors.Is(err, rig.ErrFreed) {
+		t.Fatalf("submit with a freed buffer: %v", err)
+	}
+	wait(t, p)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if u, _ := d.Budget(); u < used {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the buffer did not go back once its work was reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestPlacedImageOnHost(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	img, err := d.LoadImage(hostdev.PlacedImageOf(4096, "twice", "empty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used, _ := d.Budget(); used < 4096 {
+		t.Fatalf("a placed image counts %d bytes", used)
+	}
+	f, err := img.Resolve("twice")
+	if err != nil || f.Params() != 8 || f.Name() != "twice" {
+		t.Fatalf("resolve: %v %v", f, err)
+	}
+	if _, err := img.Resolve("nothing"); !errors.Is(err, rig.ErrNoFunction) {
+		t.Fatalf("resolve of an absent function: %v", err)
+	}
+	if err := img.Prepare("empty"); err != nil {
+		t.Fatal(err)
+	}
+	if err := img.Unload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := img.Resolve("empty"); !errors.Is(err, rig.ErrFreed) {
+		t.Fatalf("resolve after unload: %v", err)
+	}
+	if used, _ := d.Budget(); used != 0 {
+		t.Fatalf("%d bytes counted after the unload", used)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package rig_test
+
+const raceEnabled = true
