@@ -1,0 +1,398 @@
+// Package profile takes profiles of rig's devices: where each value's work
+// ran, on which queue, from when to when on the host's clock, and what it
+// waited for.
+//
+// # Model
+//
+// Start turns on the stamping of the devices' values (rig's
+// Device.SetTimed): from then on each driver stamps the start and the end
+// of every value submitted, on the device's own clock where it has one (a
+// GPU's events or timers), and Device.Settle converts the stamps of
+// completed values to the host's clock, device.Now, in nanoseconds. A
+// goroutine of the profile settles every Options.Every, so that the
+// drivers keep few stamps; Stop turns stamping off, waits for the last
+// value submitted on each device, settles the rest and ends the goroutine.
+// The result is a list of spans, one per value: the device, the queue the
+// value ended on, the value, its start and end, and, where the device was
+// opened through Wrap, its parts and its waits on other devices.
+//
+// A value's parts and waits are not known to the core's public API, so
+// Wrap hooks the driver: it sees each timed submission as the driver does
+// and keeps a copy of the parts' kinds, queues, names and sizes, and of
+// the waits. A device opened without Wrap gives spans with no parts.
+//
+// WriteTrace exports spans as Chrome's trace event JSON, which Perfetto
+// (ui.perfetto.dev) and chrome://tracing open: a process per device, a
+// thread per queue, a slice per value, and an arrow per wait on another
+// device. Summarize reduces them to figures per device: the count, the
+// busy fraction, the gaps, and percentiles of the durations.
+//
+// # Cost
+//
+// While no profile is taken nothing of this package runs: the drivers test
+// one boolean per submission (Submission.Timed), and a wrapped driver one
+// more. While one is taken each value costs its driver two reads of a
+// clock and a stamp kept until the next settle, and the hook a copy of its
+// parts; the package's benchmarks measure it on hostdev.
+//
+// # Goroutines
+//
+// A Profile is safe for use by any goroutine. Start starts one goroutine,
+// which Stop ends; a device is in at most one profile at a time.
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// Span is one value's work on one device, on the host's clock.
+type Span struct {
+	// Device is the device's name.
+	Device string `json:"device"`
+	// Queue names the queue the value's work ended on, and QueueIndex is
+	// its index in the device's Facts.Queues.
+	Queue      string `json:"queue"`
+	QueueIndex int    `json:"queue_index"`
+	// Value is the value of the device's timeline.
+	Value uint64 `json:"value"`
+	// Start is the earliest start of the value's work, and End the end of
+	// its last work, in nanoseconds of device.Now.
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	// Parts is the value's work, in order; nil where the device was not
+	// opened through Wrap.
+	Parts []Part `json:"parts,omitempty"`
+	// Waits is what the value waited for on other devices' timelines,
+	// where the device was opened through Wrap and so was the other.
+	Waits []Wait `json:"waits,omitempty"`
+}
+
+// Duration is the span's length in nanoseconds.
+func (s *Span) Duration() int64 { return s.End - s.Start }
+
+// Part is one part of a value's work, as a span describes it.
+type Part struct {
+	// Kind is "launch", "copy", "fill" (a copy that fills, or a driver's
+	// fill function) or "words".
+	Kind string `json:"kind"`
+	// Queue is the index of the part's queue.
+	Queue int `json:"queue"`
+	// Name is a launch's function.
+	Name string `json:"name,omitempty"`
+	// Bytes is the bytes a copy moves or fills, or the bytes of ring
+	// entries.
+	Bytes uint64 `json:"bytes,omitempty"`
+	// Groups and Threads are a launch's groups and threads per group.
+	Groups  [3]uint32 `json:"groups,omitzero"`
+	Threads [3]uint32 `json:"threads,omitzero"`
+}
+
+// Wait is a point of another device that a value waited for on the device.
+type Wait struct {
+	Device string `json:"device"`
+	Value  uint64 `json:"value"`
+}
+
+// Options tune a profile. The zero Options are the defaults.
+type Options struct {
+	// Every is how often the profile settles the devices' stamps while it
+	// is taken; 50 ms where 0.
+	Every time.Duration
+	// MaxSpans bounds the spans the profile keeps; the spans of later
+	// values are counted (Dropped) and dropped. 1 Mi where 0: a trace of
+	// a million slices is as much as Perfetto's page opens with ease.
+	MaxSpans int
+}
+
+// Profile is a profile being taken, or taken, on one or several devices.
+type Profile struct {
+	opts  Options
+	devs  []*rig.Device
+	hooks []*hook // beside devs; nil where a device is not wrapped
+	dead  []bool  // beside devs: its settle failed; touched by the settler
+	start int64
+
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+
+	// mu guards what the settler appends and Stop finishes.
+	mu      sync.Mutex
+	recs    store[spanRec]
+	parts   store[Part]
+	waits   store[Wait]
+	dropped int64
+	errs    []error
+	end     int64
+	over    bool   // Stop has run
+	spans   []Span // made from recs at the first Spans after Stop
+	scratch []device.Stamp
+	batch   []spanRec
+}
+
+var (
+	takenMu sync.Mutex
+	taken   = map[*rig.Device]*Profile{}
+)
+
+// Start starts a profile on devs with the default options.
+func Start(devs ...*rig.Device) (*Profile, error) { return StartOptions(Options{}, devs...) }
+
+// StartOptions starts a profile on devs: it drops the stamps the drivers
+// kept from before, turns on stamping and starts the profile's settling
+// goroutine. A device may be in one profile at a time.
+func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
+	if len(devs) == 0 {
+		return nil, errors.New("profile: start on no device")
+	}
+	if o.Every < 0 || o.MaxSpans < 0 {
+		return nil, fmt.Errorf("profile: negative options %+v", o)
+	}
+	if o.Every == 0 {
+		o.Every = 50 * time.Millisecond
+	}
+	if o.MaxSpans == 0 {
+		o.MaxSpans = 1 << 20
+	}
+	p := &Profile{opts: o, stop: make(chan struct{}), done: make(chan struct{})}
+	takenMu.Lock()
+	for i, d := range devs {
+		if d == nil {
+			takenMu.Unlock()
+			return nil, fmt.Errorf("profile: device %d is nil", i)
+		}
+		if taken[d] != nil {
+			takenMu.Unlock()
+			return nil, fmt.Errorf("profile: device %s is in a profile already", d.Name())
+		}
+		for _, e := range devs[:i] {
+			if e == d {
+				takenMu.Unlock()
+				return nil, fmt.Errorf("profile: device %s named twice", d.Name())
+			}
+		}
+	}
+	for _, d := range devs {
+		taken[d] = p
+	}
+	takenMu.Unlock()
+	p.devs = append([]*rig.Device(nil), devs...)
+	p.hooks = make([]*hook, len(devs))
+	p.dead = make([]bool, len(devs))
+	for i, d := range devs {
+		if h := hooks.get(d.Name()); h != nil {
+			h.discard()
+			p.hooks[i] = h
+		}
+		// Stamps of values before the profile are not its own.
+		p.scratch, _ = d.Settle(p.scratch[:0])
+	}
+	p.start = device.Now()
+	for _, d := range devs {
+		d.SetTimed(true)
+	}
+	go p.settler()
+	return p, nil
+}
+
+// settler settles every Options.Every until Stop.
+func (p *Profile) settler() {
+	defer close(p.done)
+	t := time.NewTicker(p.opts.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			p.settle()
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// settle takes the devices' stamps as spans. Only the settler calls it,
+// and Stop once the settler ended.
+func (p *Profile) settle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, d := range p.devs {
+		if p.dead[i] {
+			continue
+		}
+		var err error
+		p.scratch, err = d.Settle(p.scratch[:0])
+		if err != nil {
+			p.dead[i] = true
+			p.errs = append(p.errs, err)
+		}
+		p.batch = p.batch[:0]
+		for _, st := range p.scratch {
+			if p.recs.len()+len(p.batch) >= p.opts.MaxSpans {
+				p.dropped++
+				continue
+			}
+			p.batch = append(p.batch, spanRec{dev: int32(i), queue: int32(st.Queue), value: st.Value, start: st.Start, end: st.End})
+		}
+		if h := p.hooks[i]; h != nil && len(p.batch) > 0 {
+			h.take(p.batch, &p.parts, &p.waits)
+		}
+		for _, r := range p.batch {
+			p.recs.add(r)
+		}
+	}
+}
+
+// Stop ends the profile: it turns stamping off, waits until the last value
+// submitted on each device is reached or ctx ends, settles the stamps left
+// and ends the settling goroutine. Values submitted while Stop runs may
+// be left out. It answers the first error met while the profile was
+// taken, such as a device lost, and the same at later calls; the spans
+// settled are kept whatever the answer.
+func (p *Profile) Stop(ctx context.Context) error {
+	p.stopOnce.Do(func() {
+		for _, d := range p.devs {
+			d.SetTimed(false)
+		}
+		end := device.Now()
+		var errs []error
+		for _, d := range p.devs {
+			if err := d.Last().Wait(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("profile: waiting for the last value of %s: %w", d.Name(), err))
+			}
+		}
+		close(p.stop)
+		<-p.done
+		p.settle()
+		takenMu.Lock()
+		for _, d := range p.devs {
+			if taken[d] == p {
+				delete(taken, d)
+			}
+		}
+		takenMu.Unlock()
+		p.mu.Lock()
+		for i := range p.recs.len() {
+			end = max(end, p.recs.at(i).end)
+		}
+		p.end = end
+		p.over = true
+		errs = append(errs, p.errs...)
+		p.scratch, p.batch = nil, nil
+		p.mu.Unlock()
+		if len(errs) > 0 {
+			p.stopErr = errs[0]
+		}
+	})
+	return p.stopErr
+}
+
+// sortSpans orders spans by start, then device and value.
+func sortSpans(s []Span) {
+	sort.SliceStable(s, func(i, j int) bool {
+		a, b := &s[i], &s[j]
+		if a.Start != b.Start {
+			return a.Start < b.Start
+		}
+		if a.Device != b.Device {
+			return a.Device < b.Device
+		}
+		return a.Value < b.Value
+	})
+}
+
+// Spans is the profile's spans by start time: those settled so far while
+// the profile is taken, and all of them once it is stopped, when the
+// slice is the profile's own, which the caller must not change.
+func (p *Profile) Spans() []Span {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.over && p.spans != nil {
+		return p.spans
+	}
+	s := p.materialize()
+	if p.over {
+		p.spans = s
+	}
+	return s
+}
+
+// materialize makes the spans of the records, sorted. p.mu is held.
+func (p *Profile) materialize() []Span {
+	n := p.recs.len()
+	spans := make([]Span, n)
+	parts := make([]Part, p.parts.len())
+	for i := range parts {
+		parts[i] = *p.parts.at(i)
+	}
+	waits := make([]Wait, p.waits.len())
+	for i := range waits {
+		waits[i] = *p.waits.at(i)
+	}
+	for i := range n {
+		r := p.recs.at(i)
+		d := p.devs[r.dev]
+		q := ""
+		if qs := d.Facts().Queues; r.queue >= 0 && int(r.queue) < len(qs) {
+			q = qs[r.queue]
+		}
+		sp := Span{Device: d.Name(), Queue: q, QueueIndex: int(r.queue), Value: r.value, Start: r.start, End: r.end}
+		if r.nparts > 0 {
+			sp.Parts = parts[r.parts : r.parts+r.nparts : r.parts+r.nparts]
+		}
+		if r.nwaits > 0 {
+			sp.Waits = waits[r.waits : r.waits+r.nwaits : r.waits+r.nwaits]
+		}
+		spans[i] = sp
+	}
+	sortSpans(spans)
+	return spans
+}
+
+// Devices names the profile's devices, in the order Start was given them.
+func (p *Profile) Devices() []string {
+	names := make([]string, len(p.devs))
+	for i, d := range p.devs {
+		names[i] = d.Name()
+	}
+	return names
+}
+
+// Window is when the profile was taken, in nanoseconds of device.Now: from
+// Start to the later of Stop's turning off of stamping and the end of the
+// last value profiled, or to now while it is taken.
+func (p *Profile) Window() (from, to int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.over {
+		return p.start, p.end
+	}
+	return p.start, device.Now()
+}
+
+// Dropped is the number of spans dropped over Options.MaxSpans.
+func (p *Profile) Dropped() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
+// Summary is Summarize of the profile's spans over its window, with the
+// spans it dropped.
+func (p *Profile) Summary() Summary {
+	from, to := p.Window()
+	s := Summarize(p.Spans(), from, to)
+	s.Dropped = p.Dropped()
+	for _, name := range p.Devices() {
+		s.ensure(name)
+	}
+	return s
+}

@@ -1,0 +1,253 @@
+package profile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// openHost opens a host device named name, through Wrap where wrap, and
+// closes it at the test's end.
+func openHost(t testing.TB, name string, wrap bool) *rig.Device {
+	t.Helper()
+	op := hostdev.Open(hostdev.Config{Name: name})
+	if wrap {
+		op = Wrap(op)
+	}
+	d, err := rig.Open(context.Background(), op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = d.Close()
+		<-d.Done()
+	})
+	return d
+}
+
+func resolve(t testing.TB, d *rig.Device, name string) *rig.Function {
+	t.Helper()
+	img, err := d.LoadImage(hostdev.ImageOf(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := img.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func submission(t testing.TB, d *rig.Device, parts ...rig.Part) *rig.Submission {
+	t.Helper()
+	s, err := rig.NewSubmission(d, parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func alloc(t testing.TB, d *rig.Device, n int) *rig.Buffer {
+	t.Helper()
+	b, err := d.Alloc(device.Device, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestProfileHostdev takes a profile of two wrapped host devices whose
+// work waits on each other, and checks the spans, the summary and the
+// trace.
+func TestProfileHostdev(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a := openHost(t, "profile-a", true)
+	b := openHost(t, "profile-b", true)
+	empty := resolve(t, a, "empty")
+	launch := submission(t, a, rig.Launch(empty, 0))
+	bufA, bufB := alloc(t, a, 4096), alloc(t, b, 4096)
+	fillA := submission(t, a, rig.FillBytes(0, 0, 4096, 7))
+	copyB := submission(t, b, rig.Copy(0, 0, 1, 0, 4096))
+
+	// Values before the profile are not in it.
+	if _, err := launch.Take().Submit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Last().Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := Start(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(a); err == nil {
+		t.Fatal("a second profile of a device started")
+	}
+	const rounds = 50
+	for range rounds {
+		if _, err := launch.Take().Submit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pf, err := fillA.Take().Submit(ctx, bufA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The copy on b reads a's buffer: b's work waits for a's fill.
+		if _, err := copyB.Take().Submit(ctx, bufA, bufB); err != nil {
+			t.Fatal(err)
+		}
+		_ = pf
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Values after the profile are not in it.
+	if _, err := launch.Take().Submit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	spans := p.Spans()
+	count := map[string]int{}
+	waits := 0
+	for i, sp := range spans {
+		count[sp.Device]++
+		if sp.End < sp.Start {
+			t.Errorf("span %d ends before it starts: %+v", i, sp)
+		}
+		waits += len(sp.Waits)
+		for _, w := range sp.Waits {
+			if w.Device == sp.Device {
+				t.Errorf("span %d waits on its own device: %+v", i, sp)
+			}
+		}
+		if len(sp.Parts) != 1 {
+			t.Fatalf("span %d has parts %+v, want one", i, sp.Parts)
+		}
+		switch pt := sp.Parts[0]; {
+		case sp.Device == "profile-a" && pt.Kind == "launch":
+			if pt.Name != "empty" || sp.Queue != "COMPUTE:0" {
+				t.Errorf("span %d: %+v", i, sp)
+			}
+		case sp.Device == "profile-a" && pt.Kind == "fill":
+			if pt.Bytes != 4096 || sp.Queue != "COPY:0" {
+				t.Errorf("span %d: %+v", i, sp)
+			}
+		case sp.Device == "profile-b" && pt.Kind == "copy":
+			if pt.Bytes != 4096 {
+				t.Errorf("span %d: %+v", i, sp)
+			}
+			if len(sp.Waits) > 1 {
+				t.Errorf("span %d waits on %+v", i, sp.Waits)
+			}
+		default:
+			t.Errorf("span %d unexpected: %+v", i, sp)
+		}
+		if i > 0 && spans[i-1].Start > sp.Start {
+			t.Errorf("spans %d and %d out of order", i-1, i)
+		}
+	}
+	if count["profile-a"] != 2*rounds || count["profile-b"] != rounds {
+		t.Errorf("spans per device %v, want %d and %d", count, 2*rounds, rounds)
+	}
+	// The fills on a wait for b's copies that read the buffer before, and
+	// the copies on b for a's fills, where they had not completed.
+	t.Logf("%d waits across the devices", waits)
+
+	s := p.Summary()
+	if len(s.Devices) != 2 || s.Devices[0].Count != 2*rounds || s.Devices[1].Count != rounds {
+		t.Errorf("summary %+v", s)
+	}
+	for _, d := range s.Devices {
+		if d.Busy <= 0 || d.Busy > 1 {
+			t.Errorf("busy fraction of %s: %v", d.Device, d.Busy)
+		}
+	}
+	t.Log("\n" + s.String())
+
+	var buf bytes.Buffer
+	if err := p.WriteTrace(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var tr Trace
+	if err := json.Unmarshal(buf.Bytes(), &tr); err != nil {
+		t.Fatal(err)
+	}
+	checkTrace(t, &tr)
+	flows := 0
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "s" {
+			flows++
+		}
+	}
+	if flows != waits {
+		t.Errorf("%d flows for %d waits", flows, waits)
+	}
+
+	// The devices can be profiled again.
+	p2, err := Start(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p2.Spans()); n != 0 {
+		t.Errorf("an empty profile holds %d spans", n)
+	}
+}
+
+// TestProfileUnwrapped profiles a device opened without Wrap: its spans
+// have no parts.
+func TestProfileUnwrapped(t *testing.T) {
+	ctx := context.Background()
+	d := openHost(t, "profile-plain", false)
+	s := submission(t, d, rig.Launch(resolve(t, d, "empty"), 0))
+	p, err := StartOptions(Options{Every: time.Millisecond, MaxSpans: 5}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := s.Take().Submit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans := p.Spans()
+	if len(spans) != 5 || p.Dropped() != 5 {
+		t.Fatalf("%d spans and %d dropped, want 5 and 5", len(spans), p.Dropped())
+	}
+	for _, sp := range spans {
+		if sp.Parts != nil || Label(&sp) != "value" {
+			t.Errorf("span %+v has parts", sp)
+		}
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	d := openHost(t, "profile-errors", false)
+	if _, err := Start(); err == nil {
+		t.Error("a profile of no device started")
+	}
+	if _, err := Start(d, d); err == nil {
+		t.Error("a profile of a device named twice started")
+	}
+	if _, err := Start(nil); err == nil {
+		t.Error("a profile of a nil device started")
+	}
+	if _, err := StartOptions(Options{Every: -1}, d); err == nil {
+		t.Error("a profile with negative options started")
+	}
+}

@@ -1,0 +1,85 @@
+package profile
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSummarizeSynthetic(t *testing.T) {
+	// Device a: values at [0,10) [10,30) [50,60) [55,70) [100,200) over a
+	// window of [0,400): busy 10+20+20+100 = 150, gaps 20 and 30.
+	spans := []Span{
+		{Device: "a", Queue: "COMPUTE:0", Value: 1, Start: 0, End: 10},
+		{Device: "a", Queue: "COMPUTE:0", Value: 2, Start: 10, End: 30},
+		{Device: "a", Queue: "COPY:0", QueueIndex: 1, Value: 3, Start: 50, End: 60},
+		{Device: "a", Queue: "COMPUTE:0", Value: 4, Start: 55, End: 70},
+		{Device: "a", Queue: "COMPUTE:0", Value: 5, Start: 100, End: 200},
+		{Device: "b", Queue: "COMPUTE:0", Value: 9, Start: 300, End: 400},
+	}
+	s := Summarize(spans, 0, 400)
+	if s.From != 0 || s.To != 400 || s.Spans != 6 || len(s.Devices) != 2 {
+		t.Fatalf("summary %+v", s)
+	}
+	a := s.Devices[0]
+	want := DeviceSummary{
+		Device: "a", Count: 5, Busy: 150.0 / 400, BusyNs: 150,
+		Gaps: 2, GapNs: 50, GapP50: 20, GapMax: 30,
+		Mean: (10 + 20 + 10 + 15 + 100) / 5.0, P50: 15, P99: 100, Max: 100,
+	}
+	a.Queues, want.Queues = nil, nil
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("device a:\n got %+v\nwant %+v", a, want)
+	}
+	q := s.Devices[0].Queues
+	if len(q) != 2 || q[0].Queue != "COMPUTE:0" || q[0].Count != 4 || q[0].Busy != 145.0/400 ||
+		q[1].Queue != "COPY:0" || q[1].Count != 1 || q[1].Busy != 10.0/400 {
+		t.Errorf("queues of a: %+v", q)
+	}
+	b := s.Devices[1]
+	if b.Device != "b" || b.Count != 1 || b.Busy != 0.25 || b.Gaps != 0 || b.P50 != 100 || b.P99 != 100 {
+		t.Errorf("device b: %+v", b)
+	}
+
+	text := s.String()
+	for _, w := range []string{"profile of 400ns, 6 spans", "37.5%", "25.0%", "a COPY:0"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("text lacks %q:\n%s", w, text)
+		}
+	}
+}
+
+func TestSummarizeWindowFromSpans(t *testing.T) {
+	spans := []Span{{Device: "a", Start: 100, End: 150}, {Device: "a", Start: 150, End: 300}}
+	s := Summarize(spans, 0, 0)
+	if s.From != 100 || s.To != 300 || s.Devices[0].Busy != 1 || s.Devices[0].Gaps != 0 {
+		t.Errorf("summary %+v", s)
+	}
+	if e := Summarize(nil, 0, 0); len(e.Devices) != 0 || e.Spans != 0 {
+		t.Errorf("summary of nothing %+v", e)
+	}
+}
+
+func TestRank(t *testing.T) {
+	s := make([]int64, 1000)
+	for i := range s {
+		s[i] = int64(i + 1)
+	}
+	for p, want := range map[float64]int64{0.5: 500, 0.9: 900, 0.99: 990, 0.999: 999, 1: 1000, 0: 1} {
+		if got := rank(s, p); got != want {
+			t.Errorf("rank(%v) = %d, want %d", p, got, want)
+		}
+	}
+	if got := rank([]int64{7}, 0.99); got != 7 {
+		t.Errorf("rank of one value = %d", got)
+	}
+}
+
+func TestNanos(t *testing.T) {
+	for ns, want := range map[int64]string{0: "0ns", 850: "850ns", 4100: "4.10µs", 12345: "12.3µs",
+		999_999: "1.00ms", 1_230_000: "1.23ms", 2_500_000_000: "2.50s", 125_000_000_000: "125s"} {
+		if got := Nanos(ns); got != want {
+			t.Errorf("Nanos(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}
