@@ -17,7 +17,6 @@ type fake struct {
 	mu        sync.Mutex
 	cond      *sync.Cond
 	submitted []device.Submission // copies, without parts' params
-	waits     [][]device.Wait
 	rooms     []device.RoomAnswer // answers to give, first first; then RoomOK
 	growth    []error             // answers of Grow, first first; then nil
 	grows     int
@@ -57,7 +56,7 @@ func (f *fake) opener(name string) device.Opener {
 
 // ownWord marks that the fake keeps its own word starting at v.
 func (f *fake) keepOwnWord(v uint64) { f.own.Store(v); f.facts.OwnWord = "own word" }
-func (f *fake) ownWord() bool         { return f.facts.OwnWord != nil }
+func (f *fake) ownWord() bool        { return f.facts.OwnWord != nil }
 
 func (f *fake) store(v uint64) {
 	if f.facts.Word != nil {

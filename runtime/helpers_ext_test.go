@@ -3,7 +3,6 @@ package rig_test
 import (
 	"context"
 	"encoding/binary"
-	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,22 +77,6 @@ func alloc(t testing.TB, d *rig.Device, kind device.Memory, n int) *rig.Buffer {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func floats(b *rig.Buffer) []float32 {
-	raw := b.Bytes()
-	out := make([]float32, len(raw)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	return out
-}
-
-func setFloats(b *rig.Buffer, f func(i int) float32) {
-	raw := b.Bytes()
-	for i := 0; i < len(raw)/4; i++ {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(f(i)))
-	}
 }
 
 func wait(t testing.TB, p rig.Point) {
