@@ -7,9 +7,11 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,11 +99,17 @@ type dev struct {
 	jobs     chan *job        // launches that want helpers
 
 	// mu guards running, final and wake, and orders the word's stores
-	// against Stop.
+	// against Stop. The sequencer takes it for each value, so it lies on
+	// lines of its own.
+	_       cpu.CacheLinePad
 	mu      sync.Mutex
 	running bool          // a value's parts run now
 	final   bool          // the last value is in the word; no store may follow
 	wake    chan struct{} // closed at the word's next store, a fault or Stop
+	_       cpu.CacheLinePad
+
+	sleepMu    sync.Mutex  // guards sleepTimer
+	sleepTimer *time.Timer // Sleep's, reused
 
 	fault    atomic.Pointer[device.Fault]
 	stopped  atomic.Bool

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,7 @@ func (d *dev) sequencer() {
 	defer d.done.Done()
 	debug.SetPanicOnFault(true)
 	q := &d.q
+	slots, n := q.slots, q.n // copies: the submitting goroutine stores beside them
 	w := d.newWorker()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -86,7 +88,7 @@ func (d *dev) sequencer() {
 			case <-d.stop:
 			}
 		}
-		sl := &q.slots[seq%q.n]
+		sl := &slots[seq%n]
 		for i := range sl.waits {
 			if !d.await(&sl.waits[i], timer) {
 				d.end()
@@ -128,6 +130,7 @@ func (d *dev) sequencer() {
 		q.completed.Store(seq + 1)
 		d.wakeLocked()
 		d.mu.Unlock()
+		notifyStores()
 	}
 }
 
@@ -145,6 +148,7 @@ func (d *dev) writeLast() {
 		d.final = true
 		atomic.StoreUint64(d.word, d.q.last.Load())
 		d.wakeLocked()
+		notifyStores()
 	}
 }
 
@@ -156,9 +160,32 @@ func (d *dev) wakeLocked() {
 	}
 }
 
-// await waits until the word of w holds at least its value, polling with a
-// backoff from a yield to a millisecond. It reports false if the device
-// stopped first.
+// stores wakes the waits of every host device once any host device stores
+// its word, so that a wait on another host device's word ends at once
+// rather than at its next poll.
+var stores struct {
+	waiting atomic.Int32 // waits blocked on ch
+	mu      sync.Mutex   // guards ch
+	ch      chan struct{}
+}
+
+// notifyStores wakes the waits blocked on stores, after a store of a word.
+func notifyStores() {
+	if stores.waiting.Load() == 0 {
+		return
+	}
+	stores.mu.Lock()
+	if stores.ch != nil {
+		close(stores.ch)
+		stores.ch = nil
+	}
+	stores.mu.Unlock()
+}
+
+// await waits until the word of w holds at least its value: it yields a
+// few times, then blocks until a host device stores its word or a backoff
+// from a microsecond to a millisecond ends, for words that other code
+// stores. It reports false if the device stopped first.
 func (d *dev) await(w *device.Wait, timer *time.Timer) bool {
 	backoff := time.Microsecond
 	for spin := 0; ; spin++ {
@@ -172,14 +199,27 @@ func (d *dev) await(w *device.Wait, timer *time.Timer) bool {
 			runtime.Gosched()
 			continue
 		}
+		stores.waiting.Add(1)
+		stores.mu.Lock()
+		if stores.ch == nil {
+			stores.ch = make(chan struct{})
+		}
+		ch := stores.ch
+		stores.mu.Unlock()
+		if device.AtLeast(atomic.LoadUint64(w.Word), w.Value) {
+			stores.waiting.Add(-1)
+			return true
+		}
 		timer.Reset(backoff)
 		select {
+		case <-ch:
+			timer.Stop()
 		case <-timer.C:
+			backoff = min(2*backoff, time.Millisecond)
 		case <-d.stop:
 			timer.Stop()
-			return false
 		}
-		backoff = min(2*backoff, time.Millisecond)
+		stores.waiting.Add(-1)
 	}
 }
 
@@ -197,7 +237,9 @@ func (d *dev) runValue(sl *slot, w *worker) (ends [2]int64) {
 	}
 	if sl.queues&(1<<device.Compute) != 0 {
 		d.runQueue(sl, device.Compute, w)
-		ends[device.Compute] = device.Now()
+		if sl.timed {
+			ends[device.Compute] = device.Now()
+		}
 	}
 	if copying {
 		<-d.copyDone
@@ -215,7 +257,9 @@ func (d *dev) copier() {
 		select {
 		case sl := <-d.copyIn:
 			d.runQueue(sl, device.Copy, w)
-			d.copyEnd = device.Now()
+			if sl.timed {
+				d.copyEnd = device.Now()
+			}
 			d.copyDone <- struct{}{}
 		case <-d.stop:
 			return
@@ -445,11 +489,26 @@ func (d *dev) Sleep(seen uint64, still time.Duration) error {
 	if atomic.LoadUint64(d.word) != seen {
 		return nil
 	}
-	t := time.NewTimer(still)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
+	// Only the supervisor sleeps, so the timer is nearly always free.
+	if d.sleepMu.TryLock() {
+		defer d.sleepMu.Unlock()
+		if d.sleepTimer == nil {
+			d.sleepTimer = time.NewTimer(still)
+		} else {
+			d.sleepTimer.Reset(still)
+		}
+		select {
+		case <-ch:
+			d.sleepTimer.Stop()
+		case <-d.sleepTimer.C:
+		}
+	} else {
+		t := time.NewTimer(still)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+		}
 	}
 	if f := d.fault.Load(); f != nil {
 		return f

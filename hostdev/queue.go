@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"golang.org/x/sys/cpu"
 )
 
 // FillFunc is the fill function of a Fill part on a host device: Part.FillFn
@@ -132,10 +133,14 @@ type queues struct {
 	caps  [nArenas]atomic.Int64 // the arenas' sizes, for Grow
 	grown atomic.Pointer[growth]
 
+	// The counters each side stores to lie on lines of their own.
+	_         cpu.CacheLinePad
 	published atomic.Uint64 // values the sequencer may run
-	completed atomic.Uint64 // values whose store to the word is done
 	last      atomic.Uint64 // the last value submitted
 	kick      chan struct{} // wakes the sequencer
+	_         cpu.CacheLinePad
+	completed atomic.Uint64 // values whose store to the word is done
+	_         cpu.CacheLinePad
 
 	stampMu sync.Mutex
 	stamps  []device.Stamp // timed values completed, not yet settled
@@ -382,10 +387,10 @@ func reapArena[T any](d *dev, a *arena[T], completed uint64) {
 
 // swapIn puts into the ring the buffers the last Grow made.
 func (q *queues) swapIn() {
-	g := q.grown.Swap(nil)
-	if g == nil {
+	if q.grown.Load() == nil {
 		return
 	}
+	g := q.grown.Swap(nil)
 	swapArena(q, &q.parts, g.parts, g.charge[arParts], arParts)
 	swapArena(q, &q.waits, g.waits, g.charge[arWaits], arWaits)
 	swapArena(q, &q.bytes, g.bytes, g.charge[arBytes], arBytes)

@@ -818,3 +818,23 @@ func BenchmarkSubmitPipelined(b *testing.B) {
 	for atomic.LoadUint64(d.word) != v {
 	}
 }
+
+func BenchmarkSubmitSleep(b *testing.B) {
+	d, _ := newDev(b, Config{}, 0)
+	e := entry(b, d, "empty")
+	s := &device.Submission{Parts: []device.Part{one(e, nil)}}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s.Value = uint64(i + 1)
+		for d.Room(s).Kind != device.RoomOK {
+		}
+		d.Submit(s)
+		for {
+			seen := atomic.LoadUint64(d.word)
+			if seen == s.Value {
+				break
+			}
+			d.Sleep(seen, time.Second)
+		}
+	}
+}
