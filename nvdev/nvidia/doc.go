@@ -1,0 +1,108 @@
+// Package nvidia is the path to an NVIDIA GPU through NVIDIA's kernel
+// driver: the RM's objects by ioctl on /dev/nvidiactl and /dev/nvidia<minor>,
+// GPU addresses through /dev/nvidia-uvm. It is the seed's Rig_nv_nvidia, in
+// pure Go: the RM driver (nvdev) builds its channels on a *Path.
+//
+// # The RM's interface
+//
+// The parameter blocks of the escapes, allocations, controls and UVM calls
+// are release 580's, as open-gpu-kernel-modules' 580 headers lay them out
+// on x86-64: each Go struct names the C struct and header it mirrors,
+// spells its padding out, and has its size tested. Open refuses a driver of
+// another release. Release 580 is where NVOS46 grew to 64 bytes,
+// NV_VASPACE_ALLOCATION_PARAMETERS to 56 and NV_CHANNEL_ALLOC_PARAMS to 368.
+//
+// Every ioctl goes through one invoker (conn.invoke), which checks the
+// ioctl's errno and the RM's status word in the parameters and answers a
+// *RMError naming the call and the status. Refusals are Lacking
+// (errors.Is(err, ErrLacking): NV_ERR_NO_MEMORY,
+// NV_ERR_INSUFFICIENT_RESOURCES, ENOMEM) or Refused (ErrRefused). An answer
+// that the GPU is lost or must be reset is a fault: the invoker records it
+// for Check, and the path's calls answer it as a *device.Fault. This is the
+// only package that makes the RM's system calls.
+//
+// Allocation parameters travel by pointer inside NVOS64, and some control
+// parameters point to lists. Such inner blocks are copied to the Go heap,
+// which never moves, for the call: the stack may move under a stored
+// address.
+//
+// # Bring-up
+//
+// Open(i) numbers the machine's NVIDIA GPUs in PCI bus order (IsGPU,
+// ListGPUs), finds GPU i among the driver's cards (NV_ESC_CARD_INFO), and
+// makes, under one root client per process: the device (NV01_DEVICE_0),
+// the subdevice, the address space of the device's channels
+// (FERMI_VASPACE_A), and the usermode page that holds the doorbell. It reads
+// the class list, which names the generation (classes.go: one place per
+// generation), the GR counts, the heap, the L2 cache and BAR1.
+//
+// # Addresses: UVM, and the same address for host and GPU
+//
+// The channels' address space is FERMI_VASPACE_A with ENABLE_PAGE_FAULTING
+// and IS_EXTERNALLY_OWNED, registered with UVM (UVM_REGISTER_GPU_VASPACE):
+// UVM, not the RM, maps memory in it (UVM_CREATE_EXTERNAL_RANGE, then
+// UVM_MAP_EXTERNAL_ALLOCATION), at addresses the path chooses, and maps a
+// registered channel's buffers (Register). This is the model tinygrad runs
+// on this driver, and the one under which host-visible memory has the same
+// address for the host and the GPU. The RM-only alternative, a plain
+// FERMI_VASPACE_A mapped with RM_MAP_MEMORY_DMA through NV50_MEMORY_VIRTUAL
+// carriers, was left aside: there the RM picks GPU addresses that differ
+// from the host's, and the one public Hopper launcher that used it saw
+// copies fail intermittently with split addresses, and none with identical
+// ones.
+//
+// The path keeps the GPU's addresses in two pools, shared by the paths of
+// the process since they share UVM's address space:
+//
+//   - host-visible: a reservation of 512 GiB of the host's addresses
+//     (PROT_NONE, MAP_NORESERVE, MAP_FIXED_NOREPLACE) from 64 GiB up, below
+//     Go's heap at 0xc000000000 and below the windows at 2^40 - 8 GiB.
+//     Pinned memory is anonymous shared memory mapped into it, which the RM
+//     pins (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR); Mapped memory is vidmem whose
+//     BAR1 mapping is placed into it (RM_MAP_MEMORY then mmap with
+//     MAP_FIXED). Either has the same address for the GPU. A free puts the
+//     reservation back. Registered channels take 64 MiB each here.
+//   - Device memory: vidmem at addresses from 2^40 to 2^47, past the
+//     windows, which the host never addresses, so nothing is reserved.
+//
+// MapHost maps the caller's pages at their own addresses where they lie
+// below the windows and no other mapping holds them, and at addresses of
+// the host-visible pool otherwise. Vidmem of 8 MiB or more takes 2 MiB
+// pages, and addresses aligned to them.
+//
+// The kernel driver maps BAR1 write-combined whatever the caller asks
+// (escape.c forces the caching type), so Mapped memory is write-combined
+// for the host, not uncached as the seed says: host reads of it are slow,
+// and the flush word (Flush) orders the host's writes before the device
+// wakes its channels.
+//
+// # Ownership and lifetime
+//
+// A *Path owns its files, objects and registrations. The device's stop
+// calls Stop, which ends channel registrations still held, frees the
+// channel groups and channels the device made through RM and left (the RM
+// preempts their work), and unmaps the doorbell and the flush word. Memory
+// outlives Stop: the device frees it later. Close gives back the device,
+// the address space, UVM's registrations and the files once every Memory
+// is freed, at once or at the last Free. The process's client, its files
+// and the reservation go with the last path.
+//
+// # Concurrency
+//
+// Any goroutine may call any method of a Path or its RM at any time. The
+// path's lock guards its bookkeeping (memories alive, registered channels,
+// stop state), the process's lock the address pools and handle names; a
+// goroutine holds one at a time, never both, and never across a call of
+// the driver. The kernel driver serialises the RM itself.
+//
+// # Another path
+//
+// The RM driver needs of a path what Path's methods give: RM (Alloc, Free,
+// Control, Token, Schedule, Boost, SMErrors, MMUFaults), Device,
+// Subdevice, VASpace, GPU, Budget, CacheBytes, Doorbell, Flush, Alloc,
+// MapHost, Free, Reaches, MapPeer, Bus, DMA, Register, Unregister, Check,
+// HangMs, ReadTimer, Stop. A path through the GPU's own system processor
+// (the seed's Rig_nv_pci) would offer the same methods over the same data
+// types (Handle, Memory, GPU, RMError), so nvdev can declare that method
+// set as its interface and take either.
+package nvidia

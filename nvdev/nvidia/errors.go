@@ -1,0 +1,119 @@
+package nvidia
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// The two kinds of refusal (the seed's refusal type). Every *RMError is one
+// of them: errors.Is(err, ErrLacking) holds where the RM or the kernel lacked
+// memory or another resource the call takes, and errors.Is(err, ErrRefused)
+// for any other refusal.
+var (
+	ErrLacking = errors.New("nvidia: lacking memory or resources")
+	ErrRefused = errors.New("nvidia: refused")
+)
+
+// ErrClosed is the answer of a path's calls after Close.
+var ErrClosed = errors.New("nvidia: path closed")
+
+// Some RM status values (nvstatuscodes.h) the package acts on.
+const (
+	StatusOK                    = 0x00000000 // NV_OK
+	StatusGPUIsLost             = 0x0000000f // NV_ERR_GPU_IS_LOST
+	StatusGPUInFullchipReset    = 0x00000010 // NV_ERR_GPU_IN_FULLCHIP_RESET
+	StatusInsufficientResources = 0x0000001a // NV_ERR_INSUFFICIENT_RESOURCES
+	StatusInvalidArgument       = 0x0000001f // NV_ERR_INVALID_ARGUMENT
+	StatusInvalidObjectHandle   = 0x00000033 // NV_ERR_INVALID_OBJECT_HANDLE
+	StatusInvalidObjectParent   = 0x00000036 // NV_ERR_INVALID_OBJECT_PARENT
+	StatusInvalidParamStruct    = 0x0000003a // NV_ERR_INVALID_PARAM_STRUCT
+	StatusNoMemory              = 0x00000051 // NV_ERR_NO_MEMORY
+	StatusNotSupported          = 0x00000056 // NV_ERR_NOT_SUPPORTED
+	StatusRCError               = 0x00000060 // NV_ERR_RC_ERROR
+	StatusResetRequired         = 0x00000062 // NV_ERR_RESET_REQUIRED
+	StatusGPUNotFullPower       = 0x00000012 // NV_ERR_GPU_NOT_FULL_POWER
+	StatusGPUInDebugMode        = 0x00000011 // NV_ERR_GPU_IN_DEBUG_MODE
+	StatusObjectNotFound        = 0x00000057 // NV_ERR_OBJECT_NOT_FOUND
+	StatusInsufficientPerms     = 0x0000001b // NV_ERR_INSUFFICIENT_PERMISSIONS
+)
+
+// StatusName is the RM's name of status, such as "NV_ERR_NO_MEMORY", or
+// its number in hex where nvstatuscodes.h of release 580 has no name for it.
+func StatusName(status uint32) string {
+	if n, ok := statusNames[status]; ok {
+		return n
+	}
+	return fmt.Sprintf("NV_STATUS(0x%x)", status)
+}
+
+// RMError is the refusal of one call of NVIDIA's kernel driver: the RM's
+// status word in the call's parameters, or the ioctl's own failure.
+type RMError struct {
+	// Call names the call, such as "RM_ALLOC HOPPER_CHANNEL_GPFIFO_A under
+	// 0xcaf00002".
+	Call string
+	// Status is the RM's status (nvstatuscodes.h), or 0 where the ioctl
+	// itself failed.
+	Status uint32
+	// Errno is the ioctl's failure, or 0 where the RM answered with Status.
+	Errno syscall.Errno
+}
+
+func (e *RMError) Error() string {
+	if e.Status == StatusOK {
+		return fmt.Sprintf("nvidia: %s: ioctl: %v", e.Call, e.Errno)
+	}
+	return fmt.Sprintf("nvidia: %s: %s (0x%x)", e.Call, StatusName(e.Status), e.Status)
+}
+
+// Name is the status's name, or the errno's where the ioctl failed.
+func (e *RMError) Name() string {
+	if e.Status == StatusOK {
+		return e.Errno.Error()
+	}
+	return StatusName(e.Status)
+}
+
+// Lacking reports whether the call failed for want of memory or another
+// resource: NV_ERR_NO_MEMORY, NV_ERR_INSUFFICIENT_RESOURCES, or ENOMEM.
+func (e *RMError) Lacking() bool {
+	switch {
+	case e.Status == StatusNoMemory, e.Status == StatusInsufficientResources:
+		return true
+	case e.Status == StatusOK && e.Errno == syscall.ENOMEM:
+		return true
+	}
+	return false
+}
+
+// Fatal reports whether the answer says that the GPU is lost or must be
+// reset, so that no later call can succeed: a fault rather than a refusal.
+func (e *RMError) Fatal() bool {
+	switch e.Status {
+	case StatusGPUIsLost, StatusGPUInFullchipReset, StatusResetRequired:
+		return true
+	case StatusOK:
+		// EIO and ENODEV: the driver lost the GPU or the file's state.
+		return e.Errno == syscall.EIO || e.Errno == syscall.ENODEV
+	}
+	return false
+}
+
+// Is answers errors.Is for ErrLacking and ErrRefused.
+func (e *RMError) Is(target error) bool {
+	switch target {
+	case ErrLacking:
+		return e.Lacking()
+	case ErrRefused:
+		return !e.Lacking()
+	}
+	return false
+}
+
+// AsRMError returns the *RMError err wraps, if any.
+func AsRMError(err error) (*RMError, bool) {
+	var e *RMError
+	ok := errors.As(err, &e)
+	return e, ok
+}

@@ -1,0 +1,1062 @@
+package nvidia
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-go/rig/device"
+)
+
+// Options tune Open. The zero value is the default.
+type Options struct {
+	// HangMs is the path's hang_ms: work whose timeline word has not moved
+	// for HangMs milliseconds hung. 0 is None: the RM's watchdog, not rig,
+	// bounds the GPU's work.
+	HangMs int
+
+	// defaultMap also maps each memory into the device's default address
+	// space (NV_ESC_RM_MAP_MEMORY_DMA through an NV01_MEMORY_VIRTUAL), as
+	// tinygrad does before UVM maps it. The channels never use that space.
+	defaultMap bool
+}
+
+// GPU is what the path read of a GPU (the seed's gpu record).
+type GPU struct {
+	// Generation holds the classes of the GPU's channels and engines.
+	Generation
+	// SMVersion is the multiprocessors' version as the RM reports it
+	// (NV2080_CTRL_GR_INFO_INDEX_SM_VERSION), such as 0x900.
+	SMVersion uint32
+	// GPCs, TPCsPerGPC and SMsPerTPC are the GPU's graphics processing
+	// clusters, the texture processing clusters of one, and the
+	// multiprocessors of one of those, as the RM's LITTER counts give them:
+	// the chip's, of which some may be fused off.
+	GPCs, TPCsPerGPC, SMsPerTPC int
+	// WarpsPerSM is the most warps a multiprocessor runs concurrently.
+	WarpsPerSM int
+	// Classes lists every class the RM offers on the GPU.
+	Classes []uint32
+}
+
+// Arch is the multiprocessors' architecture, such as "sm_90".
+func (g GPU) Arch() string {
+	major, minor := (g.SMVersion>>8)&0xff, g.SMVersion&0xff
+	if minor > 0xf {
+		minor >>= 4
+	}
+	return fmt.Sprintf("sm_%d%d", major, minor)
+}
+
+// Memory is memory a path gives a device (the seed's memory record).
+type Memory struct {
+	// Kind is Device, Pinned or Mapped memory; host memory MapHost maps is
+	// Pinned, with Borrowed set.
+	Kind device.Memory
+	// Borrowed is true for host memory MapHost mapped, which the caller
+	// owns.
+	Borrowed bool
+	// Address is the GPU address of its first byte. No byte of it lies from
+	// 2^40 - 8 GiB (the windows) to 2^40. Pinned and Mapped memory, and
+	// host memory the path maps, lie below the windows.
+	Address uint64
+	// Host is the host address of its first byte, or 0 where the host does
+	// not address it (Device memory).
+	Host uintptr
+	// Size is the bytes asked for. The GPU maps the whole pages that hold
+	// them.
+	Size int
+	// Handle is the RM's name of the memory, which channel allocations take.
+	Handle Handle
+	// Data is the path's own record of the memory.
+	Data any
+}
+
+// Bytes is the memory as the host sees it, or nil for Device memory. Mapped
+// memory is write-combined for the host: reads of it are slow.
+func (m *Memory) Bytes() []byte {
+	r, _ := m.Data.(*memRecord)
+	if m.Host == 0 || r == nil || r.hostPtr == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(r.hostPtr), m.Size)
+}
+
+// memRecord is the nvidia path's record of a Memory.
+type memRecord struct {
+	va      uint64         // the GPU address of the first mapped page
+	length  uint64         // the bytes the GPU maps, whole pages
+	page    uint64         // the GPU page size
+	pool    *pool          // where va came from; nil for a host range at its own address
+	hostPtr unsafe.Pointer // the host's view of the first byte, for Pinned and Mapped
+	own     bool           // the path mapped host pages at va (Pinned, Mapped)
+	freed   bool
+}
+
+// Path is the path to one GPU through NVIDIA's kernel driver
+// (/dev/nvidiactl, /dev/nvidia<minor> and /dev/nvidia-uvm): the seed's path
+// record, which the RM driver builds its channels on. Open makes it; the
+// device's stop calls Stop; Close gives everything back once every Memory
+// is freed. Any goroutine may call its methods at any time.
+type Path struct {
+	sys   *system
+	r     rm // the system's client, with the path's fault sink
+	rm    *RM
+	u     uvm
+	index int
+	addr  PCIAddress
+	minor uint32
+	opts  Options
+	sink  faultSink
+
+	devFD     int    // /dev/nvidia<minor>, registered with the control file
+	device    Handle // NV01_DEVICE_0
+	subdevice Handle // NV20_SUBDEVICE_0
+	vaspace   Handle // FERMI_VASPACE_A, owned by UVM
+	virtmem   Handle // NV01_MEMORY_VIRTUAL over the default space, with defaultMap
+	uuid      UUID
+	gpu       GPU
+	budget    int64
+	cache     int64
+	bar1      int64
+
+	usermode    Handle  // the doorbell page's object
+	usermodeMap uintptr // its host mapping
+	flush       *Memory // a word of Mapped memory, or nil
+
+	uvmGPU, uvmVASpace bool // registered with UVM
+
+	mu       sync.Mutex // guards what follows; held for bookkeeping only, never across a call of the driver
+	live     int        // memories given and not freed
+	channels map[Handle]span
+	stopped  bool
+	closed   bool
+	released bool
+}
+
+// usermodeSize is the size of the usermode page (NVC361_NV_USERMODE__SIZE).
+const usermodeSize = 0x10000
+
+// Offsets in the usermode page (class/clc361.h).
+const (
+	usermodeTime0    = 0x80 // NVC361_TIME_0: the GPU's timer, low word
+	usermodeTime1    = 0x84 // NVC361_TIME_1: its high word
+	usermodeDoorbell = 0x90 // NVC361_NOTIFY_CHANNEL_PENDING
+)
+
+// channelVASize is the addresses UVM maps a registered channel's buffers in.
+const channelVASize = 64 << 20
+
+// pathKey is the key of every path through NVIDIA's kernel driver: they are
+// all of one machine.
+var pathKey = &struct{ name string }{"nvidia"}
+
+// Open opens GPU index, counted in bus order among the machine's NVIDIA
+// GPUs (IsGPU), through NVIDIA's kernel driver: it makes the RM's device,
+// subdevice and address space for it, registers them with UVM, maps the
+// doorbell, and reads the GPU's classes and counts.
+func Open(index int, opts *Options) (p *Path, err error) {
+	if index < 0 {
+		return nil, fmt.Errorf("nvidia: no GPU %d", index)
+	}
+	gpus, listErr := ListGPUs(sysfsPCI)
+	s, err := acquireSystem()
+	if err != nil {
+		return nil, err
+	}
+	p = &Path{sys: s, index: index, devFD: -1, channels: map[Handle]span{}}
+	if opts != nil {
+		p.opts = *opts
+	}
+	p.r = rm{conn: conn{ioctl: s.ioctl, sink: &p.sink}, ctl: s.ctl, client: s.client}
+	p.u = uvm{conn: p.r.conn, fd: s.uvm.fd}
+	p.rm = newRM(p.r, s.release)
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, p.teardown())
+		}
+	}()
+
+	var card cardInfo
+	if listErr == nil {
+		if index >= len(gpus) {
+			return nil, fmt.Errorf("nvidia: no GPU %d: the machine has %d NVIDIA GPUs", index, len(gpus))
+		}
+		p.addr = gpus[index]
+		var ok bool
+		if card, ok = s.card(p.addr); !ok {
+			return nil, fmt.Errorf("nvidia: GPU %d (%s) is not held by NVIDIA's kernel driver", index, p.addr)
+		}
+	} else {
+		// Without sysfs, number the driver's own GPUs in bus order.
+		cards := slices.Clone(s.cards)
+		slices.SortFunc(cards, func(a, b cardInfo) int { return cardAddr(a).compare(cardAddr(b)) })
+		if index >= len(cards) {
+			return nil, fmt.Errorf("nvidia: no GPU %d: the driver holds %d (%v)", index, len(cards), listErr)
+		}
+		card = cards[index]
+		p.addr = cardAddr(card)
+	}
+	p.minor = card.MinorNumber
+	if p.devFD, err = p.openDevFD(); err != nil {
+		return nil, err
+	}
+	id := GPUIDInfoV2Params{GPUID: card.GPUID}
+	if err = controlOf(p.r, s.client, CtrlGPUGetIDInfoV2, &id); err != nil {
+		return nil, err
+	}
+	dp := DeviceAllocParams{DeviceID: id.DeviceInstance, ClientShare: s.client, VAMode: VAModeOptionalMultiple}
+	if p.device, err = allocOf(p.r, s.client, ClassDevice, &dp); err != nil {
+		return nil, err
+	}
+	var sp SubdeviceAllocParams
+	if p.subdevice, err = allocOf(p.r, p.device, ClassSubdevice, &sp); err != nil {
+		return nil, err
+	}
+	if err = p.readGPU(); err != nil {
+		return nil, err
+	}
+	if p.opts.defaultMap {
+		vp := MemoryVirtualAllocParams{Limit: memVirtualLimitFullSpace}
+		if p.virtmem, err = allocOf(p.r, p.device, ClassMemoryVirtual, &vp); err != nil {
+			return nil, err
+		}
+	}
+	// The address space of the device's channels, which UVM manages: the
+	// GPU faults into UVM, and UVM maps what the path asks it to.
+	vas := VASpaceAllocParams{
+		VABase: 0x1000,
+		VASize: 0x1fffffb000000,
+		Flags:  VASpacePageFaulting | VASpaceExternallyOwned,
+	}
+	if p.vaspace, err = allocOf(p.r, p.device, ClassVASpace, &vas); err != nil {
+		return nil, err
+	}
+	gid := GIDInfoParams{Flags: gidFormatBinary, Length: uint32(len(p.uuid))}
+	if err = controlOf(p.r, p.subdevice, CtrlGPUGetGIDInfo, &gid); err != nil {
+		return nil, err
+	}
+	copy(p.uuid[:], gid.Data[:])
+	rg := uvmRegisterGPUParams{GPUUUID: p.uuid, RMCtrlFD: -1}
+	if err = uvmCall(p.u, "UVM_REGISTER_GPU", uvmRegisterGPU, &rg, &rg.RMStatus); err != nil {
+		return nil, err
+	}
+	p.uvmGPU = true
+	rv := uvmRegisterGPUVASpaceParams{GPUUUID: p.uuid, RMCtrlFD: int32(s.ctl), Client: s.client, VASpace: p.vaspace}
+	if err = uvmCall(p.u, "UVM_REGISTER_GPU_VASPACE", uvmRegisterGPUVASpace, &rv, &rv.RMStatus); err != nil {
+		return nil, err
+	}
+	p.uvmVASpace = true
+	if err = p.mapUsermode(); err != nil {
+		return nil, err
+	}
+	// The flush word: a read of it drains the host's writes through BAR1.
+	// Without room for it the device has no Mapped memory.
+	if m, ferr := p.Alloc(device.Mapped, 4); ferr == nil {
+		p.flush = m
+	} else if !errors.Is(ferr, device.ErrNoMemory) {
+		return nil, ferr
+	}
+	return p, nil
+}
+
+// cardAddr is the bus address of a card.
+func cardAddr(c cardInfo) PCIAddress {
+	return PCIAddress{Domain: c.PCI.Domain, Bus: c.PCI.Bus, Slot: c.PCI.Slot, Function: c.PCI.Function}
+}
+
+// openDevFD opens /dev/nvidia<minor> and registers it with the control
+// file (NV_ESC_REGISTER_FD), as every file of a GPU that RM calls name must
+// be.
+func (p *Path) openDevFD() (int, error) {
+	fd, err := openDevice(fmt.Sprintf("/dev/nvidia%d", p.minor))
+	if err != nil {
+		return -1, err
+	}
+	rf := registerFDParams{CtlFD: int32(p.sys.ctl)}
+	err = p.r.invoke(func() string { return "NV_ESC_REGISTER_FD" }, fd,
+		escape(escRegisterFD, unsafe.Sizeof(rf)), unsafe.Pointer(&rf), nil)
+	if err != nil {
+		_ = unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// readGPU reads the GPU's classes, counts and memory.
+func (p *Path) readGPU() error {
+	var cl ClassListV2Params
+	if err := controlOf(p.r, p.device, CtrlGPUGetClassListV2, &cl); err != nil {
+		return err
+	}
+	classes := slices.Clone(cl.ClassList[:min(cl.NumClasses, classListMax)])
+	gen, err := GenerationOf(classes)
+	if err != nil {
+		return err
+	}
+	idx := []uint32{GRInfoSMVersion, GRInfoLitterNumGPCs, GRInfoLitterTPCsPerGPC, GRInfoLitterSMsPerTPC, GRInfoMaxWarpsPerSM}
+	list := heapBytes(len(idx) * int(unsafe.Sizeof(GRInfo{})))
+	infos := unsafe.Slice((*GRInfo)(unsafe.Pointer(&list[0])), len(idx))
+	for i, x := range idx {
+		infos[i].Index = x
+	}
+	gr := GRInfoParams{GRInfoListSize: uint32(len(idx)), GRInfoList: addr(list)}
+	if err := controlOf(p.r, p.subdevice, CtrlGRGetInfo, &gr); err != nil {
+		return err
+	}
+	p.gpu = GPU{
+		Generation: gen,
+		SMVersion:  infos[0].Data,
+		GPCs:       int(infos[1].Data),
+		TPCsPerGPC: int(infos[2].Data),
+		SMsPerTPC:  int(infos[3].Data),
+		WarpsPerSM: int(infos[4].Data),
+		Classes:    classes,
+	}
+	fb := FBInfoV2Params{FBInfoListSize: 3}
+	fb.FBInfoList[0].Index = FBInfoHeapSize
+	fb.FBInfoList[1].Index = FBInfoL2CacheSize
+	fb.FBInfoList[2].Index = FBInfoBAR1AvailSize
+	if err := controlOf(p.r, p.subdevice, CtrlFBGetInfoV2, &fb); err != nil {
+		return err
+	}
+	p.budget = int64(fb.FBInfoList[0].Data) << 10
+	p.cache = int64(fb.FBInfoList[1].Data)
+	p.bar1 = int64(fb.FBInfoList[2].Data) << 10
+	return nil
+}
+
+// mapUsermode allocates the GPU's usermode page and maps it for the host:
+// the doorbell and the GPU's timer.
+func (p *Path) mapUsermode() (err error) {
+	if p.usermode, err = p.r.alloc(p.subdevice, p.gpu.Usermode, nil); err != nil {
+		return err
+	}
+	p.usermodeMap, err = p.mapCPU(p.usermode, usermodeSize, 0)
+	return err
+}
+
+// mapCPU maps length bytes of the memory object mem for the host, at a if
+// a is not 0: RM_MAP_MEMORY through a fresh /dev/nvidia<minor>, then mmap of
+// that file. The driver allows one mapping per file.
+func (p *Path) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
+	fd, err := p.openDevFD()
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd) // the mapping keeps the file
+	mp := rmMapMemoryWithFD{
+		Params: rmMapMemoryParams{Client: p.r.client, Device: p.device, Memory: mem, Length: length},
+		FD:     int32(fd),
+	}
+	err = p.r.invoke(func() string { return fmt.Sprintf("RM_MAP_MEMORY 0x%x", mem) }, p.sys.ctl,
+		escape(escRMMapMemory, unsafe.Sizeof(mp)), unsafe.Pointer(&mp), &mp.Params.Status)
+	if err != nil {
+		return 0, err
+	}
+	flags := unix.MAP_SHARED
+	if a != 0 {
+		flags |= unix.MAP_FIXED
+	}
+	got, err := mmap(a, length, unix.PROT_READ|unix.PROT_WRITE, flags, fd, 0)
+	if err != nil {
+		return 0, fmt.Errorf("nvidia: mmap of RM memory 0x%x: %w", mem, err)
+	}
+	return got, nil
+}
+
+// Index is the GPU's number (IsGPU).
+func (p *Path) Index() int { return p.index }
+
+// Key is the path's key: devices whose paths share it are of one machine,
+// and may map each other's memory.
+func (p *Path) Key() any { return pathKey }
+
+// RM is the GPU's resource manager.
+func (p *Path) RM() *RM { return p.rm }
+
+// Device is the RM's device object of the GPU (NV01_DEVICE_0).
+func (p *Path) Device() Handle { return p.device }
+
+// Subdevice is its subdevice object (NV20_SUBDEVICE_0).
+func (p *Path) Subdevice() Handle { return p.subdevice }
+
+// VASpace is the address space the device's channels use (FERMI_VASPACE_A):
+// a channel group takes it through its context share.
+func (p *Path) VASpace() Handle { return p.vaspace }
+
+// GPU is the GPU's classes and counts.
+func (p *Path) GPU() GPU { return p.gpu }
+
+// UUID is the GPU's UUID.
+func (p *Path) UUID() UUID { return p.uuid }
+
+// DriverVersion is the kernel driver's version, such as "580.159.04".
+func (p *Path) DriverVersion() string { return p.sys.version }
+
+// Budget is the GPU memory, in bytes, the device's work may allocate: the
+// RM's heap (NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE).
+func (p *Path) Budget() int64 { return p.budget }
+
+// CacheBytes is the bytes of the GPU's L2 cache, or 0 where the RM states
+// none.
+func (p *Path) CacheBytes() int64 { return p.cache }
+
+// Bus is the bus address of the GPU's PCI function.
+func (p *Path) Bus() string { return p.addr.String() }
+
+// HangMs is the path's hang_ms (Options.HangMs), 0 for None.
+func (p *Path) HangMs() int { return p.opts.HangMs }
+
+// MapsHost is true: the path maps host memory for the GPU.
+func (p *Path) MapsHost() bool { return true }
+
+// Doorbell is the 4-byte register into which the device stores a channel's
+// work submit token to wake it (NVC361_NOTIFY_CHANNEL_PENDING). It stays
+// mapped until Stop.
+func (p *Path) Doorbell() *uint32 {
+	if p.usermodeMap == 0 {
+		return nil
+	}
+	return (*uint32)(ptrAt(p.usermodeMap + usermodeDoorbell))
+}
+
+// Flush is a 32-bit word of the GPU's Mapped memory, which a device reads
+// before waking its channels so that the host's writes through the BAR
+// reach the GPU first, or nil if the BAR had no room for it: the device
+// then has no Mapped memory. It stays mapped until Stop.
+func (p *Path) Flush() *uint32 {
+	if p.flush == nil {
+		return nil
+	}
+	return (*uint32)(p.flush.Data.(*memRecord).hostPtr)
+}
+
+// errStopped answers the calls a path takes no more after Stop.
+var errStopped = errors.New("nvidia: path stopped")
+
+// Alloc is n new bytes of memory of kind k at a GPU address aligned to 4
+// KiB, or an error that wraps device.ErrNoMemory if the GPU, its BAR or
+// the host lacks the memory or the addresses. Mapped memory is
+// write-combined for the host, as the kernel driver maps the BAR. Any other
+// failure is a *device.Fault. It panics if n is below 1.
+func (p *Path) Alloc(k device.Memory, n int) (*Memory, error) {
+	if n < 1 {
+		panic(fmt.Sprintf("nvidia: Alloc of %d bytes", n))
+	}
+	if err := p.begin(); err != nil {
+		return nil, err
+	}
+	var m *Memory
+	var err error
+	switch k {
+	case device.Device, device.Mapped:
+		m, err = p.allocVidmem(k, n)
+	case device.Pinned:
+		m, err = p.allocPinned(n)
+	default:
+		err = fmt.Errorf("nvidia: no memory of kind %v", k)
+	}
+	p.end(err == nil)
+	if err != nil {
+		return nil, allocError(k, n, err)
+	}
+	return m, nil
+}
+
+// begin counts a memory about to be made, unless the path stopped.
+func (p *Path) begin() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.closed {
+		return errStopped
+	}
+	p.live++
+	return nil
+}
+
+// end uncounts a memory that was not made.
+func (p *Path) end(made bool) {
+	if !made {
+		p.mu.Lock()
+		p.live--
+		p.mu.Unlock()
+	}
+}
+
+// errNoAddresses answers an allocation the path has no addresses for.
+var errNoAddresses = errors.New("nvidia: no GPU addresses left")
+
+// allocError sorts a failed allocation's error: lack is device.ErrNoMemory,
+// anything else a fault.
+func allocError(k device.Memory, n int, err error) error {
+	if errors.Is(err, ErrLacking) || errors.Is(err, errNoAddresses) {
+		return &lackError{what: fmt.Sprintf("%d bytes of %v memory", n, k), err: err}
+	}
+	if _, ok := device.AsFault(err); ok {
+		return err
+	}
+	return &device.Fault{Why: fmt.Sprintf("alloc of %d bytes of %v memory: %v", n, k, err)}
+}
+
+// lackError is a refusal for want of memory or addresses: it is
+// device.ErrNoMemory (and device.ErrNoRoom for MapHost), and wraps the
+// cause.
+type lackError struct {
+	what string
+	room bool // a mapping's No_room rather than an allocation's None
+	err  error
+}
+
+func (e *lackError) Error() string { return fmt.Sprintf("nvidia: no memory for %s: %v", e.what, e.err) }
+
+func (e *lackError) Unwrap() error { return e.err }
+
+func (e *lackError) Is(target error) bool {
+	if e.room {
+		return target == device.ErrNoRoom
+	}
+	return target == device.ErrNoMemory
+}
+
+// pageFor is the GPU page size of n bytes of GPU memory: 2 MiB pages from 8
+// MiB up, 4 KiB pages below.
+func pageFor(n uint64) uint64 {
+	if n >= memHugePageThreshold {
+		return memHugePage
+	}
+	return memSmallPage
+}
+
+// takeVA takes size bytes of addresses from the host-visible pool, or from
+// Device memory's pool.
+func (p *Path) takeVA(host bool, size, align uint64) (uint64, *pool, error) {
+	p.sys.mu.Lock()
+	defer p.sys.mu.Unlock()
+	pl := p.sys.dev
+	if host {
+		var err error
+		if pl, err = p.sys.hostPool(); err != nil {
+			return 0, nil, err
+		}
+	}
+	va, ok := pl.alloc(size, align)
+	if !ok {
+		return 0, nil, errNoAddresses
+	}
+	return va, pl, nil
+}
+
+// giveVA gives back what takeVA took.
+func (p *Path) giveVA(pl *pool, va, size uint64) {
+	p.sys.mu.Lock()
+	pl.release(va, size)
+	p.sys.mu.Unlock()
+}
+
+// allocVidmem allocates GPU memory (NV01_MEMORY_LOCAL_USER) and maps it for
+// the GPU, and for Mapped memory for the host through BAR1 at the same
+// address.
+func (p *Path) allocVidmem(k device.Memory, n int) (m *Memory, err error) {
+	page := pageFor(uint64(n))
+	size := roundUp(uint64(n), page)
+	host := k == device.Mapped
+	va, pl, err := p.takeVA(host, size, page)
+	if err != nil {
+		return nil, err
+	}
+	rec := &memRecord{va: va, length: size, page: page, pool: pl}
+	defer func() {
+		if err != nil {
+			p.giveVA(pl, va, size)
+		}
+	}()
+	attr := uint32(attrAllowNoncontig) << attrPhysicalityShift
+	attr2 := uint32(attr2ZBCPreferNoZBC) | attr2GPUCacheableYes<<attr2GPUCacheableShift
+	if page == memHugePage {
+		attr |= attrPageSizeHuge << attrPageSizeShift
+		attr2 |= attr2PageSizeHuge2MB << attr2PageSizeHugeShift
+	} else {
+		attr |= attrPageSize4KB << attrPageSizeShift
+	}
+	mp := MemoryAllocParams{
+		Owner:     uint32(p.r.client),
+		Type:      memTypeImage,
+		Flags:     memFlagMapNotRequired | memFlagHandleProvided | memFlagAlignmentForce | memFlagIgnoreBankPlacement | memFlagPersistentVidmem,
+		Attr:      attr,
+		Attr2:     attr2,
+		Format:    memFormatGenericKind,
+		Size:      size,
+		Alignment: page,
+		Limit:     size - 1,
+	}
+	h, err := allocOf(p.r, p.device, ClassMemoryLocalUser, &mp)
+	if err != nil {
+		return nil, err
+	}
+	m = &Memory{Kind: k, Address: va, Size: n, Handle: h, Data: rec}
+	if host {
+		if _, err = p.mapCPU(h, size, uintptr(va)); err != nil {
+			// A failed MAP_FIXED may have dropped the reservation there.
+			return nil, errors.Join(err, unreserveTo(uintptr(va), size), p.r.free(p.device, h))
+		}
+		rec.own = true
+		rec.hostPtr = ptrAt(uintptr(va))
+		m.Host = uintptr(va)
+	}
+	if err = p.mapGPU(rec, h); err != nil {
+		return nil, errors.Join(err, p.undo(rec, h))
+	}
+	return m, nil
+}
+
+// allocPinned allocates host pages the GPU maps coherently: anonymous
+// shared memory at an address of the reservation, which the RM pins
+// (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR), mapped for the GPU at the same address.
+func (p *Path) allocPinned(n int) (m *Memory, err error) {
+	size := roundUp(uint64(n), pageSize)
+	va, pl, err := p.takeVA(true, size, pageSize)
+	if err != nil {
+		return nil, err
+	}
+	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl}
+	defer func() {
+		if err != nil {
+			p.giveVA(pl, va, size)
+		}
+	}()
+	if _, err = mmap(uintptr(va), size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS|unix.MAP_FIXED, -1, 0); err != nil {
+		return nil, fmt.Errorf("nvidia: mmap of %d bytes of host memory: %w", size, err)
+	}
+	rec.own = true
+	rec.hostPtr = ptrAt(uintptr(va))
+	h, err := p.describeHost(uintptr(va), size)
+	if err != nil {
+		return nil, errors.Join(err, unreserveTo(uintptr(va), size))
+	}
+	m = &Memory{Kind: device.Pinned, Address: va, Host: uintptr(va), Size: n, Handle: h, Data: rec}
+	if err = p.mapGPU(rec, h); err != nil {
+		return nil, errors.Join(err, p.undo(rec, h))
+	}
+	return m, nil
+}
+
+// describeHost makes an RM memory object of the host pages [a, a+size),
+// which the RM pins (NV_ESC_RM_ALLOC_MEMORY of
+// NV01_MEMORY_SYSTEM_OS_DESCRIPTOR on /dev/nvidia<minor>).
+func (p *Path) describeHost(a uintptr, size uint64) (Handle, error) {
+	h := p.sys.nameHandle()
+	am := rmAllocMemoryWithFD{
+		Params: rmAllocMemoryParams{
+			Root:         p.r.client,
+			ObjectParent: p.device,
+			ObjectNew:    h,
+			Class:        ClassMemoryOSDescriptor,
+			Flags:        os02HostPagesCachedGP,
+			Memory:       uint64(a),
+			Limit:        size - 1,
+		},
+		FD: -1,
+	}
+	err := p.r.invoke(func() string {
+		return fmt.Sprintf("RM_ALLOC_MEMORY of host pages [0x%x, 0x%x)", a, uint64(a)+size)
+	}, p.devFD, escape(escRMAllocMemory, unsafe.Sizeof(am)), unsafe.Pointer(&am), &am.Params.Status)
+	if err != nil {
+		return 0, err
+	}
+	return h, nil
+}
+
+// mapGPU maps the memory object h for the GPU at rec's addresses, through
+// UVM: an external range, then the mapping of the object in it.
+func (p *Path) mapGPU(rec *memRecord, h Handle) error {
+	cr := uvmCreateExternalRangeParams{Base: rec.va, Length: rec.length}
+	if err := uvmCall(p.u, "UVM_CREATE_EXTERNAL_RANGE", uvmCreateExternalRange, &cr, &cr.RMStatus); err != nil {
+		return err
+	}
+	if p.opts.defaultMap {
+		dm := rmMapMemoryDMAParams{
+			Client:    p.r.client,
+			Device:    p.device,
+			DMA:       p.virtmem,
+			Memory:    h,
+			Length:    rec.length,
+			Flags:     os46PageSize4KB<<os46PageSizeShift | 1<<os46CacheSnoopShift | 1<<os46DMAOffsetFixedShift,
+			DMAOffset: rec.va,
+		}
+		err := p.r.invoke(func() string { return fmt.Sprintf("RM_MAP_MEMORY_DMA 0x%x", h) }, p.sys.ctl,
+			escape(escRMMapMemoryDMA, unsafe.Sizeof(dm)), unsafe.Pointer(&dm), &dm.Status)
+		if err == nil && dm.DMAOffset != rec.va {
+			err = fmt.Errorf("nvidia: RM_MAP_MEMORY_DMA placed 0x%x at 0x%x, not 0x%x", h, dm.DMAOffset, rec.va)
+		}
+		if err != nil {
+			return errors.Join(err, p.uvmFree(rec))
+		}
+	}
+	me := p.mapParams(rec, h)
+	if err := uvmCall(p.u, "UVM_MAP_EXTERNAL_ALLOCATION", uvmMapExternalAlloc, me, &me.RMStatus); err != nil {
+		return errors.Join(err, p.uvmFree(rec))
+	}
+	return nil
+}
+
+// mapParams is UVM_MAP_EXTERNAL_ALLOCATION's 9 KiB block, on the heap.
+func (p *Path) mapParams(rec *memRecord, h Handle) *uvmMapExternalAllocationParams {
+	me := &uvmMapExternalAllocationParams{
+		Base:               rec.va,
+		Length:             rec.length,
+		GPUAttributesCount: 1,
+		RMCtrlFD:           int32(p.sys.ctl),
+		Client:             p.r.client,
+		Memory:             h,
+	}
+	me.PerGPUAttributes[0] = uvmGPUMappingAttributes{GPUUUID: p.uuid, MappingType: uvmMappingReadWriteAtomic, CachingType: uvmCachingDefault}
+	return me
+}
+
+// uvmFree unmaps rec's addresses for the GPU and ends their external range.
+func (p *Path) uvmFree(rec *memRecord) error {
+	f := uvmFreeParams{Base: rec.va, Length: rec.length}
+	return uvmCall(p.u, "UVM_FREE", uvmFree, &f, &f.RMStatus)
+}
+
+// undo gives back the memory object h of a failed allocation and its host
+// pages, once UVM no longer maps it.
+func (p *Path) undo(rec *memRecord, h Handle) error {
+	var errs []error
+	if rec.own {
+		errs = append(errs, unreserveTo(uintptr(rec.va), rec.length))
+	}
+	errs = append(errs, p.r.free(p.device, h))
+	return errors.Join(errs...)
+}
+
+// MapHost maps for the GPU the n bytes of host memory at a, which the
+// caller keeps mapped until it frees the answer. The GPU addresses the
+// whole pages that hold them at their own host addresses where those lie
+// below the windows and no other mapping holds them, and at addresses of
+// the path's otherwise. It answers an error that wraps device.ErrNoRoom
+// where the path lacked the addresses or the RM the resources, and one that
+// wraps device.ErrNever where the RM refused the pages. It panics if n is
+// below 1.
+func (p *Path) MapHost(a uintptr, n int) (*Memory, error) {
+	if n < 1 {
+		panic(fmt.Sprintf("nvidia: MapHost of %d bytes", n))
+	}
+	if err := p.begin(); err != nil {
+		return nil, err
+	}
+	m, err := p.mapHost(a, n)
+	p.end(err == nil)
+	return m, err
+}
+
+func (p *Path) mapHost(a uintptr, n int) (m *Memory, err error) {
+	start := uint64(a) &^ (pageSize - 1)
+	size := roundUp(uint64(a)+uint64(n), pageSize) - start
+	s := span{start, size}
+	rec := &memRecord{va: start, length: size, page: pageSize}
+	p.sys.mu.Lock()
+	own := s.end() <= windows && !p.sys.identity.overlaps(s) && !p.sys.reserved(s)
+	if own {
+		p.sys.identity.add(s)
+	}
+	p.sys.mu.Unlock()
+	if !own {
+		va, pl, verr := p.takeVA(true, size, pageSize)
+		if verr != nil {
+			return nil, &lackError{what: fmt.Sprintf("GPU addresses for %d bytes of host memory", n), room: true, err: verr}
+		}
+		rec.va, rec.pool = va, pl
+	}
+	defer func() {
+		if err != nil {
+			p.giveRange(rec)
+		}
+	}()
+	h, err := p.describeHost(uintptr(start), size)
+	if err != nil {
+		return nil, mapError(n, err)
+	}
+	if err = p.mapGPU(rec, h); err != nil {
+		return nil, mapError(n, errors.Join(err, p.r.free(p.device, h)))
+	}
+	return &Memory{Kind: device.Pinned, Borrowed: true, Address: rec.va + (uint64(a) - start), Host: a, Size: n, Handle: h, Data: rec}, nil
+}
+
+// giveRange gives back rec's GPU addresses.
+func (p *Path) giveRange(rec *memRecord) {
+	if rec.pool != nil {
+		p.giveVA(rec.pool, rec.va, rec.length)
+		return
+	}
+	p.sys.mu.Lock()
+	p.sys.identity.remove(span{rec.va, rec.length})
+	p.sys.mu.Unlock()
+}
+
+// mapError sorts a failed MapHost's error.
+func mapError(n int, err error) error {
+	what := fmt.Sprintf("mapping %d bytes of host memory", n)
+	if errors.Is(err, ErrLacking) {
+		return &lackError{what: what, room: true, err: err}
+	}
+	if _, ok := device.AsFault(err); ok {
+		return err
+	}
+	if e, ok := AsRMError(err); ok && e.Fatal() {
+		return &device.Fault{Why: e.Error()}
+	}
+	return fmt.Errorf("%w: %s: %w", device.ErrNever, what, err)
+}
+
+// Free gives back m, which Alloc or MapHost gave: it unmaps it for the GPU
+// and the host and frees the RM's object. A free that fails keeps what it
+// could not give back, and answers a *device.Fault.
+func (p *Path) Free(m *Memory) error {
+	rec, ok := m.Data.(*memRecord)
+	if !ok {
+		return fmt.Errorf("nvidia: Free of memory this path did not give")
+	}
+	p.mu.Lock()
+	if rec.freed {
+		p.mu.Unlock()
+		return fmt.Errorf("nvidia: Free of memory already freed")
+	}
+	rec.freed = true
+	p.mu.Unlock()
+	if err := p.uvmFree(rec); err != nil {
+		return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: %v", m.Kind, m.Address, err)}
+	}
+	if m.Kind == device.Mapped && rec.own {
+		// The BAR mapping goes before the memory does.
+		if err := unreserveTo(uintptr(rec.va), rec.length); err != nil {
+			return &device.Fault{Why: fmt.Sprintf("free of Mapped memory at 0x%x: unmap: %v", m.Address, err)}
+		}
+		rec.own = false
+	}
+	if err := p.r.free(p.device, m.Handle); err != nil {
+		return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: %v", m.Kind, m.Address, err)}
+	}
+	if rec.own {
+		if err := unreserveTo(uintptr(rec.va), rec.length); err != nil {
+			return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: unmap: %v", m.Kind, m.Address, err)}
+		}
+	}
+	p.giveRange(rec)
+	p.mu.Lock()
+	p.live--
+	last := p.live == 0 && p.closed && !p.released
+	p.mu.Unlock()
+	if last {
+		return p.release()
+	}
+	return nil
+}
+
+// Reaches reports whether this GPU's work addresses the GPU memory of GPU
+// index of this machine. Peer access is not built: only the GPU itself.
+func (p *Path) Reaches(index int) bool { return index == p.index }
+
+// MapPeer maps for this GPU memory of another GPU. Peer access is not
+// built: it answers device.ErrNever.
+func (p *Path) MapPeer(m *Memory) (*Memory, error) {
+	return nil, fmt.Errorf("%w: peer access is not built on the nvidia path", device.ErrNever)
+}
+
+// DMA is how the PCI function at fn reaches m. It is not built: it answers
+// an error naming the cause.
+func (p *Path) DMA(m *Memory, fn string) (device.DMA, error) {
+	if _, err := ParsePCIAddress(fn); err != nil {
+		return device.DMA{}, err
+	}
+	return device.DMA{}, fmt.Errorf("nvidia: DMA by %s is not built on the nvidia path", fn)
+}
+
+// Register makes the channel, which the device allocated under Device, ready
+// to run: UVM maps the channel's buffers in 64 MiB of the path's addresses
+// (UVM_REGISTER_CHANNEL). A refusal is an error; a lost GPU a
+// *device.Fault.
+func (p *Path) Register(channel Handle) error {
+	p.mu.Lock()
+	_, dup := p.channels[channel]
+	stopped := p.stopped || p.closed
+	p.mu.Unlock()
+	if stopped {
+		return errStopped
+	}
+	if dup {
+		return fmt.Errorf("nvidia: channel 0x%x is registered already", channel)
+	}
+	va, pl, err := p.takeVA(true, channelVASize, memHugePage)
+	if err != nil {
+		return err
+	}
+	rc := uvmRegisterChannelParams{GPUUUID: p.uuid, RMCtrlFD: int32(p.sys.ctl), Client: p.r.client, Channel: channel, Base: va, Length: channelVASize}
+	if err := uvmCall(p.u, "UVM_REGISTER_CHANNEL", uvmRegisterChannel, &rc, &rc.RMStatus); err != nil {
+		p.giveVA(pl, va, channelVASize)
+		return asFault(err)
+	}
+	p.mu.Lock()
+	p.channels[channel] = span{va, channelVASize}
+	p.mu.Unlock()
+	return nil
+}
+
+// Unregister gives back what Register took, before the device frees the
+// channel.
+func (p *Path) Unregister(channel Handle) error {
+	p.mu.Lock()
+	s, ok := p.channels[channel]
+	p.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("nvidia: channel 0x%x is not registered", channel)
+	}
+	uc := uvmUnregisterChannelParams{GPUUUID: p.uuid, Client: p.r.client, Channel: channel}
+	if err := uvmCall(p.u, "UVM_UNREGISTER_CHANNEL", uvmUnregisterChannel, &uc, &uc.RMStatus); err != nil {
+		return asFault(err)
+	}
+	p.mu.Lock()
+	delete(p.channels, channel)
+	p.mu.Unlock()
+	p.sys.mu.Lock()
+	p.sys.host.release(s.addr, s.size)
+	p.sys.mu.Unlock()
+	return nil
+}
+
+// Check answers a *device.Fault with the path's report of a fault of the
+// GPU or of its work that the driver sent the path, such as a GPU the
+// driver lost, and nil otherwise. It reads what the path recorded and
+// waits for nothing.
+func (p *Path) Check() error {
+	if e := p.sink.load(); e != nil {
+		return &device.Fault{Why: e.Error()}
+	}
+	if e := p.sys.sink.load(); e != nil {
+		return &device.Fault{Why: e.Error()}
+	}
+	return nil
+}
+
+// Stop ends the path's hold of the GPU after the device has freed its
+// channels: it ends the registrations of channels still registered, frees
+// the channel groups and channels the device made through RM and has not
+// freed, which makes the RM preempt their work, and unmaps the doorbell and
+// the flush word. It answers nil (the seed's Stopped) once none of the
+// device's work runs, and an error that says why otherwise (Unknown).
+// Memory stays until freed; Close gives back the rest.
+func (p *Path) Stop() error {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return nil
+	}
+	p.stopped = true
+	var chans []Handle
+	for c := range p.channels {
+		chans = append(chans, c)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, c := range chans {
+		if err := p.Unregister(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, h := range p.rm.made(ClassChannelGroup, p.gpu.Channel) {
+		p.rm.mu.Lock()
+		parent := p.rm.objs[h].parent
+		p.rm.mu.Unlock()
+		if err := p.rm.Free(parent, h); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	unknown := errors.Join(errs...)
+	if p.flush != nil {
+		// Devices read the flush word until stop; nothing does after.
+		_ = p.Free(p.flush)
+		p.flush = nil
+	}
+	if p.usermodeMap != 0 {
+		_ = munmap(p.usermodeMap, usermodeSize)
+		p.usermodeMap = 0
+	}
+	if p.usermode != 0 {
+		_ = p.r.free(p.subdevice, p.usermode)
+		p.usermode = 0
+	}
+	if unknown != nil {
+		return fmt.Errorf("nvidia: the device's work may still run: %w", unknown)
+	}
+	return nil
+}
+
+// Close stops the path if it is not stopped, and gives back everything it
+// holds once every Memory it gave is freed: at once if none is left, and
+// at the last Free otherwise.
+func (p *Path) Close() error {
+	serr := p.Stop()
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	now := p.live == 0 && !p.released
+	p.mu.Unlock()
+	if now {
+		return errors.Join(serr, p.release())
+	}
+	return serr
+}
+
+// release gives back the path's own objects, registrations and files.
+func (p *Path) release() error {
+	p.mu.Lock()
+	if p.released {
+		p.mu.Unlock()
+		return nil
+	}
+	p.released = true
+	p.mu.Unlock()
+	return p.teardown()
+}
+
+// teardown undoes Open, as far as it went.
+func (p *Path) teardown() error {
+	var errs []error
+	if p.flush != nil {
+		errs = append(errs, p.Free(p.flush))
+		p.flush = nil
+	}
+	if p.usermodeMap != 0 {
+		errs = append(errs, munmap(p.usermodeMap, usermodeSize))
+		p.usermodeMap = 0
+	}
+	if p.uvmVASpace {
+		uv := uvmUnregisterGPUVASpaceParams{GPUUUID: p.uuid}
+		errs = append(errs, uvmCall(p.u, "UVM_UNREGISTER_GPU_VASPACE", uvmUnregisterGPUVASpace, &uv, &uv.RMStatus))
+		p.uvmVASpace = false
+	}
+	if p.uvmGPU {
+		ug := uvmUnregisterGPUParams{GPUUUID: p.uuid}
+		errs = append(errs, uvmCall(p.u, "UVM_UNREGISTER_GPU", uvmUnregisterGPU, &ug, &ug.RMStatus))
+		p.uvmGPU = false
+	}
+	if p.device != 0 {
+		// Freeing the device frees everything under it.
+		errs = append(errs, p.r.free(p.r.client, p.device))
+		p.device = 0
+	}
+	if p.devFD >= 0 {
+		errs = append(errs, unix.Close(p.devFD))
+		p.devFD = -1
+	}
+	errs = append(errs, releaseSystem(p.sys))
+	return errors.Join(errs...)
+}

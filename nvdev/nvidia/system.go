@@ -1,0 +1,231 @@
+package nvidia
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Release is the release of the RM interface this package speaks: the
+// layouts of its parameter blocks are release 580's.
+const Release = 580
+
+// system is what the paths of one process share: the files of NVIDIA's
+// kernel driver, the RM client every path's objects descend from, UVM's
+// address space, and the addresses the paths hand out in it. The first Open
+// makes it and the last Close of a path ends it.
+type system struct {
+	rm             // the client on /dev/nvidiactl
+	uvm     uvm    // /dev/nvidia-uvm
+	uvmMM   int    // the second UVM file, for UVM_MM_INITIALIZE; -1 if none
+	release int    // the RM's release, such as 580
+	version string // the driver's version, such as "580.159.04"
+	cards   []cardInfo
+	sink    faultSink
+
+	mu       sync.Mutex // guards what follows
+	refs     int        // open paths
+	hostRes  uintptr    // the host-visible reservation's start, 0 if none yet
+	host     *pool      // host-visible addresses, within the reservation
+	dev      *pool      // Device memory's addresses
+	identity spanSet    // host ranges the GPU maps at their own addresses
+	handle   Handle     // the last handle the package named itself
+}
+
+// systemLock guards theSystem.
+var (
+	systemLock sync.Mutex
+	theSystem  *system
+)
+
+// acquireSystem is the process's system, made by the first call.
+func acquireSystem() (*system, error) {
+	systemLock.Lock()
+	defer systemLock.Unlock()
+	if theSystem == nil {
+		s, err := openSystem(sysIoctl)
+		if err != nil {
+			return nil, err
+		}
+		theSystem = s
+	}
+	theSystem.mu.Lock()
+	theSystem.refs++
+	theSystem.mu.Unlock()
+	return theSystem, nil
+}
+
+// releaseSystem drops a path's hold of s, and ends s with the last.
+func releaseSystem(s *system) error {
+	systemLock.Lock()
+	defer systemLock.Unlock()
+	s.mu.Lock()
+	s.refs--
+	last := s.refs == 0
+	s.mu.Unlock()
+	if !last {
+		return nil
+	}
+	if theSystem == s {
+		theSystem = nil
+	}
+	return s.close()
+}
+
+// openDevice opens one of the driver's device files.
+func openDevice(name string) (int, error) {
+	fd, err := unix.Open(name, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("nvidia: open %s: %w", name, err)
+	}
+	return fd, nil
+}
+
+// openSystem opens /dev/nvidiactl and /dev/nvidia-uvm, makes the root
+// client, reads the driver's release and its GPUs.
+func openSystem(ioctl ioctlFunc) (s *system, err error) {
+	s = &system{uvmMM: -1}
+	s.rm = rm{conn: conn{ioctl: ioctl, sink: &s.sink}, ctl: -1}
+	s.uvm = uvm{conn: s.rm.conn, fd: -1}
+	defer func() {
+		if err != nil {
+			_ = s.close()
+		}
+	}()
+	if s.ctl, err = openDevice("/dev/nvidiactl"); err != nil {
+		return nil, err
+	}
+	// The root client: a client names itself, in hObjectNew.
+	if s.client, err = s.rm.alloc(0, ClassRootClient, nil); err != nil {
+		return nil, err
+	}
+	var v BuildVersionV2Params
+	if err = controlOf(s.rm, s.client, CtrlSystemGetBuildVersionV2, &v); err != nil {
+		return nil, err
+	}
+	s.version = cString(v.DriverVersion[:])
+	if s.release, err = releaseOf(s.version); err != nil {
+		return nil, err
+	}
+	if s.release != Release {
+		return nil, fmt.Errorf("nvidia: the kernel driver is %s; this path speaks release %d's interface", s.version, Release)
+	}
+	if s.uvm.fd, err = openDevice("/dev/nvidia-uvm"); err != nil {
+		return nil, err
+	}
+	var ui uvmInitializeParams
+	if err = uvmCall(s.uvm, "UVM_INITIALIZE", uvmInitialize, &ui, &ui.RMStatus); err != nil {
+		return nil, err
+	}
+	// UVM_MM_INITIALIZE ties the UVM file to this process's address space
+	// through a second file; UVM works without it (CUDA meets its refusal
+	// too), so its failure is no failure of the open.
+	if mm, err := openDevice("/dev/nvidia-uvm"); err == nil {
+		mi := uvmMMInitializeParams{UVMFD: int32(s.uvm.fd)}
+		if uvmCall(uvm{conn: s.rm.conn, fd: mm}, "UVM_MM_INITIALIZE", uvmMMInitialize, &mi, &mi.RMStatus) == nil {
+			s.uvmMM = mm
+		} else {
+			_ = unix.Close(mm)
+		}
+	}
+	cards := make([]cardInfo, maxDevices)
+	err = s.invoke(func() string { return "NV_ESC_CARD_INFO" }, s.ctl,
+		escape(escCardInfo, uintptr(len(cards))*unsafe.Sizeof(cards[0])), unsafe.Pointer(&cards[0]), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cards {
+		if c.Valid != 0 {
+			s.cards = append(s.cards, c)
+		}
+	}
+	s.dev = newPool(deviceBase, deviceSize)
+	return s, nil
+}
+
+// close ends s: it frees the client, and with it every object under it,
+// closes the files and gives back the host-visible reservation.
+func (s *system) close() error {
+	var errs []error
+	if s.client != 0 {
+		errs = append(errs, s.rm.free(0, s.client))
+		s.client = 0
+	}
+	for _, fd := range []*int{&s.uvmMM, &s.uvm.fd, &s.ctl} {
+		if *fd >= 0 {
+			errs = append(errs, unix.Close(*fd))
+			*fd = -1
+		}
+	}
+	if s.hostRes != 0 {
+		errs = append(errs, munmap(s.hostRes, hostSize))
+		s.hostRes = 0
+	}
+	return errors.Join(errs...)
+}
+
+// hostPool is the pool of host-visible addresses, reserved on first use.
+// The caller holds s.mu.
+func (s *system) hostPool() (*pool, error) {
+	if s.host == nil {
+		a, err := reserveHost()
+		if err != nil {
+			return nil, err
+		}
+		s.hostRes = a
+		s.host = newPool(uint64(a), hostSize)
+	}
+	return s.host, nil
+}
+
+// reserved reports whether s overlaps the host-visible reservation. The
+// caller holds s.mu.
+func (s *system) reserved(r span) bool {
+	return s.hostRes != 0 && r.overlaps(span{uint64(s.hostRes), hostSize})
+}
+
+// nameHandle is a new handle of the package's own naming, for objects whose
+// escapes take a name rather than make one (RM_ALLOC_MEMORY). The RM names
+// its own from 0xcaf00000 up and from 0xc1d00000 (clients); these lie far
+// below.
+func (s *system) nameHandle() Handle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handle++
+	return 0x00100000 + s.handle
+}
+
+// card is the driver's card of the GPU at addr.
+func (s *system) card(addr PCIAddress) (cardInfo, bool) {
+	for _, c := range s.cards {
+		a := PCIAddress{Domain: c.PCI.Domain, Bus: c.PCI.Bus, Slot: c.PCI.Slot, Function: c.PCI.Function}
+		if a == addr {
+			return c, true
+		}
+	}
+	return cardInfo{}, false
+}
+
+// cString is the NUL-terminated string at the start of b.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// releaseOf is the release of a driver version such as "580.159.04".
+func releaseOf(version string) (int, error) {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	if err != nil {
+		return 0, fmt.Errorf("nvidia: cannot read the release of driver version %q", version)
+	}
+	return n, nil
+}

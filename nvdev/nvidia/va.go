@@ -1,0 +1,208 @@
+package nvidia
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The GPU virtual address layout of the path (see the package doc).
+const (
+	// windows is the first GPU address of the windows onto shared and
+	// local memory that a device sets on its compute channel, 2^40 - 8 GiB
+	// (the seed's Rig_nv.windows). The path gives no memory from there to
+	// 2^40.
+	windows = 1<<40 - 8<<30
+
+	// hostBase and hostSize place the reservation of host-visible
+	// addresses: Pinned and Mapped memory, host memory the path maps at an
+	// address of its own, and the ranges UVM maps channels' buffers in.
+	// The reservation lies below Go's heap (0xc000000000 on amd64) and
+	// below windows. Open moves it up by hostStep while the kernel has
+	// something mapped there.
+	hostBase = 0x10_0000_0000 // 64 GiB
+	hostSize = 0x80_0000_0000 // 512 GiB
+	hostStep = 0x10_0000_0000 // 64 GiB
+	hostTop  = 0xc0_0000_0000 // Go's heap starts here
+
+	// deviceBase and deviceSize place Device memory, which the host never
+	// addresses: from 2^40, past windows, to 2^47. The host reserves
+	// nothing there, since no host address of the path's ever lies there.
+	deviceBase = 1 << 40
+	deviceSize = 1<<47 - 1<<40
+
+	pageSize = 4 << 10
+)
+
+// span is the addresses [addr, addr+size).
+type span struct{ addr, size uint64 }
+
+func (s span) end() uint64 { return s.addr + s.size }
+
+func (s span) overlaps(o span) bool { return s.addr < o.end() && o.addr < s.end() }
+
+// pool hands out aligned ranges of [base, base+size), first fit, and takes
+// them back, merging neighbours. Its caller locks it.
+type pool struct {
+	base, size uint64
+	free       []span // sorted, disjoint, not touching
+}
+
+func newPool(base, size uint64) *pool {
+	return &pool{base: base, size: size, free: []span{{base, size}}}
+}
+
+// alloc takes size bytes at an address aligned to align, a power of two.
+func (p *pool) alloc(size, align uint64) (uint64, bool) {
+	if size == 0 || align == 0 || align&(align-1) != 0 {
+		return 0, false
+	}
+	for i, f := range p.free {
+		a := (f.addr + align - 1) &^ (align - 1)
+		if a < f.addr || a+size < a || a+size > f.end() {
+			continue
+		}
+		var parts []span
+		if a > f.addr {
+			parts = append(parts, span{f.addr, a - f.addr})
+		}
+		if a+size < f.end() {
+			parts = append(parts, span{a + size, f.end() - (a + size)})
+		}
+		p.free = slices.Replace(p.free, i, i+1, parts...)
+		return a, true
+	}
+	return 0, false
+}
+
+// release gives back [addr, addr+size), which alloc gave.
+func (p *pool) release(addr, size uint64) {
+	s := span{addr, size}
+	if size == 0 || addr < p.base || s.end() > p.base+p.size {
+		panic(fmt.Sprintf("nvidia: release of [0x%x, 0x%x) outside the pool", addr, s.end()))
+	}
+	i, _ := slices.BinarySearchFunc(p.free, addr, func(f span, a uint64) int {
+		switch {
+		case f.addr < a:
+			return -1
+		case f.addr > a:
+			return 1
+		}
+		return 0
+	})
+	if (i > 0 && p.free[i-1].end() > addr) || (i < len(p.free) && p.free[i].addr < s.end()) {
+		panic(fmt.Sprintf("nvidia: double release of [0x%x, 0x%x)", addr, s.end()))
+	}
+	p.free = slices.Insert(p.free, i, s)
+	// Merge with the next, then the previous.
+	if i+1 < len(p.free) && p.free[i].end() == p.free[i+1].addr {
+		p.free[i].size += p.free[i+1].size
+		p.free = slices.Delete(p.free, i+1, i+2)
+	}
+	if i > 0 && p.free[i-1].end() == p.free[i].addr {
+		p.free[i-1].size += p.free[i].size
+		p.free = slices.Delete(p.free, i, i+1)
+	}
+}
+
+// contains reports whether s lies within the pool's addresses.
+func (p *pool) contains(s span) bool { return s.addr >= p.base && s.end() <= p.base+p.size }
+
+// freeBytes is the bytes the pool has left.
+func (p *pool) freeBytes() uint64 {
+	var n uint64
+	for _, f := range p.free {
+		n += f.size
+	}
+	return n
+}
+
+// spanSet is a set of disjoint spans: the host ranges mapped at their own
+// addresses for the GPU.
+type spanSet struct{ spans []span }
+
+// overlaps reports whether s overlaps a span of the set.
+func (t *spanSet) overlaps(s span) bool {
+	for _, o := range t.spans {
+		if o.overlaps(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// add puts s in the set; it must overlap none.
+func (t *spanSet) add(s span) { t.spans = append(t.spans, s) }
+
+// remove takes s out of the set.
+func (t *spanSet) remove(s span) {
+	if i := slices.Index(t.spans, s); i >= 0 {
+		t.spans = slices.Delete(t.spans, i, i+1)
+	}
+}
+
+// ptrAt is the address a outside Go's heap (memory the package mapped) as
+// an unsafe.Pointer. The collector ignores such pointers.
+func ptrAt(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
+
+// mmap is mmap(2) at the address hint a.
+func mmap(a uintptr, length uint64, prot, flags, fd int, offset int64) (uintptr, error) {
+	r, _, e := unix.Syscall6(unix.SYS_MMAP, a, uintptr(length), uintptr(prot), uintptr(flags), uintptr(fd), uintptr(offset))
+	if e != 0 {
+		return 0, e
+	}
+	return r, nil
+}
+
+// munmap is munmap(2).
+func munmap(a uintptr, length uint64) error {
+	_, _, e := unix.Syscall(unix.SYS_MUNMAP, a, uintptr(length), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// reservation flags: addresses no one may use, which cost no memory.
+const reserveFlags = unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_NORESERVE
+
+// reserve reserves [a, a+size) of the host's addresses, failing with EEXIST
+// if anything is mapped there.
+func reserve(a uintptr, size uint64) error {
+	r, err := mmap(a, size, unix.PROT_NONE, reserveFlags|unix.MAP_FIXED_NOREPLACE, -1, 0)
+	if err != nil {
+		return err
+	}
+	if r != a {
+		// A kernel older than 4.17 takes MAP_FIXED_NOREPLACE as a hint.
+		_ = munmap(r, size)
+		return unix.EEXIST
+	}
+	return nil
+}
+
+// unreserveTo puts the reservation back over [a, a+size), dropping what
+// was mapped there.
+func unreserveTo(a uintptr, size uint64) error {
+	_, err := mmap(a, size, unix.PROT_NONE, reserveFlags|unix.MAP_FIXED, -1, 0)
+	return err
+}
+
+// reserveHost reserves the host-visible addresses at the first free place
+// from hostBase, and answers its start.
+func reserveHost() (uintptr, error) {
+	var last error
+	for a := uint64(hostBase); a+hostSize <= hostTop; a += hostStep {
+		err := reserve(uintptr(a), hostSize)
+		if err == nil {
+			return uintptr(a), nil
+		}
+		last = err
+	}
+	return 0, fmt.Errorf("nvidia: no room for %d GiB of host-visible addresses below 0x%x: %w", hostSize>>30, hostTop, last)
+}
+
+// roundUp rounds n up to a multiple of align, a power of two.
+func roundUp(n, align uint64) uint64 { return (n + align - 1) &^ (align - 1) }
