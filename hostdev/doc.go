@@ -42,10 +42,14 @@
 // stored into the word (sync/atomic), so the word always holds the last
 // value v whose work, and every earlier value's, completed.
 //
-// After a fault the device runs no more work: the parts of the value that
-// faulted that had not started, and every later value's, are skipped, but
-// the word still reaches every value after its waits, so that work of
-// other devices that waits on it runs on. Sleep then answers the fault.
+// A fault ends the device's work, as a fault ends a GPU context's: the
+// parts of the faulting value that had not started are skipped, and so is
+// every later value, waits and all; and the word stays at the last value
+// before the one that faulted, as CUDA's and the RM's words do, until Stop
+// writes the last value submitted. rig thus learns of the fault (Sleep
+// answers it) while the word still shows which values completed, and no
+// waiter takes the faulting value for done. Submit answers Failed with the
+// fault's cause once the device faulted.
 //
 // # Goroutines
 //

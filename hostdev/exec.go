@@ -62,8 +62,9 @@ func (d *dev) dead() bool { return d.fault.Load() != nil || d.stopped.Load() }
 
 // sequencer runs the values in order: it waits for a value's waits, runs
 // its COMPUTE:0 parts itself while COPY:0's goroutine runs the others,
-// stores the value into the word, and goes on to the next value. It ends at
-// Stop, having written the last value once no work runs.
+// stores the value into the word, and goes on to the next value. Once the
+// device faulted it drops every value and stores nothing. It ends at Stop,
+// having written the last value once no work runs.
 func (d *dev) sequencer() {
 	defer d.done.Done()
 	debug.SetPanicOnFault(true)
@@ -89,6 +90,12 @@ func (d *dev) sequencer() {
 			}
 		}
 		sl := &slots[seq%n]
+		if d.fault.Load() != nil {
+			// A faulted device runs nothing more, and its word stays
+			// before the value that faulted until Stop.
+			q.completed.Store(seq + 1)
+			continue
+		}
 		for i := range sl.waits {
 			if !d.await(&sl.waits[i], timer) {
 				d.end()
@@ -108,7 +115,7 @@ func (d *dev) sequencer() {
 			sl.start = device.Now()
 		}
 		var ends [2]int64
-		if !d.dead() && len(sl.parts) > 0 {
+		if len(sl.parts) > 0 {
 			ends = d.runValue(sl, w)
 		}
 		if sl.timed {
@@ -126,11 +133,16 @@ func (d *dev) sequencer() {
 			d.mu.Unlock()
 			return
 		}
-		atomic.StoreUint64(d.word, sl.value)
+		stored := d.fault.Load() == nil
+		if stored {
+			atomic.StoreUint64(d.word, sl.value)
+			d.wakeLocked()
+		}
 		q.completed.Store(seq + 1)
-		d.wakeLocked()
 		d.mu.Unlock()
-		notifyStores()
+		if stored {
+			notifyStores()
+		}
 	}
 }
 

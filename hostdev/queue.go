@@ -456,8 +456,8 @@ func (d *dev) Grow() error {
 
 // Submit copies s into the launch ring, parameter bytes and all, and wakes
 // the sequencer: the work starts at once, so it answers Committed, or
-// Failed with the fault once the device faulted (whose word still reaches
-// the value). It allocates nothing.
+// Failed with the fault's cause once the device faulted, whose word then
+// reaches the value only at Stop. It allocates nothing.
 func (d *dev) Submit(s *device.Submission) device.SubmitAnswer {
 	q := &d.q
 	if !q.busy.CompareAndSwap(false, true) {

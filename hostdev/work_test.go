@@ -542,6 +542,24 @@ func TestGrow(t *testing.T) {
 	}
 }
 
+// sleepFault sleeps until d answers a fault, and answers it.
+func sleepFault(t *testing.T, d *dev) *device.Fault {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		err := d.Sleep(atomic.LoadUint64(d.word), 100*time.Millisecond)
+		if err != nil {
+			f, ok := device.AsFault(err)
+			if !ok {
+				t.Fatalf("sleep answered %v, want a fault", err)
+			}
+			return f
+		}
+	}
+	t.Fatal("no fault after 10 s")
+	return nil
+}
+
 func TestFault(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -559,21 +577,16 @@ func TestFault(t *testing.T) {
 			d, w := newDev(t, Config{}, 0)
 			e := entry(t, d, tc.kernel+":0")
 			logReset()
+			v0 := submit(t, d, fillPart(device.Compute, 0))
 			v1 := submit(t, d, launch(e, [3]uint32{4, 1, 1}, [3]uint32{8, 1, 1}, tc.params), fillPart(device.Compute, 1))
-			err := reach(t, d, v1)
-			if err == nil {
-				err = d.Sleep(atomic.LoadUint64(w), time.Second)
-			}
-			f, ok := device.AsFault(err)
-			if !ok {
-				t.Fatalf("sleep answered %v, want a fault", err)
-			}
+			f := sleepFault(t, d)
 			for _, s := range tc.why {
 				if !strings.Contains(f.Why, s) {
 					t.Errorf("fault %q does not name %q", f.Why, s)
 				}
 			}
-			// Later values' work is skipped, but the word reaches them.
+			// Later work is skipped, and the word stays before the value
+			// that faulted.
 			s := &device.Submission{Value: v1 + 1, Parts: []device.Part{fillPart(device.Copy, 2)}}
 			if a := d.Room(s); a.Kind != device.RoomOK {
 				t.Fatal(a)
@@ -581,49 +594,52 @@ func TestFault(t *testing.T) {
 			if a := d.Submit(s); a.Kind != device.Failed || a.Reason != f.Why {
 				t.Fatalf("submit after the fault answered %+v", a)
 			}
-			reach(t, d, v1+1)
-			if got := logVals(); len(got) != 0 {
-				t.Fatalf("work ran after the fault: %v", got)
-			}
-			if err := d.Sleep(v1+1, time.Millisecond); err != f {
+			if err := d.Sleep(v0, 20*time.Millisecond); err != f {
 				t.Fatalf("sleep answered %v, want the fault", err)
+			}
+			if got := atomic.LoadUint64(w); got != v0 {
+				t.Fatalf("word at %d after the fault, want %d", got, v0)
+			}
+			if got := logVals(); !slices.Equal(got, []uint64{0}) {
+				t.Fatalf("ran %v, want [0]", got)
+			}
+			// Stop writes the last value.
+			d.Stop(f.Why)
+			reach(t, d, v1+1)
+			if got := atomic.LoadUint64(w); got != v1+1 {
+				t.Fatalf("word at %d after stop, want %d", got, v1+1)
 			}
 		})
 	}
 }
 
 func TestFaultFill(t *testing.T) {
-	d, _ := newDev(t, Config{}, 0)
+	d, w := newDev(t, Config{}, 0)
 	bad := FillFunc(func(uintptr) { panic("fill broke") })
-	v := submit(t, d, device.Part{Kind: device.Fill, Queue: device.Copy, FillFn: bad})
-	err := reach(t, d, v)
-	if f, ok := device.AsFault(err); !ok || !strings.Contains(f.Why, "fill broke") || !strings.Contains(f.Why, "running a fill") {
-		err = d.Sleep(v, time.Second)
-		if f, ok = device.AsFault(err); !ok || !strings.Contains(f.Why, "fill broke") {
-			t.Fatalf("sleep answered %v", err)
-		}
+	submit(t, d, device.Part{Kind: device.Fill, Queue: device.Copy, FillFn: bad})
+	if f := sleepFault(t, d); !strings.Contains(f.Why, "fill broke") || !strings.Contains(f.Why, "running a fill") {
+		t.Fatalf("fault %q", f.Why)
+	}
+	if *w != 0 {
+		t.Fatal("the word reached the value that faulted")
 	}
 }
 
-// TestFaultFreed reads memory freed under a kernel's feet: the host's MMU
-// faults, which faults the device rather than the process.
+// TestFaultFreed copies into memory freed under the copy's feet: the
+// host's MMU faults, which faults the device rather than the process.
 func TestFaultFreed(t *testing.T) {
 	d, _ := newDev(t, Config{}, 0)
 	r, _ := alloc(t, d, 4096)
 	src, _ := alloc(t, d, 4096)
 	gate := new(uint64)
-	v := submitS(t, d, &device.Submission{
+	submitS(t, d, &device.Submission{
 		Waits: []device.Wait{{Word: gate, Value: 1}},
 		Parts: []device.Part{{Kind: device.CopyRows, Queue: device.Copy, Src: src, Dst: r, RowBytes: 4096, Rows: 1}},
 	})
 	d.Free(r)
 	atomic.StoreUint64(gate, 1)
-	err := reach(t, d, v)
-	if err == nil {
-		err = d.Sleep(v, time.Second)
-	}
-	if f, ok := device.AsFault(err); !ok || !strings.Contains(f.Why, "copying rows") {
-		t.Fatalf("sleep answered %v, want a fault of the copy", err)
+	if f := sleepFault(t, d); !strings.Contains(f.Why, "copying rows") || len(f.Detail) == 0 {
+		t.Fatalf("fault %+v, want a fault of the copy with its address", f)
 	}
 }
 
