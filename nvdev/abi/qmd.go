@@ -311,9 +311,10 @@ func (q Qmd) Release(i int) (enabled, payload64 bool, addr, value uint64) {
 		r.PayloadLower.Get(q.W) | r.PayloadUpper.Get(q.W)<<32
 }
 
-// SetDependent chains the descriptor at next, aligned to 256 bytes, to
-// this one: the engine schedules it as this launch completes (dependent
-// descriptor 0, action SCHEDULE), and prefetches it if prefetch is set.
+// SetDependent chains the descriptor at next to this one: the engine
+// schedules it as this launch completes (dependent descriptor 0, action
+// SCHEDULE), and prefetches it if prefetch is set. next is aligned to 256
+// bytes and lies below 2^40: the pointer holds it shifted by 8 in 32 bits.
 func (q Qmd) SetDependent(next uint64, prefetch bool) {
 	q.L.DependentEnable.Set(q.W, 1)
 	q.L.DependentAction.Set(q.W, DependentSchedule)
