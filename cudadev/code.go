@@ -1,0 +1,269 @@
+package cudadev
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+)
+
+// CUfunction_attribute values.
+const (
+	funcMaxThreadsPerBlock = 0
+	funcSharedSizeBytes    = 1
+	funcMaxDynamicShared   = 8
+)
+
+// ParamLimit is the most parameter bytes CUDA launches on a GPU of compute
+// capability major.minor: 32,764 on 7.0 or later (CUDA 12.1 and later),
+// 4,096 below.
+func ParamLimit(major int) int {
+	if major >= 7 {
+		return 32764
+	}
+	return 4096
+}
+
+// image is a loaded CUDA module and its functions.
+type image struct {
+	d   *gpu
+	mod uintptr
+
+	mu       sync.Mutex
+	funcs    map[string]uintptr // every function, by name, code placed
+	entries  map[string]*device.Entry
+	unloaded bool // rig unloaded the image
+	graphs   int  // graphs that recorded its functions
+	gone     bool // the module is unloaded
+}
+
+// kernel is a launch's state of a function: Entry.Data.
+type kernel struct {
+	fn      uintptr
+	threads int
+	shared  int
+	params  int
+}
+
+// modules maps each function of a loaded module to its image, so that a
+// graph that records a function keeps its module.
+var modules struct {
+	mu    sync.Mutex
+	byFun map[uintptr]*image
+}
+
+var (
+	elfMagic    = []byte{0x7f, 'E', 'L', 'F'}
+	fatbinMagic = []byte{0x50, 0xed, 0x55, 0xba}
+)
+
+// Image loads b, a cubin, a fatbin or PTX text, as a CUDA module, and
+// places every function's code before it returns, whatever
+// CUDA_MODULE_LOADING asks. Each function may take as much dynamic shared
+// memory as a block of the GPU can have, less its static shared memory.
+// Counted.
+func (d *gpu) Image(b []byte) (device.Code, error) {
+	if len(b) == 0 {
+		return device.Code{}, fmt.Errorf("cudadev: an image of no bytes")
+	}
+	data := b
+	if !bytes.HasPrefix(b, elfMagic) && !bytes.HasPrefix(b, fatbinMagic) && b[len(b)-1] != 0 {
+		// PTX text: CUDA reads it up to a NUL.
+		data = make([]byte, len(b)+1)
+		copy(data, b)
+	}
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	var mod uintptr
+	if r := t.call(t.cuModuleLoadData, uintptr(unsafe.Pointer(&mod)), uintptr(unsafe.Pointer(&data[0]))); r != 0 {
+		return device.Code{}, d.fail("loading the image", r, nil)
+	}
+	img := &image{d: d, mod: mod, funcs: map[string]uintptr{}, entries: map[string]*device.Entry{}}
+	if err := d.place(img); err != nil {
+		t.call(t.cuModuleUnload, mod)
+		return device.Code{}, err
+	}
+	modules.mu.Lock()
+	if modules.byFun == nil {
+		modules.byFun = map[uintptr]*image{}
+	}
+	for _, fn := range img.funcs {
+		modules.byFun[fn] = img
+	}
+	modules.mu.Unlock()
+	return device.Code{Loaded: img}, nil
+}
+
+// place finds every function of img's module, loads its code, and lets it
+// take the most dynamic shared memory a block can have.
+func (d *gpu) place(img *image) error {
+	t := d.t
+	var n uint32
+	if r := t.call(t.cuModuleGetFunctionCount, uintptr(unsafe.Pointer(&n)), img.mod); r != 0 {
+		return d.fail("counting the image's functions", r, nil)
+	}
+	if n == 0 {
+		return nil
+	}
+	fns := make([]uintptr, n)
+	if r := t.call(t.cuModuleEnumerateFunctions, uintptr(unsafe.Pointer(&fns[0])), uintptr(n), img.mod); r != 0 {
+		return d.fail("listing the image's functions", r, nil)
+	}
+	for _, fn := range fns {
+		var name uintptr
+		if r := t.call(t.cuFuncGetName, uintptr(unsafe.Pointer(&name)), fn); r != 0 {
+			return d.fail("naming a function", r, nil)
+		}
+		if r := t.call(t.cuFuncLoad, fn); r != 0 {
+			return d.fail("placing the code of "+cString(name), r, nil)
+		}
+		var static int32
+		if r := t.call(t.cuFuncGetAttribute, uintptr(unsafe.Pointer(&static)), funcSharedSizeBytes, fn); r != 0 {
+			return d.fail("reading the shared memory of "+cString(name), r, nil)
+		}
+		if most := d.sharedOptin - int(static); most > 0 {
+			// A refusal leaves the function CUDA's default, 48 KiB.
+			if r := t.call(t.cuFuncSetAttribute, fn, funcMaxDynamicShared, uintptr(most)); r.sticky() {
+				return d.fail("raising the shared memory of "+cString(name), r, nil)
+			}
+		}
+		img.funcs[cString(name)] = fn
+	}
+	return nil
+}
+
+func (d *gpu) image(i device.Image, call string) (*image, error) {
+	img, ok := i.(*image)
+	if !ok || img == nil || img.d.info != d.info {
+		return nil, fmt.Errorf("cudadev: %s of an image of another device (%T)", call, i)
+	}
+	return img, nil
+}
+
+// Entry is the entry of kernel name of img: its CUfunction, its limits
+// and the end of its parameters. It refuses a kernel of more parameter
+// bytes than CUDA launches on the GPU. Counted.
+func (d *gpu) Entry(i device.Image, name string) (*device.Entry, error) {
+	img, err := d.image(i, "entry")
+	if err != nil {
+		return nil, err
+	}
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if e := img.entries[name]; e != nil {
+		return e, nil
+	}
+	if img.gone {
+		return nil, fmt.Errorf("cudadev: entry %q of an unloaded image", name)
+	}
+	fn, ok := img.funcs[name]
+	if !ok {
+		return nil, device.ErrAbsent
+	}
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	var threads, shared int32
+	if r := t.call(t.cuFuncGetAttribute, uintptr(unsafe.Pointer(&threads)), funcMaxThreadsPerBlock, fn); r != 0 {
+		return nil, d.fail("reading the limits of "+name, r, nil)
+	}
+	if r := t.call(t.cuFuncGetAttribute, uintptr(unsafe.Pointer(&shared)), funcMaxDynamicShared, fn); r != 0 {
+		return nil, d.fail("reading the limits of "+name, r, nil)
+	}
+	end, err := d.paramsEnd(fn, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkParams(name, end, d.major, d.minor); err != nil {
+		return nil, err
+	}
+	k := &kernel{fn: fn, threads: int(threads), shared: int(shared), params: end}
+	e := &device.Entry{Name: name, Code: uint64(fn), Params: end, Threads: int(threads), Shared: int(shared), Data: k}
+	img.entries[name] = e
+	return e, nil
+}
+
+// paramsEnd is the end of fn's last parameter (cuFuncGetParamInfo).
+func (d *gpu) paramsEnd(fn uintptr, name string) (int, error) {
+	t := d.t
+	end := 0
+	for i := 0; ; i++ {
+		var off, size uint64
+		r := t.call(t.cuFuncGetParamInfo, fn, uintptr(i), uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&size)))
+		if r == errInvalidValue {
+			return end, nil
+		}
+		if r != 0 {
+			return 0, d.fail("reading the parameters of "+name, r, nil)
+		}
+		end = max(end, int(off+size))
+	}
+}
+
+// checkParams refuses a kernel of more parameter bytes than CUDA launches
+// on a GPU of compute capability major.minor.
+func checkParams(name string, end, major, minor int) error {
+	if lim := ParamLimit(major); end > lim {
+		return fmt.Errorf("cudadev: kernel %q takes %d parameter bytes, more than the %d CUDA launches on compute capability %d.%d", name, end, lim, major, minor)
+	}
+	return nil
+}
+
+// Prepare does nothing: an entry makes nothing slow, since Image placed
+// every function's code.
+func (d *gpu) Prepare(i device.Image, name string) error {
+	_, err := d.image(i, "prepare")
+	return err
+}
+
+// Unload unloads img's module, or, while graphs recorded its functions,
+// once the last of them is destroyed. After it no new graph records the
+// image's functions. A refusal of CUDA is a *device.Fault. Counted.
+func (d *gpu) Unload(i device.Image) error {
+	img, err := d.image(i, "unload")
+	if err != nil {
+		return err
+	}
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if img.unloaded {
+		return nil
+	}
+	img.unloaded = true
+	if img.graphs > 0 {
+		return nil
+	}
+	return img.drop()
+}
+
+// drop unloads the module. img.mu is held.
+func (img *image) drop() error {
+	if img.gone {
+		return nil
+	}
+	img.gone = true
+	modules.mu.Lock()
+	for _, fn := range img.funcs {
+		delete(modules.byFun, fn)
+	}
+	modules.mu.Unlock()
+	d, t := img.d, img.d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	if r := f.c1(t.cuModuleUnload, img.mod); r != 0 {
+		if r.sticky() {
+			d.noteFault(t.text(r))
+		}
+		return &device.Fault{Why: "unloading a module: " + t.text(r)}
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+// Package cudadev is rig's driver of NVIDIA GPUs through the CUDA driver
+// library, libcuda (the seeds' Rig_cuda), built with CGO_ENABLED=0: it
+// loads libcuda with purego and calls it through purego.SyscallN.
+//
+//	dev, err := rig.Open(ctx, cudadev.GPU(0))
+//
+// A device is one GPU, opened on its primary context with two non-blocking
+// streams of its own, its queues "COMPUTE:0" (launches, copies, fills) and
+// "COPY:0" (copies, fills). Its timeline word is the word rig gives the
+// opener, in rig's array of words, which the first device of the process
+// registers for every context (cuMemHostRegister, portable and mapped);
+// the streams write it themselves (cuStreamWriteValue64). Where the word
+// lies outside the array, or the GPU registers no host memory, the word is
+// eight bytes of the device's own page-locked memory, read through
+// Signaled. A GPU has one device at a time.
+//
+// # Loading
+//
+// libcuda is loaded by its standard name (libcuda.so.1, then libcuda.so)
+// at the first call of Count, Buses or an opener's make; a load that fails
+// is tried again at the next call. Every function of CUDA 12.4 the driver
+// calls is resolved once, by its exported, versioned name
+// (cuStreamWriteValue64_v2 and its kind), into one table; lib.go is the one
+// place that calls libcuda and turns a CUresult into an *Error, printed
+// with CUDA's name and text: "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory
+// access was encountered".
+//
+// GPU(i) is the ith GPU by PCI bus address among those CUDA sees, whatever
+// CUDA_DEVICE_ORDER says. Open(i, Config) is the same with a shorter hang
+// bound, for tests.
+//
+// # Threads and contexts
+//
+// libcuda's current context belongs to the OS thread, and goroutines move
+// between threads. Every call that needs a context locks the goroutine to
+// its thread (runtime.LockOSThread), makes the device's primary context
+// current where another is, and restores the thread's previous context
+// before it returns. Any goroutine may call any method, as rig's contract
+// allows; rig's submit lock orders Room, Submit and Commit, which keep the
+// hot path's state; the supervisor alone calls Sleep and Stop.
+//
+// The hot path passes its arguments to purego.SyscallN in a frame: a
+// preallocated array of the device's, so that a call allocates nothing (a
+// variadic call of SyscallN with literal arguments allocates its slice).
+// Its arguments hold addresses of heap memory only, which does not move:
+// the frame itself, the device's structs, and the parameters of rig's
+// runs. Colder calls go through a //go:uintptrescapes wrapper.
+//
+// # Work
+//
+// Submit enqueues a value's waits on the stream its work starts on, in
+// batches of at most 255 (cuStreamBatchMemOp; one wait is one
+// cuStreamWaitValue64), with CU_STREAM_WAIT_VALUE_GEQ, which cuda.h states
+// is "(int64_t)(*addr - value) >= 0 ... a cyclic comparison which ignores
+// wraparound" for 64-bit words: the seed's circular order. It then
+// enqueues the value's parts in order on their streams. CUDA events order
+// the streams: a value starts on the stream the last value ended on where
+// it uses it, its other stream waits for that one after the waits, and a
+// value that used both streams ends with a join, so that value v's work
+// runs after v-1's on both streams; a part with After on the other stream
+// waits for an event recorded after the part it names. A value that uses
+// one stream, as most do, costs no event.
+//
+// A launch is cuLaunchKernel with its parameters passed as one buffer
+// (CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE), only the bytes the function
+// reads. A copy is one cuMemcpyAsync where its rows are contiguous, one
+// cuMemcpy2DAsync otherwise, or one copy per row where a pitch exceeds
+// CU_DEVICE_ATTRIBUTE_MAX_PITCH or CUDA refuses the 2D copy; a copy that
+// fills is one cuMemsetD8Async (cuMemsetD2D8Async for pitched rows). A
+// fill part's function is either a C function pointer (a uintptr), called
+// as
+//
+//	CUresult f(CUstream stream, uintptr_t arg, uint64_t value)
+//
+// with the device's context current, value being the submission's value;
+// or an abi.Exec, an executable graph of the capability record, which the
+// part launches on its stream (cuGraphLaunch): rig.Fill(exec, 0).
+//
+// Submit commits a value (cuStreamWriteValue64 after a system-wide fence,
+// on the stream the value ended on) where the last commit is 64 values
+// back, and answers Pending otherwise; Commit(v) writes the last value
+// submitted unless a write of v or later is enqueued. Room never answers
+// later or grow: Submit and Commit block while a stream is full. Room
+// refuses a launch on queue 1, a block of 0 groups or threads along an
+// axis, more groups or threads along an axis than the GPU allows, more
+// threads per group or dynamic shared memory than the function's limits,
+// fewer parameter bytes than the function reads, a part of another kind
+// or of another driver, and a wait on a word outside rig's array; it
+// names the part and the limit.
+//
+// # Memory
+//
+// Device memory is cuMemAlloc's; Pinned memory is cuMemHostAlloc's,
+// portable and mapped, not write-combined; Mapped answers
+// device.ErrNoMemory, since CUDA maps no GPU memory for the host. MapHost
+// page-locks ranges for every device (cuMemHostRegister, portable and
+// mapped) and counts the regions over each range, on any device of the
+// process; the last free unlocks it. A range inside memory CUDA locked for
+// another owner, such as a Pinned allocation, is mapped as it is,
+// uncounted. DMA exports the allocation as a dma-buf
+// (cuMemGetHandleForAddressRange).
+//
+// # Code
+//
+// Image loads a cubin, a fatbin or PTX (NUL-terminated where it is not)
+// with cuModuleLoadData, then places every function's code whatever
+// CUDA_MODULE_LOADING asks (cuModuleEnumerateFunctions and cuFuncLoad), and
+// lets each function take as much dynamic shared memory as a block can
+// have, less its static shared memory. Entry answers the function's
+// CUfunction, its most threads per group and dynamic shared memory, and
+// the end of its parameters (cuFuncGetParamInfo); it refuses, with an
+// error rather than a panic, a kernel of more parameter bytes than CUDA
+// launches: 32,764 on compute capability 7.0 and later, 4,096 below.
+// Prepare does nothing, since entries make nothing slow.
+//
+// # Profiles
+//
+// While rig takes a profile, Submit stamps each value with timing events
+// in 1,024 reusable stamps, and Settle converts them to the host's clock
+// (device.Now) in value order, against a reference event measured at open
+// and again every 8 s of timed submits (profile.go says how).
+//
+// # Failure and stopping
+//
+// A fault of the GPU's work (an illegal or misaligned address, a trap)
+// loses the device with CUDA's error name and text, as Sleep, which asks
+// CUDA each millisecond whether a stream met an error (cuStreamQuery), or
+// the next call finds it. Since CUDA keeps the fault for the process, the
+// GPU cannot be opened again: its next make answers the fault's error.
+// After a failure every later Submit enqueues none of its parts and
+// answers the same failure, while its value is still written after its
+// waits where the context still runs. Sleep spins on the word, yielding,
+// for 200 µs, then sleeps in steps of 50 µs.
+//
+// Stop does not wait for the work: where it ended (both streams idle, or a
+// fault ended the context's work) it writes the last value into the word;
+// otherwise it commits the last value and keeps an event behind the work
+// on each stream, which the GPU's next open reads: it answers an error
+// while they are pending, and raises the word to the last value where a
+// fault ended the work. It then destroys the streams and events, which CUDA
+// frees once their work ends. The primary context, and the modules in it,
+// stay for the process.
+//
+// # Capability
+//
+// Capability answers an *abi.Record: the functions of the CUDA library
+// the device was opened with, the device's context and streams, and the
+// maker of CUDA graphs in its context (seed 003): graphs of kernel,
+// memcpy, memset, event and empty nodes, instantiated, updated and
+// launched as fill parts. A graph that records a function of an image
+// keeps the image's module loaded until it is destroyed.
+package cudadev

@@ -1,0 +1,565 @@
+package cudadev
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+)
+
+// CUDA's constants that opening uses.
+const (
+	attrMaxThreadsPerBlock    = 1
+	attrMaxBlockDimX          = 2
+	attrMaxGridDimX           = 5
+	attrMaxPitch              = 11
+	attrKernelExecTimeout     = 17
+	attrCanMapHostMemory      = 19
+	attrL2CacheSize           = 38
+	attrUnifiedAddressing     = 41
+	attrComputeMajor          = 75
+	attrComputeMinor          = 76
+	attrMaxSharedOptin        = 97
+	attrHostRegisterSupported = 99
+	attr64BitStreamMemOps     = 122
+	attrDMABufSupported       = 124
+	attrHostAllocDMABuf       = 146 // CUDA 13
+
+	limitMaxL2FetchGranularity = 0x05
+
+	ctxSchedMask         = 0x07
+	ctxSchedAuto         = 0x00
+	ctxSchedBlockingSync = 0x04
+
+	streamNonBlocking = 0x1
+	eventDisableTime  = 0x2
+
+	hostAllocPortable   = 0x01
+	hostAllocDeviceMap  = 0x02
+	hostRegPortable     = 0x01
+	hostRegDeviceMap    = 0x02
+	defaultHang         = 30 * time.Second
+	wordsCommittedLater = 64
+)
+
+// gpuInfo is one GPU CUDA sees, in the process's list.
+type gpuInfo struct {
+	ordinal int // the CUdevice
+	bus     string
+
+	// mu guards the rest: the GPU's device, its primary context (retained
+	// once, kept for the process), the work a stopped device left running,
+	// and the fault that ended the GPU's use.
+	mu    sync.Mutex
+	ctx   uintptr
+	open  *gpu
+	kept  *keptWork
+	fault string
+}
+
+// keptWork is what Stop keeps of a device whose work still ran: an event
+// behind the work on each stream, and the word with the last value.
+type keptWork struct {
+	events [2]uintptr
+	word   *uint64
+	last   uint64
+}
+
+var (
+	listMu sync.Mutex
+	gpus   []*gpuInfo // by PCI bus address; nil until listed
+	// peers[i][j] is true once GPU i's context may access GPU j's memory.
+	peers sync.Map // [2]int -> bool
+)
+
+// list answers the GPUs CUDA sees, by PCI bus address. The list is read at
+// the first call whose load and listing succeed, and kept for the process.
+func list() ([]*gpuInfo, *table, error) {
+	t, err := load()
+	if err != nil {
+		return nil, nil, err
+	}
+	listMu.Lock()
+	defer listMu.Unlock()
+	if gpus != nil {
+		return gpus, t, nil
+	}
+	var n int32
+	if r := t.call(t.cuDeviceGetCount, uintptr(unsafe.Pointer(&n))); r != 0 {
+		return nil, nil, fmt.Errorf("cudadev: listing the GPUs: %w", t.err(r))
+	}
+	l := make([]*gpuInfo, 0, n)
+	for i := 0; i < int(n); i++ {
+		var dev int32
+		if r := t.call(t.cuDeviceGet, uintptr(unsafe.Pointer(&dev)), uintptr(i)); r != 0 {
+			return nil, nil, fmt.Errorf("cudadev: listing GPU %d: %w", i, t.err(r))
+		}
+		buf := make([]byte, 64)
+		if r := t.call(t.cuDeviceGetPCIBusId, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(dev)); r != 0 {
+			return nil, nil, fmt.Errorf("cudadev: reading GPU %d's bus address: %w", i, t.err(r))
+		}
+		l = append(l, &gpuInfo{ordinal: int(dev), bus: normalBus(string(buf[:clen(buf)]))})
+	}
+	sortByBus(l)
+	gpus = l
+	return gpus, t, nil
+}
+
+func clen(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// normalBus writes a PCI address as "dddd:bb:dd.f" in lower case, as
+// /sys/bus/pci/devices names it; CUDA may give the domain eight digits.
+func normalBus(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if i := strings.IndexByte(s, ':'); i > 4 && strings.Count(s, ":") == 2 {
+		s = s[i-4:]
+	}
+	return s
+}
+
+// sortByBus orders GPUs by PCI address, whatever CUDA_DEVICE_ORDER says.
+func sortByBus(l []*gpuInfo) {
+	sort.SliceStable(l, func(i, j int) bool { return l[i].bus < l[j].bus })
+}
+
+// Count is the number of GPUs CUDA sees, or an error if the CUDA library
+// cannot be loaded or initialised, or CUDA cannot list its GPUs. A machine
+// with none answers 0. CUDA_VISIBLE_DEVICES decides which GPUs CUDA sees.
+func Count() (int, error) {
+	l, _, err := list()
+	if err != nil {
+		return 0, err
+	}
+	return len(l), nil
+}
+
+// Buses answers the PCI bus addresses of the GPUs CUDA sees, in the order
+// GPU numbers them.
+func Buses() ([]string, error) {
+	l, _, err := list()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(l))
+	for i, g := range l {
+		out[i] = g.bus
+	}
+	return out, nil
+}
+
+// Config adjusts an opener.
+type Config struct {
+	// Hang bounds progress: rig loses the device once its word has not
+	// moved for Hang while work is pending. 0 is the seed's: none where a
+	// display's watchdog bounds the GPU's kernels, 30 s otherwise.
+	// Negative is none.
+	Hang time.Duration
+}
+
+// GPU is the opener of GPU i, the ith by PCI address among the GPUs CUDA
+// sees, whatever CUDA_DEVICE_ORDER says. It is named "CUDA" for 0 and
+// "CUDA:i" otherwise. It panics if i < 0.
+func GPU(i int) device.Opener { return Open(i, Config{}) }
+
+// Open is GPU's opener with a configuration. It panics if i < 0.
+func Open(i int, c Config) device.Opener {
+	if i < 0 {
+		panic(fmt.Sprintf("cudadev: GPU(%d): a GPU's number is not negative", i))
+	}
+	name := "CUDA"
+	if i > 0 {
+		name = fmt.Sprintf("CUDA:%d", i)
+	}
+	return device.Opener{Name: name, Make: func(word *uint64) (device.Driver, error) {
+		d, err := open(i, c, word)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}}
+}
+
+// the array of timeline words, registered once per process.
+var array struct {
+	mu         sync.Mutex
+	registered bool
+	base       uintptr
+	n          int
+}
+
+// registerArray registers rig's array of words for every context, in the
+// current context, once per process. It answers whether it is registered.
+func registerArray(t *table, f *frame) bool {
+	array.mu.Lock()
+	defer array.mu.Unlock()
+	if array.registered {
+		return true
+	}
+	base, n, err := timeline.Array()
+	if err != nil {
+		return false
+	}
+	r := t.call(t.cuMemHostRegister, base, uintptr(n), hostRegPortable|hostRegDeviceMap)
+	if r != 0 && r != errHostAlreadyRegister {
+		return false
+	}
+	array.registered, array.base, array.n = true, base, n
+	return true
+}
+
+// open opens a device on GPU i with the word.
+func open(i int, c Config, word *uint64) (*gpu, error) {
+	l, t, err := list()
+	if err != nil {
+		return nil, err
+	}
+	if i >= len(l) {
+		return nil, fmt.Errorf("cudadev: CUDA sees no GPU %d: it sees %d", i, len(l))
+	}
+	g := l[i]
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open != nil {
+		return nil, fmt.Errorf("cudadev: GPU %d (%s) has a device open", i, g.bus)
+	}
+	if g.kept != nil {
+		if err := g.settleKept(t); err != nil {
+			return nil, err
+		}
+	}
+	if g.fault != "" {
+		return nil, fmt.Errorf("cudadev: GPU %d (%s) faulted earlier in the process: %s", i, g.bus, g.fault)
+	}
+	d := &gpu{t: t, info: g, index: i, ordinal: g.ordinal}
+	if err := d.make(c, word); err != nil {
+		d.release()
+		return nil, err
+	}
+	g.open = d
+	return d, nil
+}
+
+// settleKept decides whether a stopped device's work still runs on g: it
+// answers an error while it runs, and raises the stopped device's word to
+// its last value once a fault ended it. g.mu is held.
+func (g *gpuInfo) settleKept(t *table) error {
+	k := g.kept
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, g.ctx)
+	defer leaveCtx(t, f, g.ctx, prev)
+	ended := true
+	var fault result
+	for _, ev := range k.events {
+		switch r := f.c1(t.cuEventQuery, ev); {
+		case r == errNotReady:
+			ended = false
+		case r != 0:
+			fault = r
+		}
+	}
+	if fault == 0 && !ended {
+		return fmt.Errorf("cudadev: the work of GPU %s's stopped device still runs", g.bus)
+	}
+	if fault != 0 {
+		atomicRaise(k.word, k.last)
+		if g.fault == "" {
+			g.fault = t.text(fault)
+		}
+	}
+	for _, ev := range k.events {
+		f.c1(t.cuEventDestroy, ev)
+	}
+	g.kept = nil
+	return nil
+}
+
+// atomicRaise stores v into w unless w already holds v or later.
+func atomicRaise(w *uint64, v uint64) {
+	for {
+		cur := atomic.LoadUint64(w)
+		if device.AtLeast(cur, v) || atomic.CompareAndSwapUint64(w, cur, v) {
+			return
+		}
+	}
+}
+
+// enterCtx locks the goroutine to its thread and makes ctx current on it,
+// answering the thread's previous context for leaveCtx.
+func enterCtx(t *table, f *frame, ctx uintptr) uintptr {
+	lockThread()
+	f.c1(t.cuCtxGetCurrent, uintptr(unsafe.Pointer(&f.cur)))
+	prev := uintptr(f.cur)
+	if prev != ctx {
+		f.c1(t.cuCtxSetCurrent, ctx)
+	}
+	return prev
+}
+
+// leaveCtx restores the thread's previous context and unlocks the thread.
+func leaveCtx(t *table, f *frame, ctx, prev uintptr) {
+	if prev != ctx {
+		f.c1(t.cuCtxSetCurrent, prev)
+	}
+	unlockThread()
+}
+
+// make opens the device: the primary context, the streams, the word, the
+// limits and the clock measure. On error the caller releases what it made.
+func (d *gpu) make(c Config, word *uint64) error {
+	t, g := d.t, d.info
+	attr := func(a int) (int, error) {
+		var v int32
+		if r := t.call(t.cuDeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(d.ordinal)); r != 0 {
+			return 0, fmt.Errorf("cudadev: reading attribute %d of GPU %d: %w", a, d.index, t.err(r))
+		}
+		return int(v), nil
+	}
+	var errs []error
+	get := func(a int) int {
+		v, err := attr(a)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return v
+	}
+	if get(attrUnifiedAddressing) == 0 {
+		return fmt.Errorf("cudadev: GPU %d (%s) lacks unified addressing, which rig needs", d.index, g.bus)
+	}
+	if v, _ := attr(attr64BitStreamMemOps); v == 0 {
+		return fmt.Errorf("cudadev: GPU %d (%s) lacks 64-bit stream memory operations (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS), which rig's timeline words need", d.index, g.bus)
+	}
+	d.major, d.minor = get(attrComputeMajor), get(attrComputeMinor)
+	for a := 0; a < 3; a++ {
+		d.maxBlock[a] = uint32(get(attrMaxBlockDimX + a))
+		d.maxGrid[a] = uint32(get(attrMaxGridDimX + a))
+	}
+	d.maxThreads = get(attrMaxThreadsPerBlock)
+	d.maxPitch = uint64(get(attrMaxPitch))
+	d.sharedOptin = get(attrMaxSharedOptin)
+	watchdog := get(attrKernelExecTimeout) != 0
+	l2 := get(attrL2CacheSize)
+	mapsHost := get(attrCanMapHostMemory) != 0 && get(attrHostRegisterSupported) != 0
+	d.dmaDevice, _ = attr(attrDMABufSupported)
+	d.dmaPinned, _ = attr(attrHostAllocDMABuf)
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	var total uint64
+	if r := t.call(t.cuDeviceTotalMem, uintptr(unsafe.Pointer(&total)), uintptr(d.ordinal)); r != 0 {
+		return fmt.Errorf("cudadev: reading GPU %d's memory: %w", d.index, t.err(r))
+	}
+
+	// The primary context, its scheduling set to block where it is AUTO.
+	if g.ctx == 0 {
+		var flags uint32
+		var active int32
+		if r := t.call(t.cuDevicePrimaryCtxGetState, uintptr(d.ordinal), uintptr(unsafe.Pointer(&flags)), uintptr(unsafe.Pointer(&active))); r != 0 {
+			return fmt.Errorf("cudadev: reading GPU %d's primary context: %w", d.index, t.err(r))
+		}
+		if flags&ctxSchedMask == ctxSchedAuto {
+			if r := t.call(t.cuDevicePrimaryCtxSetFlags, uintptr(d.ordinal), uintptr(flags|ctxSchedBlockingSync)); r != 0 {
+				return fmt.Errorf("cudadev: setting GPU %d's scheduling to blocking sync: %w", d.index, t.err(r))
+			}
+		}
+		var ctx uintptr
+		if r := t.call(t.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&ctx)), uintptr(d.ordinal)); r != 0 {
+			return fmt.Errorf("cudadev: retaining GPU %d's primary context: %w", d.index, t.err(r))
+		}
+		g.ctx = ctx
+	}
+	d.ctx = g.ctx
+
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+
+	var lim uint64
+	if r := t.call(t.cuCtxGetLimit, uintptr(unsafe.Pointer(&lim)), limitMaxL2FetchGranularity); r == 0 && lim == 64 {
+		t.call(t.cuCtxSetLimit, limitMaxL2FetchGranularity, 128)
+	} else if r.sticky() {
+		return fmt.Errorf("cudadev: GPU %d: %w", d.index, t.err(r))
+	}
+
+	for q := range d.streams {
+		var s uintptr
+		if r := t.call(t.cuStreamCreate, uintptr(unsafe.Pointer(&s)), streamNonBlocking); r != 0 {
+			return fmt.Errorf("cudadev: making a stream on GPU %d: %w", d.index, t.err(r))
+		}
+		d.streams[q] = s
+	}
+	if r := t.call(t.cuStreamCreate, uintptr(unsafe.Pointer(&d.clockStream)), streamNonBlocking); r != 0 {
+		return fmt.Errorf("cudadev: making a stream on GPU %d: %w", d.index, t.err(r))
+	}
+	for q := range d.joins {
+		if r := t.call(t.cuEventCreate, uintptr(unsafe.Pointer(&d.joins[q])), eventDisableTime); r != 0 {
+			return fmt.Errorf("cudadev: making an event on GPU %d: %w", d.index, t.err(r))
+		}
+	}
+
+	// The word: in rig's array, registered and mapped, or a word of the
+	// device's own.
+	d.facts = device.Facts{
+		Arch:        fmt.Sprintf("sm_%d%d", d.major, d.minor),
+		Budget:      int64(total),
+		Queues:      []string{"COMPUTE:0", "COPY:0"},
+		CopyEngine:  device.Copy,
+		Completion:  device.Store,
+		MayBlock:    true,
+		MapsHost:    mapsHost,
+		Alignment:   256,
+		CacheBytes:  int64(l2),
+		Capability:  abi.Key,
+		Bus:         g.bus,
+		FaultDomain: "cuda",
+	}
+	switch {
+	case c.Hang < 0, c.Hang == 0 && watchdog:
+	case c.Hang == 0:
+		d.facts.HangMs = int(defaultHang / time.Millisecond)
+	default:
+		d.facts.HangMs = max(1, int(c.Hang/time.Millisecond))
+	}
+	if mapsHost && registerArray(t, f) {
+		var dbase uint64
+		if r := t.call(t.cuMemHostGetDevicePointer, uintptr(unsafe.Pointer(&dbase)), array.base, 0); r == 0 {
+			d.arrayDev = dbase
+			d.facts.Waits = device.WaitStores | device.WaitHosts
+		}
+	}
+	if d.arrayDev != 0 && timeline.Contains(word) {
+		d.word = word
+		d.wordDev = d.arrayDev + uint64(uintptr(unsafe.Pointer(word))-array.base)
+		d.facts.Word = word
+	} else {
+		var p uintptr
+		if r := t.call(t.cuMemHostAlloc, uintptr(unsafe.Pointer(&p)), 8, hostAllocPortable|hostAllocDeviceMap); r != 0 {
+			return fmt.Errorf("cudadev: allocating GPU %d's word: %w", d.index, t.err(r))
+		}
+		var dp uint64
+		if r := t.call(t.cuMemHostGetDevicePointer, uintptr(unsafe.Pointer(&dp)), p, 0); r != 0 {
+			t.call(t.cuMemFreeHost, p)
+			return fmt.Errorf("cudadev: mapping GPU %d's word: %w", d.index, t.err(r))
+		}
+		w := cWord(p)
+		start := uint64(0)
+		if word != nil {
+			start = atomic.LoadUint64(word)
+		}
+		atomic.StoreUint64(w, start)
+		d.word, d.wordDev = w, dp
+		d.own = &region{kind: ownWord, size: 8, loc: device.Location{Address: dp, Handle: uint64(p)}, host: p}
+		d.facts.OwnWord = d.own
+	}
+	last := atomic.LoadUint64(d.word)
+	d.last, d.written = last, last
+
+	d.enablePeers(f)
+
+	d.rec = &abi.Record{
+		Version: t.version, Ordinal: d.ordinal, Bus: g.bus, Context: d.ctx,
+		Compute: d.streams[0], Copy: d.streams[1],
+		Funcs:  t.funcs(),
+		Symbol: t.lookup,
+		Graphs: &graphs{d: d},
+	}
+	if err := d.measure(f); err != nil {
+		return err
+	}
+	return nil
+}
+
+// enablePeers enables access between d's GPU and every other GPU whose
+// primary context the process holds, both ways, where CUDA gives it.
+func (d *gpu) enablePeers(f *frame) {
+	t := d.t
+	listMu.Lock()
+	others := append([]*gpuInfo(nil), gpus...)
+	listMu.Unlock()
+	for j, o := range others {
+		if o == d.info {
+			continue
+		}
+		o.mu.Lock()
+		octx := o.ctx
+		o.mu.Unlock()
+		if octx == 0 {
+			continue
+		}
+		var can int32
+		if t.call(t.cuDeviceCanAccessPeer, uintptr(unsafe.Pointer(&can)), uintptr(d.ordinal), uintptr(o.ordinal)) == 0 && can != 0 {
+			if r := t.call(t.cuCtxEnablePeerAccess, octx, 0); r == 0 || r == errPeerAlreadyEnabled {
+				peers.Store([2]int{d.index, j}, true)
+			}
+		}
+		can = 0
+		if t.call(t.cuDeviceCanAccessPeer, uintptr(unsafe.Pointer(&can)), uintptr(o.ordinal), uintptr(d.ordinal)) == 0 && can != 0 {
+			prev := enterCtx(t, f, octx)
+			r := t.call(t.cuCtxEnablePeerAccess, d.ctx, 0)
+			leaveCtx(t, f, octx, prev)
+			if r == 0 || r == errPeerAlreadyEnabled {
+				peers.Store([2]int{j, d.index}, true)
+			}
+		}
+	}
+}
+
+// funcs is the record's table of addresses.
+func (t *table) funcs() abi.Funcs {
+	return abi.Funcs{
+		CtxGetCurrent: t.cuCtxGetCurrent, CtxSetCurrent: t.cuCtxSetCurrent,
+		LaunchKernel: t.cuLaunchKernel,
+		MemcpyAsync:  t.cuMemcpyAsync, Memcpy2DAsync: t.cuMemcpy2DAsync,
+		MemsetD8Async: t.cuMemsetD8Async, MemsetD2D8Async: t.cuMemsetD2D8Async,
+		StreamWaitValue64: t.cuStreamWaitValue64, StreamWriteValue64: t.cuStreamWriteValue64,
+		StreamBatchMemOp: t.cuStreamBatchMemOp,
+		StreamWaitEvent:  t.cuStreamWaitEvent, StreamQuery: t.cuStreamQuery,
+		EventCreate: t.cuEventCreate, EventRecord: t.cuEventRecord, EventDestroy: t.cuEventDestroy,
+		GraphLaunch:  t.cuGraphLaunch,
+		GetErrorName: t.cuGetErrorName, GetErrorString: t.cuGetErrorString,
+		ModuleGetFunction: t.cuModuleGetFunction, ModuleGetGlobal: t.cuModuleGetGlobal, FuncLoad: t.cuFuncLoad,
+		MemAlloc: t.cuMemAlloc, MemFree: t.cuMemFree, MemHostAlloc: t.cuMemHostAlloc, MemFreeHost: t.cuMemFreeHost,
+		MemHostRegister: t.cuMemHostRegister, MemHostUnregister: t.cuMemHostUnregister,
+		MemHostGetDevicePointer: t.cuMemHostGetDevicePointer, PointerGetAttribute: t.cuPointerGetAttribute,
+		DeviceGetAttribute: t.cuDeviceGetAttribute, FuncGetAttribute: t.cuFuncGetAttribute,
+		FuncSetAttribute: t.cuFuncSetAttribute, FuncGetParamInfo: t.cuFuncGetParamInfo,
+		GraphInstantiateWithFlags: t.cuGraphInstantiateWithFlags, GraphExecDestroy: t.cuGraphExecDestroy,
+		GraphCreate: t.cuGraphCreate, GraphDestroy: t.cuGraphDestroy, GraphAddKernelNode: t.cuGraphAddKernelNode,
+	}
+}
+
+// release gives back what a failed make made.
+func (d *gpu) release() {
+	t := d.t
+	if d.ctx == 0 {
+		return
+	}
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	for _, s := range append(d.streams[:], d.clockStream) {
+		if s != 0 {
+			f.c1(t.cuStreamDestroy, s)
+		}
+	}
+	d.destroyEvents(f)
+	if d.own != nil {
+		f.c1(t.cuMemFreeHost, d.own.host)
+	}
+}

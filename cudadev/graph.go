@@ -1,0 +1,443 @@
+package cudadev
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/rig-go/rig/cudadev/abi"
+)
+
+// The graph maker of the capability record (seed 003, Graph Management):
+// graphs of kernel, memcpy, memset, event and empty nodes made in the
+// device's context, executable graphs, their updates, and their launch as
+// a fill part (rig.Fill(exec, 0)).
+
+type graphs struct{ d *gpu }
+
+// holds is the images whose modules a graph or an executable graph keeps
+// loaded, since it recorded their functions.
+type holds struct {
+	mu     sync.Mutex
+	images map[*image]bool
+}
+
+// hold keeps the image of the function fn loaded for h, or answers why it
+// cannot: fn is no function of a loaded image, or rig unloaded it.
+func (h *holds) hold(fn uint64) error {
+	modules.mu.Lock()
+	img := modules.byFun[uintptr(fn)]
+	modules.mu.Unlock()
+	if img == nil {
+		return fmt.Errorf("cudadev: graph: %#x is no function of a loaded image", fn)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.images[img] {
+		return nil
+	}
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if img.unloaded {
+		return errors.New("cudadev: graph: the function's image is unloaded")
+	}
+	img.graphs++
+	if h.images == nil {
+		h.images = map[*image]bool{}
+	}
+	h.images[img] = true
+	return nil
+}
+
+// copyFrom makes h hold what o holds.
+func (h *holds) copyFrom(o *holds) {
+	o.mu.Lock()
+	imgs := make([]*image, 0, len(o.images))
+	for img := range o.images {
+		imgs = append(imgs, img)
+	}
+	o.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, img := range imgs {
+		if h.images[img] {
+			continue
+		}
+		img.mu.Lock()
+		img.graphs++
+		img.mu.Unlock()
+		if h.images == nil {
+			h.images = map[*image]bool{}
+		}
+		h.images[img] = true
+	}
+}
+
+// release lets go of every image, unloading those rig unloaded and no
+// other graph holds.
+func (h *holds) release() {
+	h.mu.Lock()
+	imgs := h.images
+	h.images = nil
+	h.mu.Unlock()
+	for img := range imgs {
+		img.mu.Lock()
+		img.graphs--
+		if img.graphs == 0 && img.unloaded {
+			_ = img.drop()
+		}
+		img.mu.Unlock()
+	}
+}
+
+// usable answers the fault of the device's GPU, if any.
+func (gs *graphs) usable() error {
+	if why := gs.d.faulted(); why != "" {
+		return fmt.Errorf("cudadev: graph: the GPU faulted: %s", why)
+	}
+	gs.d.info.mu.Lock()
+	why := gs.d.info.fault
+	gs.d.info.mu.Unlock()
+	if why != "" {
+		return fmt.Errorf("cudadev: graph: the GPU faulted: %s", why)
+	}
+	return nil
+}
+
+// in calls fn with the device's context current on the thread.
+func (gs *graphs) in(fn func(t *table) result) result {
+	d := gs.d
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	return fn(t)
+}
+
+func (gs *graphs) err(what string, r result) error {
+	if r.sticky() {
+		gs.d.noteFault(gs.d.t.text(r))
+	}
+	return fmt.Errorf("cudadev: graph: %s: %w", what, gs.d.t.err(r))
+}
+
+// NewGraph makes an empty graph.
+func (gs *graphs) NewGraph() (abi.Graph, error) {
+	if err := gs.usable(); err != nil {
+		return nil, err
+	}
+	var h uintptr
+	if r := gs.in(func(t *table) result { return t.call(t.cuGraphCreate, uintptr(unsafe.Pointer(&h)), 0) }); r != 0 {
+		return nil, gs.err("making a graph", r)
+	}
+	return &graph{gs: gs, h: h}, nil
+}
+
+// NewEvent makes an event without timing.
+func (gs *graphs) NewEvent() (uintptr, error) {
+	if err := gs.usable(); err != nil {
+		return 0, err
+	}
+	var ev uintptr
+	if r := gs.in(func(t *table) result {
+		return t.call(t.cuEventCreate, uintptr(unsafe.Pointer(&ev)), eventDisableTime)
+	}); r != 0 {
+		return 0, gs.err("making an event", r)
+	}
+	return ev, nil
+}
+
+// DestroyEvent destroys an event NewEvent made.
+func (gs *graphs) DestroyEvent(ev uintptr) error {
+	if r := gs.in(func(t *table) result { return t.call(t.cuEventDestroy, ev) }); r != 0 {
+		return gs.err("destroying an event", r)
+	}
+	return nil
+}
+
+type graph struct {
+	gs    *graphs
+	h     uintptr
+	holds holds
+}
+
+func (g *graph) Handle() uintptr { return g.h }
+
+// kernelNode is a CUDA_KERNEL_NODE_PARAMS_v2 with the memory its extra
+// points to, in one heap object that stays put while CUDA reads it.
+type kernelNode struct {
+	p      kernelNodeParams
+	extra  [5]uintptr
+	size   uint64
+	params []byte
+}
+
+func newKernelNode(k abi.Kernel) *kernelNode {
+	n := &kernelNode{p: kernelNodeParams{fn: uintptr(k.Func),
+		gridDimX: k.Grid[0], gridDimY: k.Grid[1], gridDimZ: k.Grid[2],
+		blockDimX: k.Block[0], blockDimY: k.Block[1], blockDimZ: k.Block[2],
+		sharedMemBytes: k.Shared}}
+	if len(k.Params) > 0 {
+		n.params = append([]byte(nil), k.Params...)
+		n.size = uint64(len(n.params))
+		n.extra = [5]uintptr{launchParamBufferPointer, uintptr(unsafe.Pointer(&n.params[0])),
+			launchParamBufferSize, uintptr(unsafe.Pointer(&n.size)), launchParamEnd}
+		n.p.extra = uintptr(unsafe.Pointer(&n.extra[0]))
+	}
+	return n
+}
+
+func (g *graph) gone() error {
+	if g.h == 0 {
+		return errors.New("cudadev: graph: the graph is destroyed")
+	}
+	return g.gs.usable()
+}
+
+// Kernel adds a kernel node.
+func (g *graph) Kernel(k abi.Kernel, after ...abi.Node) (abi.Node, error) {
+	if err := g.gone(); err != nil {
+		return 0, err
+	}
+	if err := g.holds.hold(k.Func); err != nil {
+		return 0, err
+	}
+	kn := newKernelNode(k)
+	var n abi.Node
+	r := g.gs.in(func(t *table) result {
+		return t.call(t.cuGraphAddKernelNode, uintptr(unsafe.Pointer(&n)), g.h,
+			uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), uintptr(unsafe.Pointer(&kn.p)))
+	})
+	runtime.KeepAlive(kn)
+	if r != 0 {
+		return 0, g.gs.err("adding a kernel node", r)
+	}
+	return n, nil
+}
+
+// copy3D is the CUDA_MEMCPY3D of a copy node.
+func copy3D(c abi.Copy) *memcpy3D {
+	rows := max(c.Rows, 1)
+	sp, dp := c.SrcPitch, c.DstPitch
+	if sp == 0 {
+		sp = c.RowBytes
+	}
+	if dp == 0 {
+		dp = c.RowBytes
+	}
+	return &memcpy3D{
+		srcMemoryType: memoryTypeUnified, srcDevice: c.Src, srcPitch: sp, srcHeight: rows,
+		dstMemoryType: memoryTypeUnified, dstDevice: c.Dst, dstPitch: dp, dstHeight: rows,
+		widthInBytes: c.RowBytes, height: rows, depth: 1,
+	}
+}
+
+// memset1 is the CUDA_MEMSET_NODE_PARAMS of a memset node.
+func memset1(m abi.Memset) *memsetParams {
+	rows := max(m.Rows, 1)
+	pitch := m.Pitch
+	if pitch == 0 {
+		pitch = m.RowBytes
+	}
+	return &memsetParams{dst: m.Dst, pitch: pitch, value: uint32(m.Value), elementSize: 1, width: m.RowBytes, height: rows}
+}
+
+// Copy adds a memcpy node.
+func (g *graph) Copy(c abi.Copy, after ...abi.Node) (abi.Node, error) {
+	if err := g.gone(); err != nil {
+		return 0, err
+	}
+	p := copy3D(c)
+	var n abi.Node
+	r := g.gs.in(func(t *table) result {
+		return t.call(t.cuGraphAddMemcpyNode, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), uintptr(unsafe.Pointer(p)), g.gs.d.ctx)
+	})
+	if r != 0 {
+		return 0, g.gs.err("adding a memcpy node", r)
+	}
+	return n, nil
+}
+
+// Memset adds a memset node.
+func (g *graph) Memset(m abi.Memset, after ...abi.Node) (abi.Node, error) {
+	if err := g.gone(); err != nil {
+		return 0, err
+	}
+	p := memset1(m)
+	var n abi.Node
+	r := g.gs.in(func(t *table) result {
+		return t.call(t.cuGraphAddMemsetNode, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), uintptr(unsafe.Pointer(p)), g.gs.d.ctx)
+	})
+	if r != 0 {
+		return 0, g.gs.err("adding a memset node", r)
+	}
+	return n, nil
+}
+
+func (g *graph) event(what string, fn uintptr, ev uintptr, after []abi.Node) (abi.Node, error) {
+	if err := g.gone(); err != nil {
+		return 0, err
+	}
+	var n abi.Node
+	r := g.gs.in(func(t *table) result {
+		return t.call(fn, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), ev)
+	})
+	if r != 0 {
+		return 0, g.gs.err(what, r)
+	}
+	return n, nil
+}
+
+// EventRecord adds an event record node.
+func (g *graph) EventRecord(ev uintptr, after ...abi.Node) (abi.Node, error) {
+	return g.event("adding an event record node", g.gs.d.t.cuGraphAddEventRecordNode, ev, after)
+}
+
+// EventWait adds an event wait node.
+func (g *graph) EventWait(ev uintptr, after ...abi.Node) (abi.Node, error) {
+	return g.event("adding an event wait node", g.gs.d.t.cuGraphAddEventWaitNode, ev, after)
+}
+
+// Empty adds an empty node.
+func (g *graph) Empty(after ...abi.Node) (abi.Node, error) {
+	if err := g.gone(); err != nil {
+		return 0, err
+	}
+	var n abi.Node
+	r := g.gs.in(func(t *table) result {
+		return t.call(t.cuGraphAddEmptyNode, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)))
+	})
+	if r != 0 {
+		return 0, g.gs.err("adding an empty node", r)
+	}
+	return n, nil
+}
+
+// Instantiate makes an executable graph, which keeps the graph's images
+// loaded until it is destroyed.
+func (g *graph) Instantiate() (abi.Exec, error) {
+	if err := g.gone(); err != nil {
+		return nil, err
+	}
+	var h uintptr
+	if r := g.gs.in(func(t *table) result {
+		return t.call(t.cuGraphInstantiateWithFlags, uintptr(unsafe.Pointer(&h)), g.h, 0)
+	}); r != 0 {
+		return nil, g.gs.err("instantiating a graph", r)
+	}
+	x := &exec{gs: g.gs, h: h}
+	x.holds.copyFrom(&g.holds)
+	return x, nil
+}
+
+// Destroy destroys the graph.
+func (g *graph) Destroy() error {
+	if g.h == 0 {
+		return nil
+	}
+	h := g.h
+	g.h = 0
+	r := g.gs.in(func(t *table) result { return t.call(t.cuGraphDestroy, h) })
+	g.holds.release()
+	if r != 0 {
+		return g.gs.err("destroying a graph", r)
+	}
+	return nil
+}
+
+type exec struct {
+	gs    *graphs
+	h     uintptr
+	holds holds
+}
+
+func (x *exec) Handle() uintptr { return x.h }
+
+func (x *exec) gone() error {
+	if x.h == 0 {
+		return errors.New("cudadev: graph: the executable graph is destroyed")
+	}
+	return x.gs.usable()
+}
+
+// SetKernel sets a kernel node's launch.
+func (x *exec) SetKernel(n abi.Node, k abi.Kernel) error {
+	if err := x.gone(); err != nil {
+		return err
+	}
+	if err := x.holds.hold(k.Func); err != nil {
+		return err
+	}
+	kn := newKernelNode(k)
+	r := x.gs.in(func(t *table) result {
+		return t.call(t.cuGraphExecKernelNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(&kn.p)))
+	})
+	runtime.KeepAlive(kn)
+	if r != 0 {
+		return x.gs.err("setting a kernel node", r)
+	}
+	return nil
+}
+
+// SetCopy sets a memcpy node's copy.
+func (x *exec) SetCopy(n abi.Node, c abi.Copy) error {
+	if err := x.gone(); err != nil {
+		return err
+	}
+	p := copy3D(c)
+	if r := x.gs.in(func(t *table) result {
+		return t.call(t.cuGraphExecMemcpyNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(p)), x.gs.d.ctx)
+	}); r != 0 {
+		return x.gs.err("setting a memcpy node", r)
+	}
+	return nil
+}
+
+// SetMemset sets a memset node's fill.
+func (x *exec) SetMemset(n abi.Node, m abi.Memset) error {
+	if err := x.gone(); err != nil {
+		return err
+	}
+	p := memset1(m)
+	if r := x.gs.in(func(t *table) result {
+		return t.call(t.cuGraphExecMemsetNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(p)), x.gs.d.ctx)
+	}); r != 0 {
+		return x.gs.err("setting a memset node", r)
+	}
+	return nil
+}
+
+// Upload uploads the graph on the device's "COMPUTE:0" stream.
+func (x *exec) Upload() error {
+	if err := x.gone(); err != nil {
+		return err
+	}
+	d := x.gs.d
+	d.stopMu.Lock()
+	defer d.stopMu.Unlock()
+	if d.stopped {
+		return errStopped
+	}
+	if r := x.gs.in(func(t *table) result { return t.call(t.cuGraphUpload, x.h, d.streams[0]) }); r != 0 {
+		return x.gs.err("uploading a graph", r)
+	}
+	return nil
+}
+
+// Destroy destroys the executable graph.
+func (x *exec) Destroy() error {
+	if x.h == 0 {
+		return nil
+	}
+	h := x.h
+	x.h = 0
+	r := x.gs.in(func(t *table) result { return t.call(t.cuGraphExecDestroy, h) })
+	x.holds.release()
+	if r != 0 {
+		return x.gs.err("destroying an executable graph", r)
+	}
+	return nil
+}

@@ -1,0 +1,395 @@
+package cudadev
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+
+	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/device"
+)
+
+// gpu is one open device: a GPU's primary context, two streams and a
+// timeline word. rig owns it from make until it has freed every region and
+// unloaded every image after Stop.
+type gpu struct {
+	t       *table
+	info    *gpuInfo
+	index   int // the GPU's number in rig's list, by bus address
+	ordinal int // its CUdevice
+	ctx     uintptr
+
+	major, minor         int
+	maxBlock, maxGrid    [3]uint32
+	maxThreads           int
+	maxPitch             uint64
+	sharedOptin          int
+	dmaDevice, dmaPinned int
+
+	streams     [2]uintptr // "COMPUTE:0", "COPY:0"
+	clockStream uintptr    // the clock measure's own stream
+	joins       [2]uintptr // an event per stream, for order between them
+
+	facts device.Facts
+	rec   *abi.Record
+
+	word     *uint64 // the host's view of the word: rig's, or own's memory
+	wordDev  uint64  // the word's device address
+	arrayDev uint64  // the device address of rig's array, 0 if unmapped
+	own      *region // the word of the device's own, or nil
+
+	// The hot path's state, which rig's submit lock guards (Room, Submit
+	// and Commit are called one at a time, in value order).
+	hot       frame
+	last      uint64 // the last value given to Submit
+	written   uint64 // the last value a stream write was enqueued for
+	end       int    // the stream the last value ended on
+	failed    string // the failure every later submit answers
+	ctxFailed bool   // a fault ended the context's work
+	extra     [5]uintptr
+	psize     uint64
+	cp        memcpy2D
+	ops       [maxBatch]batchOp
+	afterEv   []uintptr // events of parts that later parts run after
+	mark      []bool    // which parts record an event for a later one
+
+	// Sleep's state: only the supervisor calls Sleep.
+	sleepF frame
+
+	faultMu sync.Mutex
+	fault   string // the fault a stream met, once Sleep or Stop saw one
+
+	prof profile
+
+	stopMu  sync.Mutex
+	stopped bool
+}
+
+// Facts is the device's facts.
+func (d *gpu) Facts() *device.Facts { return &d.facts }
+
+// Capability is the device's *abi.Record.
+func (d *gpu) Capability() any { return d.rec }
+
+// regionKind is what a region is.
+type regionKind uint8
+
+const (
+	devMem     regionKind = iota + 1 // cuMemAlloc
+	pinnedMem                        // cuMemHostAlloc, portable and mapped
+	hostMap                          // MapHost that locked its range: counted
+	hostBorrow                       // MapHost inside memory CUDA locked for another owner
+	peerView                         // MapPeer of another device's region
+	ownWord                          // the device's own word
+)
+
+// region is memory of a device.
+type region struct {
+	kind regionKind
+	size uint64 // the bytes it addresses
+	loc  device.Location
+	host uintptr    // the host address of host memory
+	rng  *hostRange // the counted range of a hostMap
+}
+
+// handle is the address by which CUDA names the region's memory in copies.
+func (r *region) handle() uint64 { return r.loc.Handle }
+
+func (d *gpu) region(r device.Region, call string) (*region, error) {
+	reg, ok := r.(*region)
+	if !ok || reg == nil {
+		return nil, fmt.Errorf("cudadev: %s of a region of another driver (%T)", call, r)
+	}
+	return reg, nil
+}
+
+// fail converts CUDA's refusal r of a counted call into an error: a
+// *device.Fault after a fault of the GPU's work, refusal otherwise.
+func (d *gpu) fail(what string, r result, refusal error) error {
+	if r.sticky() {
+		d.noteFault(d.t.text(r))
+		return &device.Fault{Why: d.t.text(r)}
+	}
+	if refusal != nil {
+		return fmt.Errorf("%w: %s: %s", refusal, what, d.t.text(r))
+	}
+	return fmt.Errorf("cudadev: %s: %w", what, d.t.err(r))
+}
+
+// noteFault records the fault that ended the context's work.
+func (d *gpu) noteFault(why string) {
+	d.faultMu.Lock()
+	if d.fault == "" {
+		d.fault = why
+	}
+	d.faultMu.Unlock()
+}
+
+func (d *gpu) faulted() string {
+	d.faultMu.Lock()
+	defer d.faultMu.Unlock()
+	return d.fault
+}
+
+// Alloc is n bytes of d's memory m: GPU memory for Device, page-locked host
+// memory that every CUDA device addresses for Pinned, and ErrNoMemory for
+// Mapped, since CUDA maps no GPU memory for the host. Counted.
+func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
+	if n < 1 {
+		panic(fmt.Sprintf("cudadev: alloc of %d bytes: a region holds at least one byte", n))
+	}
+	if m == device.Mapped {
+		return nil, device.ErrNoMemory
+	}
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	f.out[0] = 0
+	switch m {
+	case device.Device:
+		if r := f.c2(t.cuMemAlloc, f.outp(0), uintptr(n)); r != 0 {
+			return nil, d.fail("allocating Device memory", r, device.ErrNoMemory)
+		}
+		p := f.out[0]
+		return &region{kind: devMem, size: uint64(n), loc: device.Location{Address: p, Handle: p}}, nil
+	case device.Pinned:
+		if r := f.c3(t.cuMemHostAlloc, f.outp(0), uintptr(n), hostAllocPortable|hostAllocDeviceMap); r != 0 {
+			return nil, d.fail("allocating Pinned memory", r, device.ErrNoMemory)
+		}
+		h := uintptr(f.out[0])
+		f.out[1] = 0
+		if r := f.c3(t.cuMemHostGetDevicePointer, f.outp(1), h, 0); r != 0 {
+			f.c1(t.cuMemFreeHost, h)
+			return nil, d.fail("mapping Pinned memory", r, device.ErrNoMemory)
+		}
+		return &region{kind: pinnedMem, size: uint64(n), host: h,
+			loc: device.Location{Address: f.out[1], Handle: uint64(h), Host: h}}, nil
+	}
+	return nil, fmt.Errorf("cudadev: alloc of %s memory", m)
+}
+
+// Free gives back r. It ignores CUDA's errors.
+func (d *gpu) Free(r device.Region) error {
+	reg, err := d.region(r, "free")
+	if err != nil {
+		return err
+	}
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	switch reg.kind {
+	case devMem:
+		f.c1(t.cuMemFree, uintptr(reg.loc.Address))
+	case pinnedMem, ownWord:
+		f.c1(t.cuMemFreeHost, reg.host)
+	case hostMap:
+		hosts.mu.Lock()
+		rg := reg.rng
+		rg.count--
+		if rg.count == 0 {
+			f.c1(t.cuMemHostUnregister, rg.start)
+			for i, o := range hosts.ranges {
+				if o == rg {
+					hosts.ranges = append(hosts.ranges[:i], hosts.ranges[i+1:]...)
+					break
+				}
+			}
+		}
+		hosts.mu.Unlock()
+	}
+	return nil
+}
+
+// Locate is where r lies.
+func (d *gpu) Locate(r device.Region) device.Location {
+	if reg, ok := r.(*region); ok && reg != nil {
+		return reg.loc
+	}
+	return device.Location{}
+}
+
+// Peer is true iff other is a device of d's GPU, or CUDA gave d's GPU
+// access to other's GPU memory when the later of the two opened.
+func (d *gpu) Peer(other device.Driver) bool {
+	o, ok := other.(*gpu)
+	if !ok {
+		return false
+	}
+	if o.info == d.info {
+		return true
+	}
+	v, _ := peers.Load([2]int{d.index, o.index})
+	b, _ := v.(bool)
+	return b
+}
+
+// MapPeer maps for d the memory of r, a region of other: host memory
+// always, GPU memory where Peer is true, ErrNever otherwise. Counted.
+func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, error) {
+	reg, err := d.region(r, "map_peer")
+	if err != nil {
+		return nil, err
+	}
+	if reg.host != 0 {
+		t := d.t
+		f := getFrame()
+		defer putFrame(f)
+		prev := enterCtx(t, f, d.ctx)
+		defer leaveCtx(t, f, d.ctx, prev)
+		f.out[0] = 0
+		if rc := f.c3(t.cuMemHostGetDevicePointer, f.outp(0), reg.host, 0); rc != 0 {
+			return nil, d.fail("mapping another device's host memory", rc, device.ErrNever)
+		}
+		return &region{kind: peerView, size: reg.size, host: reg.host,
+			loc: device.Location{Address: f.out[0], Handle: reg.loc.Handle, Host: reg.host}}, nil
+	}
+	if !d.Peer(other) {
+		return nil, fmt.Errorf("%w: GPU %d has no access to the other GPU's memory", device.ErrNever, d.index)
+	}
+	return &region{kind: peerView, size: reg.size, loc: reg.loc}, nil
+}
+
+// hostRange is a range of host memory that MapHost page-locked, and the
+// number of regions over it, on any device.
+type hostRange struct {
+	start, n uintptr
+	count    int
+}
+
+var hosts struct {
+	mu     sync.Mutex
+	ranges []*hostRange
+}
+
+// CUDA's pointer attributes that MapHost reads.
+const (
+	pointerRangeStart = 11
+	pointerRangeSize  = 12
+)
+
+var pageSize = uintptr(os.Getpagesize())
+
+// MapHost page-locks for every CUDA device the pages that hold the n bytes
+// at p, and maps them for d. A range inside one that MapHost locked counts
+// against it; a range inside one allocation CUDA locked for another owner
+// is mapped as it is, uncounted; any other range is locked, or refused:
+// ErrNoRoom where CUDA lacked the memory, ErrNever otherwise. Counted.
+func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
+	if n < 1 {
+		panic(fmt.Sprintf("cudadev: map_host of %d bytes: a region holds at least one byte", n))
+	}
+	start := p &^ (pageSize - 1)
+	end := (p + uintptr(n) + pageSize - 1) &^ (pageSize - 1)
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	hosts.mu.Lock()
+	defer hosts.mu.Unlock()
+	kind := hostMap
+	var rng *hostRange
+	for _, o := range hosts.ranges {
+		if start >= o.start && end <= o.start+o.n {
+			rng = o
+			break
+		}
+	}
+	if rng == nil {
+		switch rc := f.c3(t.cuMemHostRegister, start, end-start, hostRegPortable|hostRegDeviceMap); {
+		case rc == 0:
+			rng = &hostRange{start: start, n: end - start}
+			hosts.ranges = append(hosts.ranges, rng)
+		case rc == errHostAlreadyRegister:
+			f.out[0], f.out[1] = 0, 0
+			if f.c3(t.cuPointerGetAttribute, f.outp(0), pointerRangeStart, p) != 0 ||
+				f.c3(t.cuPointerGetAttribute, f.outp(1), pointerRangeSize, p) != 0 ||
+				start < uintptr(f.out[0]) || end > uintptr(f.out[0]+f.out[1]) {
+				return nil, fmt.Errorf("%w: %d bytes at %#x overlap page-locked memory without lying inside one of its ranges", device.ErrNever, n, p)
+			}
+			kind = hostBorrow
+		case rc == errOutOfMemory:
+			return nil, d.fail(fmt.Sprintf("page-locking %d bytes at %#x", end-start, start), rc, device.ErrNoRoom)
+		default:
+			return nil, d.fail(fmt.Sprintf("page-locking %d bytes at %#x", end-start, start), rc, device.ErrNever)
+		}
+	}
+	f.out[2] = 0
+	if rc := f.c3(t.cuMemHostGetDevicePointer, f.outp(2), p, 0); rc != 0 {
+		if rng != nil && rng.count == 0 {
+			f.c1(t.cuMemHostUnregister, rng.start)
+			hosts.ranges = hosts.ranges[:len(hosts.ranges)-1]
+		}
+		return nil, d.fail("mapping host memory", rc, device.ErrNever)
+	}
+	reg := &region{kind: kind, size: uint64(n), host: p,
+		loc: device.Location{Address: f.out[2], Handle: uint64(p), Host: p}}
+	if kind == hostMap {
+		rng.count++
+		reg.rng = rng
+	}
+	return reg, nil
+}
+
+// busAddress matches a PCI function's bus address, such as "0000:41:00.0".
+var busAddress = regexp.MustCompile(`^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+
+// CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD.
+const rangeHandleDMABuf = 1
+
+// DMA exports the whole allocation r lies in as a dma-buf for the PCI
+// function fn (cuMemGetHandleForAddressRange, no flags). Counted.
+func (d *gpu) DMA(r device.Region, fn string) (device.DMA, error) {
+	if !busAddress.MatchString(fn) {
+		return device.DMA{}, fmt.Errorf("cudadev: dma for %q: not a PCI bus address such as 0000:41:00.0", fn)
+	}
+	if _, err := os.Stat("/sys/bus/pci/devices/" + normalBus(fn)); err != nil {
+		return device.DMA{}, fmt.Errorf("cudadev: dma for %s: no such PCI function under /sys/bus/pci/devices", fn)
+	}
+	reg, err := d.region(r, "dma")
+	if err != nil {
+		return device.DMA{}, err
+	}
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	var base, size uint64
+	switch reg.kind {
+	case devMem:
+		if d.dmaDevice == 0 {
+			return device.DMA{}, fmt.Errorf("cudadev: dma for %s: CUDA exports no dma-buf of GPU %d's memory (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0)", fn, d.index)
+		}
+		f.out[0], f.out[1] = 0, 0
+		if rc := f.c3(t.cuMemGetAddressRange, f.outp(0), f.outp(1), uintptr(reg.loc.Address)); rc != 0 {
+			return device.DMA{}, d.fail("finding the allocation", rc, nil)
+		}
+		base, size = f.out[0], f.out[1]
+	case pinnedMem:
+		if d.dmaPinned == 0 {
+			return device.DMA{}, fmt.Errorf("cudadev: dma for %s: CUDA exports no dma-buf of page-locked host memory here (CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED is 0 or unknown)", fn)
+		}
+		base, size = reg.loc.Address, reg.size
+	default:
+		return device.DMA{}, fmt.Errorf("cudadev: dma for %s: only a region alloc made is exported", fn)
+	}
+	if base%uint64(pageSize) != 0 || size%uint64(pageSize) != 0 {
+		return device.DMA{}, fmt.Errorf("cudadev: dma for %s: the allocation at %#x of %d bytes is off the host's %d-byte pages, and CUDA exports only whole pages", fn, base, size, pageSize)
+	}
+	f.out[2] = 0
+	if rc := f.c5(t.cuMemGetHandleForAddressRange, f.outp(2), uintptr(base), uintptr(size), rangeHandleDMABuf, 0); rc != 0 {
+		return device.DMA{}, d.fail("exporting a dma-buf", rc, nil)
+	}
+	fd := int(int32(uint32(f.out[2])))
+	return device.DMA{Kind: device.DMABuf, FD: fd, Offset: reg.loc.Address - base}, nil
+}
+
+// errStopped answers calls that need the device's streams after Stop.
+var errStopped = errors.New("cudadev: the device is stopped")

@@ -1,0 +1,148 @@
+package cudadev
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/rig-go/rig/device"
+)
+
+// Signaled is the value in the device's word, read with acquire order.
+func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
+
+// spinFor is how long Sleep spins on the word, yielding, before it sleeps
+// in steps of sleepStep: a value's work of a few microseconds is seen as
+// soon as it completes.
+const (
+	spinFor   = 200 * time.Microsecond
+	sleepStep = 50 * time.Microsecond
+	queryEach = time.Millisecond
+)
+
+// Sleep blocks until the word differs from seen, and returns at the latest
+// after still. It asks CUDA each millisecond whether the streams met an
+// error (cuStreamQuery), and answers a *device.Fault with CUDA's error once
+// one has, and at every later call.
+func (d *gpu) Sleep(seen uint64, still time.Duration) error {
+	if why := d.faulted(); why != "" {
+		return &device.Fault{Why: why}
+	}
+	start := time.Now()
+	deadline := start.Add(still)
+	next := start
+	for {
+		if atomic.LoadUint64(d.word) != seen {
+			return nil
+		}
+		now := time.Now()
+		if !now.Before(next) {
+			if err := d.query(); err != nil {
+				return err
+			}
+			next = now.Add(queryEach)
+		}
+		if !now.Before(deadline) {
+			return nil
+		}
+		if now.Sub(start) < spinFor {
+			runtime.Gosched()
+			continue
+		}
+		time.Sleep(min(sleepStep, deadline.Sub(now)))
+	}
+}
+
+// query asks CUDA whether a stream met an error, and answers its fault.
+func (d *gpu) query() error {
+	t, f := d.t, &d.sleepF
+	prev := enterCtx(t, f, d.ctx)
+	var bad result
+	for _, s := range d.streams {
+		if r := f.c1(t.cuStreamQuery, s); r != 0 && r != errNotReady {
+			bad = r
+			break
+		}
+	}
+	leaveCtx(t, f, d.ctx, prev)
+	if bad == 0 {
+		return nil
+	}
+	why := t.text(bad)
+	d.noteFault(why)
+	return &device.Fault{Why: d.faulted()}
+}
+
+// Stop stops the device without waiting for its work. If the work has
+// ended (both streams idle, or a fault ended the context's work), it writes
+// the last value into the word; otherwise it commits that value and keeps
+// an event behind the work on each stream, which the GPU's next open
+// reads. Either way it destroys the streams and the other events, which
+// CUDA frees once their work ends. It ignores CUDA's errors.
+func (d *gpu) Stop(string) error {
+	d.stopMu.Lock()
+	defer d.stopMu.Unlock()
+	if d.stopped {
+		return nil
+	}
+	d.stopped = true
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	prev := enterCtx(t, f, d.ctx)
+	defer leaveCtx(t, f, d.ctx, prev)
+	ended := true
+	var bad result
+	for _, s := range d.streams {
+		switch r := f.c1(t.cuStreamQuery, s); {
+		case r == errNotReady:
+			ended = false
+		case r != 0:
+			bad = r
+		}
+	}
+	if bad != 0 {
+		d.noteFault(t.text(bad))
+	}
+	if d.ctxFailed || d.faulted() != "" {
+		ended = true
+	}
+	var kept *keptWork
+	if ended {
+		atomicRaise(d.word, d.last)
+	} else {
+		if d.written != d.last {
+			if f.c4(t.cuStreamWriteValue64, d.streams[d.end], uintptr(d.wordDev), uintptr(d.last), 0) == 0 {
+				d.written = d.last
+			}
+		}
+		kept = &keptWork{word: d.word, last: d.last}
+		for q, s := range d.streams {
+			f.out[0] = 0
+			if f.c2(t.cuEventCreate, f.outp(0), eventDisableTime) == 0 {
+				kept.events[q] = uintptr(f.out[0])
+				f.c2(t.cuEventRecord, kept.events[q], s)
+			}
+		}
+	}
+	for q, s := range d.streams {
+		f.c1(t.cuStreamDestroy, s)
+		d.streams[q] = 0
+	}
+	f.c1(t.cuStreamDestroy, d.clockStream)
+	d.clockStream = 0
+	d.destroyEvents(f)
+	g := d.info
+	g.mu.Lock()
+	if why := d.faulted(); why != "" && g.fault == "" {
+		g.fault = why
+	}
+	if kept != nil {
+		g.kept = kept
+	}
+	if g.open == d {
+		g.open = nil
+	}
+	g.mu.Unlock()
+	return nil
+}

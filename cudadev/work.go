@@ -1,0 +1,496 @@
+package cudadev
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/device"
+)
+
+// The hot path: Room, Submit and Commit, which rig calls one at a time, in
+// value order, under its submit lock. They allocate nothing but on a
+// refusal or a failure, and the first time a submission needs more events
+// for the order between its parts than any before.
+
+func lockThread()   { runtime.LockOSThread() }
+func unlockThread() { runtime.UnlockOSThread() }
+
+// never answers a refusal of part i (-1 for the submission).
+func never(i int, reason string) device.RoomAnswer {
+	return device.RoomAnswer{Kind: device.RoomNever, Part: i, Reason: reason}
+}
+
+var axes = [3]byte{'x', 'y', 'z'}
+
+// Room answers RoomOK, or RoomNever for parts the device never runs. It
+// never answers RoomLater, since a stream takes any amount of work: Submit
+// and Commit block instead while a stream is full.
+func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
+	for i := range s.Parts {
+		p := &s.Parts[i]
+		if p.Queue != device.Compute && p.Queue != device.Copy {
+			return never(i, fmt.Sprintf("no queue %d: the device has COMPUTE:0 and COPY:0", p.Queue))
+		}
+		if p.After < 0 || p.After > i {
+			return never(i, fmt.Sprintf("the part runs after part %d, which does not precede it", p.After-1))
+		}
+		switch p.Kind {
+		case device.Launch:
+			if why := d.checkLaunch(p); why != "" {
+				return never(i, why)
+			}
+		case device.CopyRows:
+			if why := checkCopy(p); why != "" {
+				return never(i, why)
+			}
+		case device.Fill:
+			switch fn := p.FillFn.(type) {
+			case uintptr:
+				if fn == 0 {
+					return never(i, "a fill of a null function")
+				}
+			case abi.Exec:
+				if fn == nil || fn.Handle() == 0 {
+					return never(i, "a fill of a destroyed graph")
+				}
+			default:
+				return never(i, fmt.Sprintf("a fill's function is %T: CUDA runs a C function pointer (uintptr) or an abi.Exec", p.FillFn))
+			}
+		default:
+			return never(i, fmt.Sprintf("CUDA runs launches, copies and fills, not %s parts", p.Kind))
+		}
+	}
+	for _, w := range s.Waits {
+		if !d.maps(w.Word) {
+			return never(-1, "a wait on a word the GPU does not map: the device waits only on words of rig's array")
+		}
+	}
+	return device.RoomAnswer{Kind: device.RoomOK}
+}
+
+// checkLaunch is why d never runs launch p, or "".
+func (d *gpu) checkLaunch(p *device.Part) string {
+	if p.Queue != device.Compute {
+		return `a launch on queue 1 ("COPY:0"), which runs copies and fills only`
+	}
+	var k *kernel
+	if p.Entry != nil {
+		k, _ = p.Entry.Data.(*kernel)
+	}
+	if k == nil {
+		return "a launch of a function that no CUDA device loaded"
+	}
+	for a := 0; a < 3; a++ {
+		if p.Groups[a] == 0 {
+			return fmt.Sprintf("a block of 0 groups along axis %c", axes[a])
+		}
+		if p.Threads[a] == 0 {
+			return fmt.Sprintf("a block of 0 threads along axis %c", axes[a])
+		}
+		if p.Groups[a] > d.maxGrid[a] {
+			return fmt.Sprintf("%d groups along axis %c, more than the GPU's %d (CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_%c)", p.Groups[a], axes[a], d.maxGrid[a], axes[a]-32)
+		}
+		if p.Threads[a] > d.maxBlock[a] {
+			return fmt.Sprintf("%d threads along axis %c, more than the GPU's %d (CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_%c)", p.Threads[a], axes[a], d.maxBlock[a], axes[a]-32)
+		}
+	}
+	if n := uint64(p.Threads[0]) * uint64(p.Threads[1]) * uint64(p.Threads[2]); n > uint64(k.threads) {
+		return fmt.Sprintf("%d threads per group, more than the %d of %q", n, k.threads, p.Entry.Name)
+	}
+	if int(p.Shared) > k.shared {
+		return fmt.Sprintf("%d bytes of dynamic shared memory, more than the %d of %q", p.Shared, k.shared, p.Entry.Name)
+	}
+	if len(p.Params) < k.params {
+		return fmt.Sprintf("%d parameter bytes, and %q reads %d", len(p.Params), p.Entry.Name, k.params)
+	}
+	return ""
+}
+
+// checkCopy is why no CUDA device runs copy p, or "".
+func checkCopy(p *device.Part) string {
+	dst, ok := p.Dst.(*region)
+	if !ok || dst == nil {
+		return "a copy to a region of no CUDA device"
+	}
+	if p.Rows == 0 || p.RowBytes == 0 {
+		return ""
+	}
+	if p.Rows > 1 && p.DstPitch < p.RowBytes {
+		return fmt.Sprintf("a destination pitch of %d bytes, under the rows' %d", p.DstPitch, p.RowBytes)
+	}
+	if end := p.DstOffset + (p.Rows-1)*p.DstPitch + p.RowBytes; end > dst.size {
+		return fmt.Sprintf("a copy to bytes up to %d of a region of %d", end, dst.size)
+	}
+	if p.Filling {
+		return ""
+	}
+	src, ok := p.Src.(*region)
+	if !ok || src == nil {
+		return "a copy from a region of no CUDA device"
+	}
+	if p.Rows > 1 && p.SrcPitch < p.RowBytes {
+		return fmt.Sprintf("a source pitch of %d bytes, under the rows' %d", p.SrcPitch, p.RowBytes)
+	}
+	if end := p.SrcOffset + (p.Rows-1)*p.SrcPitch + p.RowBytes; end > src.size {
+		return fmt.Sprintf("a copy from bytes up to %d of a region of %d", end, src.size)
+	}
+	return ""
+}
+
+// maps reports whether the GPU maps the word w: a word of rig's array,
+// once the array is registered.
+func (d *gpu) maps(w *uint64) bool {
+	if d.arrayDev == 0 || w == nil {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(w))
+	return p >= array.base && p+8 <= array.base+uintptr(array.n) && p%8 == 0
+}
+
+// devWord is the device address of the word w of rig's array.
+func (d *gpu) devWord(w *uint64) uint64 {
+	return d.arrayDev + uint64(uintptr(unsafe.Pointer(w))-array.base)
+}
+
+// Grow never runs: Room never answers RoomGrow.
+func (d *gpu) Grow() error { return nil }
+
+// Submit enqueues s: its waits, then its parts in order on their streams,
+// with events for the order between the streams; it commits the value
+// where the last commit is 64 values back. It answers Committed, Pending,
+// or Failed with what it was doing and CUDA's error.
+func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
+	d.last = s.Value
+	t, f := d.t, &d.hot
+	prev := enterCtx(t, f, d.ctx)
+	var a device.SubmitAnswer
+	if d.failed != "" {
+		d.afterFailure(f, s)
+		a = device.SubmitAnswer{Kind: device.Failed, Reason: d.failed}
+	} else {
+		a = d.submit(f, s)
+	}
+	leaveCtx(t, f, d.ctx, prev)
+	return a
+}
+
+// What a failed submit was doing.
+const (
+	doOrder  = "ordering the streams"
+	doWait   = "waiting for words"
+	doLaunch = "running a launch"
+	doCopy   = "running a copy"
+	doFill   = "running a fill"
+	doGraph  = "launching a graph"
+	doStamp  = "stamping a value"
+	doCommit = "committing a value"
+)
+
+func (d *gpu) submit(f *frame, s *device.Submission) device.SubmitAnswer {
+	t := d.t
+	v := s.Value
+	used := 0
+	for i := range s.Parts {
+		used |= 1 << s.Parts[i].Queue
+	}
+	// The value starts on the stream the last one ended on, where it uses
+	// it; its other stream waits for that one.
+	e := d.end
+	start := e
+	if used != 0 && used&(1<<e) == 0 {
+		start = 1 - e
+	}
+	if start != e {
+		if r := d.join(f, e, start); r != 0 {
+			return d.failSubmit(f, s, doOrder, r, 1<<start, start)
+		}
+	}
+	if r := d.waitWords(f, start, s.Waits); r != 0 {
+		return d.failSubmit(f, s, doWait, r, 1<<start, start)
+	}
+	var st *stamp
+	if s.Timed {
+		var r result
+		if st, r = d.stampStart(f, start); r != 0 {
+			return d.failSubmit(f, s, doStamp, r, 1<<start, start)
+		}
+	}
+	if used == 3 {
+		if r := d.join(f, start, 1-start); r != 0 {
+			return d.failSubmit(f, s, doOrder, r, used, start)
+		}
+		if st != nil {
+			if r := d.stampOn(f, st, 1-start); r != 0 {
+				return d.failSubmit(f, s, doStamp, r, used, start)
+			}
+		}
+	}
+	// Parts that a part on the other stream runs after record an event.
+	parts := s.Parts
+	marks := d.marks(parts)
+	z := start
+	for i := range parts {
+		p := &parts[i]
+		q := p.Queue
+		if p.After != 0 {
+			if j := p.After - 1; parts[j].Queue != q {
+				if r := f.c3(t.cuStreamWaitEvent, d.streams[q], d.afterEv[j], 0); r != 0 {
+					return d.failSubmit(f, s, doOrder, r, used, z)
+				}
+			}
+		}
+		if r, what := d.enqueue(f, p, d.streams[q], v); r != 0 {
+			return d.failSubmit(f, s, what, r, used, q)
+		}
+		if marks && d.mark[i] {
+			if r := f.c2(t.cuEventRecord, d.afterEv[i], d.streams[q]); r != 0 {
+				return d.failSubmit(f, s, doOrder, r, used, q)
+			}
+		}
+		z = q
+	}
+	if used == 3 {
+		if r := d.join(f, 1-z, z); r != 0 {
+			return d.failSubmit(f, s, doOrder, r, used, z)
+		}
+	}
+	d.end = z
+	if st != nil {
+		if r := d.stampEnd(f, st, v, z); r != 0 {
+			return d.failSubmit(f, s, doStamp, r, 1<<z, z)
+		}
+	}
+	if v-d.written >= wordsCommittedLater {
+		if r := f.c4(t.cuStreamWriteValue64, d.streams[z], uintptr(d.wordDev), uintptr(v), 0); r != 0 {
+			return d.failSubmit(f, s, doCommit, r, 1<<z, z)
+		}
+		d.written = v
+		return device.SubmitAnswer{Kind: device.Committed}
+	}
+	return device.SubmitAnswer{Kind: device.Pending}
+}
+
+// marks marks in d.mark the parts that a later part on the other stream
+// runs after, making their events where none exist yet, and reports
+// whether any is marked.
+func (d *gpu) marks(parts []device.Part) bool {
+	cross := false
+	for i := range parts {
+		if a := parts[i].After; a != 0 && parts[a-1].Queue != parts[i].Queue {
+			cross = true
+			break
+		}
+	}
+	if !cross {
+		return false
+	}
+	for len(d.mark) < len(parts) {
+		d.mark = append(d.mark, false)
+	}
+	clear(d.mark)
+	for i := range parts {
+		if a := parts[i].After; a != 0 && parts[a-1].Queue != parts[i].Queue {
+			d.mark[a-1] = true
+		}
+	}
+	for len(d.afterEv) < len(parts) {
+		d.afterEv = append(d.afterEv, 0)
+	}
+	for i := range parts {
+		if d.mark[i] && d.afterEv[i] == 0 {
+			f := &d.hot
+			var ev uint64
+			f.out[5] = 0
+			if f.c2(d.t.cuEventCreate, f.outp(5), eventDisableTime) == 0 {
+				ev = f.out[5]
+			}
+			d.afterEv[i] = uintptr(ev)
+		}
+	}
+	return true
+}
+
+// join orders stream to after the work enqueued on stream from.
+func (d *gpu) join(f *frame, from, to int) result {
+	t := d.t
+	if r := f.c2(t.cuEventRecord, d.joins[from], d.streams[from]); r != 0 {
+		return r
+	}
+	return f.c3(t.cuStreamWaitEvent, d.streams[to], d.joins[from], 0)
+}
+
+// waitWords holds stream q back until each word reaches its value, in
+// batches of at most maxBatch.
+func (d *gpu) waitWords(f *frame, q int, waits []device.Wait) result {
+	t := d.t
+	switch len(waits) {
+	case 0:
+		return 0
+	case 1:
+		return f.c4(t.cuStreamWaitValue64, d.streams[q], uintptr(d.devWord(waits[0].Word)), uintptr(waits[0].Value), waitValueGEQ)
+	}
+	for len(waits) > 0 {
+		n := min(len(waits), maxBatch)
+		for i := 0; i < n; i++ {
+			d.ops[i].setWait(d.devWord(waits[i].Word), waits[i].Value)
+		}
+		if r := f.c4(t.cuStreamBatchMemOp, d.streams[q], uintptr(n), uintptr(unsafe.Pointer(&d.ops[0])), 0); r != 0 {
+			return r
+		}
+		waits = waits[n:]
+	}
+	return 0
+}
+
+// enqueue enqueues part p of value v on stream, answering CUDA's result and
+// what it was doing.
+func (d *gpu) enqueue(f *frame, p *device.Part, stream uintptr, v uint64) (result, string) {
+	t := d.t
+	switch p.Kind {
+	case device.Launch:
+		k := p.Entry.Data.(*kernel)
+		var extra uintptr
+		if k.params > 0 {
+			d.psize = uint64(k.params)
+			d.extra = [5]uintptr{launchParamBufferPointer, uintptr(unsafe.Pointer(&p.Params[0])),
+				launchParamBufferSize, uintptr(unsafe.Pointer(&d.psize)), launchParamEnd}
+			extra = uintptr(unsafe.Pointer(&d.extra[0]))
+		}
+		f.a = [16]uintptr{k.fn,
+			uintptr(p.Groups[0]), uintptr(p.Groups[1]), uintptr(p.Groups[2]),
+			uintptr(p.Threads[0]), uintptr(p.Threads[1]), uintptr(p.Threads[2]),
+			uintptr(p.Shared), stream, 0, extra}
+		return f.call(t.cuLaunchKernel, 11), doLaunch
+	case device.CopyRows:
+		return d.copy(f, p, stream), doCopy
+	case device.Fill:
+		switch fn := p.FillFn.(type) {
+		case uintptr:
+			return f.c3(fn, stream, p.FillArg, uintptr(v)), doFill
+		case abi.Exec:
+			return f.c2(t.cuGraphLaunch, fn.Handle(), stream), doGraph
+		}
+	}
+	return errInvalidValue, "running a part"
+}
+
+// copy enqueues a copy part: one copy where the rows are contiguous, one
+// 2D copy otherwise, or a copy per row where a pitch exceeds the GPU's
+// CU_DEVICE_ATTRIBUTE_MAX_PITCH or CUDA refuses the 2D copy; a copy that
+// fills is one memset, or one per row likewise.
+func (d *gpu) copy(f *frame, p *device.Part, stream uintptr) result {
+	if p.Rows == 0 || p.RowBytes == 0 {
+		return 0
+	}
+	t := d.t
+	dst := p.Dst.(*region)
+	rows, width := p.Rows, p.RowBytes
+	if p.Filling {
+		to := dst.loc.Address + p.DstOffset
+		b := uintptr(p.Byte)
+		if rows == 1 || p.DstPitch == width {
+			return f.c4(t.cuMemsetD8Async, uintptr(to), b, uintptr(rows*width), stream)
+		}
+		if p.DstPitch <= d.maxPitch {
+			if r := f.c6(t.cuMemsetD2D8Async, uintptr(to), uintptr(p.DstPitch), b, uintptr(width), uintptr(rows), stream); r != errInvalidValue {
+				return r
+			}
+		}
+		for i := uint64(0); i < rows; i++ {
+			if r := f.c4(t.cuMemsetD8Async, uintptr(to+i*p.DstPitch), b, uintptr(width), stream); r != 0 {
+				return r
+			}
+		}
+		return 0
+	}
+	src := p.Src.(*region)
+	to, from := dst.handle()+p.DstOffset, src.handle()+p.SrcOffset
+	if rows == 1 || (p.SrcPitch == width && p.DstPitch == width) {
+		return f.c4(t.cuMemcpyAsync, uintptr(to), uintptr(from), uintptr(rows*width), stream)
+	}
+	if p.SrcPitch <= d.maxPitch && p.DstPitch <= d.maxPitch {
+		d.cp = memcpy2D{
+			srcMemoryType: memoryTypeUnified, srcDevice: from, srcPitch: p.SrcPitch,
+			dstMemoryType: memoryTypeUnified, dstDevice: to, dstPitch: p.DstPitch,
+			widthInBytes: width, height: rows,
+		}
+		if r := f.c2(t.cuMemcpy2DAsync, uintptr(unsafe.Pointer(&d.cp)), stream); r != errInvalidValue {
+			return r
+		}
+	}
+	for i := uint64(0); i < rows; i++ {
+		if r := f.c4(t.cuMemcpyAsync, uintptr(to+i*p.DstPitch), uintptr(from+i*p.SrcPitch), uintptr(width), stream); r != 0 {
+			return r
+		}
+	}
+	return 0
+}
+
+// failSubmit records the failure of a submit: what it was doing and CUDA's
+// error. Unless the context failed, it writes the value after the work the
+// submit enqueued on the streams of used, ending on stream z.
+func (d *gpu) failSubmit(f *frame, s *device.Submission, what string, r result, used, z int) device.SubmitAnswer {
+	why := d.t.text(r)
+	d.failed = what + ": " + why
+	if r.sticky() {
+		d.ctxFailed = true
+		d.noteFault(why)
+	} else {
+		d.closeValue(f, used, z, s.Value)
+	}
+	return device.SubmitAnswer{Kind: device.Failed, Reason: d.failed}
+}
+
+// closeValue writes value v on stream z after the work enqueued on the
+// streams of used. CUDA's refusals leave the value unwritten.
+func (d *gpu) closeValue(f *frame, used, z int, v uint64) {
+	t := d.t
+	if used == 3 {
+		if d.join(f, 1-z, z) != 0 {
+			return
+		}
+	}
+	if f.c4(t.cuStreamWriteValue64, d.streams[z], uintptr(d.wordDev), uintptr(v), 0) == 0 {
+		d.end, d.written = z, v
+	}
+}
+
+// afterFailure is a submit after a failure: it enqueues none of the parts,
+// and writes the value after its waits, unless a fault ended the context.
+func (d *gpu) afterFailure(f *frame, s *device.Submission) {
+	if d.ctxFailed {
+		return
+	}
+	if d.waitWords(f, d.end, s.Waits) != 0 {
+		return
+	}
+	d.closeValue(f, 1<<d.end, d.end, s.Value)
+}
+
+// Commit writes the last value submitted into the word after its work,
+// on the stream it ended on, unless a write of v or later is enqueued.
+func (d *gpu) Commit(v uint64) device.SubmitAnswer {
+	if d.failed != "" {
+		return device.SubmitAnswer{Kind: device.Failed, Reason: d.failed}
+	}
+	if device.AtLeast(d.written, v) {
+		return device.SubmitAnswer{Kind: device.Committed}
+	}
+	t, f := d.t, &d.hot
+	prev := enterCtx(t, f, d.ctx)
+	r := f.c4(t.cuStreamWriteValue64, d.streams[d.end], uintptr(d.wordDev), uintptr(d.last), 0)
+	leaveCtx(t, f, d.ctx, prev)
+	if r != 0 {
+		why := t.text(r)
+		d.failed = fmt.Sprintf("committing value %d: %s", d.last, why)
+		if r.sticky() {
+			d.ctxFailed = true
+			d.noteFault(why)
+		}
+		return device.SubmitAnswer{Kind: device.Failed, Reason: d.failed}
+	}
+	d.written = d.last
+	return device.SubmitAnswer{Kind: device.Committed}
+}
