@@ -2,6 +2,7 @@ package nvidia
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -162,3 +163,21 @@ func TestLackError(t *testing.T) {
 }
 
 func isFault(err error) bool { _, ok := device.AsFault(err); return ok }
+
+// Without NVIDIA's driver, Open fails cleanly and leaves nothing open.
+func TestOpenWithoutDriver(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has NVIDIA's driver")
+	}
+	if _, err := Open(0, nil); err == nil {
+		t.Fatal("Open succeeded without the driver")
+	} else {
+		t.Log(err)
+	}
+	if currentSystem() != nil {
+		t.Error("a failed Open left the system open")
+	}
+	if _, err := Open(-1, nil); err == nil {
+		t.Error("Open(-1) succeeded")
+	}
+}

@@ -22,14 +22,18 @@ type Generation struct {
 	Usermode uint32
 }
 
+// classHopperUsermode is HOPPER_USERMODE_A, whose parameters choose BAR0
+// or BAR1.
+const classHopperUsermode = 0xc661
+
 // Classes of each generation (class/cl*.h; the RM's per-chip lists in
 // g_gpu_class_list.c). A GPU's generation is the first whose compute class
 // its class list holds.
 var generations = []Generation{
-	{Name: "Hopper", Compute: 0xcbc0, Copy: 0xc8b5, Channel: 0xc86f, Usermode: 0xc661},       // GH100
-	{Name: "Ada", Compute: 0xc9c0, Copy: 0xc7b5, Channel: 0xc56f, Usermode: 0xc561},          // AD10x
-	{Name: "Ampere GA10x", Compute: 0xc7c0, Copy: 0xc7b5, Channel: 0xc56f, Usermode: 0xc561}, // GA102..GA107
-	{Name: "Ampere GA100", Compute: 0xc6c0, Copy: 0xc6b5, Channel: 0xc56f, Usermode: 0xc561}, // GA100
+	{Name: "Hopper", Compute: 0xcbc0, Copy: 0xc8b5, Channel: 0xc86f, Usermode: classHopperUsermode}, // GH100
+	{Name: "Ada", Compute: 0xc9c0, Copy: 0xc7b5, Channel: 0xc56f, Usermode: 0xc561},                 // AD10x
+	{Name: "Ampere GA10x", Compute: 0xc7c0, Copy: 0xc7b5, Channel: 0xc56f, Usermode: 0xc561},        // GA102..GA107
+	{Name: "Ampere GA100", Compute: 0xc6c0, Copy: 0xc6b5, Channel: 0xc56f, Usermode: 0xc561},        // GA100
 }
 
 // Class names for messages: the classes this package allocates and those of

@@ -13,8 +13,8 @@ import (
 	"github.com/rig-go/rig/device"
 )
 
-// needGPU skips a test unless RIG_GPU=1.
-func needGPU(t *testing.T) {
+// needGPU skips a test or benchmark unless RIG_GPU=1.
+func needGPU(t testing.TB) {
 	t.Helper()
 	if os.Getenv("RIG_GPU") != "1" {
 		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
@@ -35,6 +35,7 @@ const (
 	userdOffset      = 1024 * 8 // USERD after the ring
 	ringBytes        = 64 << 10 // ring and USERD
 	semaphoreTimeout = time.Second
+	pbWords          = 1024 // where pushbuffers start in Pinned memory, in words
 )
 
 // release writes at pb the words of a 64-bit semaphore release of value
@@ -60,10 +61,120 @@ func words(m *Memory) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
+// testChannel is a channel group with one GPFIFO channel on GR, as a
+// device makes it: its ring and USERD in Mapped memory, its error notifier
+// at the start of Pinned memory, which also holds semaphores (from byte 64)
+// and pushbuffers (from word pbWords).
+type testChannel struct {
+	t                  testing.TB
+	p                  *Path
+	pinned, ring       *Memory
+	pw, rw             []uint32
+	tsg, ctx, ch, comp Handle
+	token              uint32
+	put                uint32
+	registered         bool
+}
+
+// newChannel makes a test channel on p, registered and scheduled.
+func newChannel(t testing.TB, p *Path) *testChannel {
+	t.Helper()
+	c := &testChannel{t: t, p: p}
+	var err error
+	if c.pinned, err = p.Alloc(device.Pinned, 64<<10); err != nil {
+		t.Fatalf("Alloc(Pinned): %v", err)
+	}
+	if c.ring, err = p.Alloc(device.Mapped, ringBytes); err != nil {
+		t.Fatalf("Alloc(Mapped): %v", err)
+	}
+	c.pw, c.rw = words(c.pinned), words(c.ring)
+	rm := p.RM()
+	if c.tsg, err = rm.Alloc(p.Device(), ClassChannelGroup, Bytes(&ChannelGroupAllocParams{EngineType: EngineGraphics})); err != nil {
+		t.Fatalf("channel group: %v", err)
+	}
+	if c.ctx, err = rm.Alloc(c.tsg, ClassContextShare, Bytes(&CtxShareAllocParams{VASpace: p.VASpace(), Flags: CtxShareAsync})); err != nil {
+		t.Fatalf("context share: %v", err)
+	}
+	cp := ChannelAllocParams{
+		ObjectError:   c.pinned.Handle,
+		ObjectBuffer:  c.ring.Handle,
+		GPFIFOOffset:  c.ring.Address,
+		GPFIFOEntries: ringEntries,
+		ContextShare:  c.ctx,
+	}
+	cp.UserdMemory[0] = c.ring.Handle
+	cp.UserdOffset[0] = userdOffset
+	if c.ch, err = rm.Alloc(c.tsg, p.GPU().Channel, Bytes(&cp)); err != nil {
+		t.Fatalf("channel: %v", err)
+	}
+	if c.comp, err = rm.Alloc(c.ch, p.GPU().Compute, nil); err != nil {
+		t.Fatalf("compute object: %v", err)
+	}
+	if c.token, err = rm.Token(c.ch); err != nil {
+		t.Fatalf("token: %v", err)
+	}
+	if err := p.Register(c.ch); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	c.registered = true
+	if err := rm.Schedule(c.tsg, &ScheduleParams{Enable: 1}); err != nil {
+		t.Fatalf("Schedule: %v", err)
+	}
+	return c
+}
+
+// close unregisters and frees the channel and its memory.
+func (c *testChannel) close() {
+	if c.registered {
+		if err := c.p.Unregister(c.ch); err != nil {
+			c.t.Errorf("Unregister: %v", err)
+		}
+	}
+	if len(c.p.RM().made(ClassChannelGroup)) > 0 {
+		if err := c.p.RM().Free(c.p.Device(), c.tsg); err != nil {
+			c.t.Errorf("free of the channel group: %v", err)
+		}
+	}
+	for _, m := range []*Memory{c.ring, c.pinned} {
+		if err := c.p.Free(m); err != nil {
+			c.t.Errorf("Free: %v", err)
+		}
+	}
+}
+
+// submit hands the channel the n words at word off of pb, and rings.
+func (c *testChannel) submit(pb *Memory, off, n int) {
+	e := gpEntry(pb.Address+uint64(off)*4, n)
+	c.rw[c.put*2] = uint32(e)
+	c.rw[c.put*2+1] = uint32(e >> 32)
+	c.put = (c.put + 1) % ringEntries
+	atomic.StoreUint32(&c.rw[userdOffset/4+userdGPPut/4], c.put)
+	if f := c.p.Flush(); f != nil {
+		_ = atomic.LoadUint32(f)
+	}
+	atomic.StoreUint32(c.p.Doorbell(), c.token)
+}
+
+// gpGet is the channel's GPGet.
+func (c *testChannel) gpGet() uint32 { return atomic.LoadUint32(&c.rw[userdOffset/4+userdGPGet/4]) }
+
+// wait polls word until it holds want, for at most semaphoreTimeout.
+func (c *testChannel) wait(what string, word *uint64, want uint64) {
+	c.t.Helper()
+	t0 := time.Now()
+	for atomic.LoadUint64(word) != want {
+		if time.Since(t0) > semaphoreTimeout {
+			c.t.Fatalf("%s: the semaphore reads 0x%x after %v, not 0x%x; GPGet %d GPPut %d; notifier %x; check %v",
+				what, atomic.LoadUint64(word), semaphoreTimeout, want, c.gpGet(), c.put, c.pw[:8], c.p.Check())
+		}
+	}
+	c.t.Logf("%s: released 0x%x, seen %v after the doorbell", what, want, time.Since(t0))
+}
+
 // TestGPUPath brings a path up on GPU 0, allocates each kind of memory,
-// makes a channel group with a GPFIFO channel, and has the channel release
-// semaphores into Pinned and Mapped memory through the doorbell, then frees
-// everything. Run it with RIG_GPU=1.
+// makes a channel group with a GPFIFO channel, has the channel release
+// semaphores into Pinned, Mapped and the caller's host memory through the
+// doorbell, stops the path and frees everything. Run it with RIG_GPU=1.
 func TestGPUPath(t *testing.T) {
 	needGPU(t)
 	for _, c := range []struct {
@@ -72,6 +183,7 @@ func TestGPUPath(t *testing.T) {
 	}{
 		{"uvm", Options{}},
 		{"uvm+defaultmap", Options{defaultMap: true}},
+		{"uvm+bar1doorbell", Options{bar1Doorbell: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) { gpuPath(t, &c.opts, c.name == "uvm") })
 	}
@@ -108,9 +220,8 @@ func gpuPath(t *testing.T, opts *Options, full bool) {
 		t.Fatal(err)
 	}
 	defer munmap(ha, hostLen)
-	hostMem := unsafe.Slice((*byte)(ptrAt(ha)), hostLen)
+	hostMem := unsafe.Slice((*uint32)(ptrAt(ha)), hostLen/4)
 
-	rm := p.RM()
 	var mems []*Memory
 	alloc := func(k device.Memory, n int) *Memory {
 		t0 := time.Now()
@@ -130,9 +241,7 @@ func gpuPath(t *testing.T, opts *Options, full bool) {
 		}
 	}()
 
-	pinned := alloc(device.Pinned, 64<<10)
 	mapped := alloc(device.Mapped, 64<<10)
-	ring := alloc(device.Mapped, ringBytes)
 	if full {
 		alloc(device.Device, 1<<20)
 		alloc(device.Device, 16<<20)
@@ -149,34 +258,33 @@ func gpuPath(t *testing.T, opts *Options, full bool) {
 		}
 		t.Logf("8 MiB of Mapped memory written and read back through BAR1")
 	}
-	mw, pw := words(mapped), words(pinned)
-	mw[8], pw[8] = 0xfeedface, 0xcafef00d
-	if mw[8] != 0xfeedface || pw[8] != 0xcafef00d {
-		t.Fatal("host memory does not read back")
+	mw := words(mapped)
+	mw[8] = 0xfeedface
+	if mw[8] != 0xfeedface {
+		t.Fatal("Mapped memory does not read back")
 	}
-
-	// Host memory of the caller's, mapped at its own address.
-	hm, err := p.MapHost(uintptr(unsafe.Pointer(&hostMem[0])), len(hostMem))
+	hm, err := p.MapHost(ha, hostLen)
 	if err != nil {
 		t.Fatalf("MapHost: %v", err)
 	}
 	mems = append(mems, hm)
-	t.Logf("MapHost(0x%x) at GPU 0x%x (identity %v)", hm.Host, hm.Address, uint64(hm.Host) == hm.Address)
+	t.Logf("MapHost(0x%x) at GPU 0x%x (same address: %v)", hm.Host, hm.Address, uint64(hm.Host) == hm.Address)
 
+	t1, err1 := p.ReadTimer()
+	time.Sleep(10 * time.Millisecond)
+	t2, err2 := p.ReadTimer()
+	r1, err3 := p.ReadTimerRM()
+	if err1 != nil || err2 != nil || err3 != nil {
+		t.Errorf("timers: %v %v %v", err1, err2, err3)
+	} else {
+		rate := float64(t2.GPU-t1.GPU) / float64(t2.Host-t1.Host)
+		// The GPU time the register reading predicts at the RM's reading.
+		skew := int64(r1.GPU) - (int64(t2.GPU) + (r1.Host - t2.Host))
+		t.Logf("timer: GPU %d ns at host %d ns (width %d ns), rate %.6f; RM reading %d at %d (width %d), skew against registers %d ns",
+			t2.GPU, t2.Host, t2.Width, rate, r1.GPU, r1.Host, r1.Width, skew)
+	}
+	rm := p.RM()
 	if full {
-		t1, err1 := p.ReadTimer()
-		time.Sleep(10 * time.Millisecond)
-		t2, err2 := p.ReadTimer()
-		r1, err3 := p.ReadTimerRM()
-		if err1 != nil || err2 != nil || err3 != nil {
-			t.Errorf("timers: %v %v %v", err1, err2, err3)
-		} else {
-			rate := float64(t2.GPU-t1.GPU) / float64(t2.Host-t1.Host)
-			// The GPU time each reading predicts at the RM's reading.
-			skew := int64(r1.GPU) - (int64(t2.GPU) + (r1.Host - t2.Host))
-			t.Logf("timer: GPU %d ns at host %d ns (width %d ns), rate %.6f; RM reading %d at %d (width %d), skew against registers %d ns",
-				t2.GPU, t2.Host, t2.Width, rate, r1.GPU, r1.Host, r1.Width, skew)
-		}
 		if err := rm.Boost(p.Subdevice()); err != nil {
 			t.Errorf("Boost: %v", err)
 		} else {
@@ -184,125 +292,30 @@ func gpuPath(t *testing.T, opts *Options, full bool) {
 		}
 	}
 
-	// A channel group with one GPFIFO channel on GR.
-	tsg, err := rm.Alloc(p.Device(), ClassChannelGroup, Bytes(&ChannelGroupAllocParams{EngineType: EngineGraphics}))
-	if err != nil {
-		t.Fatalf("channel group: %v", err)
-	}
-	defer func() {
-		if len(rm.made(ClassChannelGroup)) == 0 {
-			return // Stop freed it
-		}
-		if err := rm.Free(p.Device(), tsg); err != nil {
-			t.Errorf("free of the channel group: %v", err)
-		}
-	}()
-	ctx, err := rm.Alloc(tsg, ClassContextShare, Bytes(&CtxShareAllocParams{VASpace: p.VASpace(), Flags: CtxShareAsync}))
-	if err != nil {
-		t.Fatalf("context share: %v", err)
-	}
-	notifier := pinned // the error notifier: 16 bytes at the start of Pinned memory
-	cp := ChannelAllocParams{
-		ObjectError:   notifier.Handle,
-		ObjectBuffer:  ring.Handle,
-		GPFIFOOffset:  ring.Address,
-		GPFIFOEntries: ringEntries,
-		ContextShare:  ctx,
-	}
-	cp.UserdMemory[0] = ring.Handle
-	cp.UserdOffset[0] = userdOffset
-	ch, err := rm.Alloc(tsg, g.Channel, Bytes(&cp))
-	if err != nil {
-		t.Fatalf("channel: %v", err)
-	}
-	compute, err := rm.Alloc(ch, g.Compute, nil)
-	if err != nil {
-		t.Fatalf("compute object: %v", err)
-	}
-	token, err := rm.Token(ch)
-	if err != nil {
-		t.Fatalf("token: %v", err)
-	}
-	if err := p.Register(ch); err != nil {
-		t.Fatalf("Register: %v", err)
-	}
-	registered := true
-	defer func() {
-		if registered {
-			if err := p.Unregister(ch); err != nil {
-				t.Errorf("Unregister: %v", err)
-			}
-		}
-	}()
-	if err := rm.Schedule(tsg, &ScheduleParams{Enable: 1}); err != nil {
-		t.Fatalf("Schedule: %v", err)
-	}
-	t.Logf("channel group 0x%x, context share 0x%x, channel 0x%x, compute 0x%x, token 0x%x, registered and scheduled", tsg, ctx, ch, compute, token)
+	c := newChannel(t, p)
+	defer c.close()
+	t.Logf("channel group 0x%x, context share 0x%x, channel 0x%x, compute 0x%x, token 0x%x, registered and scheduled", c.tsg, c.ctx, c.ch, c.comp, c.token)
 
 	// Releases through the doorbell: into Pinned memory from a pushbuffer
-	// in Pinned memory, then into Mapped memory and the caller's host
-	// memory.
-	rw := words(ring)
-	put := uint32(0)
-	submit := func(pb *Memory, off int, n int) {
-		e := gpEntry(pb.Address+uint64(off)*4, n)
-		rw[put*2] = uint32(e)
-		rw[put*2+1] = uint32(e >> 32)
-		put = (put + 1) % ringEntries
-		atomic.StoreUint32(&rw[userdOffset/4+userdGPPut/4], put)
-		if f := p.Flush(); f != nil {
-			_ = atomic.LoadUint32(f)
-		}
-		atomic.StoreUint32(p.Doorbell(), token)
-	}
-	wait := func(what string, word *uint64, want uint64) {
-		t0 := time.Now()
-		for atomic.LoadUint64(word) != want {
-			if time.Since(t0) > semaphoreTimeout {
-				t.Fatalf("%s: the semaphore reads 0x%x after %v, not 0x%x; GPGet %d GPPut %d; notifier %x; check %v",
-					what, atomic.LoadUint64(word), semaphoreTimeout, want,
-					atomic.LoadUint32(&rw[userdOffset/4+userdGPGet/4]), put, pw[:4], p.Check())
-			}
-		}
-		t.Logf("%s: released 0x%x in %v", what, want, time.Since(t0))
-	}
-	pbOff := 1024 // words: the pushbuffer sits past the notifier and semaphores
-	n := release(pw[pbOff:], pinned.Address+64, 0x1_0000_0001)
-	submit(pinned, pbOff, n)
-	wait("Pinned <- Pinned pushbuffer", (*uint64)(unsafe.Pointer(&pw[16])), 0x1_0000_0001)
-
-	n = release(mw[pbOff:], mapped.Address+64, 0x2_0000_0002)
-	submit(mapped, pbOff, n)
-	mword := (*uint64)(unsafe.Pointer(&mw[16]))
-	wait("Mapped <- Mapped pushbuffer", mword, 0x2_0000_0002)
-
-	hw := unsafe.Slice((*uint32)(unsafe.Pointer(&hostMem[0])), len(hostMem)/4)
-	n = release(pw[pbOff+16:], hm.Address+128, 0x3_0000_0003)
-	submit(pinned, pbOff+16, n)
-	wait("MapHost memory <- Pinned pushbuffer", (*uint64)(unsafe.Pointer(&hw[32])), 0x3_0000_0003)
-	t.Logf("GPGet %d after %d entries; notifier %x", atomic.LoadUint32(&rw[userdOffset/4+userdGPGet/4]), put, pw[:4])
+	// in Pinned memory, then into Mapped memory from a pushbuffer there,
+	// and into the caller's host memory.
+	n := release(c.pw[pbWords:], c.pinned.Address+64, 0x1_0000_0001)
+	c.submit(c.pinned, pbWords, n)
+	c.wait("Pinned <- Pinned pushbuffer", (*uint64)(unsafe.Pointer(&c.pw[16])), 0x1_0000_0001)
+	n = release(mw[pbWords:], mapped.Address+64, 0x2_0000_0002)
+	c.submit(mapped, pbWords, n)
+	c.wait("Mapped <- Mapped pushbuffer", (*uint64)(unsafe.Pointer(&mw[16])), 0x2_0000_0002)
+	n = release(c.pw[pbWords+16:], hm.Address+128, 0x3_0000_0003)
+	c.submit(c.pinned, pbWords+16, n)
+	c.wait("MapHost memory <- Pinned pushbuffer", (*uint64)(unsafe.Pointer(&hostMem[32])), 0x3_0000_0003)
+	t.Logf("GPGet %d after %d entries; notifier %x", c.gpGet(), c.put, c.pw[:8])
 
 	if full {
-		// A burst, to see what a round trip costs.
-		t0 := time.Now()
-		const rounds = 100
-		for i := uint64(1); i <= rounds; i++ {
-			n := release(pw[pbOff+32:], pinned.Address+64, 0x10_0000_0000+i)
-			submit(pinned, pbOff+32, n)
-			for atomic.LoadUint64((*uint64)(unsafe.Pointer(&pw[16]))) != 0x10_0000_0000+i {
-				if time.Since(t0) > semaphoreTimeout {
-					t.Fatalf("round %d did not complete", i)
-				}
-			}
-		}
-		t.Logf("%d submit-release-poll round trips: %v each", rounds, time.Since(t0)/rounds)
-
-		// The debugger object and what it reads.
-		dbg, err := rm.Alloc(p.Device(), ClassDebugger, Bytes(&DebuggerAllocParams{AppClient: rm.Client(), Class3DObject: compute}))
+		dbg, err := rm.Alloc(p.Device(), ClassDebugger, Bytes(&DebuggerAllocParams{AppClient: rm.Client(), Class3DObject: c.comp}))
 		if err != nil {
 			t.Errorf("debugger: %v", err)
 		} else {
-			sm := &SMErrorStatesParams{TargetChannel: ch, NumSMsToRead: 4}
+			sm := &SMErrorStatesParams{TargetChannel: c.ch, NumSMsToRead: 4}
 			err1 := rm.SMErrors(dbg, sm)
 			var mf MMUFaultInfoParams
 			err2 := rm.MMUFaults(dbg, &mf)
@@ -317,16 +330,14 @@ func gpuPath(t *testing.T, opts *Options, full bool) {
 		t.Errorf("Check: %v", err)
 	}
 
-	// Give back the channel as a device's stop does.
-	if err := p.Unregister(ch); err != nil {
-		t.Errorf("Unregister: %v", err)
-	}
-	registered = false
+	// Stop as a device's stop does, with the channel still registered and
+	// allocated: the path ends both.
 	if err := p.Stop(); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
-	if p.Doorbell() != nil {
-		t.Error("the doorbell is mapped after Stop")
+	c.registered = false
+	if p.Doorbell() != nil || p.Flush() != nil {
+		t.Error("the doorbell or the flush word is mapped after Stop")
 	}
 	if _, err := p.Alloc(device.Pinned, 4); !errors.Is(err, errStopped) {
 		t.Errorf("Alloc after Stop: %v", err)
@@ -336,18 +347,193 @@ func gpuPath(t *testing.T, opts *Options, full bool) {
 	}
 }
 
-// Open refuses GPUs the machine lacks.
-func TestGPUOpenMissing(t *testing.T) {
+// TestGPULifecycle checks the refusals of a path and its give-back: memory
+// the GPU lacks, host pages the RM refuses, and a Close with memory left,
+// which gives everything back at the last Free.
+func TestGPULifecycle(t *testing.T) {
 	needGPU(t)
 	if _, err := Open(99, nil); err == nil {
 		t.Error("Open(99) succeeded")
 	} else {
-		t.Log(err)
+		t.Logf("Open(99): %v", err)
 	}
+	if s := currentSystem(); s != nil {
+		t.Fatal("a failed Open left the system open")
+	}
+	p, err := Open(0, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if _, err := p.Alloc(device.Device, 1<<42); !errors.Is(err, device.ErrNoMemory) {
+		t.Errorf("Alloc of 4 TiB: %v", err)
+	} else {
+		t.Logf("Alloc of 4 TiB: %v", err)
+	}
+	// Host addresses with nothing mapped: reserved, PROT_NONE.
+	hole, err := mmap(0, 1<<20, unix.PROT_NONE, reserveFlags, -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer munmap(hole, 1<<20)
+	if _, err := p.MapHost(hole, 1<<20); !errors.Is(err, device.ErrNever) {
+		t.Errorf("MapHost of PROT_NONE pages: %v", err)
+	} else {
+		t.Logf("MapHost of PROT_NONE pages: %v", err)
+	}
+	m, err := p.Alloc(device.Pinned, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if currentSystem() == nil {
+		t.Error("Close gave the system back with memory left")
+	}
+	if err := p.Free(m); err != nil {
+		t.Errorf("the last Free: %v", err)
+	}
+	if currentSystem() != nil {
+		t.Error("the last Free after Close left the system open")
+	}
+}
+
+// currentSystem is the process's system, or nil.
+func currentSystem() *system {
 	systemLock.Lock()
-	left := theSystem
-	systemLock.Unlock()
-	if left != nil {
-		t.Error("a failed Open left the system open")
+	defer systemLock.Unlock()
+	return theSystem
+}
+
+// TestGPUFault has a channel release a semaphore to a GPU address nothing
+// maps, and reads what the RM reports: the channel's error notifier, the
+// debugger's SM and MMU reports, and the path's Check.
+func TestGPUFault(t *testing.T) {
+	needGPU(t)
+	p, err := Open(0, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer p.Close()
+	c := newChannel(t, p)
+	defer c.close()
+	rm := p.RM()
+	dbg, err := rm.Alloc(p.Device(), ClassDebugger, Bytes(&DebuggerAllocParams{AppClient: rm.Client(), Class3DObject: c.comp}))
+	if err != nil {
+		t.Fatalf("debugger: %v", err)
+	}
+	const nowhere = deviceBase + 1<<44 // in Device memory's pool, never given
+	n := release(c.pw[pbWords:], nowhere, 1)
+	t0 := time.Now()
+	c.submit(c.pinned, pbWords, n)
+	// NvNotification[0]: timeStamp@0, info32@8, info16@12, status@14.
+	for atomic.LoadUint32(&c.pw[3])>>16 == 0 && time.Since(t0) < 5*time.Second {
+		time.Sleep(time.Millisecond)
+	}
+	info32, status := atomic.LoadUint32(&c.pw[2]), atomic.LoadUint32(&c.pw[3])>>16
+	if status == 0 {
+		t.Errorf("no error in the notifier after %v; GPGet %d", time.Since(t0), c.gpGet())
+	} else {
+		t.Logf("notifier after %v: error %d, info16 0x%x, status 0x%x (words %x)", time.Since(t0), info32, c.pw[3]&0xffff, status, c.pw[:4])
+	}
+	sm := &SMErrorStatesParams{TargetChannel: c.ch, NumSMsToRead: 1}
+	err1 := rm.SMErrors(dbg, sm)
+	var mf MMUFaultInfoParams
+	err2 := rm.MMUFaults(dbg, &mf)
+	t.Logf("SM errors: %v, MMU fault valid %d info 0x%x; MMU faults: %v, count %d, first %+v",
+		err1, sm.MMUFault.Valid, sm.MMUFault.FaultInfo, err2, mf.Count, mf.Entries[0])
+	t.Logf("Check: %v", p.Check())
+	if err := rm.Free(p.Device(), dbg); err != nil {
+		t.Errorf("free of the debugger: %v", err)
+	}
+}
+
+// benchChannel opens GPU 0 and a test channel for a benchmark.
+func benchChannel(b *testing.B, opts *Options) (*Path, *testChannel) {
+	needGPU(b)
+	p, err := Open(0, opts)
+	if err != nil {
+		b.Fatalf("Open: %v", err)
+	}
+	b.Cleanup(func() { p.Close() })
+	c := newChannel(b, p)
+	b.Cleanup(c.close)
+	return p, c
+}
+
+// BenchmarkGPUDoorbell is one store of the token to the doorbell of an idle
+// channel, through BAR0 and BAR1.
+func BenchmarkGPUDoorbell(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opts Options
+	}{{"bar0", Options{}}, {"bar1", Options{bar1Doorbell: true}}} {
+		b.Run(c.name, func(b *testing.B) {
+			p, ch := benchChannel(b, &c.opts)
+			d := p.Doorbell()
+			for b.Loop() {
+				atomic.StoreUint32(d, ch.token)
+			}
+		})
+	}
+}
+
+// BenchmarkGPUFlushRead is one read of the flush word through BAR1.
+func BenchmarkGPUFlushRead(b *testing.B) {
+	p, _ := benchChannel(b, nil)
+	f := p.Flush()
+	for b.Loop() {
+		atomic.LoadUint32(f)
+	}
+}
+
+// BenchmarkGPUTimer is one ReadTimer.
+func BenchmarkGPUTimer(b *testing.B) {
+	p, _ := benchChannel(b, nil)
+	for b.Loop() {
+		if _, err := p.ReadTimer(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGPURoundTrip is a release submitted through the doorbell and
+// polled for in Pinned memory, with and without the flush read, through
+// BAR0 and BAR1.
+func BenchmarkGPURoundTrip(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		flush bool
+	}{
+		{"bar0", Options{}, true},
+		{"bar0-noflush", Options{}, false},
+		{"bar1", Options{bar1Doorbell: true}, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p, ch := benchChannel(b, &c.opts)
+			word := (*uint64)(unsafe.Pointer(&ch.pw[16]))
+			v := uint64(1 << 32)
+			t0 := time.Now()
+			for b.Loop() {
+				v++
+				slot := pbWords + int(v%8)*8
+				n := release(ch.pw[slot:], ch.pinned.Address+64, v)
+				e := gpEntry(ch.pinned.Address+uint64(slot)*4, n)
+				ch.rw[ch.put*2] = uint32(e)
+				ch.rw[ch.put*2+1] = uint32(e >> 32)
+				ch.put = (ch.put + 1) % ringEntries
+				atomic.StoreUint32(&ch.rw[userdOffset/4+userdGPPut/4], ch.put)
+				if c.flush {
+					_ = atomic.LoadUint32(p.Flush())
+				}
+				atomic.StoreUint32(p.Doorbell(), ch.token)
+				for atomic.LoadUint64(word) != v {
+					if time.Since(t0) > 30*time.Second {
+						b.Fatalf("release %d did not arrive; GPGet %d", v, ch.gpGet())
+					}
+				}
+			}
+		})
 	}
 }

@@ -19,6 +19,11 @@ type Options struct {
 	// bounds the GPU's work.
 	HangMs int
 
+	// bar1Doorbell maps the usermode page through BAR1 rather than BAR0
+	// (NV_HOPPER_USERMODE_A_PARAMS.bBar1Mapping), as libcuda does. Hopper
+	// only.
+	bar1Doorbell bool
+
 	// defaultMap also maps each memory into the device's default address
 	// space (NV_ESC_RM_MAP_MEMORY_DMA through an NV01_MEMORY_VIRTUAL), as
 	// tinygrad does before UVM maps it. The channels never use that space.
@@ -159,7 +164,7 @@ var pathKey = &struct{ name string }{"nvidia"}
 // GPUs (IsGPU), through NVIDIA's kernel driver: it makes the RM's device,
 // subdevice and address space for it, registers them with UVM, maps the
 // doorbell, and reads the GPU's classes and counts.
-func Open(index int, opts *Options) (p *Path, err error) {
+func Open(index int, opts *Options) (_ *Path, err error) {
 	if index < 0 {
 		return nil, fmt.Errorf("nvidia: no GPU %d", index)
 	}
@@ -168,7 +173,7 @@ func Open(index int, opts *Options) (p *Path, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p = &Path{sys: s, index: index, devFD: -1, channels: map[Handle]span{}}
+	p := &Path{sys: s, index: index, devFD: -1, channels: map[Handle]span{}}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -333,7 +338,11 @@ func (p *Path) readGPU() error {
 // mapUsermode allocates the GPU's usermode page and maps it for the host:
 // the doorbell and the GPU's timer.
 func (p *Path) mapUsermode() (err error) {
-	if p.usermode, err = p.r.alloc(p.subdevice, p.gpu.Usermode, nil); err != nil {
+	var params []byte
+	if p.opts.bar1Doorbell && p.gpu.Usermode == classHopperUsermode {
+		params = bytesOf(&HopperUsermodeAllocParams{Bar1Mapping: 1})
+	}
+	if p.usermode, err = p.r.alloc(p.subdevice, p.gpu.Usermode, params); err != nil {
 		return err
 	}
 	p.usermodeMap, err = p.mapCPU(p.usermode, usermodeSize, 0)

@@ -89,8 +89,8 @@ func openDevice(name string) (int, error) {
 
 // openSystem opens /dev/nvidiactl and /dev/nvidia-uvm, makes the root
 // client, reads the driver's release and its GPUs.
-func openSystem(ioctl ioctlFunc) (s *system, err error) {
-	s = &system{uvmMM: -1}
+func openSystem(ioctl ioctlFunc) (_ *system, err error) {
+	s := &system{uvmMM: -1}
 	s.rm = rm{conn: conn{ioctl: ioctl, sink: &s.sink}, ctl: -1}
 	s.uvm = uvm{conn: s.rm.conn, fd: -1}
 	defer func() {
