@@ -40,6 +40,10 @@ func (p *Path) ReadTimer() (Timer, error) {
 		if h == ^uint32(0) && l == ^uint32(0) {
 			return Timer{}, &device.Fault{Why: "nvidia: the GPU's timer reads all ones: the GPU is off the bus"}
 		}
+		if h == 0 && l == 0 {
+			// The BAR1 alias of the usermode page has no timer.
+			return Timer{}, errors.New("nvidia: the usermode page's timer reads 0")
+		}
 		return Timer{GPU: uint64(h)<<32 | uint64(l), Host: before + (after-before)/2, Width: after - before}, nil
 	}
 	return Timer{}, errors.New("nvidia: the GPU's timer would not hold still")
