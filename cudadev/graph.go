@@ -328,7 +328,7 @@ func (g *graph) Instantiate() (abi.Exec, error) {
 	}); r != 0 {
 		return nil, g.gs.err("instantiating a graph", r)
 	}
-	x := &exec{gs: g.gs, h: h}
+	x := &execGraph{gs: g.gs, h: h}
 	x.holds.copyFrom(&g.holds)
 	return x, nil
 }
@@ -348,15 +348,15 @@ func (g *graph) Destroy() error {
 	return nil
 }
 
-type exec struct {
+type execGraph struct {
 	gs    *graphs
 	h     uintptr
 	holds holds
 }
 
-func (x *exec) Handle() uintptr { return x.h }
+func (x *execGraph) Handle() uintptr { return x.h }
 
-func (x *exec) gone() error {
+func (x *execGraph) gone() error {
 	if x.h == 0 {
 		return errors.New("cudadev: graph: the executable graph is destroyed")
 	}
@@ -364,7 +364,7 @@ func (x *exec) gone() error {
 }
 
 // SetKernel sets a kernel node's launch.
-func (x *exec) SetKernel(n abi.Node, k abi.Kernel) error {
+func (x *execGraph) SetKernel(n abi.Node, k abi.Kernel) error {
 	if err := x.gone(); err != nil {
 		return err
 	}
@@ -383,7 +383,7 @@ func (x *exec) SetKernel(n abi.Node, k abi.Kernel) error {
 }
 
 // SetCopy sets a memcpy node's copy.
-func (x *exec) SetCopy(n abi.Node, c abi.Copy) error {
+func (x *execGraph) SetCopy(n abi.Node, c abi.Copy) error {
 	if err := x.gone(); err != nil {
 		return err
 	}
@@ -397,7 +397,7 @@ func (x *exec) SetCopy(n abi.Node, c abi.Copy) error {
 }
 
 // SetMemset sets a memset node's fill.
-func (x *exec) SetMemset(n abi.Node, m abi.Memset) error {
+func (x *execGraph) SetMemset(n abi.Node, m abi.Memset) error {
 	if err := x.gone(); err != nil {
 		return err
 	}
@@ -411,7 +411,7 @@ func (x *exec) SetMemset(n abi.Node, m abi.Memset) error {
 }
 
 // Upload uploads the graph on the device's "COMPUTE:0" stream.
-func (x *exec) Upload() error {
+func (x *execGraph) Upload() error {
 	if err := x.gone(); err != nil {
 		return err
 	}
@@ -428,7 +428,7 @@ func (x *exec) Upload() error {
 }
 
 // Destroy destroys the executable graph.
-func (x *exec) Destroy() error {
+func (x *execGraph) Destroy() error {
 	if x.h == 0 {
 		return nil
 	}

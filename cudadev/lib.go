@@ -397,8 +397,5 @@ func cString(p uintptr) string {
 // complaint about uintptr conversions: the memory is outside Go's heap.
 func ptr(addr uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&addr)) }
 
-// cBytes is the n bytes of C memory at addr.
-func cBytes(addr uintptr, n int) []byte { return unsafe.Slice((*byte)(ptr(addr)), n) }
-
 // cWord is the 64-bit word of C memory at addr.
 func cWord(addr uintptr) *uint64 { return (*uint64)(ptr(addr)) }

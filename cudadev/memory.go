@@ -307,10 +307,12 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 			rng = &hostRange{start: start, n: end - start}
 			hosts.ranges = append(hosts.ranges, rng)
 		case rc == errHostAlreadyRegister:
+			// Inside one allocation CUDA locked: the n bytes, which need
+			// not fill their pages, lie in it.
 			f.out[0], f.out[1] = 0, 0
 			if f.c3(t.cuPointerGetAttribute, f.outp(0), pointerRangeStart, p) != 0 ||
 				f.c3(t.cuPointerGetAttribute, f.outp(1), pointerRangeSize, p) != 0 ||
-				start < uintptr(f.out[0]) || end > uintptr(f.out[0]+f.out[1]) {
+				p < uintptr(f.out[0]) || p+uintptr(n) > uintptr(f.out[0]+f.out[1]) {
 				return nil, fmt.Errorf("%w: %d bytes at %#x overlap page-locked memory without lying inside one of its ranges", device.ErrNever, n, p)
 			}
 			kind = hostBorrow

@@ -73,9 +73,11 @@ func (d *gpu) measure(f *frame) error {
 			}
 			t0 := device.Now()
 			r := f.c2(t.cuEventRecord, p.clock[e], d.clockStream)
-			for r == 0 {
-				if r = f.c1(t.cuEventQuery, p.clock[e]); r != errNotReady {
-					break
+			if r == 0 {
+				for {
+					if r = f.c1(t.cuEventQuery, p.clock[e]); r != errNotReady {
+						break
+					}
 				}
 			}
 			t1 := device.Now()
@@ -253,5 +255,6 @@ func (d *gpu) destroyEvents(f *frame) {
 	for i := range p.clock {
 		destroy(&p.clock[i])
 	}
+	p.tail = p.head
 	p.mu.Unlock()
 }

@@ -1,0 +1,255 @@
+package cudadev
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/device"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// Benchmarks on the GPU, to run beside ../shared/anchors/anchor.c (see
+// BENCHMARKS.md): the driver's hot path alone (Room, Submit, Commit), and
+// through rig (Take, Submit, Wait).
+
+// BenchmarkGPUCall is one trivial libcuda call through a frame
+// (cuCtxGetCurrent); anchor: "C trivial call".
+func BenchmarkGPUCall(b *testing.B) {
+	needGPU(b)
+	t := loadedTable(b)
+	f := getFrame()
+	defer putFrame(f)
+	b.ReportAllocs()
+	for b.Loop() {
+		f.c1(t.cuCtxGetCurrent, f.outp(0))
+	}
+}
+
+// BenchmarkGPULaunch is the host's cost of a one-launch submission (Room +
+// Submit of an empty kernel, 1 group of 32 threads); anchor: "C launch
+// enqueue".
+func BenchmarkGPULaunch(b *testing.B) {
+	r := openRaw(b, Config{})
+	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
+	step := func() {
+		r.v++
+		s.Value = r.v
+		r.d.Room(&s)
+		r.d.Submit(&s)
+	}
+	for i := 0; i < 1000; i++ {
+		step()
+	}
+	r.wait(r.v)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	b.StopTimer()
+	r.wait(r.v)
+}
+
+// BenchmarkGPURigLaunch is the same through rig: Take, Threads, Submit.
+func BenchmarkGPURigLaunch(b *testing.B) {
+	dev := openRig(b, Config{})
+	img, err := dev.LoadImage(kernels(b, dev.Arch()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := submission(b, dev, rig.Launch(resolve(b, img, "empty"), 0))
+	var p rig.Point
+	step := func() {
+		run := s.Take()
+		run.Threads(0, 32, 1, 1)
+		if p, err = run.Submit(bg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 1000; i++ {
+		step()
+	}
+	_ = p.Wait(bg)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	b.StopTimer()
+	_ = p.Wait(bg)
+}
+
+// median reports the median of lat as ns-median.
+func median(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "ns-median")
+}
+
+// BenchmarkGPURoundTrip is a launch submitted, committed and waited for by
+// spinning on the word; anchor: "C launch+writeValue64+spin median".
+func BenchmarkGPURoundTrip(b *testing.B) {
+	r := openRaw(b, Config{})
+	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
+	lat := make([]time.Duration, 0, 1<<16)
+	step := func() time.Duration {
+		start := time.Now()
+		r.v++
+		s.Value = r.v
+		r.d.Room(&s)
+		r.d.Submit(&s)
+		r.d.Commit(r.v)
+		for !device.AtLeast(r.d.Signaled(), r.v) {
+		}
+		return time.Since(start)
+	}
+	for i := 0; i < 1000; i++ {
+		step()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if d := step(); len(lat) < cap(lat) {
+			lat = append(lat, d)
+		}
+	}
+	b.StopTimer()
+	median(b, lat)
+}
+
+// BenchmarkGPURigRoundTrip is the same through rig: Submit, then Wait on
+// the point, which the supervisor's Sleep answers.
+func BenchmarkGPURigRoundTrip(b *testing.B) {
+	dev := openRig(b, Config{})
+	img, err := dev.LoadImage(kernels(b, dev.Arch()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := submission(b, dev, rig.Launch(resolve(b, img, "empty"), 0))
+	lat := make([]time.Duration, 0, 1<<16)
+	step := func() time.Duration {
+		start := time.Now()
+		run := s.Take()
+		run.Threads(0, 32, 1, 1)
+		p, err := run.Submit(bg)
+		if err == nil {
+			err = p.Wait(bg)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for i := 0; i < 1000; i++ {
+		step()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if d := step(); len(lat) < cap(lat) {
+			lat = append(lat, d)
+		}
+	}
+	b.StopTimer()
+	median(b, lat)
+}
+
+// BenchmarkGPUPipelined is a launch and a commit per value, waited for at
+// the end; anchor: "C launch+write64 pipelined".
+func BenchmarkGPUPipelined(b *testing.B) {
+	r := openRaw(b, Config{})
+	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
+	step := func() {
+		r.v++
+		s.Value = r.v
+		r.d.Room(&s)
+		r.d.Submit(&s)
+		r.d.Commit(r.v)
+	}
+	for i := 0; i < 1000; i++ {
+		step()
+	}
+	r.wait(r.v)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	for !device.AtLeast(r.d.Signaled(), r.v) {
+	}
+	b.StopTimer()
+}
+
+// benchCopy copies 1 GiB from a region of kind from to Device memory.
+func benchCopy(b *testing.B, from device.Memory) {
+	r := openRaw(b, Config{})
+	const n = 1 << 30
+	src, dst := r.alloc(from, n), r.alloc(device.Device, n)
+	r.submit(nil, device.Part{Kind: device.CopyRows, Dst: src, Filling: true, RowBytes: n, Rows: 1, DstPitch: n, Byte: 1})
+	cp := device.Part{Kind: device.CopyRows, Src: src, Dst: dst, RowBytes: n, Rows: 1, SrcPitch: n, DstPitch: n}
+	r.wait(r.submit(nil, cp))
+	b.SetBytes(n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r.submit(nil, cp)
+	}
+	r.wait(r.v)
+	b.StopTimer()
+}
+
+// BenchmarkGPUCopyD2D: anchor "C d2d copy 1GiB".
+func BenchmarkGPUCopyD2D(b *testing.B) { benchCopy(b, device.Device) }
+
+// BenchmarkGPUCopyH2D: anchor "C h2d pinned 1GiB".
+func BenchmarkGPUCopyH2D(b *testing.B) { benchCopy(b, device.Pinned) }
+
+// BenchmarkGPUGraph launches a graph of 1,000 chained empty kernels as a
+// fill part; anchor: "C graph of 1000 chained empty kernels".
+func BenchmarkGPUGraph(b *testing.B) {
+	dev := openRig(b, Config{})
+	rec, _ := rig.Capability(dev, abi.Key)
+	img, err := dev.LoadImage(kernels(b, dev.Arch()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	empty := resolve(b, img, "empty")
+	g, err := rec.Graphs.NewGraph()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var prev []abi.Node
+	for i := 0; i < 1000; i++ {
+		n, err := g.Kernel(abi.Kernel{Func: empty.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}, prev...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev = []abi.Node{n}
+	}
+	x, err := g.Instantiate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = x.Destroy(); _ = g.Destroy() }()
+	s := submission(b, dev, rig.Fill(x, 0).On(0))
+	p, err := s.Take().Submit(bg)
+	if err == nil {
+		err = p.Wait(bg)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if p, err = s.Take().Submit(bg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.Wait(bg); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/kernel")
+}

@@ -1,0 +1,289 @@
+package cudadev
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+)
+
+// Tests that need no GPU and no libcuda: they run in CI.
+
+func TestErrorFormat(t *testing.T) {
+	e := &Error{Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Text: "an illegal memory access was encountered"}
+	if got, want := e.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	if !e.Fault() {
+		t.Fatal("an illegal address is not a fault")
+	}
+	if got := (&Error{Code: 2}).Error(); got != "CUDA error 2" {
+		t.Fatalf("an error without CUDA's names prints %q", got)
+	}
+	if (&Error{Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}).Fault() {
+		t.Fatal("out of memory is a fault")
+	}
+	if !errors.Is(e, &Error{Code: 700}) || errors.Is(e, &Error{Code: 716}) {
+		t.Fatal("errors.Is does not match by code")
+	}
+	// Without a library, err still answers the code.
+	var nilTable *table
+	if got := nilTable.err(errMisalignedAddress).Error(); got != "CUDA error 716" {
+		t.Fatalf("err without libcuda = %q", got)
+	}
+	for _, r := range []result{errIllegalAddress, errMisalignedAddress, errLaunchFailed, errIllegalInstruction, errAssert} {
+		if !r.sticky() {
+			t.Errorf("CUresult %d is not sticky", r)
+		}
+	}
+	for _, r := range []result{errInvalidValue, errOutOfMemory, errNotReady, errHostAlreadyRegister} {
+		if r.sticky() {
+			t.Errorf("CUresult %d is sticky", r)
+		}
+	}
+}
+
+func TestParamLimit(t *testing.T) {
+	for _, c := range []struct {
+		end, major, minor int
+		ok                bool
+	}{
+		{32008, 9, 0, true}, {32764, 7, 0, true}, {32765, 9, 0, false},
+		{4096, 6, 1, true}, {4097, 6, 1, false}, {4008, 5, 2, true}, {32008, 6, 0, false},
+	} {
+		err := checkParams("k", c.end, c.major, c.minor)
+		if (err == nil) != c.ok {
+			t.Errorf("%d bytes on %d.%d: %v", c.end, c.major, c.minor, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "parameter bytes") {
+			t.Errorf("the refusal does not say why: %v", err)
+		}
+	}
+	if ParamLimit(7) != 32764 || ParamLimit(6) != 4096 {
+		t.Fatal("ParamLimit")
+	}
+}
+
+// TestStructLayouts checks the structs against cuda.h's layout on 64-bit
+// Linux.
+func TestStructLayouts(t *testing.T) {
+	var c2 memcpy2D
+	var c3 memcpy3D
+	var ms memsetParams
+	var kn kernelNodeParams
+	var op batchOp
+	for _, c := range []struct {
+		what      string
+		got, want uintptr
+	}{
+		{"sizeof(CUDA_MEMCPY2D)", unsafe.Sizeof(c2), 128},
+		{"CUDA_MEMCPY2D.srcMemoryType", unsafe.Offsetof(c2.srcMemoryType), 16},
+		{"CUDA_MEMCPY2D.srcDevice", unsafe.Offsetof(c2.srcDevice), 32},
+		{"CUDA_MEMCPY2D.srcPitch", unsafe.Offsetof(c2.srcPitch), 48},
+		{"CUDA_MEMCPY2D.dstMemoryType", unsafe.Offsetof(c2.dstMemoryType), 72},
+		{"CUDA_MEMCPY2D.dstDevice", unsafe.Offsetof(c2.dstDevice), 88},
+		{"CUDA_MEMCPY2D.dstPitch", unsafe.Offsetof(c2.dstPitch), 104},
+		{"CUDA_MEMCPY2D.WidthInBytes", unsafe.Offsetof(c2.widthInBytes), 112},
+		{"sizeof(CUDA_MEMCPY3D)", unsafe.Sizeof(c3), 200},
+		{"CUDA_MEMCPY3D.srcMemoryType", unsafe.Offsetof(c3.srcMemoryType), 32},
+		{"CUDA_MEMCPY3D.srcDevice", unsafe.Offsetof(c3.srcDevice), 48},
+		{"CUDA_MEMCPY3D.srcPitch", unsafe.Offsetof(c3.srcPitch), 72},
+		{"CUDA_MEMCPY3D.dstMemoryType", unsafe.Offsetof(c3.dstMemoryType), 120},
+		{"CUDA_MEMCPY3D.dstDevice", unsafe.Offsetof(c3.dstDevice), 136},
+		{"CUDA_MEMCPY3D.dstPitch", unsafe.Offsetof(c3.dstPitch), 160},
+		{"CUDA_MEMCPY3D.WidthInBytes", unsafe.Offsetof(c3.widthInBytes), 176},
+		{"CUDA_MEMCPY3D.Depth", unsafe.Offsetof(c3.depth), 192},
+		{"sizeof(CUDA_MEMSET_NODE_PARAMS)", unsafe.Sizeof(ms), 40},
+		{"CUDA_MEMSET_NODE_PARAMS.value", unsafe.Offsetof(ms.value), 16},
+		{"CUDA_MEMSET_NODE_PARAMS.width", unsafe.Offsetof(ms.width), 24},
+		{"sizeof(CUDA_KERNEL_NODE_PARAMS_v2)", unsafe.Sizeof(kn), 72},
+		{"CUDA_KERNEL_NODE_PARAMS_v2.sharedMemBytes", unsafe.Offsetof(kn.sharedMemBytes), 32},
+		{"CUDA_KERNEL_NODE_PARAMS_v2.kernelParams", unsafe.Offsetof(kn.kernelParams), 40},
+		{"CUDA_KERNEL_NODE_PARAMS_v2.extra", unsafe.Offsetof(kn.extra), 48},
+		{"CUDA_KERNEL_NODE_PARAMS_v2.ctx", unsafe.Offsetof(kn.kernCtx), 64},
+		{"sizeof(CUstreamBatchMemOpParams)", unsafe.Sizeof(op), 48},
+		{"waitValue.address", unsafe.Offsetof(op.address), 8},
+		{"waitValue.value64", unsafe.Offsetof(op.value64), 16},
+		{"waitValue.flags", unsafe.Offsetof(op.flags), 24},
+		{"waitValue.alias", unsafe.Offsetof(op.alias), 32},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.what, c.got, c.want)
+		}
+	}
+}
+
+// geq is CU_STREAM_WAIT_VALUE_GEQ on a 64-bit word as cuda.h states it:
+// "(int64_t)(*addr - value) >= 0 ... a cyclic comparison which ignores
+// wraparound".
+func geq(word, value uint64) bool { return int64(word-value) >= 0 }
+
+// TestWaitCircular checks that the waits the driver encodes compare as the
+// seed asks (device.AtLeast), across the wrap of 64-bit values.
+func TestWaitCircular(t *testing.T) {
+	const top = ^uint64(0)
+	for _, c := range [][2]uint64{
+		{5, 3}, {3, 5}, {0, top}, {top, 0}, {2, top - 1}, {top - 1, 2},
+		{1 << 63, 0}, {0, 1 << 63}, {1<<63 - 1, 0}, {7, 7},
+	} {
+		if geq(c[0], c[1]) != device.AtLeast(c[0], c[1]) {
+			t.Errorf("word %#x, value %#x: GEQ %v, AtLeast %v", c[0], c[1], geq(c[0], c[1]), device.AtLeast(c[0], c[1]))
+		}
+	}
+	var op batchOp
+	op.alias = 99
+	op.setWait(0x1000, 42)
+	if op.operation != memOpWaitValue64 || op.flags != waitValueGEQ || op.address != 0x1000 || op.value64 != 42 || op.alias != 0 {
+		t.Fatalf("setWait made %+v", op)
+	}
+}
+
+func TestOpenerNames(t *testing.T) {
+	if n := GPU(0).Name; n != "CUDA" {
+		t.Errorf("GPU(0) is named %q", n)
+	}
+	if n := GPU(3).Name; n != "CUDA:3" {
+		t.Errorf("GPU(3) is named %q", n)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("GPU(-1) did not panic")
+		}
+	}()
+	GPU(-1)
+}
+
+func TestBusOrder(t *testing.T) {
+	if got := normalBus("00000000:41:00.0"); got != "0000:41:00.0" {
+		t.Errorf("normalBus = %q", got)
+	}
+	if got := normalBus("0000:C1:00.0"); got != "0000:c1:00.0" {
+		t.Errorf("normalBus = %q", got)
+	}
+	l := []*gpuInfo{{ordinal: 0, bus: "0000:c1:00.0"}, {ordinal: 1, bus: "0000:41:00.0"}, {ordinal: 2, bus: "0000:81:00.0"}}
+	sortByBus(l)
+	for i, want := range []int{1, 2, 0} {
+		if l[i].ordinal != want {
+			t.Fatalf("GPU %d is CUDA's %d, want %d", i, l[i].ordinal, want)
+		}
+	}
+	if !busAddress.MatchString("0000:41:00.0") || busAddress.MatchString("41:00.0") || busAddress.MatchString("zz") {
+		t.Fatal("busAddress")
+	}
+}
+
+// TestNoLibrary runs where no libcuda is: Count answers an error, not a
+// panic, and tries to load the library again at the next call.
+func TestNoLibrary(t *testing.T) {
+	if os.Getenv("RIG_GPU") == "1" {
+		t.Skip("RIG_GPU set: the library is there")
+	}
+	libMu.Lock()
+	have := lib != nil
+	before := loads
+	libMu.Unlock()
+	if have {
+		t.Skip("libcuda is loaded")
+	}
+	n, err := Count()
+	if err == nil {
+		t.Skipf("libcuda loaded here and sees %d GPUs", n)
+	}
+	if !strings.Contains(err.Error(), "CUDA") {
+		t.Errorf("the error does not name CUDA: %v", err)
+	}
+	if _, err := Buses(); err == nil {
+		t.Fatal("Buses answered no error")
+	}
+	if _, err := GPU(0).Make(new(uint64)); err == nil {
+		t.Fatal("make answered no error")
+	}
+	libMu.Lock()
+	after := loads
+	libMu.Unlock()
+	if after-before != 3 {
+		t.Fatalf("%d loads for three calls: a failed load is not tried again", after-before)
+	}
+	t.Log(err)
+}
+
+// fakeGPU is a device with an H200's limits and no CUDA, for Room.
+func fakeGPU() *gpu {
+	return &gpu{maxBlock: [3]uint32{1024, 1024, 64}, maxGrid: [3]uint32{1<<31 - 1, 65535, 65535}, maxThreads: 1024}
+}
+
+func TestRoomRefusals(t *testing.T) {
+	d := fakeGPU()
+	k := &kernel{fn: 1, threads: 256, shared: 1000, params: 8}
+	e := &device.Entry{Name: "k", Params: 8, Threads: 256, Shared: 1000, Data: k}
+	launch := func(mod func(p *device.Part)) device.Part {
+		p := device.Part{Kind: device.Launch, Entry: e, Groups: [3]uint32{1, 1, 1}, Threads: [3]uint32{32, 1, 1}, Params: make([]byte, 8)}
+		if mod != nil {
+			mod(&p)
+		}
+		return p
+	}
+	dst := &region{kind: devMem, size: 100}
+	for _, c := range []struct {
+		name string
+		p    device.Part
+		why  string // "" for ok
+	}{
+		{"ok", launch(nil), ""},
+		{"queue 1", launch(func(p *device.Part) { p.Queue = 1 }), "COPY:0"},
+		{"0 groups", launch(func(p *device.Part) { p.Groups[1] = 0 }), "0 groups along axis y"},
+		{"0 threads", launch(func(p *device.Part) { p.Threads[2] = 0 }), "0 threads along axis z"},
+		{"grid", launch(func(p *device.Part) { p.Groups[1] = 65536 }), "MAX_GRID_DIM_Y"},
+		{"block", launch(func(p *device.Part) { p.Threads[0] = 2048 }), "MAX_BLOCK_DIM_X"},
+		{"threads", launch(func(p *device.Part) { p.Threads = [3]uint32{32, 16, 1} }), "512 threads per group, more than the 256"},
+		{"shared", launch(func(p *device.Part) { p.Shared = 1001 }), "1001 bytes of dynamic shared memory"},
+		{"params", launch(func(p *device.Part) { p.Params = p.Params[:4] }), "4 parameter bytes"},
+		{"foreign", launch(func(p *device.Part) { p.Entry = &device.Entry{Name: "x"} }), "no CUDA device loaded"},
+		{"words", device.Part{Kind: device.Words}, "not words parts"},
+		{"fill", device.Part{Kind: device.Fill, FillFn: "f"}, "C function pointer"},
+		{"null fill", device.Part{Kind: device.Fill, FillFn: uintptr(0)}, "null function"},
+		{"queue 2", device.Part{Kind: device.Fill, Queue: 2, FillFn: uintptr(1)}, "no queue 2"},
+		{"copy past end", device.Part{Kind: device.CopyRows, Dst: dst, Filling: true, RowBytes: 60, Rows: 2, DstPitch: 60}, "up to 120"},
+		{"copy pitch", device.Part{Kind: device.CopyRows, Dst: dst, Filling: true, RowBytes: 30, Rows: 2, DstPitch: 20}, "pitch of 20"},
+		{"copy ok", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Src: dst, RowBytes: 30, Rows: 2, DstPitch: 40, SrcPitch: 50}, ""},
+		{"copy foreign", device.Part{Kind: device.CopyRows, Dst: "x", RowBytes: 1, Rows: 1}, "region of no CUDA device"},
+	} {
+		s := device.Submission{Value: 1, Parts: []device.Part{launch(nil), c.p}}
+		a := d.Room(&s)
+		if c.why == "" {
+			if a.Kind != device.RoomOK {
+				t.Errorf("%s: refused: %s", c.name, a.Reason)
+			}
+			continue
+		}
+		if a.Kind != device.RoomNever || a.Part != 1 || !strings.Contains(a.Reason, c.why) {
+			t.Errorf("%s: answered %+v, want a refusal of part 1 naming %q", c.name, a, c.why)
+		}
+	}
+	after := device.Submission{Parts: []device.Part{launch(func(p *device.Part) { p.After = 1 })}}
+	if a := d.Room(&after); a.Kind != device.RoomNever || a.Part != 0 {
+		t.Errorf("a part after itself: %+v", a)
+	}
+	w := uint64(0)
+	waits := device.Submission{Waits: []device.Wait{{Word: &w, Value: 1}}}
+	if a := d.Room(&waits); a.Kind != device.RoomNever || a.Part != -1 {
+		t.Errorf("a wait on a word the GPU does not map: %+v", a)
+	}
+}
+
+// TestRoomAllocs checks that Room allocates nothing on parts it accepts.
+func TestRoomAllocs(t *testing.T) {
+	d := fakeGPU()
+	k := &kernel{fn: 1, threads: 256, shared: 1000, params: 8}
+	e := &device.Entry{Name: "k", Params: 8, Threads: 256, Data: k}
+	s := device.Submission{Value: 1, Parts: []device.Part{
+		{Kind: device.Launch, Entry: e, Groups: [3]uint32{4, 1, 1}, Threads: [3]uint32{32, 1, 1}, Params: make([]byte, 8)},
+		{Kind: device.Fill, Queue: 1, FillFn: uintptr(5)},
+	}}
+	if n := testing.AllocsPerRun(100, func() { d.Room(&s) }); n != 0 {
+		t.Fatalf("Room allocates %v times", n)
+	}
+}

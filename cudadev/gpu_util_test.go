@@ -1,0 +1,229 @@
+package cudadev
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// Helpers of the GPU tests, which run where RIG_GPU=1 on a machine with an
+// NVIDIA GPU of compute capability 8.0 or later.
+
+func needGPU(t testing.TB) {
+	t.Helper()
+	if os.Getenv("RIG_GPU") != "1" {
+		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
+	}
+}
+
+// kernels is the test image for arch: its cubin where testdata has one,
+// its PTX otherwise.
+func kernels(t testing.TB, arch string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/kernels." + arch + ".cubin")
+	if err != nil {
+		b, err = os.ReadFile("testdata/kernels.compute_90.ptx")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// openRig opens GPU 0 through rig and closes it at the test's end, waiting
+// until it gave everything back.
+func openRig(t testing.TB, c Config) *rig.Device {
+	t.Helper()
+	needGPU(t)
+	dev, err := rig.Open(context.Background(), Open(0, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dev.Close()
+		select {
+		case <-dev.Done():
+		case <-time.After(20 * time.Second):
+			t.Error("the closed device did not give everything back in 20 s")
+		}
+	})
+	return dev
+}
+
+func resolve(t testing.TB, img *rig.Image, name string) *rig.Function {
+	t.Helper()
+	f, err := img.Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func alloc(t testing.TB, dev *rig.Device, m device.Memory, n int) *rig.Buffer {
+	t.Helper()
+	b, err := dev.Alloc(m, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func submission(t testing.TB, dev *rig.Device, parts ...rig.Part) *rig.Submission {
+	t.Helper()
+	s, err := rig.NewSubmission(dev, parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// word64 is the 64-bit word at b's byte off, for atomic access.
+func word64(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+
+// raw drives a device without rig's core: Room, Submit and Commit by hand,
+// for what rig does not expose (globals, driver-level timings).
+type raw struct {
+	t      testing.TB
+	d      *gpu
+	slot   int
+	v      uint64
+	regs   []device.Region
+	imgs   []device.Image
+	closed bool
+}
+
+func openRaw(t testing.TB, c Config) *raw {
+	t.Helper()
+	needGPU(t)
+	slot, w, err := timeline.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv, err := Open(0, c).Make(w)
+	if err != nil {
+		timeline.Give(slot)
+		t.Fatal(err)
+	}
+	r := &raw{t: t, d: drv.(*gpu), slot: slot, v: atomic.LoadUint64(w)}
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *raw) close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	d := r.d
+	_ = d.Stop("")
+	end := time.Now().Add(20 * time.Second)
+	for !device.AtLeast(d.Signaled(), r.v) {
+		if time.Now().After(end) {
+			r.t.Errorf("the word reads %d, not %d, 20 s after the stop", d.Signaled(), r.v)
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	for _, i := range r.imgs {
+		_ = d.Unload(i)
+	}
+	for _, g := range r.regs {
+		_ = d.Free(g)
+	}
+	if d.own != nil {
+		_ = d.Free(d.own)
+	}
+	timeline.Give(r.slot)
+}
+
+func (r *raw) alloc(m device.Memory, n int) *region {
+	r.t.Helper()
+	g, err := r.d.Alloc(m, n)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.regs = append(r.regs, g)
+	return g.(*region)
+}
+
+func (r *raw) entry(name string) *device.Entry {
+	r.t.Helper()
+	if len(r.imgs) == 0 {
+		code, err := r.d.Image(kernels(r.t, r.d.facts.Arch))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.imgs = append(r.imgs, code.Loaded)
+	}
+	e, err := r.d.Entry(r.imgs[0], name)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return e
+}
+
+// launch is a launch part of e over groups and threads with params.
+func launch(e *device.Entry, groups, threads uint32, params []byte) device.Part {
+	if len(params) < e.Params {
+		params = append(params, make([]byte, e.Params-len(params))...)
+	}
+	return device.Part{Kind: device.Launch, Entry: e, Groups: [3]uint32{groups, 1, 1}, Threads: [3]uint32{threads, 1, 1}, Params: params}
+}
+
+// u64s is the little-endian bytes of vs.
+func u64s(vs ...uint64) []byte {
+	b := make([]byte, 8*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint64(b[8*i:], v)
+	}
+	return b
+}
+
+func (r *raw) submit(waits []device.Wait, parts ...device.Part) uint64 {
+	r.t.Helper()
+	s := device.Submission{Value: r.v + 1, Waits: waits, Parts: parts}
+	if a := r.d.Room(&s); a.Kind != device.RoomOK {
+		r.t.Fatalf("room: %+v", a)
+	}
+	r.v++
+	if a := r.d.Submit(&s); a.Kind == device.Failed {
+		r.t.Fatalf("submit: %s", a.Reason)
+	}
+	return r.v
+}
+
+// wait commits v and waits for the word to reach it, sleeping as rig's
+// supervisor does.
+func (r *raw) wait(v uint64) {
+	r.t.Helper()
+	if a := r.d.Commit(v); a.Kind == device.Failed {
+		r.t.Fatalf("commit: %s", a.Reason)
+	}
+	end := time.Now().Add(20 * time.Second)
+	for {
+		cur := r.d.Signaled()
+		if device.AtLeast(cur, v) {
+			return
+		}
+		if time.Now().After(end) {
+			r.t.Fatalf("the word reads %d, not %d, after 20 s", cur, v)
+		}
+		if err := r.d.Sleep(cur, 10*time.Millisecond); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+func closeFD(fd int) error { return syscall.Close(fd) }
+
+// bytes is a Pinned region's bytes.
+func (g *region) bytes() []byte { return unsafe.Slice((*byte)(ptr(g.host)), int(g.size)) }
