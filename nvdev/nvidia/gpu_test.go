@@ -392,11 +392,31 @@ func TestGPULifecycle(t *testing.T) {
 	if currentSystem() == nil {
 		t.Error("Close gave the system back with memory left")
 	}
+	// The next device of the GPU opens while the last one's memory awaits
+	// its free: the two paths share the GPU's objects.
+	p2, err := Open(0, nil)
+	if err != nil {
+		t.Fatalf("Open while a closed path holds memory: %v", err)
+	}
+	if p2.Device() != p.Device() || p2.VASpace() != p.VASpace() {
+		t.Errorf("the second path has device 0x%x, vaspace 0x%x; the first 0x%x, 0x%x", p2.Device(), p2.VASpace(), p.Device(), p.VASpace())
+	}
+	c := newChannel(t, p2)
+	n := release(c.pw[pbWords:], c.pinned.Address+64, 7)
+	c.submit(c.pinned, pbWords, n)
+	c.wait("release on the second path", (*uint64)(unsafe.Pointer(&c.pw[16])), 7)
 	if err := p.Free(m); err != nil {
-		t.Errorf("the last Free: %v", err)
+		t.Errorf("the first path's last Free: %v", err)
+	}
+	n = release(c.pw[pbWords+8:], c.pinned.Address+64, 8)
+	c.submit(c.pinned, pbWords+8, n)
+	c.wait("release after the first path gave everything back", (*uint64)(unsafe.Pointer(&c.pw[16])), 8)
+	c.close()
+	if err := p2.Close(); err != nil {
+		t.Errorf("Close of the second path: %v", err)
 	}
 	if currentSystem() != nil {
-		t.Error("the last Free after Close left the system open")
+		t.Error("the last Close left the system open")
 	}
 }
 

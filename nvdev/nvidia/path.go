@@ -3,7 +3,6 @@ package nvidia
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -109,33 +108,20 @@ type memRecord struct {
 // device's stop calls Stop; Close gives everything back once every Memory
 // is freed. Any goroutine may call its methods at any time.
 type Path struct {
-	sys   *system
-	r     rm // the system's client, with the path's fault sink
-	rm    *RM
-	u     uvm
-	index int
-	addr  PCIAddress
-	minor uint32
-	opts  Options
-	sink  faultSink
+	*gpuState // what the paths of this GPU share
 
-	devFD     int    // /dev/nvidia<minor>, registered with the control file
-	device    Handle // NV01_DEVICE_0
-	subdevice Handle // NV20_SUBDEVICE_0
-	vaspace   Handle // FERMI_VASPACE_A, owned by UVM
-	virtmem   Handle // NV01_MEMORY_VIRTUAL over the default space, with defaultMap
-	uuid      UUID
-	gpu       GPU
-	budget    int64
-	cache     int64
-	bar1      int64
+	sys  *system
+	r    rm // the system's client, with the path's fault sink
+	rm   *RM
+	u    uvm
+	opts Options
+	sink faultSink
 
 	usermode    Handle  // the doorbell page's object
 	usermodeMap uintptr // its host mapping
 	doorbell    *uint32 // NVC361_NOTIFY_CHANNEL_PENDING in it, nil once unmapped
 	flush       *Memory // a word of Mapped memory, or nil
-
-	uvmGPU, uvmVASpace bool // registered with UVM
+	noMapped    bool    // the BAR had no room for the flush word
 
 	mu       sync.Mutex // guards what follows; held for bookkeeping only, never across a call of the driver
 	live     int        // memories given and not freed
@@ -166,16 +152,20 @@ var pathKey = &struct{ name string }{"nvidia"}
 // GPUs (IsGPU), through NVIDIA's kernel driver: it makes the RM's device,
 // subdevice and address space for it, registers them with UVM, maps the
 // doorbell, and reads the GPU's classes and counts.
+//
+// The paths of one GPU in a process share its device, subdevice and
+// address space, which go back with the last of them: a path opened while
+// an earlier one still waits for its memory to be freed uses the earlier
+// one's objects, as the seed allows once that path's device has stopped.
 func Open(index int, opts *Options) (_ *Path, err error) {
 	if index < 0 {
 		return nil, fmt.Errorf("nvidia: no GPU %d", index)
 	}
-	gpus, listErr := ListGPUs(sysfsPCI)
 	s, err := acquireSystem()
 	if err != nil {
 		return nil, err
 	}
-	p := &Path{sys: s, index: index, devFD: -1, channels: map[Handle]span{}}
+	p := &Path{sys: s, channels: map[Handle]span{}}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -187,154 +177,24 @@ func Open(index int, opts *Options) (_ *Path, err error) {
 			err = errors.Join(err, p.teardown())
 		}
 	}()
-
-	var card cardInfo
-	if listErr == nil {
-		if index >= len(gpus) {
-			return nil, fmt.Errorf("nvidia: no GPU %d: the machine has %d NVIDIA GPUs", index, len(gpus))
-		}
-		p.addr = gpus[index]
-		var ok bool
-		if card, ok = s.card(p.addr); !ok {
-			return nil, fmt.Errorf("nvidia: GPU %d (%s) is not held by NVIDIA's kernel driver", index, p.addr)
-		}
-	} else {
-		// Without sysfs, number the driver's own GPUs in bus order.
-		cards := slices.Clone(s.cards)
-		slices.SortFunc(cards, func(a, b cardInfo) int { return cardAddr(a).compare(cardAddr(b)) })
-		if index >= len(cards) {
-			return nil, fmt.Errorf("nvidia: no GPU %d: the driver holds %d (%v)", index, len(cards), listErr)
-		}
-		card = cards[index]
-		p.addr = cardAddr(card)
-	}
-	p.minor = card.MinorNumber
-	if p.devFD, err = p.openDevFD(); err != nil {
+	if p.gpuState, err = s.acquireGPU(index, &p.opts); err != nil {
 		return nil, err
 	}
-	id := GPUIDInfoV2Params{GPUID: card.GPUID}
-	if err = controlOf(p.r, s.client, CtrlGPUGetIDInfoV2, &id); err != nil {
-		return nil, err
-	}
-	dp := DeviceAllocParams{DeviceID: id.DeviceInstance, ClientShare: s.client, VAMode: VAModeOptionalMultiple}
-	if p.device, err = allocOf(p.r, s.client, ClassDevice, &dp); err != nil {
-		return nil, err
-	}
-	var sp SubdeviceAllocParams
-	if p.subdevice, err = allocOf(p.r, p.device, ClassSubdevice, &sp); err != nil {
-		return nil, err
-	}
-	if err = p.readGPU(); err != nil {
-		return nil, err
-	}
-	if p.opts.defaultMap {
-		vp := MemoryVirtualAllocParams{Limit: memVirtualLimitFullSpace}
-		if p.virtmem, err = allocOf(p.r, p.device, ClassMemoryVirtual, &vp); err != nil {
-			return nil, err
-		}
-	}
-	// The address space of the device's channels, which UVM manages: the
-	// GPU faults into UVM, and UVM maps what the path asks it to.
-	vas := VASpaceAllocParams{
-		VABase: 0x1000,
-		VASize: 0x1fffffb000000,
-		Flags:  VASpacePageFaulting | VASpaceExternallyOwned,
-	}
-	if p.vaspace, err = allocOf(p.r, p.device, ClassVASpace, &vas); err != nil {
-		return nil, err
-	}
-	gid := GIDInfoParams{Flags: gidFormatBinary, Length: uint32(len(p.uuid))}
-	if err = controlOf(p.r, p.subdevice, CtrlGPUGetGIDInfo, &gid); err != nil {
-		return nil, err
-	}
-	copy(p.uuid[:], gid.Data[:])
-	rg := uvmRegisterGPUParams{GPUUUID: p.uuid, RMCtrlFD: -1}
-	if err = uvmCall(p.u, "UVM_REGISTER_GPU", uvmRegisterGPU, &rg, &rg.RMStatus); err != nil {
-		return nil, err
-	}
-	p.uvmGPU = true
-	rv := uvmRegisterGPUVASpaceParams{GPUUUID: p.uuid, RMCtrlFD: int32(s.ctl), Client: s.client, VASpace: p.vaspace}
-	if err = uvmCall(p.u, "UVM_REGISTER_GPU_VASPACE", uvmRegisterGPUVASpace, &rv, &rv.RMStatus); err != nil {
-		return nil, err
-	}
-	p.uvmVASpace = true
 	if err = p.mapUsermode(); err != nil {
 		return nil, err
 	}
 	// The flush word: a read of it drains the host's writes through BAR1.
 	// Without room for it the device has no Mapped memory.
-	if m, ferr := p.Alloc(device.Mapped, 4); ferr == nil {
+	m, err := p.Alloc(device.Mapped, 4)
+	switch {
+	case err == nil:
 		p.flush = m
-	} else if !errors.Is(ferr, device.ErrNoMemory) {
-		return nil, ferr
+	case errors.Is(err, device.ErrNoMemory):
+		p.noMapped = true
+	default:
+		return nil, err
 	}
 	return p, nil
-}
-
-// cardAddr is the bus address of a card.
-func cardAddr(c cardInfo) PCIAddress {
-	return PCIAddress{Domain: c.PCI.Domain, Bus: c.PCI.Bus, Slot: c.PCI.Slot, Function: c.PCI.Function}
-}
-
-// openDevFD opens /dev/nvidia<minor> and registers it with the control
-// file (NV_ESC_REGISTER_FD), as every file of a GPU that RM calls name must
-// be.
-func (p *Path) openDevFD() (int, error) {
-	fd, err := openDevice(fmt.Sprintf("/dev/nvidia%d", p.minor))
-	if err != nil {
-		return -1, err
-	}
-	rf := registerFDParams{CtlFD: int32(p.sys.ctl)}
-	err = p.r.invoke(func() string { return "NV_ESC_REGISTER_FD" }, fd,
-		escape(escRegisterFD, unsafe.Sizeof(rf)), unsafe.Pointer(&rf), nil)
-	if err != nil {
-		_ = unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-// readGPU reads the GPU's classes, counts and memory.
-func (p *Path) readGPU() error {
-	var cl ClassListV2Params
-	if err := controlOf(p.r, p.device, CtrlGPUGetClassListV2, &cl); err != nil {
-		return err
-	}
-	classes := slices.Clone(cl.ClassList[:min(cl.NumClasses, classListMax)])
-	gen, err := GenerationOf(classes)
-	if err != nil {
-		return err
-	}
-	idx := []uint32{GRInfoSMVersion, GRInfoLitterNumGPCs, GRInfoLitterTPCsPerGPC, GRInfoLitterSMsPerTPC, GRInfoMaxWarpsPerSM}
-	list := heapBytes(len(idx) * int(unsafe.Sizeof(GRInfo{})))
-	infos := unsafe.Slice((*GRInfo)(unsafe.Pointer(&list[0])), len(idx))
-	for i, x := range idx {
-		infos[i].Index = x
-	}
-	gr := GRInfoParams{GRInfoListSize: uint32(len(idx)), GRInfoList: addr(list)}
-	if err := controlOf(p.r, p.subdevice, CtrlGRGetInfo, &gr); err != nil {
-		return err
-	}
-	p.gpu = GPU{
-		Generation: gen,
-		SMVersion:  infos[0].Data,
-		GPCs:       int(infos[1].Data),
-		TPCsPerGPC: int(infos[2].Data),
-		SMsPerTPC:  int(infos[3].Data),
-		WarpsPerSM: int(infos[4].Data),
-		Classes:    classes,
-	}
-	fb := FBInfoV2Params{FBInfoListSize: 3}
-	fb.FBInfoList[0].Index = FBInfoHeapSize
-	fb.FBInfoList[1].Index = FBInfoL2CacheSize
-	fb.FBInfoList[2].Index = FBInfoBAR1AvailSize
-	if err := controlOf(p.r, p.subdevice, CtrlFBGetInfoV2, &fb); err != nil {
-		return err
-	}
-	p.budget = int64(fb.FBInfoList[0].Data) << 10
-	p.cache = int64(fb.FBInfoList[1].Data)
-	p.bar1 = int64(fb.FBInfoList[2].Data) << 10
-	return nil
 }
 
 // mapUsermode allocates the GPU's usermode page and maps it for the host:
@@ -358,7 +218,7 @@ func (p *Path) mapUsermode() (err error) {
 // a is not 0: RM_MAP_MEMORY through a fresh /dev/nvidia<minor>, then mmap of
 // that file. The driver allows one mapping per file.
 func (p *Path) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
-	fd, err := p.openDevFD()
+	fd, err := p.openDevFD(p.r, p.sys.ctl)
 	if err != nil {
 		return 0, err
 	}
@@ -442,8 +302,9 @@ func (p *Path) Doorbell() *uint32 { return p.doorbell }
 // the goroutine's own stack, which also drains the write-combining
 // buffers. A locked store to the doorbell itself, such as
 // atomic.StoreUint32, is a bus lock on uncached memory: on the lent H200's
-// virtual machine each took 140 to 190 µs. The same holds for GPPut and any
-// other word of Mapped memory: store to them plainly, and let Ring order.
+// virtual machine each took about 200 µs, against 0.18 µs for Ring. The
+// same holds for GPPut and any other word of Mapped memory, which is
+// write-combined: store to them plainly, and let Ring order.
 //
 // Ring does not read the flush word; a device reads it first where it
 // wrote through the BAR. It must not be called after Stop.
@@ -463,7 +324,9 @@ func ring(d *uint32, v uint32) {
 // Flush is a 32-bit word of the GPU's Mapped memory, which a device reads
 // before waking its channels so that the host's writes through the BAR
 // reach the GPU first, or nil if the BAR had no room for it: the device
-// then has no Mapped memory. It stays mapped until Stop.
+// then has no Mapped memory. It stays mapped until Stop. A read of it took
+// 1.3 µs on the lent H200: a device reads it only where it wrote through
+// the BAR since its last read.
 func (p *Path) Flush() *uint32 {
 	if p.flush == nil {
 		return nil
@@ -488,10 +351,12 @@ func (p *Path) Alloc(k device.Memory, n int) (*Memory, error) {
 	}
 	var m *Memory
 	var err error
-	switch k {
-	case device.Device, device.Mapped:
+	switch {
+	case k == device.Mapped && p.noMapped:
+		err = fmt.Errorf("nvidia: the BAR had no room for the flush word: %w", errNoAddresses)
+	case k == device.Device, k == device.Mapped:
 		m, err = p.allocVidmem(k, n)
-	case device.Pinned:
+	case k == device.Pinned:
 		m, err = p.allocPinned(n)
 	default:
 		err = fmt.Errorf("nvidia: no memory of kind %v", k)
@@ -713,7 +578,7 @@ func (p *Path) mapGPU(rec *memRecord, h Handle) error {
 	if err := uvmCall(p.u, "UVM_CREATE_EXTERNAL_RANGE", uvmCreateExternalRange, &cr, &cr.RMStatus); err != nil {
 		return err
 	}
-	if p.opts.defaultMap {
+	if p.virtmem != 0 {
 		dm := rmMapMemoryDMAParams{
 			Client:    p.r.client,
 			Device:    p.device,
@@ -1075,24 +940,12 @@ func (p *Path) teardown() error {
 		errs = append(errs, munmap(p.usermodeMap, usermodeSize))
 		p.usermodeMap = 0
 	}
-	if p.uvmVASpace {
-		uv := uvmUnregisterGPUVASpaceParams{GPUUUID: p.uuid}
-		errs = append(errs, uvmCall(p.u, "UVM_UNREGISTER_GPU_VASPACE", uvmUnregisterGPUVASpace, &uv, &uv.RMStatus))
-		p.uvmVASpace = false
+	if p.usermode != 0 {
+		errs = append(errs, p.r.free(p.subdevice, p.usermode))
+		p.usermode = 0
 	}
-	if p.uvmGPU {
-		ug := uvmUnregisterGPUParams{GPUUUID: p.uuid}
-		errs = append(errs, uvmCall(p.u, "UVM_UNREGISTER_GPU", uvmUnregisterGPU, &ug, &ug.RMStatus))
-		p.uvmGPU = false
-	}
-	if p.device != 0 {
-		// Freeing the device frees everything under it.
-		errs = append(errs, p.r.free(p.r.client, p.device))
-		p.device = 0
-	}
-	if p.devFD >= 0 {
-		errs = append(errs, unix.Close(p.devFD))
-		p.devFD = -1
+	if p.gpuState != nil {
+		errs = append(errs, p.sys.releaseGPU(p.gpuState))
 	}
 	errs = append(errs, releaseSystem(p.sys))
 	return errors.Join(errs...)

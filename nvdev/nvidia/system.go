@@ -29,6 +29,9 @@ type system struct {
 	cards   []cardInfo
 	sink    faultSink
 
+	gpuLock sync.Mutex        // guards gpus; held while a GPU's state is made or given back
+	gpus    map[int]*gpuState // the GPUs paths hold, by index
+
 	mu       sync.Mutex // guards what follows
 	refs     int        // open paths
 	hostRes  uintptr    // the host-visible reservation's start, 0 if none yet
@@ -90,7 +93,7 @@ func openDevice(name string) (int, error) {
 // openSystem opens /dev/nvidiactl and /dev/nvidia-uvm, makes the root
 // client, reads the driver's release and its GPUs.
 func openSystem(ioctl ioctlFunc) (_ *system, err error) {
-	s := &system{uvmMM: -1}
+	s := &system{uvmMM: -1, gpus: map[int]*gpuState{}}
 	s.rm = rm{conn: conn{ioctl: ioctl, sink: &s.sink}, ctl: -1}
 	s.uvm = uvm{conn: s.rm.conn, fd: -1}
 	defer func() {
