@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// baseline is a plain-Go way to do a workload's work, for -compare.
+type baseline struct {
+	// name says what it is, in the report.
+	name string
+	// lanes are its lanes, one for each of rig's, and stop ends its
+	// goroutines once the run is over.
+	lanes []lane[uint64]
+	stop  func()
+}
+
+// gpuBaselines make the baselines of the GPU drivers, from their files:
+// direct calls of the driver's library, without rig. A driver with none
+// says why.
+var gpuBaselines = map[string]func(e *env) (*baseline, error){}
+
+// newBaseline makes the baseline of the run's workload, or answers why
+// there is none.
+func newBaseline(e *env) (*baseline, error) {
+	drv := e.devs[0].spec.Driver
+	for _, o := range e.devs {
+		if o.spec.Driver != drv {
+			return nil, fmt.Errorf("no baseline spans devices of several drivers")
+		}
+	}
+	if drv == "host" {
+		return hostBaseline(e), nil
+	}
+	if mk := gpuBaselines[drv]; mk != nil {
+		return mk(e)
+	}
+	if d := drivers[drv]; d != nil && d.noBaseline != "" {
+		return nil, errors.New(d.noBaseline)
+	}
+	return nil, fmt.Errorf("rigbench has no baseline for the %s driver", drv)
+}
+
+// The host baseline is a bare goroutine pipeline: a worker goroutine per
+// device takes jobs from a channel, in order, does the work a host device
+// does for the workload (a launch calls its kernel once per thread, with
+// no check of the addresses it touches), and sends each job's number back
+// on its lane's channel, which the lane's waiter receives. A job that follows its lane's
+// job on the other worker (the mixed workload) waits for it first, polling
+// as hostdev polls a wait. Submitting is a channel send; waiting, a
+// receive.
+
+// jobKind is what a job does.
+type jobKind uint8
+
+const (
+	jobEmpty jobKind = iota
+	jobTwice
+	jobCopy
+	jobFill
+)
+
+// job is one piece of a lane's work. A lane keeps -depth of them and reuses
+// each once the waiter received its completion.
+type job struct {
+	kind     jobKind
+	seq      uint64 // the lane's count of jobs, this one included
+	dst, src []byte
+	x        []float32
+	after    bool // wait until the lane's previous job completed
+	ln       *hostLane
+}
+
+// hostLane is a lane's state in the host baseline.
+type hostLane struct {
+	done chan uint64   // the worker sends each job's seq here
+	fin  atomic.Uint64 // the seq of the lane's last job completed
+}
+
+// worker is the goroutine of a host device in the baseline.
+type worker struct {
+	jobs chan *job
+}
+
+// emptyKernel is the empty kernel's work, and twiceKernel twice's for one
+// thread. They are called through variables, once per thread as hostdev
+// calls a kernel, so that the calls are neither inlined nor optimised away.
+var (
+	emptyKernel = func() {}
+	twiceKernel = func(x []float32, i int) { x[i] *= 2 }
+)
+
+func (w *worker) run(wg *sync.WaitGroup) {
+	defer wg.Done()
+	for j := range w.jobs {
+		if j.after {
+			await(&j.ln.fin, j.seq-1)
+		}
+		switch j.kind {
+		case jobEmpty:
+			emptyKernel()
+		case jobTwice:
+			for i := range j.x {
+				twiceKernel(j.x, i)
+			}
+		case jobCopy:
+			copy(j.dst, j.src)
+		case jobFill:
+			for i := range j.dst {
+				j.dst[i] = 0x5a
+			}
+		}
+		j.ln.fin.Store(j.seq)
+		j.ln.done <- j.seq
+	}
+}
+
+// await waits until fin holds at least v: yields, then sleeps that double
+// from a microsecond to a millisecond, as hostdev waits.
+func await(fin *atomic.Uint64, v uint64) {
+	backoff := time.Microsecond
+	for spin := 0; fin.Load() < v; spin++ {
+		if spin < 64 {
+			runtime.Gosched()
+			continue
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Millisecond)
+	}
+}
+
+// hostBaseline makes the bare goroutine pipeline of the run's workload.
+func hostBaseline(e *env) *baseline {
+	var wg sync.WaitGroup
+	workers := map[string]*worker{}
+	workerOf := func(name string) *worker {
+		if w := workers[name]; w != nil {
+			return w
+		}
+		w := &worker{jobs: make(chan *job, 4096)}
+		workers[name] = w
+		wg.Add(1)
+		go w.run(&wg)
+		return w
+	}
+	b := &baseline{name: "baseline (a bare goroutine pipeline)"}
+	size := e.size
+	mk := func(device string, plan func(ln *hostLane, j *job, k uint64) *worker) lane[uint64] {
+		ln := &hostLane{done: make(chan uint64, e.cfg.Depth)}
+		ring := make([]job, e.cfg.Depth)
+		var k uint64
+		return lane[uint64]{
+			device: device,
+			submit: func(ctx context.Context) (uint64, int64, error) {
+				k++
+				j := &ring[k%uint64(len(ring))]
+				w := plan(ln, j, k)
+				j.seq, j.ln = k, ln
+				select {
+				case w.jobs <- j:
+				case <-ctx.Done():
+					return 0, 0, ctx.Err()
+				}
+				n := int64(len(j.dst))
+				if j.kind == jobTwice {
+					n = 0
+				}
+				return k, n, nil
+			},
+			wait: func(ctx context.Context, seq uint64) error {
+				select {
+				case got := <-ln.done:
+					if got != seq {
+						return fmt.Errorf("baseline: job %d completed where %d was awaited", got, seq)
+					}
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			},
+		}
+	}
+	switch e.cfg.Workload {
+	case "mixed":
+		a, bw := workerOf("A"), workerOf("B")
+		if len(e.devs) == 1 {
+			bw = a
+		}
+		for range e.cfg.C {
+			bufA, bufB := make([]byte, size), make([]byte, size)
+			b.lanes = append(b.lanes, mk("A+B", func(ln *hostLane, j *job, k uint64) *worker {
+				j.dst, j.src, j.x = nil, nil, nil
+				j.after = bw != a
+				switch (k - 1) % 4 {
+				case 0:
+					j.kind, j.dst = jobFill, bufA
+					return a
+				case 1:
+					j.kind, j.dst, j.src = jobCopy, bufB, bufA
+					return bw
+				case 2:
+					j.kind, j.after = jobEmpty, false
+					return bw
+				default:
+					j.kind, j.dst, j.src = jobCopy, bufA, bufB
+					return a
+				}
+			}))
+		}
+	default:
+		for _, o := range e.devs {
+			w := workerOf(o.dev.Name())
+			for range e.cfg.C {
+				var kind jobKind
+				var dst, src []byte
+				var x []float32
+				switch e.cfg.Workload {
+				case "empty":
+					kind = jobEmpty
+				case "twice":
+					_, _, values := twiceShape(size / 4)
+					kind, x = jobTwice, make([]float32, values)
+				case "fill":
+					kind, dst = jobFill, make([]byte, size)
+				default: // the copies: all memory is the host's
+					kind, dst, src = jobCopy, make([]byte, size), make([]byte, size)
+				}
+				b.lanes = append(b.lanes, mk(o.dev.Name(), func(ln *hostLane, j *job, k uint64) *worker {
+					j.kind, j.dst, j.src, j.x, j.after = kind, dst, src, x, false
+					return w
+				}))
+			}
+		}
+	}
+	b.stop = func() {
+		for _, w := range workers {
+			close(w.jobs)
+		}
+		wg.Wait()
+	}
+	return b
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/rig-go/rig/cudadev"
+	"github.com/rig-go/rig/device"
+)
+
+// kernelsPTX holds the kernels empty and twice for CUDA devices.
+//
+//go:embed kernels.ptx
+var kernelsPTX []byte
+
+// The CUDA driver: GPU i of those CUDA sees. Where libcuda does not load or
+// sees no GPU, its devices do not open, and the default device is the
+// host's.
+func init() {
+	drivers["cuda"] = &driver{
+		what: "the CUDA driver (cudadev)",
+		opener: func(i int) (device.Opener, error) {
+			n, err := cudadev.Count()
+			if err != nil {
+				return device.Opener{}, err
+			}
+			if i >= n {
+				return device.Opener{}, fmt.Errorf("CUDA sees %d GPU(s)", n)
+			}
+			return cudadev.GPU(i), nil
+		},
+		image: func(string) ([]byte, error) {
+			// cudadev loads PTX that ends with a NUL byte as it is.
+			return append(append([]byte(nil), kernelsPTX...), 0), nil
+		},
+		noBaseline: "cudadev's capability record gives libcuda's functions as C function pointers (abi.Record.Funcs), " +
+			"but calling them from Go takes purego, which only cudadev may import; " +
+			"so there is no in-process libcuda baseline: run ../shared/anchors/anchor.c beside rigbench on the GPU machine",
+	}
+}

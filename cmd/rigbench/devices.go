@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	"github.com/rig-go/rig/profile"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// driver makes the openers of one kind of device. The host driver is
+// always built in; the GPU drivers register themselves from files of their
+// own, so that the command builds where their packages do not.
+type driver struct {
+	// opener is the opener of device i.
+	opener func(i int) (device.Opener, error)
+	// what names the driver in messages, such as "the CUDA driver (cudadev)".
+	what string
+	// image is the binary that holds the kernel rigbench launches (empty
+	// or twice), for the driver's devices.
+	image func(kernel string) ([]byte, error)
+	// noBaseline says why -compare has no baseline for the driver, where
+	// it has none.
+	noBaseline string
+}
+
+// drivers are the drivers built in, by the name -device gives them.
+var drivers = map[string]*driver{
+	"host": {
+		what: "the host driver (hostdev)",
+		opener: func(i int) (device.Opener, error) {
+			if i == 0 {
+				return hostdev.Default(), nil
+			}
+			return hostdev.Open(hostdev.Config{Name: fmt.Sprintf("host:%d", i)}), nil
+		},
+		image: func(k string) ([]byte, error) { return hostdev.ImageOf(k), nil },
+	},
+}
+
+// gpuOrder is the order in which the default device tries the GPU drivers.
+var gpuOrder = []string{"cuda", "nv"}
+
+// unavailableError says that a device cannot be opened: rigbench exits 2.
+type unavailableError struct {
+	spec spec
+	err  error
+}
+
+func (e *unavailableError) Error() string {
+	what := "its driver"
+	if d := drivers[e.spec.Driver]; d != nil {
+		what = d.what
+	}
+	return fmt.Sprintf("device %s is not available through %s: %v", e.spec, what, e.err)
+}
+
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// opened is an open device and the spec that named it.
+type opened struct {
+	spec spec
+	dev  *rig.Device
+}
+
+// openDevices opens the devices the specs name, or the default device
+// where there are none: device 0 of the first GPU driver built in that
+// opens one, and the host device otherwise, with a note of why no GPU's
+// opened. Each is opened through profile.Wrap where wrap. A device that
+// does not open answers an *unavailableError, having closed those opened.
+func openDevices(ctx context.Context, specs []spec, wrap bool) ([]opened, []string, error) {
+	var notes []string
+	if len(specs) == 0 {
+		for _, name := range gpuOrder {
+			if drivers[name] == nil {
+				continue
+			}
+			s := spec{Driver: name}
+			d, err := openSpec(ctx, s, wrap)
+			if err == nil {
+				return []opened{{s, d}}, notes, nil
+			}
+			notes = append(notes, fmt.Sprintf("the default device is the host's: %v", err))
+		}
+		specs = []spec{{Driver: "host"}}
+	}
+	var out []opened
+	for _, s := range specs {
+		d, err := openSpec(ctx, s, wrap)
+		if err != nil {
+			closeDevices(out)
+			return nil, notes, err
+		}
+		out = append(out, opened{s, d})
+	}
+	return out, notes, nil
+}
+
+// openSpec opens the device s names.
+func openSpec(ctx context.Context, s spec, wrap bool) (*rig.Device, error) {
+	drv := drivers[s.Driver]
+	if drv == nil {
+		return nil, &unavailableError{s, errors.New("this build of rigbench has no such driver")}
+	}
+	op, err := drv.opener(s.Index)
+	if err != nil {
+		return nil, &unavailableError{s, err}
+	}
+	if wrap {
+		op = profile.Wrap(op)
+	}
+	d, err := rig.Open(ctx, op)
+	if err != nil {
+		return nil, &unavailableError{s, err}
+	}
+	return d, nil
+}
+
+// companion opens a second device of the driver of s for the mixed
+// workload's waits across devices, or answers why it cannot.
+func companion(ctx context.Context, have []opened, wrap bool) (opened, error) {
+	s := have[0].spec
+	taken := map[spec]bool{}
+	for _, o := range have {
+		taken[o.spec] = true
+	}
+	for i := s.Index + 1; i < s.Index+8; i++ {
+		c := spec{Driver: s.Driver, Index: i}
+		if taken[c] {
+			continue
+		}
+		d, err := openSpec(ctx, c, wrap)
+		if err != nil {
+			return opened{}, err
+		}
+		return opened{c, d}, nil
+	}
+	return opened{}, fmt.Errorf("no free index of %s", s.Driver)
+}
+
+// closeDevices closes the devices and waits until each gave back what it
+// held, for at most a few seconds each.
+func closeDevices(ds []opened) {
+	for _, o := range ds {
+		_ = o.dev.Close()
+	}
+	for _, o := range ds {
+		select {
+		case <-o.dev.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is what the flags ask for.
+type config struct {
+	// Devices are the -device specs, in order; empty for the default.
+	Devices  []spec
+	Workload string
+	// Size is the bytes of a copy or fill, or of twice's array; 0 where
+	// -size was not given (the workload's default).
+	Size     int64
+	C        int
+	Depth    int
+	Rate     float64 // submissions/s over all submitters; 0: as fast as possible
+	Duration time.Duration
+	N        int64
+	Timeout  time.Duration
+	JSON     bool
+	Plot     string
+	Trace    string
+	Compare  bool
+}
+
+// usageError is a bad command line: rigbench says why and exits with 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// defaultDuration is how long a run lasts where neither -duration nor -n
+// says.
+const defaultDuration = 3 * time.Second
+
+// maxSubmitters bounds -c.
+const maxSubmitters = 4096
+
+// parseFlags parses rigbench's command line. It answers flag.ErrHelp for
+// -h, having written the usage to out, and a *usageError for a bad line.
+func parseFlags(args []string, out io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("rigbench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("device", "a device: host, host:N, cuda:N or nv:N; several by repeating the flag or by commas (default: the first GPU where one is, host otherwise)", func(v string) error {
+		for t := range strings.SplitSeq(v, ",") {
+			s, err := parseSpec(strings.TrimSpace(t))
+			if err != nil {
+				return err
+			}
+			c.Devices = append(c.Devices, s)
+		}
+		return nil
+	})
+	fs.StringVar(&c.Workload, "workload", "empty", "the work: "+strings.Join(workloadNames(), ", "))
+	size := sizeFlag{}
+	fs.Var(&size, "size", "bytes of a copy or fill, or of twice's array, such as 4096, 64KiB, 1MiB (K, M, G are powers of 1024) (default: 4KiB for twice, 1MiB for copies and fills)")
+	fs.IntVar(&c.C, "c", 1, "submitting goroutines per device (for mixed: in all)")
+	fs.IntVar(&c.Depth, "depth", 8, "submissions each submitter keeps in flight")
+	rate := rateFlag{}
+	fs.Var(&rate, "rate", "target submissions per second over all submitters, open loop (latency from the intended send time), such as 5000 or 20k; 0 for as fast as possible")
+	fs.DurationVar(&c.Duration, "duration", defaultDuration, "how long to submit; 0 for no bound (then -n or Ctrl-C ends the run)")
+	fs.Int64Var(&c.N, "n", 0, "submissions in all; 0 for no bound")
+	fs.DurationVar(&c.Timeout, "timeout", 10*time.Second, "the longest a wait for a point may take")
+	fs.BoolVar(&c.JSON, "json", false, "write the report as JSON")
+	fs.StringVar(&c.Plot, "plot", "", "draw the latency distribution into this SVG file")
+	fs.StringVar(&c.Trace, "trace", "", "take a profile and export it into this JSON file (Chrome trace events; Perfetto opens it)")
+	fs.BoolVar(&c.Compare, "compare", false, "run the same workload through a plain-Go baseline too, and print the ratio")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeUsage(fs, out)
+			return nil, flag.ErrHelp
+		}
+		return nil, &usageError{msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q: rigbench takes flags only", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.Size, c.Rate = size.n, rate.v
+	if set["n"] && !set["duration"] {
+		c.Duration = 0
+	}
+	if err := c.check(set); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// check answers a *usageError where the flags do not make a run.
+func (c *config) check(set map[string]bool) error {
+	if workloads[c.Workload] == nil {
+		return usagef("unknown workload %q: want one of %s", c.Workload, strings.Join(workloadNames(), ", "))
+	}
+	switch {
+	case c.C < 1 || c.C > maxSubmitters:
+		return usagef("-c %d: want 1 to %d submitters", c.C, maxSubmitters)
+	case c.Depth < 1 || c.Depth > 1<<16:
+		return usagef("-depth %d: want 1 to %d submissions in flight", c.Depth, 1<<16)
+	case c.Duration < 0:
+		return usagef("-duration %v: want a duration of 0 or more", c.Duration)
+	case c.N < 0:
+		return usagef("-n %d: want a count of 0 or more", c.N)
+	case c.Timeout <= 0:
+		return usagef("-timeout %v: want a positive duration", c.Timeout)
+	}
+	if set["size"] && !workloads[c.Workload].sized {
+		return usagef("-size does not apply to workload %s", c.Workload)
+	}
+	if c.Workload == "twice" && c.Size != 0 && c.Size%4 != 0 {
+		return usagef("-size %d: twice's array holds float32 values, so its size is a multiple of 4", c.Size)
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Devices {
+		if seen[s.String()] {
+			return usagef("-device %s named twice", s)
+		}
+		seen[s.String()] = true
+	}
+	return nil
+}
+
+// writeUsage writes the command's usage.
+func writeUsage(fs *flag.FlagSet, out io.Writer) {
+	fmt.Fprint(out, `rigbench load-tests rig's devices: submissions/s, bytes/s, and the latency
+from submit to reached point.
+
+usage: rigbench [flags]
+
+`)
+	fs.SetOutput(out)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// spec is a device as -device names it: a driver and an index.
+type spec struct {
+	Driver string // "host", "cuda" or "nv"
+	Index  int
+}
+
+func (s spec) String() string {
+	if s.Driver == "host" && s.Index == 0 {
+		return "host"
+	}
+	return fmt.Sprintf("%s:%d", s.Driver, s.Index)
+}
+
+// parseSpec parses host, host:N, cuda:N or nv:N.
+func parseSpec(t string) (spec, error) {
+	drv, idx, hasIdx := strings.Cut(t, ":")
+	switch drv {
+	case "host", "cuda", "nv":
+	case "":
+		return spec{}, fmt.Errorf("empty device: want host, host:N, cuda:N or nv:N")
+	default:
+		return spec{}, fmt.Errorf("unknown device %q: want host, host:N, cuda:N or nv:N", t)
+	}
+	if !hasIdx {
+		if drv != "host" {
+			return spec{}, fmt.Errorf("device %q lacks its index: want %s:N, such as %s:0", t, drv, drv)
+		}
+		return spec{Driver: drv}, nil
+	}
+	n, err := strconv.Atoi(idx)
+	if err != nil || n < 0 || n > 1023 {
+		return spec{}, fmt.Errorf("device %q: the index %q is not a number from 0 to 1023", t, idx)
+	}
+	return spec{Driver: drv, Index: n}, nil
+}
+
+// sizeFlag is a count of bytes with an optional binary unit.
+type sizeFlag struct{ n int64 }
+
+func (s *sizeFlag) String() string { return strconv.FormatInt(s.n, 10) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	s.n = n
+	return nil
+}
+
+// parseSize parses a positive count of bytes: digits, then optionally K,
+// M or G (powers of 1024), with or without "iB" or "B" after them.
+func parseSize(v string) (int64, error) {
+	t := strings.TrimSpace(v)
+	shift := 0
+	low := strings.ToLower(t)
+	for _, u := range []struct {
+		suffix string
+		shift  int
+	}{{"kib", 10}, {"mib", 20}, {"gib", 30}, {"kb", 10}, {"mb", 20}, {"gb", 30}, {"k", 10}, {"m", 20}, {"g", 30}, {"b", 0}} {
+		if strings.HasSuffix(low, u.suffix) {
+			t, shift = t[:len(t)-len(u.suffix)], u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("size %q: want a positive count of bytes, such as 4096, 64KiB or 1MiB", v)
+	}
+	if n > math.MaxInt64>>shift || n<<shift > 1<<40 {
+		return 0, fmt.Errorf("size %q: over 1TiB", v)
+	}
+	return n << shift, nil
+}
+
+// rateFlag is a rate in submissions per second, with an optional k or M.
+type rateFlag struct{ v float64 }
+
+func (r *rateFlag) String() string { return strconv.FormatFloat(r.v, 'g', -1, 64) }
+
+func (r *rateFlag) Set(v string) error {
+	t := strings.TrimSpace(v)
+	mul := 1.0
+	switch {
+	case strings.HasSuffix(t, "k"), strings.HasSuffix(t, "K"):
+		t, mul = t[:len(t)-1], 1e3
+	case strings.HasSuffix(t, "M"):
+		t, mul = t[:len(t)-1], 1e6
+	}
+	x, err := strconv.ParseFloat(t, 64)
+	if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) || x*mul > 1e9 {
+		return fmt.Errorf("rate %q: want submissions per second from 0 to 1e9, such as 5000 or 20k", v)
+	}
+	r.v = x * mul
+	return nil
+}

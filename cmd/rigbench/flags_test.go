@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	def := config{Workload: "empty", C: 1, Depth: 8, Duration: defaultDuration, Timeout: 10 * time.Second}
+	with := func(f func(c *config)) config {
+		c := def
+		f(&c)
+		return c
+	}
+	for _, tc := range []struct {
+		args []string
+		want config
+	}{
+		{nil, def},
+		{[]string{"-duration", "1s"}, with(func(c *config) { c.Duration = time.Second })},
+		{[]string{"-n", "100"}, with(func(c *config) { c.N, c.Duration = 100, 0 })},
+		{[]string{"-n", "100", "-duration", "2s"}, with(func(c *config) { c.N, c.Duration = 100, 2*time.Second })},
+		{[]string{"-duration", "0"}, with(func(c *config) { c.Duration = 0 })},
+		{[]string{"-device", "host"}, with(func(c *config) { c.Devices = []spec{{"host", 0}} })},
+		{[]string{"-device", "host:1,cuda:2", "-device", "nv:0"}, with(func(c *config) {
+			c.Devices = []spec{{"host", 1}, {"cuda", 2}, {"nv", 0}}
+		})},
+		{[]string{"-workload", "d2d", "-size", "64KiB"}, with(func(c *config) { c.Workload, c.Size = "d2d", 64<<10 })},
+		{[]string{"-workload", "fill", "-size", "3M"}, with(func(c *config) { c.Workload, c.Size = "fill", 3<<20 })},
+		{[]string{"-workload", "twice", "-size", "1024"}, with(func(c *config) { c.Workload, c.Size = "twice", 1024 })},
+		{[]string{"-workload", "mixed", "-c", "4", "-depth", "1"}, with(func(c *config) { c.Workload, c.C, c.Depth = "mixed", 4, 1 })},
+		{[]string{"-rate", "20k"}, with(func(c *config) { c.Rate = 20e3 })},
+		{[]string{"-rate", "1.5M"}, with(func(c *config) { c.Rate = 1.5e6 })},
+		{[]string{"-rate", "250"}, with(func(c *config) { c.Rate = 250 })},
+		{[]string{"-timeout", "50ms", "-json", "-plot", "a.svg", "-trace", "t.json", "-compare"}, with(func(c *config) {
+			c.Timeout, c.JSON, c.Plot, c.Trace, c.Compare = 50*time.Millisecond, true, "a.svg", "t.json", true
+		})},
+	} {
+		got, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if !reflect.DeepEqual(*got, tc.want) {
+			t.Errorf("%q:\n got %+v\nwant %+v", tc.args, *got, tc.want)
+		}
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in the message
+	}{
+		{[]string{"-workload", "nope"}, "unknown workload"},
+		{[]string{"-c", "0"}, "-c 0"},
+		{[]string{"-c", "100000"}, "-c 100000"},
+		{[]string{"-depth", "0"}, "-depth 0"},
+		{[]string{"-duration", "-1s"}, "-duration"},
+		{[]string{"-duration", "soon"}, "invalid value"},
+		{[]string{"-n", "-5"}, "-n -5"},
+		{[]string{"-timeout", "0"}, "-timeout"},
+		{[]string{"-rate", "-3"}, "rate"},
+		{[]string{"-rate", "fast"}, "rate"},
+		{[]string{"-size", "0"}, "size"},
+		{[]string{"-size", "12XB"}, "size"},
+		{[]string{"-size", "2T"}, "size"},
+		{[]string{"-workload", "empty", "-size", "4k"}, "does not apply"},
+		{[]string{"-workload", "twice", "-size", "6"}, "multiple of 4"},
+		{[]string{"-device", "gpu:0"}, "unknown device"},
+		{[]string{"-device", "cuda"}, "lacks its index"},
+		{[]string{"-device", "cuda:x"}, "not a number"},
+		{[]string{"-device", "host:-1"}, "not a number"},
+		{[]string{"-device", ""}, "empty device"},
+		{[]string{"-device", "host,host:0"}, "named twice"},
+		{[]string{"-bogus"}, "not defined"},
+		{[]string{"stray"}, "unexpected argument"},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want a usage error", tc.args, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %q lacks %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "4096": 4096, "4k": 4096, "4K": 4096, "4KiB": 4096, "4kb": 4096,
+		"1MiB": 1 << 20, "2m": 2 << 20, "1GiB": 1 << 30, "1g": 1 << 30, "512B": 512, " 8k ": 8192} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}
+
+// TestRunExitCodes checks the exit codes of run for bad command lines and
+// devices that do not open: 2, with a message on stderr and nothing on
+// stdout; and 0 for -h.
+func TestRunExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-h"}, 0, "usage: rigbench"},
+		{[]string{"-workload", "nope"}, 2, "unknown workload"},
+		{[]string{"-c", "-1"}, 2, "-c -1"},
+		{[]string{"-device", "nv:0", "-duration", "10ms"}, 2, "device nv:0 is not available"},
+		{[]string{"-device", "cuda:1023", "-duration", "10ms"}, 2, "device cuda:1023 is not available"},
+		{[]string{"-device", "host", "-device", "cuda:1023", "-duration", "10ms"}, 2, "device cuda:1023 is not available"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tc.args, &out, &errOut)
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d; stderr %q", tc.args, code, tc.code, errOut.String())
+		}
+		if !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%q: stderr %q lacks %q", tc.args, errOut.String(), tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%q: stdout %q", tc.args, out.String())
+		}
+	}
+	// -h is not an error.
+	if _, err := parseFlags([]string{"-help"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-help: %v", err)
+	}
+}

@@ -1,0 +1,216 @@
+// Command rigbench load-tests rig's devices: it submits a workload from
+// goroutines, as fast as possible or at a target rate, and reports
+// submissions/s, bytes/s, the latency from submit to reached point at p50,
+// p90, p99, p99.9 and max, the allocations per submission and the device's
+// facts.
+//
+//	go run ./cmd/rigbench                      # the default device, 3 s of empty launches
+//	go run ./cmd/rigbench -workload d2d -size 64MiB -c 4 -duration 10s
+//	go run ./cmd/rigbench -rate 20k -plot lat.svg -trace trace.json -json
+//	go run ./cmd/rigbench -device host -device host:1 -workload mixed -compare
+//
+// The default device is the first GPU where one is and its driver is built
+// in, and the host driver otherwise.
+//
+// With -rate the run is open loop: each submission has an intended send
+// time, and its latency counts from that time, so that a stall of the
+// device shows in the latency of every submission it delayed, rather than
+// hiding behind a submitter that waited (coordinated omission). Without
+// -rate each submitter keeps -depth submissions in flight, and latency
+// counts from the call of Submit.
+//
+// -compare runs the same workload through a plain-Go baseline in the same
+// process, where one exists (a bare goroutine pipeline for the host
+// driver), and prints rig's figures over the baseline's.
+//
+// rigbench exits with 2 on a bad flag or a device that does not open, 1
+// where the run met errors, and 0 otherwise. Ctrl-C stops the run, which
+// still reports what it measured.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+
+	"github.com/rig-go/rig/profile"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	go func() {
+		// A second Ctrl-C ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is rigbench with its command line, its output and its context, whose
+// end stops the run as Ctrl-C does. It answers the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rigbench: %v\n(rigbench -h lists the flags)\n", err)
+		return 2
+	}
+	devs, notes, err := openDevices(context.Background(), cfg.Devices, cfg.Trace != "")
+	if err != nil {
+		fmt.Fprintf(stderr, "rigbench: %v\n", err)
+		return 2
+	}
+	defer func() { closeDevices(devs) }()
+	if cfg.Workload == "mixed" && len(devs) == 1 {
+		c, err := companion(context.Background(), devs, cfg.Trace != "")
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("mixed runs on one device, with no waits across devices: no second device opened (%v)", err))
+		} else {
+			devs = append(devs, c)
+			notes = append(notes, fmt.Sprintf("mixed opened %s beside %s for its waits across devices", c.spec, devs[0].spec))
+		}
+	}
+
+	wl := workloads[cfg.Workload]
+	e := &env{cfg: cfg, devs: devs, size: cfg.Size}
+	if e.size == 0 {
+		e.size = wl.size
+	}
+	rep := &Report{Schema: schema, Workload: cfg.Workload, What: wl.what, Notes: notes,
+		Config: ConfigReport{Submitters: cfg.C, Depth: cfg.Depth, Rate: cfg.Rate, DurationNs: int64(cfg.Duration),
+			N: cfg.N, TimeoutNs: int64(cfg.Timeout), GOMAXPROCS: runtime.GOMAXPROCS(0)}}
+	if wl.sized {
+		rep.Config.Size = e.size
+		rep.What = fmt.Sprintf(wl.what, profile.Bytes(uint64(e.size)))
+	}
+	rigDevs := make([]*rig.Device, len(devs))
+	for i, o := range devs {
+		rep.Devices = append(rep.Devices, facts(o.spec, o.dev))
+		rigDevs[i] = o.dev
+	}
+	lanes, err := wl.lanes(e)
+	if err != nil {
+		fmt.Fprintf(stderr, "rigbench: %v\n", err)
+		return 1
+	}
+
+	code := 0
+	var prof *profile.Profile
+	if cfg.Trace != "" {
+		if prof, err = profile.Start(rigDevs...); err != nil {
+			fmt.Fprintf(stderr, "rigbench: %v\n", err)
+			return 1
+		}
+	}
+	lv := &live{}
+	pg := startProgress(stderr, "rig", lv)
+	m := bench(ctx, cfg, lanes, lv)
+	pg.end()
+	rep.Rig = result("rig", m)
+	if m.errors > 0 {
+		code = 1
+	}
+	if prof != nil {
+		if err := finishTrace(prof, cfg, rep); err != nil {
+			fmt.Fprintf(stderr, "rigbench: %v\n", err)
+			code = 1
+		}
+	}
+
+	var base *measure
+	if cfg.Compare {
+		switch b, err := newBaseline(e); {
+		case err != nil:
+			rep.BaselineNote = err.Error()
+		case ctx.Err() != nil:
+			b.stop()
+			rep.BaselineNote = "interrupted before the baseline ran"
+		default:
+			lv := &live{}
+			pg := startProgress(stderr, "baseline", lv)
+			base = bench(ctx, cfg, b.lanes, lv)
+			pg.end()
+			b.stop()
+			r := result(b.name, base)
+			rep.Baseline = &r
+			rep.Ratio = ratio(rep.Rig, r)
+		}
+	}
+
+	if cfg.Plot != "" {
+		ss := []series{{name: "rig", h: m.lat.merged()}}
+		if base != nil {
+			ss = append(ss, series{name: rep.Baseline.Name, h: base.lat.merged()})
+		}
+		if err := writeFile(cfg.Plot, func(w io.Writer) error {
+			return writePlot(w, fmt.Sprintf("rigbench %s on %s", cfg.Workload, deviceList(devs)), ss)
+		}); err != nil {
+			fmt.Fprintf(stderr, "rigbench: %v\n", err)
+			code = 1
+		} else {
+			rep.Plot = cfg.Plot
+		}
+	}
+
+	if cfg.JSON {
+		err = rep.writeJSON(stdout)
+	} else {
+		err = rep.writeText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rigbench: writing the report: %v\n", err)
+		code = 1
+	}
+	return code
+}
+
+// finishTrace stops the profile, exports it to -trace and adds its summary
+// to the report.
+func finishTrace(prof *profile.Profile, cfg *config, rep *Report) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	defer cancel()
+	stopErr := prof.Stop(ctx)
+	s := prof.Summary()
+	rep.Profile = &s
+	if err := writeFile(cfg.Trace, prof.WriteTrace); err != nil {
+		return err
+	}
+	rep.Trace = cfg.Trace
+	if stopErr != nil {
+		return fmt.Errorf("the profile: %w", stopErr)
+	}
+	return nil
+}
+
+// writeFile writes the file name with write.
+func writeFile(name string, write func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return f.Close()
+}
+
+// deviceList names the devices for a title: "host, host:1".
+func deviceList(ds []opened) string {
+	s := ""
+	for i, o := range ds {
+		if i > 0 {
+			s += ", "
+		}
+		s += o.spec.String()
+	}
+	return s
+}

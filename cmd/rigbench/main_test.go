@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/profile"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// runJSON runs rigbench in the process with args and -json, and answers
+// its report; it fails the test where the exit code is not 0.
+func runJSON(t *testing.T, ctx context.Context, args ...string) *Report {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(ctx, append(args, "-json"), &out, &errOut); code != 0 {
+		t.Fatalf("%q: exit %d\nstdout: %s\nstderr: %s", args, code, out.String(), errOut.String())
+	}
+	var r Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%q: %v\n%s", args, err, out.String())
+	}
+	if r.Schema != schema {
+		t.Fatalf("schema %q", r.Schema)
+	}
+	return &r
+}
+
+// TestRunHostEverything runs a short load test on hostdev with every
+// output: the JSON report, the baseline, the plot and the trace.
+func TestRunHostEverything(t *testing.T) {
+	dir := t.TempDir()
+	plot, trace := filepath.Join(dir, "lat.svg"), filepath.Join(dir, "trace.json")
+	r := runJSON(t, context.Background(), "-device", "host", "-duration", "200ms", "-compare", "-plot", plot, "-trace", trace)
+
+	if r.Workload != "empty" || len(r.Devices) != 1 || r.Devices[0].Arch != "host" || r.Devices[0].Spec != "host" {
+		t.Errorf("report %+v", r)
+	}
+	g := r.Rig
+	if g.Submissions == 0 || g.Errors != 0 || g.PerSecond <= 0 || g.Latency.Count != g.Submissions {
+		t.Errorf("rig's result %+v", g)
+	}
+	if l := g.Latency; !(l.Min <= l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
+		t.Errorf("latencies out of order: %+v", l)
+	}
+	if r.Baseline == nil || r.Baseline.Submissions == 0 || r.Ratio == nil || r.Ratio.PerSecond <= 0 {
+		t.Errorf("baseline %+v, ratio %+v, note %q", r.Baseline, r.Ratio, r.BaselineNote)
+	}
+	if r.Plot != plot || r.Trace != trace || r.Profile == nil {
+		t.Fatalf("plot %q, trace %q, profile %v", r.Plot, r.Trace, r.Profile)
+	}
+	if r.Profile.Spans != int(g.Submissions) || r.Profile.Devices[0].Count != int(g.Submissions) {
+		t.Errorf("the profile holds %d spans for %d submissions", r.Profile.Spans, g.Submissions)
+	}
+
+	svg, err := os.ReadFile(plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := svgElements(t, svg); n["polyline"] != 2 {
+		t.Errorf("the plot has %d lines, want rig's and the baseline's", n["polyline"])
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr profile.Trace
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	slices := 0
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" {
+			slices++
+			if e.Name != "empty" {
+				t.Fatalf("slice %+v: want the launch of empty", e)
+			}
+		}
+	}
+	if slices != int(g.Submissions) {
+		t.Errorf("%d slices for %d submissions", slices, g.Submissions)
+	}
+}
+
+// TestRunWorkloads runs each workload for a count of submissions.
+func TestRunWorkloads(t *testing.T) {
+	for _, w := range workloadNames() {
+		args := []string{"-device", "host", "-workload", w, "-n", "120", "-c", "2", "-depth", "3"}
+		if workloads[w].sized {
+			args = append(args, "-size", "8KiB")
+		}
+		r := runJSON(t, context.Background(), args...)
+		g := r.Rig
+		if g.Submissions != 120 || g.Errors != 0 || g.Latency.Count != 120 {
+			t.Errorf("%s: %+v", w, g)
+		}
+		switch w {
+		case "empty", "twice":
+			if g.BytesPerS != 0 {
+				t.Errorf("%s moves %v bytes/s", w, g.BytesPerS)
+			}
+		case "mixed":
+			if len(r.Devices) != 2 || r.Devices[1].Spec != "host:1" {
+				t.Errorf("mixed ran on %+v", r.Devices)
+			}
+			fallthrough
+		default:
+			if g.BytesPerS <= 0 || r.Config.Size != 8<<10 {
+				t.Errorf("%s: %v bytes/s of %d bytes", w, g.BytesPerS, r.Config.Size)
+			}
+		}
+	}
+}
+
+// TestRunMixedTrace checks that the trace of the mixed workload draws its
+// waits across devices.
+func TestRunMixedTrace(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "mixed.json")
+	r := runJSON(t, context.Background(), "-device", "host,host:1", "-workload", "mixed", "-n", "200", "-trace", trace)
+	if r.Rig.Submissions != 200 || len(r.Profile.Devices) != 2 {
+		t.Fatalf("%+v", r)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr profile.Trace
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int{}
+	for _, e := range tr.TraceEvents {
+		names[e.Ph+" "+strings.Fields(e.Name + " x")[0]]++
+	}
+	if names["X fill"] != 50 || names["X copy"] != 100 || names["X empty"] != 50 {
+		t.Errorf("slices %v", names)
+	}
+	t.Logf("%d flows of waits across the devices", names["s host"]+names["s host:1"])
+}
+
+// TestRunRate runs open loop at a rate, and checks the count it reached.
+func TestRunRate(t *testing.T) {
+	r := runJSON(t, context.Background(), "-device", "host", "-rate", "2000", "-duration", "250ms", "-c", "2")
+	if n := r.Rig.Submissions; n < 350 || n > 520 {
+		t.Errorf("%d submissions at 2000/s for 250ms", n)
+	}
+}
+
+// TestRunInterrupt ends a run with no bound by its context, as Ctrl-C
+// does: it stops, and reports what it measured.
+func TestRunInterrupt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r := runJSON(t, ctx, "-device", "host", "-duration", "0", "-compare")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the interrupted run took %v", took)
+	}
+	if !r.Rig.Interrupted || r.Rig.Submissions == 0 || r.Rig.Errors != 0 {
+		t.Errorf("rig's result %+v", r.Rig)
+	}
+	if r.Baseline != nil || !strings.Contains(r.BaselineNote, "interrupted") {
+		t.Errorf("baseline %+v, note %q", r.Baseline, r.BaselineNote)
+	}
+}
+
+// TestRunDefaultText runs the command as CI does, on the default device,
+// and reads its text report.
+func TestRunDefaultText(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"-duration", "100ms"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"rigbench empty:", "\ndevice ", "\nrig: ", "latency p50", "allocations"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("stderr %q: no progress line where stderr is not a terminal", errOut.String())
+	}
+}
+
+// TestRunTimeout bounds the waits with a timeout shorter than the work,
+// which the report counts as errors, with exit code 1.
+func TestRunTimeout(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"-device", "host", "-workload", "fill", "-size", "32MiB", "-n", "2", "-timeout", "1ms", "-json"}, &out, &errOut)
+	var r Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %s %s", err, out.String(), errOut.String())
+	}
+	if r.Rig.Errors == 0 {
+		t.Skipf("fills of 32MiB ended within 1ms: %+v", r.Rig)
+	}
+	if code != 1 || !strings.Contains(r.Rig.FirstError, "timed out") {
+		t.Errorf("exit %d, result %+v", code, r.Rig)
+	}
+}

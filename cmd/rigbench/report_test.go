@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rig-go/rig/profile"
+)
+
+// sampleReport is a report with every field set.
+func sampleReport() *Report {
+	base := Result{Name: "baseline (a bare goroutine pipeline)", ElapsedNs: 1e9, Submissions: 2000, PerSecond: 2000, BytesPerS: 4e9,
+		Latency: Latency{Count: 2000, Min: 900, Mean: 1500.5, P50: 1400, P90: 1900, P99: 4000, P999: 9000, Max: 12000}}
+	return &Report{
+		Schema: schema, Workload: "d2d", What: "a copy of 1MiB from Device to Device memory",
+		Config: ConfigReport{Submitters: 2, Depth: 8, Rate: 5000, DurationNs: 3e9, N: 10000, Size: 1 << 20, TimeoutNs: 1e10, GOMAXPROCS: 8},
+		Devices: []DeviceFacts{{Spec: "host", Name: "host", Arch: "host", Budget: 1 << 30, Queues: []string{"COMPUTE:0", "COPY:0"},
+			CopyEngine: 1, Completion: "store", Waits: []string{"stores", "hosts"}, MayBlock: true, HangMs: 5000, MapsHost: true,
+			HostAddresses: true, Alignment: 4096, CacheBytes: 1 << 20, Bus: "0000:41:00.0", FaultDomain: "cuda"}},
+		Rig: Result{Name: "rig", ElapsedNs: 1_000_000_123, Submissions: 1000, PerSecond: 999.9, BytesPerS: 2e9,
+			Latency:             Latency{Count: 1000, Min: 1000, Mean: 2500.25, P50: 2000, P90: 3000, P99: 8000, P999: 20000, Max: 30000},
+			AllocsPerSubmission: 0.5, AllocBytesPerSubmission: 12.5, Errors: 1, FirstError: "wait on host: wait timed out after 10s", Interrupted: true},
+		Baseline:     &base,
+		BaselineNote: "a note",
+		Ratio:        &Ratio{PerSecond: 0.49995, P50: 1.43, P99: 2},
+		Profile: &profile.Summary{From: 10, To: 1000, Spans: 3, Dropped: 1, Devices: []profile.DeviceSummary{{
+			Device: "host", Count: 3, Busy: 0.5, BusyNs: 495, Gaps: 2, GapNs: 100, GapP50: 40, GapMax: 60, Mean: 165, P50: 150, P99: 300, Max: 300,
+			Queues: []profile.QueueSummary{{Queue: "COMPUTE:0", Count: 3, Busy: 0.5}}}}},
+		Trace: "t.json", Plot: "p.svg",
+		Notes: []string{"the default device is the host's"},
+	}
+}
+
+// TestReportJSONRoundTrip writes a report as JSON and reads it back: the
+// same report, under the key names of the schema.
+func TestReportJSONRoundTrip(t *testing.T) {
+	r := sampleReport()
+	var buf bytes.Buffer
+	if err := r.writeJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*r, back) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", back, *r)
+	}
+
+	// The schema's keys, as a reader that knows no Go would look for them.
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"schema", "workload", "what", "config.submitters", "config.depth", "config.rate", "config.duration_ns",
+		"config.n", "config.size", "config.timeout_ns", "config.gomaxprocs",
+		"rig.name", "rig.elapsed_ns", "rig.submissions", "rig.submissions_per_s", "rig.bytes_per_s",
+		"rig.latency.count", "rig.latency.min_ns", "rig.latency.mean_ns", "rig.latency.p50_ns", "rig.latency.p90_ns",
+		"rig.latency.p99_ns", "rig.latency.p99_9_ns", "rig.latency.max_ns",
+		"rig.allocs_per_submission", "rig.alloc_bytes_per_submission", "rig.errors", "rig.first_error", "rig.interrupted",
+		"baseline.submissions_per_s", "baseline_note", "ratio.submissions_per_s", "ratio.latency_p50", "ratio.latency_p99",
+		"profile.spans", "profile.devices", "trace", "plot", "notes", "devices",
+	} {
+		if !has(m, path) {
+			t.Errorf("the JSON lacks %s", path)
+		}
+	}
+	dev := m["devices"].([]any)[0].(map[string]any)
+	for _, k := range []string{"spec", "name", "arch", "budget", "queues", "copy_engine", "completion", "waits",
+		"may_block", "hang_ms", "maps_host", "host_addresses", "alignment", "cache_bytes", "bus", "fault_domain"} {
+		if _, ok := dev[k]; !ok {
+			t.Errorf("the device's facts lack %s", k)
+		}
+	}
+	if m["schema"] != "rigbench/1" {
+		t.Errorf("schema %v", m["schema"])
+	}
+}
+
+func has(m map[string]any, path string) bool {
+	var v any = m
+	for k := range strings.SplitSeq(path, ".") {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = mm[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func TestReportText(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sampleReport().writeText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	s := buf.String()
+	for _, want := range []string{
+		"rigbench d2d: a copy of 1MiB",
+		"2 submitter(s) of depth 8, open loop at 5000/s, for 10000 submissions or 3s",
+		"device host: host, arch host, queues COMPUTE:0 COPY:0, budget 1GiB",
+		"rig: 1000 submissions in 1.00s: 1000/s, 1.86GiB/s (interrupted)",
+		"latency p50 2.00µs  p90 3.00µs  p99 8.00µs  p99.9 20.0µs  max 30.0µs",
+		"allocations 0.50 per submission (12.5 B)",
+		"errors 1, the first: wait on host: wait timed out",
+		"baseline (a bare goroutine pipeline): 2000 submissions",
+		"rig / baseline: 0.50x the submissions/s, 1.43x the p50 latency, 2.00x the p99 latency",
+		"profile of 990ns, 3 spans (1 dropped",
+		"trace: t.json",
+		"plot: p.svg",
+		"note: the default device is the host's",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the text lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestCount(t *testing.T) {
+	for x, want := range map[float64]string{0: "0", 812: "812", 9999: "9999", 12345: "12.3k", 999_400: "999k",
+		999_600: "1.00M", 4_560_000: "4.56M", 2.5e9: "2.50G"} {
+		if got := count(x); got != want {
+			t.Errorf("count(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
