@@ -111,7 +111,15 @@
 // path's lock guards its bookkeeping (memories alive, registered channels,
 // stop state), the process's lock the address pools and handle names; a
 // goroutine holds one at a time, never both, and never across a call of
-// the driver. The kernel driver serialises the RM itself.
+// the driver. A third lock, taken alone, serialises the making and giving
+// back of a GPU's shared objects (Open, and the last Close or Free). The
+// kernel driver serialises the RM itself.
+//
+// The paths of one GPU share its device, subdevice and address space: UVM
+// takes one registration of a GPU, and one address space for it, in a
+// process. A device opened while its predecessor's memory awaits its free
+// thus uses the predecessor's objects, as the seed allows once that device
+// has stopped; the last path gives them back.
 //
 // # Faults
 //
