@@ -71,6 +71,8 @@ type Generation struct {
 	Registers, RegisterUnit, MaxRegisters int
 	// WarpsPerSM is the most warps a multiprocessor runs concurrently.
 	WarpsPerSM int
+	// MaxBankBytes is the most bytes of a constant bank, bank 0 included.
+	MaxBankBytes int
 
 	// SharedConfigs lists, in KiB and increasing, the shared memory
 	// configurations of a multiprocessor; the last is the most shared
@@ -125,7 +127,7 @@ var (
 		Qmd: QmdV03, PcasAction: PcasPrefetchSchedule,
 		ParamsOffset: 0x160, GlobalDescriptor: 0x118,
 		MaxGrid: [3]uint32{1<<31 - 1, 65535, 65535}, MaxBlock: [3]uint32{1024, 1024, 64},
-		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255,
+		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255, MaxBankBytes: MaxBankBytes,
 		WarpsPerSM:     64,
 		SharedConfigs:  []int{0, 8, 16, 32, 64, 100, 132, 164},
 		ReservedShared: 1024, StackTop: 0xfffdc0, StackReserve: 0x240,
@@ -139,7 +141,7 @@ var (
 		Qmd: QmdV03, PcasAction: PcasPrefetchSchedule,
 		ParamsOffset: 0x160, GlobalDescriptor: 0x118,
 		MaxGrid: [3]uint32{1<<31 - 1, 65535, 65535}, MaxBlock: [3]uint32{1024, 1024, 64},
-		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255,
+		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255, MaxBankBytes: MaxBankBytes,
 		WarpsPerSM:     48,
 		SharedConfigs:  []int{0, 8, 16, 32, 64, 100},
 		ReservedShared: 1024, StackTop: 0xfffdc0, StackReserve: 0x240,
@@ -154,7 +156,7 @@ var (
 		Qmd: QmdV03, PcasAction: PcasPrefetchSchedule,
 		ParamsOffset: 0x160, GlobalDescriptor: 0x118,
 		MaxGrid: [3]uint32{1<<31 - 1, 65535, 65535}, MaxBlock: [3]uint32{1024, 1024, 64},
-		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255,
+		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255, MaxBankBytes: MaxBankBytes,
 		WarpsPerSM:     48,
 		SharedConfigs:  []int{0, 8, 16, 32, 64, 100},
 		ReservedShared: 1024, StackTop: 0xfffdc0, StackReserve: 0x240,
@@ -170,7 +172,7 @@ var (
 		Qmd: QmdV04, PcasAction: PcasInvalidatePrefetchCopySchedule,
 		ParamsOffset: 0x210, GlobalDescriptor: 0x208,
 		MaxGrid: [3]uint32{1<<31 - 1, 65535, 65535}, MaxBlock: [3]uint32{1024, 1024, 64},
-		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255,
+		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255, MaxBankBytes: MaxBankBytes,
 		WarpsPerSM:     64,
 		SharedConfigs:  []int{0, 8, 16, 32, 64, 100, 132, 164, 196, 228},
 		ReservedShared: 1024, ReservedInCubin: true, StackTop: 0xfffdc0, StackReserve: 0x240,
@@ -249,6 +251,11 @@ func (g *Generation) SharedConfig(n int) (uint32, bool) {
 	}
 	return 0, false
 }
+
+// MaxSize is the most groups along each axis of a launch's grid, and the
+// most threads along each axis of a group (the seed's Qmd.max_size): the
+// descriptor's field widths and the architecture's limits.
+func (g *Generation) MaxSize() (grid, block [3]uint32) { return g.MaxGrid, g.MaxBlock }
 
 // CheckSize is the reason a launch of grid groups of block threads cannot
 // run on g, or "" if it can: an axis of size 0, an axis past MaxGrid or

@@ -79,15 +79,15 @@ func MakeLaunch(g *Generation, k *Kernel, image uint64, w Windows) (*Launch, err
 	l := &Launch{Gen: g, Kernel: k, Code: image + k.Code}
 	bank0 := max(k.Bank0Bytes, g.ParamsOffset, bank0DriverWords)
 	l.Bank0Bytes = (bank0 + 15) &^ 15
-	if l.Bank0Bytes > MaxBankBytes {
-		return nil, fmt.Errorf("kernel %s: constant bank 0 of %d bytes, more than the %d a bank holds", k.Name, bank0, MaxBankBytes)
+	if l.Bank0Bytes > g.MaxBankBytes {
+		return nil, fmt.Errorf("kernel %s: constant bank 0 of %d bytes, more than the %d a bank holds", k.Name, bank0, g.MaxBankBytes)
 	}
 	for _, b := range k.Banks {
 		if b.Index >= len(g.Qmd.ConstantBuffers) {
 			return nil, fmt.Errorf("kernel %s: constant bank %d, past the descriptor's %d", k.Name, b.Index, len(g.Qmd.ConstantBuffers))
 		}
-		if b.Size > MaxBankBytes {
-			return nil, fmt.Errorf("kernel %s: constant bank %d of %d bytes, more than the %d a bank holds", k.Name, b.Index, b.Size, MaxBankBytes)
+		if int(b.Size) > g.MaxBankBytes {
+			return nil, fmt.Errorf("kernel %s: constant bank %d of %d bytes, more than the %d a bank holds", k.Name, b.Index, b.Size, g.MaxBankBytes)
 		}
 	}
 	if k.ClusterDims != [3]int{} || k.ExplicitCluster {

@@ -93,7 +93,7 @@ func TestSemaphoresGolden(t *testing.T) {
 		{"acquire on Ampere: an 8-bit SEM_ADDR_HI", Acquire(nil, Ampere, addr, v),
 			[]uint32{0x20050017, 0x456789a8, 0x23, 0x55667788, 0x11223344, 0x01000003}},
 		{"compute release on Hopper", ComputeRelease(nil, Hopper, addr, v),
-			[]uint32{0x20052056, 0x55667788, 0x11223344, 0x123, 0x456789a8, 0x1008}},
+			[]uint32{0x20052056, 0x55667788, 0x11223344, 0x456789a8, 0x123, 0x1008}},
 		{"compute release on GA100: the host's", ComputeRelease(nil, Ampere, addr, v),
 			Release(nil, Ampere, addr, v)},
 		{"copy release on Hopper", CopyRelease(nil, Hopper, addr, v),

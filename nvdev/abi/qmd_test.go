@@ -2,6 +2,7 @@ package abi
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -248,10 +249,12 @@ func TestQmdLayoutsMatchHeaders(t *testing.T) {
 	}
 }
 
-// allFields lists a layout's fields, each with a name.
+// allFields lists a layout's fields, each with a name, in the order of
+// their names.
 func allFields(l *QmdLayout) (names []string, fields []Field) {
-	for name, fs := range fieldsOf(l) {
-		for i, f := range fs {
+	m := fieldsOf(l)
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		for i, f := range m[name] {
 			names = append(names, fmt.Sprintf("%s[%d]", name, i))
 			fields = append(fields, f)
 		}

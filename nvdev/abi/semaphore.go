@@ -107,7 +107,7 @@ func ComputeRelease(b []uint32, g *Generation, addr, value uint64) []uint32 {
 	}
 	return append(b, Inc(SubCompute, ComputeReportPayloadLower, 5),
 		uint32(value), uint32(value>>32),
-		hi32(addr, g.ReportSemaphoreBits), lo32(addr),
+		lo32(addr), hi32(addr, g.ReportSemaphoreBits),
 		ReportOpRelease|ReportOneWord|ReportPayload64)
 }
 
