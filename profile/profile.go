@@ -228,6 +228,14 @@ func (p *Profile) settle() {
 		if p.dead[i] {
 			continue
 		}
+		select {
+		case <-d.Done():
+			// A closed device's driver is gone: what it had not settled
+			// is lost (NOTES-core.md).
+			p.dead[i] = true
+			continue
+		default:
+		}
 		var err error
 		p.scratch, err = d.Settle(p.scratch[:0])
 		if err != nil {

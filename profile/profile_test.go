@@ -251,3 +251,32 @@ func TestStartErrors(t *testing.T) {
 		t.Error("a profile with negative options started")
 	}
 }
+
+// TestProfileDeviceClosed closes a device while a profile of it is taken:
+// Stop ends, and the profile keeps what it settled.
+func TestProfileDeviceClosed(t *testing.T) {
+	ctx := context.Background()
+	d := openHost(t, "profile-closed", true)
+	s := submission(t, d, rig.Launch(resolve(t, d, "empty"), 0))
+	p, err := StartOptions(Options{Every: time.Millisecond}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := s.Take().Submit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Last().Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.Done()
+	_ = p.Stop(ctx)
+	if n := len(p.Spans()); n != 20 {
+		t.Errorf("%d spans, want the 20 settled before the close", n)
+	}
+}

@@ -170,14 +170,14 @@ func (r *Report) writeText(w io.Writer) error {
 	bound := "until interrupted"
 	switch {
 	case c.N > 0 && c.DurationNs > 0:
-		bound = fmt.Sprintf("%d submissions or %v", c.N, time.Duration(c.DurationNs))
+		bound = fmt.Sprintf("for %d submissions or %v", c.N, time.Duration(c.DurationNs))
 	case c.N > 0:
-		bound = fmt.Sprintf("%d submissions", c.N)
+		bound = fmt.Sprintf("for %d submissions", c.N)
 	case c.DurationNs > 0:
-		bound = time.Duration(c.DurationNs).String()
+		bound = "for " + time.Duration(c.DurationNs).String()
 	}
 	fmt.Fprintf(&b, "rigbench %s: %s\n", r.Workload, r.What)
-	fmt.Fprintf(&b, "  %d submitter(s) of depth %d, %s, for %s, GOMAXPROCS %d\n", c.Submitters, c.Depth, mode, bound, c.GOMAXPROCS)
+	fmt.Fprintf(&b, "  %d submitter(s) of depth %d, %s, %s, GOMAXPROCS %d\n", c.Submitters, c.Depth, mode, bound, c.GOMAXPROCS)
 	for _, d := range r.Devices {
 		fmt.Fprintf(&b, "device %s: %s, arch %s, queues %s, budget %s, completion by %s, waits on %s, alignment %d",
 			d.Spec, d.Name, d.Arch, strings.Join(d.Queues, " "), profile.Bytes(uint64(max(d.Budget, 0))), d.Completion, orNone(d.Waits), d.Alignment)
