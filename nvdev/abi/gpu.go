@@ -36,6 +36,10 @@ type Gpu struct {
 // (Rig_nv_abi.key): rig.Capability(dev, abi.Key) answers it.
 var Key = device.NewKey[*Gpu]("nvdev")
 
+// Declare declares in an RM device's facts the record its Capability
+// answers (the seed's Rig_nv_abi.declare).
+func Declare(f *device.Facts) { f.Capability = Key }
+
 // WindowsBase is the first of the GPU addresses at which a device's kernels
 // see their shared and local memory, 2^40 - 8 GiB (the seed's windows):
 // the shared window, 4 GiB from a 4 GiB-aligned base as Hopper needs, then

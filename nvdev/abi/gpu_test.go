@@ -36,4 +36,9 @@ func TestGpu(t *testing.T) {
 	if Key.String() != "nvdev" {
 		t.Error(Key.String())
 	}
+	var f device.Facts
+	Declare(&f)
+	if f.Capability != any(Key) {
+		t.Error("Declare")
+	}
 }

@@ -43,6 +43,9 @@ const (
 // MaxCount is the most data words one header announces (13 bits).
 const MaxCount = 1<<13 - 1
 
+// dmaNop is a word that does nothing (NVC56F_DMA_NOP).
+const dmaNop = 0
+
 // MaxImmediate is the largest value an immediate header holds.
 const MaxImmediate = 1<<13 - 1
 
@@ -51,7 +54,7 @@ func header(op Op, sc Subchannel, method uint32, n uint32) uint32 {
 }
 
 // Inc is the header of n data words to the consecutive methods from method
-// (a byte offset) on subchannel sc.
+// (a byte offset) on subchannel sc. The header holds at most MaxCount words.
 func Inc(sc Subchannel, method uint32, n int) uint32 {
 	return header(OpInc, sc, method, uint32(n))
 }
@@ -101,13 +104,16 @@ type Write struct {
 }
 
 // Decode reads a push buffer into the method writes it makes, in order:
-// what a channel does with its words. It refuses a header of another kind
-// and a buffer that ends inside a header's data.
+// what a channel does with its words. It skips NOP words, and refuses a
+// header of another kind and a buffer that ends inside a header's data.
 func Decode(words []uint32) ([]Write, error) {
 	var out []Write
 	for i := 0; i < len(words); {
 		h := DecodeHeader(words[i])
 		i++
+		if words[i-1] == dmaNop {
+			continue
+		}
 		if h.Op == OpImmd {
 			out = append(out, Write{h.Subchannel, h.Method, h.Count})
 			continue

@@ -48,7 +48,7 @@ func TestDecode(t *testing.T) {
 		Inc(SubCompute, 0x100, 2), 1, 2,
 		NonInc(SubCopy, 0x200, 2), 3, 4,
 		OneInc(SubHost, 0x10, 3), 5, 6, 7,
-		Immd(SubCompute, 0x298, 9),
+		Immd(SubCompute, 0x298, 9), 0,
 	}
 	got, err := Decode(b)
 	want := []Write{
