@@ -155,7 +155,7 @@ func (q *queues) init(d *dev, start uint64) {
 	q.slots = make([]slot, q.n)
 	q.kick = make(chan struct{}, 1)
 	q.last.Store(start)
-	np, nw, nb := 2*d.cfg.Ring, 2*d.cfg.Ring, max(64*d.cfg.Ring, 64<<10)
+	np, nw, nb := max(2*d.cfg.Ring, 256), max(2*d.cfg.Ring, 256), max(64*d.cfg.Ring, 64<<10)
 	if d.cfg.Grow {
 		np, nw, nb = 4, 4, 64
 	}
