@@ -1,6 +1,7 @@
 package cudadev
 
 import (
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +14,12 @@ import (
 // Benchmarks on the GPU, to run beside ../shared/anchors/anchor.c (see
 // BENCHMARKS.md): the driver's hot path alone (Room, Submit, Commit), and
 // through rig (Take, Submit, Wait).
+
+func init() {
+	// RIG_CUDA_SCHED=auto keeps CUDA's default scheduling, to measure
+	// what the blocking sync that the driver sets costs.
+	keepAutoSched = os.Getenv("RIG_CUDA_SCHED") == "auto"
+}
 
 // BenchmarkGPUCall is one trivial libcuda call through a frame
 // (cuCtxGetCurrent); anchor: "C trivial call".
@@ -43,9 +50,41 @@ func BenchmarkGPULaunch(b *testing.B) {
 		step()
 	}
 	r.wait(r.v)
+	sw := switches.Load()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		step()
+	}
+	b.StopTimer()
+	r.wait(r.v)
+	b.ReportMetric(float64(switches.Load()-sw)/float64(b.N), "switches/op")
+}
+
+// BenchmarkGPULaunchBatch is the host's cost of a one-launch submission in
+// batches of 256 that never fill the stream, the timer stopped while a
+// batch runs; anchor: anchor_sched.c's "launch enqueue in batches of 256".
+func BenchmarkGPULaunchBatch(b *testing.B) {
+	r := openRaw(b, Config{})
+	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
+	step := func() {
+		r.v++
+		s.Value = r.v
+		r.d.Room(&s)
+		r.d.Submit(&s)
+	}
+	for i := 0; i < 1000; i++ {
+		step()
+	}
+	r.wait(r.v)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%256 == 0 && i > 0 {
+			b.StopTimer()
+			r.wait(r.v)
+			b.StartTimer()
+		}
 		step()
 	}
 	b.StopTimer()

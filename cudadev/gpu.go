@@ -298,6 +298,14 @@ func atomicRaise(w *uint64, v uint64) {
 	}
 }
 
+// keepAutoSched keeps a primary context's CU_CTX_SCHED_AUTO, for
+// benchmarks that measure what blocking sync costs.
+var keepAutoSched bool
+
+// switches counts the calls that found another context current on their
+// thread, for benchmarks.
+var switches atomic.Uint64
+
 // enterCtx locks the goroutine to its thread and makes ctx current on it,
 // answering the thread's previous context for leaveCtx.
 func enterCtx(t *table, f *frame, ctx uintptr) uintptr {
@@ -305,6 +313,7 @@ func enterCtx(t *table, f *frame, ctx uintptr) uintptr {
 	f.c1(t.cuCtxGetCurrent, uintptr(unsafe.Pointer(&f.cur)))
 	prev := uintptr(f.cur)
 	if prev != ctx {
+		switches.Add(1)
 		f.c1(t.cuCtxSetCurrent, ctx)
 	}
 	return prev
@@ -371,7 +380,7 @@ func (d *gpu) make(c Config, word *uint64) error {
 		if r := t.call(t.cuDevicePrimaryCtxGetState, uintptr(d.ordinal), uintptr(unsafe.Pointer(&flags)), uintptr(unsafe.Pointer(&active))); r != 0 {
 			return fmt.Errorf("cudadev: reading GPU %d's primary context: %w", d.index, t.err(r))
 		}
-		if flags&ctxSchedMask == ctxSchedAuto {
+		if flags&ctxSchedMask == ctxSchedAuto && !keepAutoSched {
 			if r := t.call(t.cuDevicePrimaryCtxSetFlags, uintptr(d.ordinal), uintptr(flags|ctxSchedBlockingSync)); r != 0 {
 				return fmt.Errorf("cudadev: setting GPU %d's scheduling to blocking sync: %w", d.index, t.err(r))
 			}

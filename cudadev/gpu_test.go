@@ -477,55 +477,55 @@ func TestGPUWaits(t *testing.T) {
 	r := openRaw(t, Config{})
 	spin, store := r.entry("spin_until"), r.entry("store64")
 	flag := r.alloc(device.Pinned, 8)
-	src := r.alloc(device.Pinned, 64)
 	dst := r.alloc(device.Pinned, 64)
 	t.Cleanup(func() { setFlag(flag.bytes()) })
-	cp := device.Part{Kind: device.CopyRows, Queue: 1, Src: src, Dst: dst, RowBytes: 64, Rows: 1, SrcPitch: 64, DstPitch: 64}
-	check := func(what string, want byte) {
+	// The observable work on COPY:0: a C fill that writes the value into
+	// dst (cuStreamWriteValue64, a stream memory operation).
+	mark := device.Part{Kind: device.Fill, Queue: 1, FillFn: r.d.t.cuStreamWriteValue64, FillArg: uintptr(dst.loc.Address)}
+	marked := func() uint64 { return atomic.LoadUint64(word64(dst.bytes(), 0)) }
+	check := func(what string, want uint64) {
 		t.Helper()
-		if got := dst.bytes()[63]; got != want {
-			t.Fatalf("%s: the copy's byte reads %d, want %d", what, got, want)
+		if got := marked(); got != want {
+			t.Fatalf("%s: the fill's word reads %d, want %d", what, got, want)
 		}
 	}
 	spinning := launch(spin, 1, 1, u64s(flag.loc.Address))
 	clear(dst.bytes())
 	clear(flag.bytes())
 
-	// Between values: value 2's copy on COPY:0 runs after value 1's spin
+	// Between values: value 2's fill on COPY:0 runs after value 1's spin
 	// on COMPUTE:0.
-	src.bytes()[63] = 1
 	r.submit(nil, spinning)
-	v := r.submit(nil, cp)
+	v := r.submit(nil, mark)
 	r.d.Commit(v)
 	time.Sleep(50 * time.Millisecond)
 	check("a value on the other stream, while the last spins", 0)
 	setFlag(flag.bytes())
 	r.wait(v)
-	check("after the spin", 1)
+	check("after the spin", v)
 
 	// Within a value: a part after a part on the other stream waits for
 	// it; without After, it runs beside it.
 	atomic.StoreUint64(word64(flag.bytes(), 0), 0)
-	src.bytes()[63] = 2
-	after := cp
+	after := mark
 	after.After = 1
+	prev := v
 	v = r.submit(nil, spinning, after)
 	r.d.Commit(v)
 	time.Sleep(50 * time.Millisecond)
-	check("a part after a spinning part", 1)
+	check("a part after a spinning part", prev)
 	setFlag(flag.bytes())
 	r.wait(v)
-	check("after the spin", 2)
+	check("after the spin", v)
 
 	atomic.StoreUint64(word64(flag.bytes(), 0), 0)
-	src.bytes()[63] = 3
-	v = r.submit(nil, spinning, cp)
+	v = r.submit(nil, spinning, mark)
 	r.d.Commit(v)
 	deadline := time.Now().Add(5 * time.Second)
-	for dst.bytes()[63] != 3 && time.Now().Before(deadline) {
+	for marked() != v && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	check("a part beside a spinning part on the other stream", 3)
+	check("a part beside a spinning part on the other stream", v)
 	setFlag(flag.bytes())
 	r.wait(v)
 
@@ -1025,4 +1025,47 @@ func TestGPUNoAlloc(t *testing.T) {
 func openRigAfter(t *testing.T, r *raw) *rig.Device {
 	r.close()
 	return openRig(t, Config{})
+}
+
+// TestGPUHostToHost copies between two host regions while earlier work
+// runs: Submit returns without waiting for that work.
+func TestGPUHostToHost(t *testing.T) {
+	r := openRaw(t, Config{})
+	spin := r.entry("spin_until")
+	flag := r.alloc(device.Pinned, 8)
+	src, dst := r.alloc(device.Pinned, 1<<20), r.alloc(device.Pinned, 1<<20)
+	t.Cleanup(func() { setFlag(flag.bytes()) })
+	for i := range src.bytes() {
+		src.bytes()[i] = byte(i / 4096)
+	}
+	r.submit(nil, launch(spin, 1, 1, u64s(flag.loc.Address)))
+	done := make(chan uint64, 1)
+	start := time.Now()
+	go func() {
+		done <- r.submit(nil,
+			device.Part{Kind: device.CopyRows, Queue: 1, Src: src, Dst: dst, RowBytes: 1 << 19, Rows: 1, SrcPitch: 1 << 19, DstPitch: 1 << 19},
+			device.Part{Kind: device.CopyRows, Queue: 1, Src: src, Dst: dst, SrcOffset: 1 << 19, DstOffset: 1 << 19, RowBytes: 1000, Rows: 128, SrcPitch: 4096, DstPitch: 4096})
+	}()
+	var v uint64
+	select {
+	case v = <-done:
+		t.Logf("a host-to-host copy behind a spinning kernel submitted in %v", time.Since(start))
+	case <-time.After(300 * time.Millisecond):
+		t.Error("a host-to-host copy waits in Submit for the device's earlier work")
+		setFlag(flag.bytes())
+		v = <-done
+	}
+	setFlag(flag.bytes())
+	r.wait(v)
+	for i := 0; i < 1<<19; i++ {
+		if dst.bytes()[i] != src.bytes()[i] {
+			t.Fatalf("byte %d differs", i)
+		}
+	}
+	for row := 0; row < 128; row++ {
+		o := 1<<19 + row*4096
+		if !bytes.Equal(dst.bytes()[o:o+1000], src.bytes()[o:o+1000]) {
+			t.Fatalf("row %d differs", row)
+		}
+	}
 }
