@@ -23,6 +23,22 @@ type measure struct {
 	allocBytes  uint64
 }
 
+// add adds o's figures to m's: m then measures both runs, one after the
+// other.
+func (m *measure) add(o *measure) {
+	m.elapsed += o.elapsed
+	m.done += o.done
+	m.bytes += o.bytes
+	m.errors += o.errors
+	if m.firstErr == nil {
+		m.firstErr = o.firstErr
+	}
+	m.interrupted = m.interrupted || o.interrupted
+	m.lat.absorb(o.lat)
+	m.mallocs += o.mallocs
+	m.allocBytes += o.allocBytes
+}
+
 // live is what the progress line reads while a run goes on.
 type live struct {
 	done  atomic.Int64

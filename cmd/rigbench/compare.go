@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	rig "github.com/rig-go/rig/runtime"
 )
 
 // baseline is a plain-Go way to do a workload's work, for -compare.
@@ -44,6 +47,52 @@ func newBaseline(e *env) (*baseline, error) {
 		return nil, errors.New(d.noBaseline)
 	}
 	return nil, fmt.Errorf("rigbench has no baseline for the %s driver", drv)
+}
+
+// runRounds runs the lanes, and the baseline's where base is not nil, in
+// cfg.Rounds alternating rounds (one where base is nil), each a share of
+// -duration and -n, drawing progress on w. It answers rig's measure and
+// the baseline's, nil where the baseline did not run. A round that meets
+// errors or the end of ctx ends the rounds.
+func runRounds(ctx context.Context, cfg *config, lanes []lane[rig.Point], base *baseline, w io.Writer) (m, bm *measure) {
+	rounds := 1
+	if base != nil {
+		rounds = cfg.Rounds
+		if cfg.N > 0 {
+			rounds = int(min(int64(rounds), cfg.N))
+		}
+		if cfg.N == 0 && cfg.Duration == 0 {
+			rounds = 1 // until interrupted: the baseline never runs
+		}
+	}
+	m = &measure{lat: newLatency()}
+	lv, blv := &live{}, &live{}
+	for i := range rounds {
+		rc := *cfg
+		rc.Duration = cfg.Duration / time.Duration(rounds)
+		rc.N = cfg.N / int64(rounds)
+		if int64(i) < cfg.N%int64(rounds) {
+			rc.N++
+		}
+		pg := startProgress(w, "rig", lv)
+		rm := bench(ctx, &rc, lanes, lv)
+		pg.end()
+		m.add(rm)
+		if rm.errors > 0 || ctx.Err() != nil || base == nil {
+			break
+		}
+		pg = startProgress(w, base.name, blv)
+		b := bench(ctx, &rc, base.lanes, blv)
+		pg.end()
+		if bm == nil {
+			bm = &measure{lat: newLatency()}
+		}
+		bm.add(b)
+		if b.errors > 0 || ctx.Err() != nil {
+			break
+		}
+	}
+	return m, bm
 }
 
 // The host baseline is a bare goroutine pipeline: a worker goroutine per

@@ -29,6 +29,7 @@ type config struct {
 	Plot     string
 	Trace    string
 	Compare  bool
+	Rounds   int
 }
 
 // usageError is a bad command line: rigbench says why and exits with 2.
@@ -77,6 +78,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.Plot, "plot", "", "draw the latency distribution into this SVG file")
 	fs.StringVar(&c.Trace, "trace", "", "take a profile and export it into this JSON file (Chrome trace events; Perfetto opens it)")
 	fs.BoolVar(&c.Compare, "compare", false, "run the same workload through a plain-Go baseline too, and print the ratio")
+	fs.IntVar(&c.Rounds, "rounds", 5, "with -compare, the rounds that alternate rig and the baseline, each a share of -duration or -n, so that both meet the machine's other load alike")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -116,6 +118,8 @@ func (c *config) check(set map[string]bool) error {
 		return usagef("-n %d: want a count of 0 or more", c.N)
 	case c.Timeout <= 0:
 		return usagef("-timeout %v: want a positive duration", c.Timeout)
+	case c.Rounds < 1 || c.Rounds > 1000:
+		return usagef("-rounds %d: want 1 to 1000 rounds", c.Rounds)
 	}
 	if set["size"] && !workloads[c.Workload].sized {
 		return usagef("-size does not apply to workload %s", c.Workload)

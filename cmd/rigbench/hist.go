@@ -42,6 +42,19 @@ func (l *latency) record(lane int, ns int64) {
 	s.mu.Unlock()
 }
 
+// absorb adds o's values to l's.
+func (l *latency) absorb(o *latency) {
+	for i := range o.shards {
+		s := &o.shards[i]
+		d := &l.shards[i%len(l.shards)]
+		s.mu.Lock()
+		d.mu.Lock()
+		d.h.Merge(s.h)
+		d.mu.Unlock()
+		s.mu.Unlock()
+	}
+}
+
 // merged is one histogram of every shard's values.
 func (l *latency) merged() *hdrhistogram.Histogram {
 	h := hdrhistogram.New(1, maxLatency, sigFigs)

@@ -21,7 +21,9 @@
 //
 // -compare runs the same workload through a plain-Go baseline in the same
 // process, where one exists (a bare goroutine pipeline for the host
-// driver), and prints rig's figures over the baseline's.
+// driver), and prints rig's figures over the baseline's. The two run in
+// -rounds alternating rounds, each a share of -duration or -n, so that
+// the machine's other load weighs on both alike.
 //
 // rigbench exits with 2 on a bad flag or a device that does not open, 1
 // where the run met errors, and 0 otherwise. Ctrl-C stops the run, which
@@ -110,45 +112,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	lv := &live{}
-	pg := startProgress(stderr, "rig", lv)
-	m := bench(ctx, cfg, lanes, lv)
-	pg.end()
+	var base *baseline
+	if cfg.Compare {
+		if base, err = newBaseline(e); err != nil {
+			rep.BaselineNote = err.Error()
+		} else {
+			defer base.stop()
+		}
+	}
+	m, bm := runRounds(ctx, cfg, lanes, base, stderr)
 	rep.Rig = result("rig", m)
 	if m.errors > 0 {
 		code = 1
 	}
 	if prof != nil {
+		if bm != nil && cfg.Rounds > 1 {
+			rep.Notes = append(rep.Notes, "the profile spans the baseline's rounds too, in which the devices were idle")
+		}
 		if err := finishTrace(prof, cfg, rep); err != nil {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)
 			code = 1
 		}
 	}
-
-	var base *measure
-	if cfg.Compare {
-		switch b, err := newBaseline(e); {
-		case err != nil:
-			rep.BaselineNote = err.Error()
-		case ctx.Err() != nil:
-			b.stop()
-			rep.BaselineNote = "interrupted before the baseline ran"
-		default:
-			lv := &live{}
-			pg := startProgress(stderr, "baseline", lv)
-			base = bench(ctx, cfg, b.lanes, lv)
-			pg.end()
-			b.stop()
-			r := result(b.name, base)
-			rep.Baseline = &r
-			rep.Ratio = ratio(rep.Rig, r)
+	switch {
+	case base != nil && bm == nil:
+		rep.BaselineNote = "interrupted before the baseline ran"
+	case bm != nil:
+		r := result(base.name, bm)
+		rep.Baseline = &r
+		rep.Ratio = ratio(rep.Rig, r)
+		if n := cfg.Rounds; n > 1 {
+			rep.BaselineNote = fmt.Sprintf("rig and the baseline ran in %d alternating rounds", n)
 		}
 	}
 
 	if cfg.Plot != "" {
 		ss := []series{{name: "rig", h: m.lat.merged()}}
-		if base != nil {
-			ss = append(ss, series{name: rep.Baseline.Name, h: base.lat.merged()})
+		if bm != nil {
+			ss = append(ss, series{name: rep.Baseline.Name, h: bm.lat.merged()})
 		}
 		if err := writeFile(cfg.Plot, func(w io.Writer) error {
 			return writePlot(w, fmt.Sprintf("rigbench %s on %s", cfg.Workload, deviceList(devs)), ss)

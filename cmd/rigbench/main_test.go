@@ -205,3 +205,15 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("exit %d, result %+v", code, r.Rig)
 	}
 }
+
+// TestRunRounds splits -n into rounds that alternate rig and the baseline:
+// each side makes all of -n.
+func TestRunRounds(t *testing.T) {
+	r := runJSON(t, context.Background(), "-device", "host", "-workload", "d2d", "-size", "4KiB", "-n", "101", "-compare", "-rounds", "3")
+	if r.Rig.Submissions != 101 || r.Baseline == nil || r.Baseline.Submissions != 101 {
+		t.Fatalf("rig %+v, baseline %+v", r.Rig, r.Baseline)
+	}
+	if r.Baseline.BytesPerS <= 0 || !strings.Contains(r.BaselineNote, "3 alternating rounds") {
+		t.Errorf("baseline %+v, note %q", r.Baseline, r.BaselineNote)
+	}
+}
