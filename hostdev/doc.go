@@ -68,11 +68,18 @@
 // space and fills a slot before it publishes it to the sequencer with an
 // atomic store. The sequencer hands a slot back by storing the count of
 // values completed, which Room reads before it reuses the slot's space. Any
-// goroutine may call the rest. A device's mutex guards its stop, whether a
-// value runs, and the wake channel of Sleep, and orders the sequencer's
+// goroutine may call the rest.
+//
+// A device's mutex (mu) guards whether a value runs, whether the last
+// value was written, and how Sleep is woken, and orders the sequencer's
 // stores into the word against Stop's, so that no store follows the last
-// value; the regions that work may address are an immutable sorted slice,
-// replaced under its own mutex.
+// value. The regions that work may address are an immutable sorted slice,
+// which Alloc, Free and the mappings replace under their own mutex, so
+// that a kernel's Ctx.Bytes takes no lock. Locks nest in this order, and
+// no lock is held across a wait for work: Sleep's own (sleepMu), the
+// device's, then the process-wide one that wakes waits on words (stores).
+// The launch ring's stamps (stampMu) and the regions' mutex (regMu) nest
+// with none.
 //
 // Stop does not wait for work: it closes the device's stop channel, which
 // ends hanging kernels (Ctx.Stopped), pending waits and idle goroutines;

@@ -106,9 +106,11 @@ type dev struct {
 	running bool          // a value's parts run now
 	final   bool          // the last value is in the word; no store may follow
 	wake    chan struct{} // closed at the word's next store, a fault or Stop
+	sleeper bool          // the sleeper that holds sleepMu waits for token
+	token   chan struct{} // ... which the next wake sends it
 	_       cpu.CacheLinePad
 
-	sleepMu    sync.Mutex  // guards sleepTimer
+	sleepMu    sync.Mutex  // held by the sleeper that uses token and sleepTimer
 	sleepTimer *time.Timer // Sleep's, reused
 
 	fault    atomic.Pointer[device.Fault]
@@ -134,7 +136,7 @@ func open(c Config, word *uint64) (*dev, error) {
 	if c.Ring == 0 {
 		c.Ring = 4096
 	}
-	d := &dev{cfg: c, word: word, stop: make(chan struct{})}
+	d := &dev{cfg: c, word: word, stop: make(chan struct{}), token: make(chan struct{}, 1)}
 	d.regions.Store(new([]*region))
 	workers := runtime.GOMAXPROCS(0)
 	d.caps = Caps{Name: c.Name, Workers: workers}

@@ -166,6 +166,12 @@ func (d *dev) writeLast() {
 
 // wakeLocked wakes the sleepers. d.mu is held.
 func (d *dev) wakeLocked() {
+	if d.sleeper {
+		select {
+		case d.token <- struct{}{}:
+		default:
+		}
+	}
 	if d.wake != nil {
 		close(d.wake)
 		d.wake = nil
@@ -489,32 +495,51 @@ func (d *dev) Sleep(seen uint64, still time.Duration) error {
 	if atomic.LoadUint64(d.word) != seen {
 		return nil
 	}
-	d.mu.Lock()
-	if d.wake == nil {
-		d.wake = make(chan struct{})
-	}
-	ch := d.wake
-	d.mu.Unlock()
-	if f := d.fault.Load(); f != nil {
-		return f
-	}
-	if atomic.LoadUint64(d.word) != seen {
-		return nil
-	}
-	// Only the supervisor sleeps, so the timer is nearly always free.
+	// Only the supervisor sleeps, so the token and the timer are nearly
+	// always free; another sleeper waits on a channel of its own.
 	if d.sleepMu.TryLock() {
 		defer d.sleepMu.Unlock()
+		d.mu.Lock()
+		d.sleeper = true
+		d.mu.Unlock()
+		defer func() {
+			d.mu.Lock()
+			d.sleeper = false
+			d.mu.Unlock()
+		}()
+		select {
+		case <-d.token: // a wake of an earlier sleep
+		default:
+		}
+		if f := d.fault.Load(); f != nil {
+			return f
+		}
+		if atomic.LoadUint64(d.word) != seen {
+			return nil
+		}
 		if d.sleepTimer == nil {
 			d.sleepTimer = time.NewTimer(still)
 		} else {
 			d.sleepTimer.Reset(still)
 		}
 		select {
-		case <-ch:
+		case <-d.token:
 			d.sleepTimer.Stop()
 		case <-d.sleepTimer.C:
 		}
 	} else {
+		d.mu.Lock()
+		if d.wake == nil {
+			d.wake = make(chan struct{})
+		}
+		ch := d.wake
+		d.mu.Unlock()
+		if f := d.fault.Load(); f != nil {
+			return f
+		}
+		if atomic.LoadUint64(d.word) != seen {
+			return nil
+		}
 		t := time.NewTimer(still)
 		defer t.Stop()
 		select {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -803,25 +804,109 @@ func TestSubmitAllocs(t *testing.T) {
 	}
 }
 
-func BenchmarkSubmitWait(b *testing.B) {
-	d, _ := newDev(b, Config{}, 0)
-	e := entry(b, d, "empty")
-	s := &device.Submission{Parts: []device.Part{one(e, nil)}}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		s.Value = uint64(i + 1)
-		for d.Room(s).Kind != device.RoomOK {
+// The benchmarks measure hostdev against an anchor in the same run: a bare
+// goroutine pipeline, whose producer sends each value on a channel to a
+// goroutine that stores it into a word.
+
+// anchor is the bare pipeline: it answers the send of a value, and a stop.
+func anchor(word *uint64) (send func(uint64), stop func()) {
+	ch := make(chan uint64, 4096)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for v := range ch {
+			atomic.StoreUint64(word, v)
 		}
-		d.Submit(s)
-		for atomic.LoadUint64(d.word) != s.Value {
-		}
-	}
+	}()
+	return func(v uint64) { ch <- v }, func() { close(ch); <-done }
 }
 
-func BenchmarkSubmitPipelined(b *testing.B) {
+// BenchmarkPipelined submits values of one empty launch without waiting,
+// and waits for the last.
+func BenchmarkPipelined(b *testing.B) {
+	b.Run("hostdev", func(b *testing.B) {
+		d, _ := newDev(b, Config{}, 0)
+		s := &device.Submission{Parts: []device.Part{one(entry(b, d, "empty"), nil)}}
+		b.ReportAllocs()
+		var v uint64
+		for b.Loop() {
+			v++
+			s.Value = v
+			for d.Room(s).Kind != device.RoomOK {
+				runtime.Gosched()
+			}
+			d.Submit(s)
+		}
+		for atomic.LoadUint64(d.word) != v {
+			runtime.Gosched()
+		}
+	})
+	b.Run("anchor", func(b *testing.B) {
+		word := new(uint64)
+		send, stop := anchor(word)
+		defer stop()
+		b.ReportAllocs()
+		var v uint64
+		for b.Loop() {
+			v++
+			send(v)
+		}
+		for atomic.LoadUint64(word) != v {
+			runtime.Gosched()
+		}
+	})
+}
+
+// BenchmarkRoundTrip submits a value of one empty launch and waits for it
+// with Sleep, as rig's supervisor does, before the next.
+func BenchmarkRoundTrip(b *testing.B) {
+	b.Run("hostdev", func(b *testing.B) {
+		d, _ := newDev(b, Config{}, 0)
+		s := &device.Submission{Parts: []device.Part{one(entry(b, d, "empty"), nil)}}
+		b.ReportAllocs()
+		var v uint64
+		for b.Loop() {
+			v++
+			s.Value = v
+			for d.Room(s).Kind != device.RoomOK {
+			}
+			d.Submit(s)
+			for {
+				seen := atomic.LoadUint64(d.word)
+				if seen == v {
+					break
+				}
+				d.Sleep(seen, time.Second)
+			}
+		}
+	})
+	b.Run("anchor", func(b *testing.B) {
+		word := new(uint64)
+		ch := make(chan uint64)
+		back := make(chan struct{})
+		go func() {
+			for v := range ch {
+				atomic.StoreUint64(word, v)
+				back <- struct{}{}
+			}
+		}()
+		defer close(ch)
+		b.ReportAllocs()
+		var v uint64
+		for b.Loop() {
+			v++
+			ch <- v
+			<-back
+		}
+	})
+}
+
+// BenchmarkLaunch runs a launch of 64 groups of 256 threads of twice, and
+// waits for it.
+func BenchmarkLaunch(b *testing.B) {
 	d, _ := newDev(b, Config{}, 0)
-	e := entry(b, d, "empty")
-	s := &device.Submission{Parts: []device.Part{one(e, nil)}}
+	r, _ := alloc(b, d, 4*64*256)
+	s := &device.Submission{Parts: []device.Part{launch(entry(b, d, "twice"), [3]uint32{64, 1, 1}, [3]uint32{256, 1, 1}, p64(addr(r)))}}
 	b.ReportAllocs()
 	var v uint64
 	for b.Loop() {
@@ -830,27 +915,55 @@ func BenchmarkSubmitPipelined(b *testing.B) {
 		for d.Room(s).Kind != device.RoomOK {
 		}
 		d.Submit(s)
-	}
-	for atomic.LoadUint64(d.word) != v {
-	}
-}
-
-func BenchmarkSubmitSleep(b *testing.B) {
-	d, _ := newDev(b, Config{}, 0)
-	e := entry(b, d, "empty")
-	s := &device.Submission{Parts: []device.Part{one(e, nil)}}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		s.Value = uint64(i + 1)
-		for d.Room(s).Kind != device.RoomOK {
-		}
-		d.Submit(s)
 		for {
 			seen := atomic.LoadUint64(d.word)
-			if seen == s.Value {
+			if seen == v {
 				break
 			}
 			d.Sleep(seen, time.Second)
 		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(64*256), "ns/thread")
+}
+
+// TestSleepWakes sleeps with a long still on several goroutines at once:
+// each returns as soon as the word moves, or the device faults.
+func TestSleepWakes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		kernel  string
+		sleeper int
+		fault   bool
+	}{
+		{"one sleeper", "empty", 1, false},
+		{"many sleepers", "empty", 4, false},
+		{"fault", "panic", 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := newDev(t, Config{}, 5)
+			e := entry(t, d, tc.kernel)
+			gate := new(uint64)
+			submitS(t, d, &device.Submission{Waits: []device.Wait{{Word: gate, Value: 1}}, Parts: []device.Part{one(e, nil)}})
+			errs := make(chan error, tc.sleeper)
+			for range tc.sleeper {
+				go func() { errs <- d.Sleep(5, time.Minute) }()
+			}
+			time.Sleep(20 * time.Millisecond)
+			start := time.Now()
+			atomic.StoreUint64(gate, 1)
+			for range tc.sleeper {
+				select {
+				case err := <-errs:
+					if _, isFault := device.AsFault(err); isFault != tc.fault {
+						t.Fatalf("sleep answered %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("a sleeper slept on after the word moved")
+				}
+			}
+			if el := time.Since(start); el > time.Second {
+				t.Fatalf("the sleepers woke after %v", el)
+			}
+		})
 	}
 }
