@@ -214,11 +214,14 @@ func (r *region) live() bool {
 	return !r.freed.Load() && (r.of == nil || !r.of.freed.Load())
 }
 
-// find is the live region of d that holds the n bytes at addr, or nil.
+// find is the live region of d that holds the n bytes at addr, or nil. It
+// looks at the region that starts last at or below addr first, which is
+// the only one where no regions overlap, and then at those below it, as
+// views and MapHost's mappings may overlap other regions.
 func (d *dev) find(addr uint64, n int) *region {
 	rs := *d.regions.Load()
-	i := sort.Search(len(rs), func(i int) bool { return uint64(rs[i].addr)+uint64(len(rs[i].mem)) > addr })
-	for ; i < len(rs) && uint64(rs[i].addr) <= addr; i++ {
+	i := sort.Search(len(rs), func(i int) bool { return uint64(rs[i].addr) > addr })
+	for i--; i >= 0; i-- {
 		if r := rs[i]; r.holds(addr, n) && r.live() {
 			return r
 		}

@@ -456,3 +456,43 @@ func TestConcurrentCalls(t *testing.T) {
 		<-done
 	}
 }
+
+// TestFindOverlapping finds addresses in regions that overlap: an
+// allocation, a MapHost mapping of its first page and a view of another
+// device's region.
+func TestFindOverlapping(t *testing.T) {
+	d, _ := newDev(t, Config{MapsHost: true}, 0)
+	o, _ := newDev(t, Config{}, 0)
+	a, _ := alloc(t, d, 3*pageSize)
+	m, err := d.MapHost(a.addr, pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, _ := alloc(t, o, pageSize)
+	v, err := d.MapPeer(o, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr uint64
+		n    int
+		want device.Region
+	}{
+		{addr(a), 8, m},
+		{addr(a), pageSize + 8, a},
+		{addr(a) + 2*uint64(pageSize), pageSize, a},
+		{addr(a) + 3*uint64(pageSize) - 4, 8, nil},
+		{addr(ro), pageSize, v},
+		{addr(ro) - 1, 2, nil},
+		{0, 0, nil},
+	} {
+		got := d.find(tc.addr, tc.n)
+		if (got == nil) != (tc.want == nil) || (got != nil && got != tc.want.(*region)) {
+			t.Errorf("find(%#x, %d) = %p, want %v", tc.addr, tc.n, got, tc.want)
+		}
+	}
+	d.Free(m)
+	if got := d.find(addr(a), 8); got != a {
+		t.Fatalf("find after the mapping's free = %p, want the allocation", got)
+	}
+}

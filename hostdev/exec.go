@@ -457,7 +457,7 @@ func (j *job) run(d *dev, w *worker) {
 		if v := recover(); v != nil {
 			d.faultWith(panicFault(fmt.Sprintf("kernel %q", p.kern.name), v))
 		}
-		c.Params, c.Shared, c.last = nil, nil, nil
+		c.Params, c.Shared = nil, nil
 	}()
 	c.kernel = p.kern.name
 	c.Groups, c.Threads, c.Params = p.groups, p.threads, p.params

@@ -269,7 +269,7 @@ const (
 func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 	ok := device.RoomAnswer{Kind: device.RoomOK}
 	if p.After < 0 || p.After > i {
-		return never(i, "part %d runs after part %d, which is not below its own index", i, p.After-1)
+		return never(i, "part %d has After %d, which names no part below its own index", i, p.After)
 	}
 	switch p.Kind {
 	case device.Launch, device.CopyRows, device.Fill:

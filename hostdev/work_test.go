@@ -403,9 +403,9 @@ func TestRoomNever(t *testing.T) {
 		{"fill of no function", []device.Part{{Kind: device.Fill, Queue: device.Copy, FillFn: func() {}}}, 0, "FillFunc"},
 		{"words", []device.Part{{Kind: device.Words, Queue: device.Compute, Words: []uint32{1, 2}}}, 0, "no ring entries"},
 		{"odd words", []device.Part{{Kind: device.Words, Queue: device.Compute, Words: []uint32{1, 2, 3}}}, 0, "odd"},
-		{"after self", []device.Part{ok, withAfter(ok, 2)}, 1, "not below"},
-		{"after later", []device.Part{withAfter(ok, 2), ok}, 0, "not below"},
-		{"after negative", []device.Part{withAfter(ok, -1)}, 0, "not below"},
+		{"after self", []device.Part{ok, withAfter(ok, 2)}, 1, "below its own index"},
+		{"after later", []device.Part{withAfter(ok, 2), ok}, 0, "below its own index"},
+		{"after negative", []device.Part{withAfter(ok, -1)}, 0, "below its own index"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &device.Submission{Value: 1, Parts: tc.parts}
