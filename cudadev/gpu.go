@@ -302,18 +302,26 @@ func atomicRaise(w *uint64, v uint64) {
 // benchmarks that measure what blocking sync costs.
 var keepAutoSched bool
 
-// switches counts the calls that found another context current on their
-// thread, for benchmarks.
+// switches counts the calls that could not push the context and set it
+// instead, for tests.
 var switches atomic.Uint64
 
-// enterCtx locks the goroutine to its thread and makes ctx current on it,
-// answering the thread's previous context for leaveCtx.
+// pushed is enterCtx's answer where it pushed the context.
+const pushed = ^uintptr(0)
+
+// enterCtx locks the goroutine to its thread and makes ctx current on it
+// (cuCtxPushCurrent), answering what leaveCtx needs to restore the
+// thread's previous context. Where CUDA refuses the push, it sets ctx
+// current and answers the previous context.
 func enterCtx(t *table, f *frame, ctx uintptr) uintptr {
 	lockThread()
+	if f.c1(t.cuCtxPushCurrent, ctx) == 0 {
+		return pushed
+	}
+	switches.Add(1)
 	f.c1(t.cuCtxGetCurrent, uintptr(unsafe.Pointer(&f.cur)))
 	prev := uintptr(f.cur)
 	if prev != ctx {
-		switches.Add(1)
 		f.c1(t.cuCtxSetCurrent, ctx)
 	}
 	return prev
@@ -321,7 +329,11 @@ func enterCtx(t *table, f *frame, ctx uintptr) uintptr {
 
 // leaveCtx restores the thread's previous context and unlocks the thread.
 func leaveCtx(t *table, f *frame, ctx, prev uintptr) {
-	if prev != ctx {
+	switch prev {
+	case pushed:
+		f.c1(t.cuCtxPopCurrent, uintptr(unsafe.Pointer(&f.cur)))
+	case ctx:
+	default:
 		f.c1(t.cuCtxSetCurrent, prev)
 	}
 	unlockThread()

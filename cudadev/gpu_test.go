@@ -831,7 +831,12 @@ func TestGPUHang(t *testing.T) {
 		t.Fatal(err)
 	}
 	fb := flag.Bytes()
-	defer setFlag(fb)
+	released := false
+	defer func() {
+		if !released {
+			setFlag(fb)
+		}
+	}()
 	p, err := submission(t, dev, rig.Launch(spin, 8, rig.Read(0, 0))).Take().Submit(bg, flag)
 	if err != nil {
 		t.Fatal(err)
@@ -851,6 +856,7 @@ func TestGPUHang(t *testing.T) {
 	setFlag(fb)
 	select {
 	case <-dev.Done():
+		released = true // the flag's memory is freed
 	case <-time.After(10 * time.Second):
 		t.Fatal("the device did not give everything back after its work ended")
 	}

@@ -34,6 +34,7 @@ type table struct {
 	cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxGetState                     uintptr
 	cuDevicePrimaryCtxSetFlags                                               uintptr
 	cuCtxGetCurrent, cuCtxSetCurrent, cuCtxGetLimit, cuCtxSetLimit           uintptr
+	cuCtxPushCurrent, cuCtxPopCurrent                                        uintptr
 	cuCtxEnablePeerAccess                                                    uintptr
 	cuStreamCreate, cuStreamDestroy, cuStreamQuery, cuStreamWaitEvent        uintptr
 	cuStreamWaitValue64, cuStreamWriteValue64, cuStreamBatchMemOp            uintptr
@@ -83,6 +84,8 @@ var symbols = []symbol{
 	sym(func(t *table) *uintptr { return &t.cuDevicePrimaryCtxSetFlags }, "cuDevicePrimaryCtxSetFlags_v2"),
 	sym(func(t *table) *uintptr { return &t.cuCtxGetCurrent }, "cuCtxGetCurrent"),
 	sym(func(t *table) *uintptr { return &t.cuCtxSetCurrent }, "cuCtxSetCurrent"),
+	sym(func(t *table) *uintptr { return &t.cuCtxPushCurrent }, "cuCtxPushCurrent_v2"),
+	sym(func(t *table) *uintptr { return &t.cuCtxPopCurrent }, "cuCtxPopCurrent_v2"),
 	sym(func(t *table) *uintptr { return &t.cuCtxGetLimit }, "cuCtxGetLimit"),
 	sym(func(t *table) *uintptr { return &t.cuCtxSetLimit }, "cuCtxSetLimit"),
 	sym(func(t *table) *uintptr { return &t.cuCtxEnablePeerAccess }, "cuCtxEnablePeerAccess"),

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rig-go/rig/cudadev/abi"
 	"github.com/rig-go/rig/device"
 )
@@ -57,6 +59,7 @@ type gpu struct {
 
 	// Sleep's state: only the supervisor calls Sleep.
 	sleepF frame
+	nap    unix.Timespec
 
 	faultMu sync.Mutex
 	fault   string // the fault a stream met, once Sleep or Stop saw one
@@ -301,21 +304,15 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 			break
 		}
 	}
-	if rng == nil {
+	if rng == nil && d.borrowed(f, p, uintptr(n)) {
+		kind = hostBorrow
+	} else if rng == nil {
 		switch rc := f.c3(t.cuMemHostRegister, start, end-start, hostRegPortable|hostRegDeviceMap); {
 		case rc == 0:
 			rng = &hostRange{start: start, n: end - start}
 			hosts.ranges = append(hosts.ranges, rng)
 		case rc == errHostAlreadyRegister:
-			// Inside one allocation CUDA locked: the n bytes, which need
-			// not fill their pages, lie in it.
-			f.out[0], f.out[1] = 0, 0
-			if f.c3(t.cuPointerGetAttribute, f.outp(0), pointerRangeStart, p) != 0 ||
-				f.c3(t.cuPointerGetAttribute, f.outp(1), pointerRangeSize, p) != 0 ||
-				p < uintptr(f.out[0]) || p+uintptr(n) > uintptr(f.out[0]+f.out[1]) {
-				return nil, fmt.Errorf("%w: %d bytes at %#x overlap page-locked memory without lying inside one of its ranges", device.ErrNever, n, p)
-			}
-			kind = hostBorrow
+			return nil, fmt.Errorf("%w: %d bytes at %#x overlap page-locked memory without lying inside one of its ranges", device.ErrNever, n, p)
 		case rc == errOutOfMemory:
 			return nil, d.fail(fmt.Sprintf("page-locking %d bytes at %#x", end-start, start), rc, device.ErrNoRoom)
 		default:
@@ -337,6 +334,23 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 		reg.rng = rng
 	}
 	return reg, nil
+}
+
+// borrowed reports whether the n bytes at p lie inside one allocation
+// that CUDA page-locked for another owner, such as Pinned memory: by the
+// allocation's range where CUDA gives it, by the device addresses of their
+// first and last bytes otherwise.
+func (d *gpu) borrowed(f *frame, p, n uintptr) bool {
+	t := d.t
+	f.out[0], f.out[1] = 0, 0
+	if f.c3(t.cuPointerGetAttribute, f.outp(0), pointerRangeStart, p) == 0 &&
+		f.c3(t.cuPointerGetAttribute, f.outp(1), pointerRangeSize, p) == 0 && f.out[1] > 0 {
+		return p >= uintptr(f.out[0]) && p+n <= uintptr(f.out[0]+f.out[1])
+	}
+	f.out[0], f.out[1] = 0, 0
+	return f.c3(t.cuMemHostGetDevicePointer, f.outp(0), p, 0) == 0 &&
+		f.c3(t.cuMemHostGetDevicePointer, f.outp(1), p+n-1, 0) == 0 &&
+		f.out[1]-f.out[0] == uint64(n-1)
 }
 
 // busAddress matches a PCI function's bus address, such as "0000:41:00.0".

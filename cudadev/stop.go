@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rig-go/rig/device"
 )
 
@@ -16,7 +18,7 @@ func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
 // soon as it completes.
 const (
 	spinFor   = 200 * time.Microsecond
-	sleepStep = 50 * time.Microsecond
+	sleepStep = 20 * time.Microsecond
 	queryEach = time.Millisecond
 )
 
@@ -49,7 +51,10 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 			runtime.Gosched()
 			continue
 		}
-		time.Sleep(min(sleepStep, deadline.Sub(now)))
+		// A nanosleep, not time.Sleep, which sleeps at least a
+		// millisecond when the runtime has nothing else to run.
+		d.nap = unix.Timespec{Nsec: int64(min(sleepStep, deadline.Sub(now)))}
+		_ = unix.Nanosleep(&d.nap, nil)
 	}
 }
 
