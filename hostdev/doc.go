@@ -27,6 +27,27 @@
 // memory, panic rather than crash the process (debug.SetPanicOnFault), and
 // fault the device.
 //
+// # Built-in kernels
+//
+// Every image may name these kernels, registered at init; their parameters
+// are little-endian:
+//
+//   - "empty" does nothing (0 parameter bytes);
+//   - "twice" doubles the float32 x[Group[0]*Threads[0]+Thread[0]] of the
+//     array at the address in bytes 0 to 8 (8 bytes);
+//   - "hang" blocks until the device stops or faults: the injection of a
+//     hang (0);
+//   - "panic" panics, which faults the device (0);
+//   - "fault" faults the device through Ctx.Fault, with its parameter bytes
+//     as the cause where it has any (all the launch's bytes);
+//   - "sleep" sleeps for the nanoseconds in bytes 0 to 8 in each thread, or
+//     until the device stops or faults (8);
+//   - "copy" moves the count of bytes in bytes 16 to 24 from the address in
+//     bytes 8 to 16 to the address in bytes 0 to 8, spread over the
+//     launch's threads (24);
+//   - "fill" sets the count of bytes in bytes 8 to 16 at the address in
+//     bytes 0 to 8 to byte 16, spread over the launch's threads (17).
+//
 // # Queues and order
 //
 // The device has two queues, COMPUTE:0 (launches, copies, fills) and

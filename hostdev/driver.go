@@ -117,6 +117,8 @@ type dev struct {
 	stopped  atomic.Bool
 	stop     chan struct{} // closed by Stop
 	stopOnce sync.Once
+	ended    chan struct{} // closed at the first fault or Stop: work ends
+	endOnce  sync.Once
 	done     sync.WaitGroup // the device's goroutines
 }
 
@@ -136,7 +138,7 @@ func open(c Config, word *uint64) (*dev, error) {
 	if c.Ring == 0 {
 		c.Ring = 4096
 	}
-	d := &dev{cfg: c, word: word, stop: make(chan struct{}), token: make(chan struct{}, 1)}
+	d := &dev{cfg: c, word: word, stop: make(chan struct{}), ended: make(chan struct{}), token: make(chan struct{}, 1)}
 	d.regions.Store(new([]*region))
 	workers := runtime.GOMAXPROCS(0)
 	d.caps = Caps{Name: c.Name, Workers: workers}

@@ -378,9 +378,14 @@ func panicFault(doing string, v any) *device.Fault {
 	return f
 }
 
+// endWork closes d.ended, which ends the kernels that wait on
+// Ctx.Stopped.
+func (d *dev) endWork() { d.endOnce.Do(func() { close(d.ended) }) }
+
 // faultWith records the device's first fault and wakes the sleepers.
 func (d *dev) faultWith(f *device.Fault) {
 	if d.fault.CompareAndSwap(nil, f) {
+		d.endWork()
 		d.mu.Lock()
 		d.wakeLocked()
 		d.mu.Unlock()
@@ -563,6 +568,7 @@ func (d *dev) Stop(fault string) error {
 		d.mu.Lock()
 		d.stopped.Store(true)
 		close(d.stop)
+		d.endWork()
 		if !d.running {
 			d.writeLast()
 		}

@@ -125,9 +125,10 @@ func (k *Ctx) Fault(why string) {
 	panic(faultPanic{why: why})
 }
 
-// Stopped is closed once the device stops. A kernel that waits for
-// something outside the device selects on it, so that Stop ends it.
-func (k *Ctx) Stopped() <-chan struct{} { return k.dev.stop }
+// Stopped is closed once the device's work ends: at Stop, or at a fault,
+// which ends a GPU context's work. A kernel that waits for something
+// outside the device selects on it, so that Stop and faults end it.
+func (k *Ctx) Stopped() <-chan struct{} { return k.dev.ended }
 
 // Bytes is the n bytes at the device address addr, which must lie within a
 // live region of this device (an allocation, or a mapping MapHost or
@@ -210,7 +211,8 @@ func init() {
 		x := k.Float32s(k.Uint64(0)+4*uint64(k.Index()), 1)
 		x[0] *= 2
 	})
-	// hang blocks until the device stops: the injection of a hang.
+	// hang blocks until the device stops or faults: the injection of a
+	// hang.
 	RegisterParams("hang", 0, func(k *Ctx) { <-k.Stopped() })
 	// panic panics, which faults the device.
 	RegisterParams("panic", 0, func(k *Ctx) {
@@ -230,7 +232,7 @@ func init() {
 		k.Fault(why)
 	})
 	// sleep sleeps for the nanoseconds in the 8 bytes at 0, or until the
-	// device stops, in each thread.
+	// device's work ends, in each thread.
 	RegisterParams("sleep", 8, func(k *Ctx) {
 		t := time.NewTimer(time.Duration(k.Uint64(0)))
 		defer t.Stop()

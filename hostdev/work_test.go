@@ -967,3 +967,36 @@ func TestSleepWakes(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultEndsHang faults the device while a kernel hangs: the fault ends
+// the hang, as it ends a GPU context's work, so that Stop finds no work
+// running and writes the last value before it returns.
+func TestFaultEndsHang(t *testing.T) {
+	d, w := newDev(t, Config{}, 0)
+	hang := entry(t, d, "hang")
+	bad := FillFunc(func(uintptr) { time.Sleep(10 * time.Millisecond); panic("copy engine broke") })
+	v := submit(t, d, one(hang, nil), device.Part{Kind: device.Fill, Queue: device.Copy, FillFn: bad})
+	if f := sleepFault(t, d); !strings.Contains(f.Why, "copy engine broke") {
+		t.Fatalf("fault %q", f.Why)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d.mu.Lock()
+		running := d.running
+		d.mu.Unlock()
+		if !running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hang outlived the fault")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if *w != 0 {
+		t.Fatalf("word at %d, want 0", *w)
+	}
+	d.Stop("copy engine broke")
+	if got := atomic.LoadUint64(w); got != v {
+		t.Fatalf("word at %d after stop, want %d", got, v)
+	}
+}
