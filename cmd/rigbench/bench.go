@@ -42,7 +42,7 @@ func (m *measure) add(o *measure) {
 // live is what the progress line reads while a run goes on.
 type live struct {
 	done  atomic.Int64
-	start atomic.Int64 // unix nanoseconds of the run's start
+	start atomic.Int64 // unix nanoseconds of the first round's start
 }
 
 // errTimeout is the cause of a wait that the watchdog ended.
@@ -113,7 +113,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := mono()
-	lv.start.Store(time.Now().UnixNano())
+	lv.start.CompareAndSwap(0, time.Now().UnixNano())
 	if cfg.Duration > 0 {
 		t := time.AfterFunc(cfg.Duration, stopRun)
 		defer t.Stop()

@@ -66,7 +66,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	})
 	fs.StringVar(&c.Workload, "workload", "empty", "the work: "+strings.Join(workloadNames(), ", "))
 	size := sizeFlag{}
-	fs.Var(&size, "size", "bytes of a copy or fill, or of twice's array, such as 4096, 64KiB, 1MiB (K, M, G are powers of 1024) (default: 4KiB for twice, 1MiB for copies and fills)")
+	fs.Var(&size, "size", "bytes of a copy or fill, or of twice's array, such as 4096, 64KiB, 1MiB (K, M, G are powers of 1024) (default: 4KiB for twice, 64KiB for mixed, 1MiB for copies and fills)")
 	fs.IntVar(&c.C, "c", 1, "submitting goroutines per device (for mixed: in all)")
 	fs.IntVar(&c.Depth, "depth", 8, "submissions each submitter keeps in flight")
 	rate := rateFlag{}
@@ -148,6 +148,15 @@ usage: rigbench [flags]
 	fs.SetOutput(out)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+	fmt.Fprint(out, "\nworkloads (one submission each):\n")
+	for _, n := range workloadNames() {
+		w := workloads[n]
+		what := w.what
+		if w.sized {
+			what = fmt.Sprintf(what, "-size bytes")
+		}
+		fmt.Fprintf(out, "  %-6s %s\n", n, what)
+	}
 }
 
 // spec is a device as -device names it: a driver and an index.
