@@ -34,6 +34,21 @@ func BenchmarkGPUCall(b *testing.B) {
 	}
 }
 
+// BenchmarkGPUPushPop is what enterCtx and leaveCtx cost a call of the
+// hot path: cuCtxPushCurrent and cuCtxPopCurrent with the thread locked;
+// anchor: anchor_sched.c's "push+pop".
+func BenchmarkGPUPushPop(b *testing.B) {
+	r := openRaw(b, Config{})
+	f := getFrame()
+	defer putFrame(f)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		prev := enterCtx(r.d.t, f, r.d.ctx)
+		leaveCtx(r.d.t, f, r.d.ctx, prev)
+	}
+}
+
 // BenchmarkGPULaunch is the host's cost of a one-launch submission (Room +
 // Submit of an empty kernel, 1 group of 32 threads); anchor: "C launch
 // enqueue".
@@ -237,7 +252,10 @@ func benchCopy(b *testing.B, from device.Memory) {
 	for i := 0; i < b.N; i++ {
 		r.submit(nil, cp)
 	}
-	r.wait(r.v)
+	// Spin on the word, as the anchor's synchronize spins.
+	r.d.Commit(r.v)
+	for !device.AtLeast(r.d.Signaled(), r.v) {
+	}
 	b.StopTimer()
 }
 

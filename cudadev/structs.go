@@ -5,10 +5,7 @@ package cudadev
 // cuda.h's layout on 64-bit Linux.
 
 // CUmemorytype.
-const (
-	memoryTypeDevice  = 2
-	memoryTypeUnified = 4
-)
+const memoryTypeUnified = 4
 
 // memcpy2D is CUDA_MEMCPY2D (CUDA_MEMCPY2D_v2_st): 128 bytes.
 type memcpy2D struct {

@@ -379,7 +379,9 @@ func (d *gpu) enqueue(f *frame, p *device.Part, stream uintptr, v uint64) (resul
 // copy enqueues a copy part: one copy where the rows are contiguous, one
 // 2D copy otherwise, or a copy per row where a pitch exceeds the GPU's
 // CU_DEVICE_ATTRIBUTE_MAX_PITCH or CUDA refuses the 2D copy; a copy that
-// fills is one memset, or one per row likewise.
+// fills is one memset, or one per row likewise. CUDA copies between two
+// host regions with the calling thread once the stream's earlier work
+// completed: such a copy makes Submit wait for the device's work.
 func (d *gpu) copy(f *frame, p *device.Part, stream uintptr) result {
 	if p.Rows == 0 || p.RowBytes == 0 {
 		return 0
@@ -406,24 +408,6 @@ func (d *gpu) copy(f *frame, p *device.Part, stream uintptr) result {
 		return 0
 	}
 	src := p.Src.(*region)
-	if src.host != 0 && dst.host != 0 {
-		// CUDA copies between two host addresses with the calling thread,
-		// once the stream's earlier work completed, which would make
-		// Submit wait for the device's work. At their device addresses,
-		// the copy engine copies the mapped memory in the stream's order.
-		sp, dp := p.SrcPitch, p.DstPitch
-		if rows == 1 {
-			sp, dp = width, width
-		}
-		d.cp = memcpy2D{
-			srcMemoryType: memoryTypeDevice, srcDevice: src.loc.Address + p.SrcOffset, srcPitch: sp,
-			dstMemoryType: memoryTypeDevice, dstDevice: dst.loc.Address + p.DstOffset, dstPitch: dp,
-			widthInBytes: width, height: rows,
-		}
-		if r := f.c2(t.cuMemcpy2DAsync, uintptr(unsafe.Pointer(&d.cp)), stream); r != errInvalidValue {
-			return r
-		}
-	}
 	to, from := dst.handle()+p.DstOffset, src.handle()+p.SrcOffset
 	if rows == 1 || (p.SrcPitch == width && p.DstPitch == width) {
 		return f.c4(t.cuMemcpyAsync, uintptr(to), uintptr(from), uintptr(rows*width), stream)

@@ -20,6 +20,7 @@ int main(int argc,char**argv){
   if(!strcmp(mode,"blocking")) CK(cuDevicePrimaryCtxSetFlags(dev,CU_CTX_SCHED_BLOCKING_SYNC));
   CK(cuDevicePrimaryCtxRetain(&ctx,dev)); CK(cuCtxSetCurrent(ctx));
   CK(cuStreamCreate(&st,CU_STREAM_NON_BLOCKING)); CK(cuModuleLoad(&mod,argv[1])); CK(cuModuleGetFunction(&fn,mod,"empty"));
+  {CUcontext c; double a=now(); for(int i=0;i<1000000;i++){cuCtxPushCurrent(ctx); cuCtxPopCurrent(&c);} printf("C[%s] push+pop: %.1f ns\n",mode,(now()-a)/1e6);}
   const int N=100000; double *lat=malloc(sizeof(double)*10000);
   for(int i=0;i<1000;i++) CK(cuLaunchKernel(fn,1,1,1,32,1,1,0,st,0,0));
   CK(cuStreamSynchronize(st));
