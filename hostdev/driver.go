@@ -162,7 +162,7 @@ func open(c Config, word *uint64) (*dev, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hostdev: mapping the device's own word: %w", err)
 		}
-		r := &region{dev: d, kind: device.Pinned, own: ownWord, mem: mem[:8:8], mapping: mem}
+		r := &region{dev: d, kind: device.Pinned, own: ownWord, size: 8, mapping: mem}
 		r.addr = uintptr(unsafe.Pointer(&mem[0]))
 		d.own = r
 		d.word = (*uint64)(unsafe.Pointer(&mem[0]))
@@ -194,21 +194,49 @@ const (
 )
 
 // region is a device's memory: what Alloc, MapHost and MapPeer answer.
+//
+// A region holds its address, not a Go pointer: MapHost's pages may hold
+// other Go allocations, or none, around the caller's bytes, and the
+// garbage collector must see no pointer to them. bytes makes a slice of
+// the bytes work reaches, for as long as the work runs.
 type region struct {
 	dev     *dev
 	kind    device.Memory
 	own     regionOwner
-	addr    uintptr // address of mem[0]
-	mem     []byte  // the region's bytes
+	addr    uintptr // address of the first byte
+	size    int     // bytes work may address
 	mapping []byte  // the whole mapping to unmap (allocated, ownWord)
 	charge  int64   // bytes of the budget it takes
 	of      *region // the region a peer view shows
 	freed   atomic.Bool
 }
 
+// bytes is the n bytes at offset off of r, which lie within r.
+func (r *region) bytes(off, n uint64) []byte {
+	return sliceAt[byte](r.addr+uintptr(off), int(n))
+}
+
+// sliceAt is the n values of type T at the address p. It makes the slice
+// from its parts, as unsafe.Slice would, but without the check that
+// -race's checkptr makes of unsafe.Slice: a MapHost region's pages may
+// straddle Go allocations, as host pages that a GPU maps do.
+func sliceAt[T any](p uintptr, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	var s []T
+	h := (*struct {
+		data     unsafe.Pointer
+		len, cap int
+	})(unsafe.Pointer(&s))
+	h.data = *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	h.len, h.cap = n, n
+	return s
+}
+
 // holds reports whether the n bytes at addr lie within r.
 func (r *region) holds(addr uint64, n int) bool {
-	return addr >= uint64(r.addr) && uint64(n) <= uint64(len(r.mem)) && addr-uint64(r.addr) <= uint64(len(r.mem))-uint64(n)
+	return addr >= uint64(r.addr) && uint64(n) <= uint64(r.size) && addr-uint64(r.addr) <= uint64(r.size)-uint64(n)
 }
 
 // live reports whether r, and the region it views, are not freed.
@@ -297,7 +325,7 @@ func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 		}
 		return nil, fmt.Errorf("hostdev: mapping %d bytes: %w", size, err)
 	}
-	r := &region{dev: d, kind: m, own: allocated, mem: mem[:n:n], mapping: mem, charge: int64(size)}
+	r := &region{dev: d, kind: m, own: allocated, size: n, mapping: mem, charge: int64(size)}
 	r.addr = uintptr(unsafe.Pointer(&mem[0]))
 	d.enlist(r)
 	return r, nil
@@ -377,7 +405,7 @@ func (d *dev) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 	if x.of != nil {
 		base = x.of
 	}
-	v := &region{dev: d, kind: x.kind, own: peerView, addr: x.addr, mem: x.mem, of: base}
+	v := &region{dev: d, kind: x.kind, own: peerView, addr: x.addr, size: x.size, of: base}
 	d.enlist(v)
 	return v, nil
 }
@@ -395,10 +423,7 @@ func (d *dev) MapHost(p uintptr, n int) (device.Region, error) {
 	if p == 0 || p%uintptr(pageSize) != 0 {
 		return nil, fmt.Errorf("hostdev: map_host at %#x, which starts no page", p)
 	}
-	size := roundPage(n)
-	// p is host memory the caller keeps mapped until it frees the region.
-	mem := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), size)
-	r := &region{dev: d, kind: device.Pinned, own: hostPages, addr: p, mem: mem}
+	r := &region{dev: d, kind: device.Pinned, own: hostPages, addr: p, size: roundPage(n)}
 	d.enlist(r)
 	return r, nil
 }
@@ -449,10 +474,10 @@ func (d *dev) Image(b []byte) (device.Code, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !x.live() || len(x.mem) < m.place {
-			return nil, fmt.Errorf("hostdev: lay into a region of %d bytes, freed or short of the %d the image takes", len(x.mem), m.place)
+		if !x.live() || x.size < m.place {
+			return nil, fmt.Errorf("hostdev: lay into a region of %d bytes, freed or short of the %d the image takes", x.size, m.place)
 		}
-		copy(x.mem, text)
+		copy(x.bytes(0, uint64(m.place)), text)
 		img.placed = x
 		return img, nil
 	}}, nil

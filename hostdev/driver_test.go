@@ -3,6 +3,7 @@ package hostdev
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -291,7 +292,7 @@ func TestPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(r.(*region).mem[:len(b)]) != string(b) {
+	if string(r.(*region).bytes(0, uint64(len(b)))) != string(b) {
 		t.Fatal("lay did not place the image")
 	}
 	e, err := d.Entry(img, "empty")
@@ -494,5 +495,36 @@ func TestFindOverlapping(t *testing.T) {
 	d.Free(m)
 	if got := d.find(addr(a), 8); got != a {
 		t.Fatalf("find after the mapping's free = %p, want the allocation", got)
+	}
+}
+
+// TestMapHostGoMemory maps the pages that hold a Go slice, which hold other
+// Go allocations too, and fills the slice's bytes through them, with the
+// garbage collector running.
+func TestMapHostGoMemory(t *testing.T) {
+	d, _ := newDev(t, Config{MapsHost: true}, 0)
+	for range 20 {
+		mem := make([]byte, 10000)
+		x := mem[123:5123]
+		at := uintptr(unsafe.Pointer(&x[0]))
+		p := at &^ uintptr(pageSize-1)
+		r, err := d.MapHost(p, int(at-p)+len(x))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		v := submit(t, d, device.Part{Kind: device.CopyRows, Queue: device.Copy, Dst: r, DstOffset: uint64(at - p), RowBytes: uint64(len(x)), Rows: 1, Filling: true, Byte: 9})
+		if err := reach(t, d, v); err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		for i := range mem {
+			if want := byte(0); i >= 123 && i < 5123 && mem[i] != 9 || (i < 123 || i >= 5123) && mem[i] != want {
+				t.Fatalf("byte %d of the slice is %d", i, mem[i])
+			}
+		}
+		if err := d.Free(r); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -330,28 +330,27 @@ func (d *dev) runPart(p *part, w *worker, q int) {
 		if p.rows == 0 || p.rowBytes == 0 {
 			return
 		}
-		dst, n := p.dst.mem, p.rowBytes
+		dst, n := p.dst, p.rowBytes
 		if p.filling {
 			for r := range p.rows {
-				o := p.dstOff + r*p.dstPitch
-				clear(dst[o : o+n])
-				if p.fillByte != 0 {
-					b := dst[o : o+n]
-					for j := range b {
-						b[j] = p.fillByte
-					}
+				b := dst.bytes(p.dstOff+r*p.dstPitch, n)
+				if p.fillByte == 0 {
+					clear(b)
+					continue
+				}
+				for j := range b {
+					b[j] = p.fillByte
 				}
 			}
 			return
 		}
-		src := p.src.mem
+		src := p.src
 		if p.rows == 1 || (p.srcPitch == n && p.dstPitch == n) {
-			copy(dst[p.dstOff:p.dstOff+p.rows*n], src[p.srcOff:p.srcOff+p.rows*n])
+			copy(dst.bytes(p.dstOff, p.rows*n), src.bytes(p.srcOff, p.rows*n))
 			return
 		}
 		for r := range p.rows {
-			so, do := p.srcOff+r*p.srcPitch, p.dstOff+r*p.dstPitch
-			copy(dst[do:do+n], src[so:so+n])
+			copy(dst.bytes(p.dstOff+r*p.dstPitch, n), src.bytes(p.srcOff+r*p.srcPitch, n))
 		}
 	case device.Fill:
 		defer d.recoverPart("running a fill")

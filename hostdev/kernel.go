@@ -7,7 +7,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-	"unsafe"
 )
 
 // Kernel is a function that hostdev runs on CPU cores: one call for each
@@ -146,8 +145,7 @@ func (k *Ctx) Bytes(addr uint64, n int) []byte {
 		}
 		k.last = r
 	}
-	off := addr - uint64(r.addr)
-	return r.mem[off : off+uint64(n) : off+uint64(n)]
+	return r.bytes(addr-uint64(r.addr), uint64(n))
 }
 
 // Float32s is the n float32 values at the device address addr, which must
@@ -162,8 +160,8 @@ func (k *Ctx) Float32s(addr uint64, n int) []float32 {
 	if n == 0 {
 		return nil
 	}
-	b := k.Bytes(addr, 4*n)
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
+	k.Bytes(addr, 4*n)
+	return sliceAt[float32](uintptr(addr), n)
 }
 
 // Uint64 is the little-endian uint64 at byte off of Params. A read past the

@@ -323,8 +323,8 @@ func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 		if p.Rows > 1 && p.DstPitch < p.RowBytes {
 			return never(i, "part %d copies rows of %d bytes with a destination pitch of %d", i, p.RowBytes, p.DstPitch)
 		}
-		if !within(p.DstOffset, p.Rows, p.RowBytes, p.DstPitch, len(dst.mem)) {
-			return never(i, "part %d copies %d rows of %d bytes, pitch %d, to offset %d of a region of %d bytes: past its end", i, p.Rows, p.RowBytes, p.DstPitch, p.DstOffset, len(dst.mem))
+		if !within(p.DstOffset, p.Rows, p.RowBytes, p.DstPitch, dst.size) {
+			return never(i, "part %d copies %d rows of %d bytes, pitch %d, to offset %d of a region of %d bytes: past its end", i, p.Rows, p.RowBytes, p.DstPitch, p.DstOffset, dst.size)
 		}
 		if p.Filling {
 			return ok
@@ -333,8 +333,8 @@ func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 		if why != "" {
 			return never(i, "part %d copies from %s", i, why)
 		}
-		if !within(p.SrcOffset, p.Rows, p.RowBytes, p.SrcPitch, len(src.mem)) {
-			return never(i, "part %d copies %d rows of %d bytes, pitch %d, from offset %d of a region of %d bytes: past its end", i, p.Rows, p.RowBytes, p.SrcPitch, p.SrcOffset, len(src.mem))
+		if !within(p.SrcOffset, p.Rows, p.RowBytes, p.SrcPitch, src.size) {
+			return never(i, "part %d copies %d rows of %d bytes, pitch %d, from offset %d of a region of %d bytes: past its end", i, p.Rows, p.RowBytes, p.SrcPitch, p.SrcOffset, src.size)
 		}
 	case device.Fill:
 		if f, _ := p.FillFn.(FillFunc); f == nil {

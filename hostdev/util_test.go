@@ -134,7 +134,7 @@ func alloc(t testing.TB, d *dev, n int) (*region, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.(*region), r.(*region).mem
+	return r.(*region), r.(*region).bytes(0, uint64(n))
 }
 
 // p64 is little-endian parameter bytes.
