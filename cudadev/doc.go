@@ -33,9 +33,12 @@
 //
 // libcuda's current context belongs to the OS thread, and goroutines move
 // between threads. Every call that needs a context locks the goroutine to
-// its thread (runtime.LockOSThread), makes the device's primary context
-// current where another is, and restores the thread's previous context
-// before it returns. Any goroutine may call any method, as rig's contract
+// its thread (runtime.LockOSThread), pushes the device's primary context
+// (cuCtxPushCurrent) and pops it before it returns (cuCtxPopCurrent), which
+// restores the thread's previous context; where CUDA refuses the push it
+// sets the context and sets the previous one back. A Go thread usually has
+// no context current, so a get-and-compare would switch at every call:
+// the push and pop are two calls where that takes three. Any goroutine may call any method, as rig's contract
 // allows; rig's submit lock orders Room, Submit and Commit, which keep the
 // hot path's state; the supervisor alone calls Sleep and Stop.
 //
@@ -66,7 +69,11 @@
 // reads. A copy is one cuMemcpyAsync where its rows are contiguous, one
 // cuMemcpy2DAsync otherwise, or one copy per row where a pitch exceeds
 // CU_DEVICE_ATTRIBUTE_MAX_PITCH or CUDA refuses the 2D copy; a copy that
-// fills is one cuMemsetD8Async (cuMemsetD2D8Async for pitched rows). A
+// fills is one cuMemsetD8Async (cuMemsetD2D8Async for pitched rows).
+// CUDA copies between two host regions with the calling thread once the
+// stream's earlier work completed (seen on the H200 with CUDA 13.0): a
+// copy part between two Pinned or MapHost buffers makes Submit wait for
+// the device's work, unlike every other part. A
 // fill part's function is either a C function pointer (a uintptr), called
 // as
 //
@@ -130,7 +137,8 @@
 // After a failure every later Submit enqueues none of its parts and
 // answers the same failure, while its value is still written after its
 // waits where the context still runs. Sleep spins on the word, yielding,
-// for 200 µs, then sleeps in steps of 50 µs.
+// for 200 µs, then sleeps in nanosleeps of 20 µs (time.Sleep sleeps a
+// millisecond or more when the runtime has nothing else to run).
 //
 // Stop does not wait for the work: where it ended (both streams idle, or a
 // fault ended the context's work) it writes the last value into the word;
