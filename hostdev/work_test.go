@@ -1000,3 +1000,33 @@ func TestFaultEndsHang(t *testing.T) {
 		t.Fatalf("word at %d after stop, want %d", got, v)
 	}
 }
+
+// TestSubmitWithoutRoom submits without Room, and after a Room of other
+// parts: Submit runs Room itself, and refuses what Room refuses.
+func TestSubmitWithoutRoom(t *testing.T) {
+	d, _ := newDev(t, Config{}, 0)
+	e := entry(t, d, "test.log")
+	logReset()
+	s := &device.Submission{Value: 1, Parts: []device.Part{logPart(e, 1, 0)}}
+	if a := d.Submit(s); a.Kind != device.Committed {
+		t.Fatalf("submit without room answered %+v", a)
+	}
+	s = &device.Submission{Value: 2, Parts: []device.Part{logPart(e, 2, 0)}}
+	if a := d.Room(s); a.Kind != device.RoomOK {
+		t.Fatal(a)
+	}
+	s.Parts = append(s.Parts, logPart(e, 3, 0), logPart(e, 4, 0))
+	if a := d.Submit(s); a.Kind != device.Committed {
+		t.Fatalf("submit of more parts than room saw answered %+v", a)
+	}
+	s = &device.Submission{Value: 3, Parts: []device.Part{{Kind: device.Words}}}
+	if a := d.Submit(s); a.Kind != device.Failed || !strings.Contains(a.Reason, "no ring entries") {
+		t.Fatalf("submit of words answered %+v", a)
+	}
+	if err := reach(t, d, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := logVals(); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
+		t.Fatalf("ran %v", got)
+	}
+}
