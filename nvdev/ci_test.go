@@ -1,0 +1,426 @@
+package nvdev
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/nvidia"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// Tests of the driver's logic on the fake path, which emulates the words
+// the device writes; they need no GPU.
+
+var bg = context.Background()
+
+func cubin(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/kernels.sm_90.cubin")
+	if err == nil {
+		b = runnable(t, b)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// mem is the n bytes at GPU address a of the fake.
+func (f *fake) mem(a, n uint64) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bytesAt(a, n)
+}
+
+// twice runs the seed's kernel on the fake: it doubles the floats at the
+// address in the parameters, one a thread.
+func (f *fake) twice(paramOffset int) {
+	f.onLaunch = func(q abi.Qmd, bank []byte) {
+		g, b := q.Grid(), q.Block()
+		x := binary.LittleEndian.Uint64(bank[paramOffset:])
+		n := uint64(g[0]) * uint64(b[0])
+		xs := f.mem(x, 4*n)
+		for i := uint64(0); i < n; i++ {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(xs[4*i:]))
+			binary.LittleEndian.PutUint32(xs[4*i:], math.Float32bits(2*v))
+		}
+	}
+}
+
+// TestFakeExample runs the seed's example through rig on the fake: x goes
+// up by a copy, twice doubles it, and it comes back down.
+func TestFakeExample(t *testing.T) {
+	f := newFake()
+	c, err := abi.Parse(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := c.Kernel("twice")
+	f.twice(k.ParamOffset)
+	dev, err := rig.Open(bg, f.opener(Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := dev.LoadImage(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := img.Resolve("twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 12
+	x, err := dev.Alloc(device.Device, 4*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := dev.Alloc(device.Pinned, 4*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := h.Bytes()
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(float32(i)))
+	}
+	up, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
+	if _, err := up.Take().Submit(bg, h, x); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
+	run := s.Take()
+	run.Groups(0, n/256, 1, 1)
+	run.Threads(0, 256, 1, 1)
+	if _, err := run.Submit(bg, x); err != nil {
+		t.Fatal(err)
+	}
+	down, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
+	p, err := down.Take().Submit(bg, x, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(bg); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:])); got != 2*float32(i) {
+			t.Fatalf("x[%d] = %v, want %v", i, got, 2*float32(i))
+		}
+	}
+	if f.launches != 1 {
+		t.Errorf("%d launches", f.launches)
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-dev.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the device did not give everything back")
+	}
+	if n := f.live(); n != 0 {
+		t.Errorf("%d memories left after close", n)
+	}
+	if n := f.objectsOf(f.gpu.Channel); n != 0 {
+		t.Errorf("%d channels left after close", n)
+	}
+}
+
+// raw drives a device on the fake by hand.
+type raw struct {
+	t    testing.TB
+	f    *fake
+	d    *gpu
+	slot int
+	v    uint64
+}
+
+func openRaw(t testing.TB, c Config) *raw {
+	t.Helper()
+	f := newFake()
+	slot, w, err := timeline.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.open(w, c)
+	if err != nil {
+		timeline.Give(slot)
+		t.Fatal(err)
+	}
+	r := &raw{t: t, f: f, d: d, slot: slot, v: atomic.LoadUint64(w)}
+	t.Cleanup(func() {
+		_ = d.Stop("")
+		timeline.Give(slot)
+	})
+	return r
+}
+
+func (r *raw) room(s *device.Submission) device.RoomAnswer {
+	s.Value = r.v + 1
+	return r.d.Room(s)
+}
+
+// submit submits the parts after the waits, pumping the fake while the
+// device answers later.
+func (r *raw) submit(waits []device.Wait, parts ...device.Part) uint64 {
+	r.t.Helper()
+	s := device.Submission{Value: r.v + 1, Waits: waits, Parts: parts}
+	for i := 0; ; i++ {
+		a := r.d.Room(&s)
+		if a.Kind == device.RoomOK {
+			break
+		}
+		if a.Kind != device.RoomLater || i > 1000 {
+			r.t.Fatalf("room of value %d (word %d): %+v", s.Value, r.d.Signaled(), a)
+		}
+		r.f.pump()
+	}
+	r.v++
+	if a := r.d.Submit(&s); a.Kind != device.Committed {
+		r.t.Fatalf("submit: %+v", a)
+	}
+	return r.v
+}
+
+// wait waits for the word to reach v, sleeping as rig does.
+func (r *raw) wait(v uint64) {
+	r.t.Helper()
+	end := time.Now().Add(5 * time.Second)
+	for !device.AtLeast(r.d.Signaled(), v) {
+		if time.Now().After(end) {
+			r.t.Fatalf("the word reads %d, not %d", r.d.Signaled(), v)
+		}
+		if err := r.d.Sleep(r.d.Signaled(), time.Millisecond); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+func (r *raw) alloc(k device.Memory, n int) *nvidia.Memory {
+	r.t.Helper()
+	g, err := r.d.Alloc(k, n)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return g.(*nvidia.Memory)
+}
+
+func (r *raw) entry(name string) *device.Entry {
+	r.t.Helper()
+	code, err := r.d.Image(cubin(r.t))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	img, err := code.Lay(nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	e, err := r.d.Entry(img, name)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return e
+}
+
+func launch(e *device.Entry, groups, threads uint32, params []byte) device.Part {
+	return device.Part{Kind: device.Launch, Queue: qCompute, Entry: e, Groups: [3]uint32{groups, 1, 1},
+		Threads: [3]uint32{threads, 1, 1}, Params: params}
+}
+
+func copyPart(q int, src, dst *nvidia.Memory, so, do, n uint64) device.Part {
+	return device.Part{Kind: device.CopyRows, Queue: q, Src: src, Dst: dst, SrcOffset: so, DstOffset: do,
+		RowBytes: n, Rows: 1, SrcPitch: n, DstPitch: n}
+}
+
+func fillPart(q int, dst *nvidia.Memory, off, n uint64, b byte) device.Part {
+	return device.Part{Kind: device.CopyRows, Queue: q, Dst: dst, DstOffset: off, RowBytes: n, Rows: 1, DstPitch: n,
+		Filling: true, Byte: b}
+}
+
+func hostOf(m *nvidia.Memory) []byte { return hostBytes(m, 0, m.Size) }
+
+// TestGoldenWords checks the words of a launch's submission on the compute
+// channel, the first after a lay and an entry: the caches' invalidation,
+// the local memory, the launch, the release of the value into the word.
+func TestGoldenWords(t *testing.T) {
+	r := openRaw(t, Config{})
+	e := r.entry("twice")
+	r.f.trace = map[string][]abi.Write{}
+	x := r.alloc(device.Device, 1024)
+	v := r.submit(nil, launch(e, 1, 256, u64s(x.Address)))
+	r.wait(v)
+	d := r.d
+	l := d.local.Load()
+	qmd := d.launchMem.Address + 768 // after a constant bank 0 of 0x218 bytes, rounded to 256
+	want := []abi.Write{
+		{Subchannel: abi.SubCompute, Method: abi.ComputeInvalidateShaderCachesNoWFI, Value: abi.InvalidateInstruction | abi.InvalidateConstant},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalMemoryA, Value: uint32(l.mem.Address >> 32)},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalMemoryB, Value: uint32(l.mem.Address)},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalNonThrottledA, Value: uint32(l.perTPC >> 32)},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalNonThrottledB, Value: uint32(l.perTPC)},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalNonThrottledC, Value: 0xff},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeSendPcasA, Value: uint32(qmd >> 8)},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeSendSignalingPcas2B, Value: abi.PcasInvalidatePrefetchCopySchedule},
+		{Subchannel: abi.SubHost, Method: abi.HostSemAddrLo, Value: uint32(d.wordGPU)},
+		{Subchannel: abi.SubHost, Method: abi.HostSemAddrHi, Value: uint32(d.wordGPU >> 32)},
+		{Subchannel: abi.SubHost, Method: abi.HostSemPayloadLo, Value: uint32(v)},
+		{Subchannel: abi.SubHost, Method: abi.HostSemPayloadHi, Value: uint32(v >> 32)},
+		{Subchannel: abi.SubHost, Method: abi.HostSemExecute, Value: abi.SemRelease | abi.SemReleaseWFI | abi.SemPayload64},
+	}
+	got := r.f.trace["channel 0"]
+	if len(got) != len(want) {
+		t.Fatalf("%d writes, want %d:\n%v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("write %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// The descriptor and constant bank 0 the launch ring holds.
+	q := abi.QmdOf(abi.QmdV04, hostWords(d.launchMem, 768, abi.QmdV04.Words))
+	if g, b := q.Grid(), q.Block(); g != [3]uint32{1, 1, 1} || b != [3]uint32{256, 1, 1} {
+		t.Errorf("grid %v block %v", g, b)
+	}
+	if _, a, _, _ := q.ConstantBuffer(0); a != d.launchMem.Address {
+		t.Errorf("constant bank 0 at 0x%x", a)
+	}
+	bank := hostBytes(d.launchMem, 0, 0x218)
+	if p := binary.LittleEndian.Uint64(bank[0x210:]); p != x.Address {
+		t.Errorf("parameter 0x%x, want 0x%x", p, x.Address)
+	}
+	// A second launch owes nothing: the same launch and release words.
+	r.f.trace = map[string][]abi.Write{}
+	v = r.submit(nil, launch(e, 1, 256, u64s(x.Address)))
+	r.wait(v)
+	if got := r.f.trace["channel 0"]; len(got) != 7 || got[0].Method != abi.ComputeSendPcasA {
+		t.Errorf("second launch: %v", got)
+	}
+}
+
+func u64s(vs ...uint64) []byte {
+	b := make([]byte, 8*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint64(b[8*i:], v)
+	}
+	return b
+}
+
+// TestRoomNever checks each refusal, with its part.
+func TestRoomNever(t *testing.T) {
+	r := openRaw(t, Config{})
+	e := r.entry("twice")
+	m := r.alloc(device.Pinned, 4096)
+	w2 := new(uint64)
+	for _, c := range []struct {
+		name  string
+		parts []device.Part
+		waits []device.Wait
+		part  int
+		why   string
+	}{
+		{"fill function", []device.Part{{Kind: device.Fill, Queue: qCopy}}, nil, 0, "no words, copy or launch"},
+		{"queue", []device.Part{launch(e, 1, 1, nil), {Kind: device.Words, Queue: 2}}, nil, 1, "neither queue"},
+		{"launch on copy", []device.Part{func() device.Part { p := launch(e, 1, 1, nil); p.Queue = qCopy; return p }()}, nil, 0, "launch on COPY:0"},
+		{"odd words", []device.Part{{Kind: device.Words, Queue: qCompute, Words: []uint32{1, 2, 3}}}, nil, 0, "odd number"},
+		{"after", []device.Part{{Kind: device.Words, Queue: qCompute, After: 1}}, nil, 0, "after index"},
+		{"grid axis 0", []device.Part{launch(e, 0, 1, nil)}, nil, 0, "axis"},
+		{"threads", []device.Part{launch(e, 1, 2048, nil)}, nil, 0, ""},
+		{"dynamic shared", []device.Part{func() device.Part { p := launch(e, 1, 1, nil); p.Shared = 1 << 20; return p }()}, nil, 0, "dynamic shared"},
+		{"foreign entry", []device.Part{launch(&device.Entry{Name: "x"}, 1, 1, nil)}, nil, 0, "did not make"},
+		{"foreign region", []device.Part{{Kind: device.CopyRows, Queue: qCopy, Src: m, Dst: "elsewhere", RowBytes: 8, Rows: 1}}, nil, 0, "did not make"},
+		{"wait", nil, []device.Wait{{Word: w2, Value: 1}}, -1, "does not map"},
+		{"segments", []device.Part{{Kind: device.Words, Queue: qCompute, Words: make([]uint32, 2*(1<<18))}}, nil, -1, "ring"},
+	} {
+		s := device.Submission{Parts: c.parts, Waits: c.waits}
+		a := r.room(&s)
+		if a.Kind != device.RoomNever || a.Part != c.part || !strings.Contains(a.Reason, c.why) {
+			t.Errorf("%s: %+v", c.name, a)
+		}
+	}
+	// Nothing was submitted: a submission of no parts writes the next value.
+	v := r.submit(nil)
+	if v != r.d.base+1 {
+		t.Errorf("value %d after refusals, base %d", v, r.d.base)
+	}
+	r.wait(v)
+}
+
+// TestRoomLater checks the bound of values in flight and the rings' room
+// while the GPU runs nothing.
+func TestRoomLater(t *testing.T) {
+	r := openRaw(t, Config{})
+	r.f.pause()
+	for i := 0; i < maxInFlight; i++ {
+		r.submit(nil)
+	}
+	s := device.Submission{}
+	if a := r.room(&s); a.Kind != device.RoomLater {
+		t.Fatalf("room with %d values in flight: %+v", maxInFlight, a)
+	}
+	r.f.resume()
+	if a := r.room(&s); a.Kind != device.RoomOK {
+		t.Fatalf("room once the GPU ran: %+v", a)
+	}
+	if got := r.d.Signaled(); got != r.v {
+		t.Errorf("the word reads %d, want %d", got, r.v)
+	}
+	// A small ring: room waits for entries, not values.
+	r = openRaw(t, Config{RingEntries: 16})
+	r.f.pause()
+	for i := 0; i < 15; i++ {
+		r.submit(nil)
+	}
+	if a := r.room(&s); a.Kind != device.RoomLater {
+		t.Fatalf("room with the ring full: %+v", a)
+	}
+	r.f.resume()
+	r.wait(r.v)
+}
+
+// TestWrap runs many values through small rings: launches, copies and
+// fills on both queues, the word monotonic.
+func TestWrap(t *testing.T) {
+	r := openRaw(t, Config{RingEntries: 64, SegmentBytes: 4096, LaunchBytes: 8192})
+	e := r.entry("twice")
+	a := r.alloc(device.Pinned, 1<<16)
+	b := r.alloc(device.Device, 1<<16)
+	c := r.alloc(device.Pinned, 1<<16)
+	src := hostOf(a)
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	last := r.d.Signaled()
+	for i := 0; i < 3000; i++ {
+		var parts []device.Part
+		switch i % 4 {
+		case 0:
+			parts = []device.Part{launch(e, 2, 32, u64s(b.Address))}
+		case 1:
+			parts = []device.Part{copyPart(qCopy, a, b, 0, 0, 1000), copyPart(qCompute, b, c, 0, uint64(i%7), 1000)}
+		case 2:
+			parts = []device.Part{fillPart(qCompute, c, 3, 17, byte(i)), launch(e, 1, 32, u64s(b.Address)), fillPart(qCopy, c, 1, 2, 1)}
+		case 3:
+			parts = []device.Part{copyPart(qCopy, a, c, 5, 6, 100), after(launch(e, 1, 32, u64s(b.Address)), 0)}
+		}
+		r.submit(nil, parts...)
+		if w := r.d.Signaled(); !device.AtLeast(w, last) {
+			t.Fatalf("the word went from %d to %d", last, w)
+		} else {
+			last = w
+		}
+	}
+	r.wait(r.v)
+	if r.f.launches != 3*3000/4 {
+		t.Errorf("%d launches", r.f.launches)
+	}
+}
+
+func after(p device.Part, i int) device.Part { p.After = i + 1; return p }

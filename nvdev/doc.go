@@ -1,0 +1,58 @@
+// Package nvdev is the RM driver of NVIDIA GPUs (the seed's Rig_nv): it runs
+// rig's work on a GPU through NVIDIA's resource manager, with no CUDA, from
+// pure Go. rig.Open(nvdev.GPU(0)) opens the first NVIDIA GPU through
+// NVIDIA's kernel driver (nvdev/nvidia); the wire formats (methods, ring
+// entries, launch descriptors, cubins) are nvdev/abi's.
+//
+// # The device
+//
+// make allocates, under the path's RM device, a channel group on the
+// graphics engine with one context share, and in it two GPFIFO channels
+// of the generation's class (HOPPER_CHANNEL_GPFIFO_A on the H200): the
+// compute channel, with the compute engine bound on subchannel 1 and a copy
+// engine on subchannel 4, and the copy channel, with a copy engine on
+// subchannel 4. Each channel's ring holds 262,144 entries (2 MiB) and its
+// USERD in Mapped memory, which the host writes through the BAR; its error
+// notifier, its mark word and its segment ring of 1 MiB in Pinned memory.
+// The launch ring, 1 MiB for the launches' constant banks and descriptors,
+// is Mapped memory where the BAR has room and Pinned memory otherwise. The
+// seed keeps the channels' rings in Pinned memory; here they are where the
+// path's own tests ran them, and GPPut with them.
+//
+// make registers the channels with the path, schedules the group, asks the
+// RM for the highest clocks (PERF_BOOST), runs each channel's first words
+// (the engines' binding and the compute engine's windows) and waits for
+// them, and measures the GPU's timer against the host's clock. The word is
+// rig's array of words mapped for the GPU (64 KiB, through the path's
+// MapHost), or a word of the device's own in Pinned memory where the word
+// lies outside the array or the path maps no host memory; a device of its
+// own word declares no GPU-side waits, so rig waits on the host for it.
+//
+// # Submitting
+//
+// Room and Submit only store to memory (submit.go says how the words order
+// the work): segments of methods in the channels' segment rings, entries in
+// their rings, constant banks and descriptors in the launch ring, then
+// GPPut, a read of the path's flush word, and the doorbell. Each value ends
+// with a 64-bit semaphore release of the word, with a wait for idle, on the
+// channel of its last part; waits are host semaphore acquires (circular ≥,
+// 64 bits) on words of rig's array. The device holds at most 32,768 values
+// in flight (RoomLater), and tracks what the channels consumed by the
+// position each value left in each ring, which the word says is consumed.
+//
+// Not built yet (NOTES.md): growth of the rings (Room answers RoomNever
+// where the seed answers RIG_GROW), profile stamps of timed values (Settle
+// appends none), the launch that releases its own value, the driver's copy
+// kernels of sm_8x, and peer access (the path's). Copies of bytes on
+// COMPUTE:0 run on the copy engine the compute channel binds, as the brief
+// of this package asks, where the seed refuses them.
+//
+// # Concurrency
+//
+// rig calls Room and Submit in value order, one submission at a time; the
+// device's mu orders them against Stop. Image, Entry, Unload, Alloc, Free
+// and the capability's Local may run on any goroutine meanwhile: a lay sets
+// a flag the next compute submission reads, and a local memory growth is an
+// atomic pointer it reads. Locks nest as the seed orders them: an image's,
+// then the device's local memory lock, then the path's.
+package nvdev

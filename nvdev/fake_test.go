@@ -1,0 +1,499 @@
+package nvdev
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// fake is a path and an RM whose GPU is an emulator of the words a device
+// writes: it runs each channel's ring entries as the doorbell rings, the
+// host semaphores (acquires stall the channel), the copy engine's copies,
+// fills and semaphores, and hands each launch's descriptor and constant
+// bank 0 to a Go function. Host-visible memory lies for the GPU at addresses of its own below 2^40, Device memory from 2^41 on, both
+// backed by Go memory.
+type fake struct {
+	mu       sync.Mutex
+	gpu      nvidia.GPU
+	mems     map[nvidia.Handle]*fakeMem
+	handle   nvidia.Handle
+	devNext  uint64
+	hostNext uint64
+	objects  map[nvidia.Handle]uint32 // live RM objects and their classes
+	parents  map[nvidia.Handle]nvidia.Handle
+	chans    []*fakeChan
+	flush    uint32
+	paused   bool
+	stopped  bool
+	rings    int
+
+	// refuse makes the RM refuse allocations of a class.
+	refuse map[uint32]bool
+	// onLaunch runs a launch: its descriptor and constant bank 0.
+	onLaunch func(q abi.Qmd, bank0 []byte)
+	// launches counts the launches run; trace records each channel's
+	// method writes when set.
+	launches int
+	trace    map[string][]abi.Write
+	mmu      []nvidia.MMUFaultInfoEntry
+	checkErr error
+}
+
+type fakeMem struct {
+	m    *nvidia.Memory
+	back []byte // Go memory that holds it
+	host uintptr
+}
+
+type fakeChan struct {
+	name     string
+	h        nvidia.Handle
+	ring     uint64
+	entries  uint64
+	gpPut    *uint32
+	notifier *fakeMem
+	get      uint64
+	base     uint64
+	pending  []abi.Write
+	pi       int
+	sem      [5]uint32
+	copyRegs map[uint32]uint32
+	compRegs map[uint32]uint32
+	objects  map[abi.Subchannel]uint32
+}
+
+func newFake() *fake {
+	return &fake{
+		gpu: nvidia.GPU{
+			Generation: nvidia.Generation{Name: "Hopper", Compute: abi.HopperComputeA, Copy: abi.HopperDmaCopyA,
+				Channel: abi.HopperChannelGpfifoA, Usermode: abi.HopperUsermodeA},
+			SMVersion: 0x900, GPCs: 8, TPCsPerGPC: 9, SMsPerTPC: 2, WarpsPerSM: 64,
+		},
+		mems: map[nvidia.Handle]*fakeMem{}, handle: 0x1000, devNext: 1 << 41, hostNext: 64 << 30,
+		objects: map[nvidia.Handle]uint32{}, parents: map[nvidia.Handle]nvidia.Handle{},
+		refuse: map[uint32]bool{},
+	}
+}
+
+// open makes a device on the fake with the word w.
+func (f *fake) open(w *uint64, c Config) (*gpu, error) { return makeDevice(w, f, fakeRM{f}, c) }
+
+// opener is an opener of devices on the fake.
+func (f *fake) opener(c Config) device.Opener {
+	return device.Opener{Name: fmt.Sprintf("NV-fake-%p", f), Make: func(w *uint64) (device.Driver, error) {
+		d, err := f.open(w, c)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}}
+}
+
+// live is the number of memories given and not freed.
+func (f *fake) live() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.mems)
+}
+
+func (f *fake) Index() int                     { return 0 }
+func (f *fake) Key() any                       { return "fake" }
+func (f *fake) Device() nvidia.Handle          { return 0x100 }
+func (f *fake) Subdevice() nvidia.Handle       { return 0x101 }
+func (f *fake) VASpace() nvidia.Handle         { return 0x102 }
+func (f *fake) GPU() nvidia.GPU                { return f.gpu }
+func (f *fake) Budget() int64                  { return 1 << 34 }
+func (f *fake) CacheBytes() int64              { return 50 << 20 }
+func (f *fake) Bus() string                    { return "0000:00:06.0" }
+func (f *fake) HangMs() int                    { return 0 }
+func (f *fake) MapsHost() bool                 { return true }
+func (f *fake) Reaches(i int) bool             { return i == 0 }
+func (f *fake) Flush() *uint32                 { return &f.flush }
+func (f *fake) Register(nvidia.Handle) error   { return nil }
+func (f *fake) Unregister(nvidia.Handle) error { return nil }
+func (f *fake) Close() error                   { return nil }
+func (f *fake) MapPeer(*nvidia.Memory) (*nvidia.Memory, error) {
+	return nil, device.ErrNever
+}
+func (f *fake) DMA(*nvidia.Memory, string) (device.DMA, error) {
+	return device.DMA{}, errors.New("fake: no DMA")
+}
+func (f *fake) ReadTimer() (nvidia.Timer, error) {
+	now := device.Now()
+	return nvidia.Timer{GPU: uint64(now), Host: now, Width: 100}, nil
+}
+func (f *fake) Stop() error {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fake) Check() error {
+	f.pump()
+	return f.checkErr
+}
+
+func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n > 1<<32 {
+		return nil, fmt.Errorf("fake: %d bytes: %w", n, device.ErrNoMemory)
+	}
+	size := (n + 4095) &^ 4095
+	back := make([]byte, size+4096)
+	host := (uintptr(unsafe.Pointer(&back[0])) + 4095) &^ 4095
+	f.handle++
+	m := &nvidia.Memory{Kind: k, Size: n, Handle: f.handle, Address: f.hostNext, Host: host}
+	f.hostNext += uint64(size) + 1<<20
+	if k == device.Device {
+		m.Address, m.Host = f.devNext, 0
+		f.devNext += uint64(size) + 1<<20
+	}
+	f.mems[f.handle] = &fakeMem{m: m, back: back, host: host}
+	return m, nil
+}
+
+func (f *fake) MapHost(a uintptr, n int) (*nvidia.Memory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handle++
+	m := &nvidia.Memory{Kind: device.Pinned, Borrowed: true, Size: n, Handle: f.handle, Address: f.hostNext + uint64(a&4095), Host: a}
+	f.hostNext += uint64(n) + 1<<20 + 4096
+	f.mems[f.handle] = &fakeMem{m: m, host: a}
+	return m, nil
+}
+
+func (f *fake) Free(m *nvidia.Memory) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mems[m.Handle] == nil || f.mems[m.Handle].m != m {
+		return errors.New("fake: free of memory not given")
+	}
+	delete(f.mems, m.Handle)
+	return nil
+}
+
+// bytesAt is the n bytes at GPU address a, or nil where nothing maps them.
+// The caller holds mu.
+func (f *fake) bytesAt(a, n uint64) []byte {
+	for _, fm := range f.mems {
+		m := fm.m
+		if a >= m.Address && a+n <= m.Address+uint64((m.Size+4095)&^4095) {
+			return unsafe.Slice((*byte)(ptrAt(fm.host+uintptr(a-m.Address))), n)
+		}
+	}
+	return nil
+}
+
+// The RM.
+
+// fakeRM is the fake's RM.
+type fakeRM struct{ f *fake }
+
+func (r fakeRM) Client() nvidia.Handle     { return 1 }
+func (r fakeRM) Boost(nvidia.Handle) error { return nil }
+
+func (f *fake) rmAlloc(parent nvidia.Handle, class uint32, params []byte) (nvidia.Handle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse[class] {
+		return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInvalidArgument}
+	}
+	f.handle++
+	h := f.handle
+	f.objects[h], f.parents[h] = class, parent
+	if class == f.gpu.Channel {
+		p := (*nvidia.ChannelAllocParams)(unsafe.Pointer(&params[0]))
+		userd := f.mems[p.UserdMemory[0]]
+		c := &fakeChan{name: fmt.Sprintf("channel %d", len(f.chans)), h: h, ring: p.GPFIFOOffset, entries: uint64(p.GPFIFOEntries),
+			gpPut:    (*uint32)(ptrAt(userd.host + uintptr(p.UserdOffset[0]) + 0x8c)),
+			notifier: f.mems[p.ObjectError], copyRegs: map[uint32]uint32{}, compRegs: map[uint32]uint32{},
+			objects: map[abi.Subchannel]uint32{}}
+		f.chans = append(f.chans, c)
+	}
+	return h, nil
+}
+
+func (r fakeRM) Alloc(parent nvidia.Handle, class uint32, params []byte) (nvidia.Handle, error) {
+	return r.f.rmAlloc(parent, class, params)
+}
+
+func (r fakeRM) Free(parent, object nvidia.Handle) error { return r.f.rmFree(parent, object) }
+
+func (f *fake) rmFree(_, object nvidia.Handle) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.objects[object]; !ok {
+		return &nvidia.RMError{Call: "RM_FREE", Status: nvidia.StatusInvalidObjectHandle}
+	}
+	var drop func(h nvidia.Handle)
+	drop = func(h nvidia.Handle) {
+		delete(f.objects, h)
+		for c, p := range f.parents {
+			if p == h {
+				drop(c)
+			}
+		}
+		delete(f.parents, h)
+		for i, c := range f.chans {
+			if c.h == h {
+				f.chans = append(f.chans[:i], f.chans[i+1:]...)
+				break
+			}
+		}
+	}
+	drop(object)
+	return nil
+}
+
+func (r fakeRM) Token(ch nvidia.Handle) (uint32, error) { return uint32(ch), nil }
+
+func (r fakeRM) Schedule(nvidia.Handle, *nvidia.ScheduleParams) error { return nil }
+
+func (r fakeRM) SMErrors(_ nvidia.Handle, p *nvidia.SMErrorStatesParams) error {
+	p.SMErrorStates[3].HwwGlobalEsr = 0x10
+	return nil
+}
+
+func (r fakeRM) MMUFaults(_ nvidia.Handle, p *nvidia.MMUFaultInfoParams) error {
+	f := r.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p.Count = uint32(copy(p.Entries[:], f.mmu))
+	return nil
+}
+
+// objectsOf lists the live objects of a class.
+func (f *fake) objectsOf(class uint32) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.objects {
+		if c == class {
+			n++
+		}
+	}
+	return n
+}
+
+// Ring runs the channels, unless the fake is paused.
+func (f *fake) Ring(uint32) {
+	f.mu.Lock()
+	f.rings++
+	f.mu.Unlock()
+	f.pump()
+}
+
+// pause stops the emulator running the channels; resume runs them again.
+func (f *fake) pause() { f.mu.Lock(); f.paused = true; f.mu.Unlock() }
+func (f *fake) resume() {
+	f.mu.Lock()
+	f.paused = false
+	f.mu.Unlock()
+	f.pump()
+}
+
+// pump runs every channel until none progresses.
+func (f *fake) pump() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.paused {
+		return
+	}
+	for progress := true; progress; {
+		progress = false
+		for _, c := range f.chans {
+			if f.run(c) {
+				progress = true
+			}
+		}
+	}
+}
+
+// fail writes error e into the channel's notifier, as the RM does.
+func (f *fake) fail(c *fakeChan, e uint32) {
+	n := unsafe.Slice((*uint32)(ptrAt(c.notifier.host)), 4)
+	atomic.StoreUint32(&n[2], e)
+	atomic.StoreUint32(&n[3], 0xffff<<16|nvidia.EngineGraphics)
+}
+
+// run runs channel c as far as it goes, and reports whether it progressed.
+// The caller holds mu.
+func (f *fake) run(c *fakeChan) bool {
+	progress := false
+	for {
+		for c.pi < len(c.pending) {
+			if !f.exec(c, c.pending[c.pi]) {
+				return progress
+			}
+			c.pi++
+			progress = true
+		}
+		c.pending, c.pi = nil, 0
+		put := uint64(atomic.LoadUint32(c.gpPut))
+		if c.get == put {
+			return progress
+		}
+		progress = true
+		e := abi.Entry(binary.LittleEndian.Uint64(f.bytesAt(c.ring+8*c.get, 8)))
+		c.get = (c.get + 1) % c.entries
+		if op, ok := e.Control(); ok {
+			if op == abi.EntryOpExtendedBase {
+				c.base = e.Base()
+			}
+			continue
+		}
+		b := f.bytesAt(c.base|e.Address(), 4*uint64(e.Length()))
+		if b == nil {
+			f.fail(c, 31)
+			c.get = put
+			return true
+		}
+		ws, err := abi.Decode(unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), e.Length()))
+		if err != nil {
+			f.fail(c, 32)
+			c.get = put
+			return true
+		}
+		if f.trace != nil {
+			f.trace[c.name] = append(f.trace[c.name], ws...)
+		}
+		c.pending = ws
+	}
+}
+
+func (f *fake) load64(a uint64) uint64 {
+	b := f.bytesAt(a, 8)
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&b[0])))
+}
+
+func (f *fake) store64(a, v uint64) {
+	b := f.bytesAt(a, 8)
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&b[0])), v)
+}
+
+// exec runs one method write, and reports false where the channel stalls.
+func (f *fake) exec(c *fakeChan, w abi.Write) bool {
+	if w.Method == 0 {
+		c.objects[w.Subchannel] = w.Value
+		return true
+	}
+	switch w.Subchannel {
+	case abi.SubHost:
+		if w.Method >= abi.HostSemAddrLo && w.Method <= abi.HostSemExecute {
+			c.sem[(w.Method-abi.HostSemAddrLo)/4] = w.Value
+		}
+		if w.Method != abi.HostSemExecute {
+			return true
+		}
+		addr := uint64(c.sem[1])<<32 | uint64(c.sem[0])
+		payload := uint64(c.sem[3])<<32 | uint64(c.sem[2])
+		switch w.Value & 7 {
+		case abi.SemRelease:
+			f.store64(addr, payload)
+		case abi.SemAcqCircGEQ:
+			return device.AtLeast(f.load64(addr), payload)
+		}
+	case abi.SubCompute:
+		c.compRegs[w.Method] = w.Value
+		if w.Method == abi.ComputeSendSignalingPcas2B {
+			qa := uint64(c.compRegs[abi.ComputeSendPcasA]) << 8
+			qb := f.bytesAt(qa, uint64(abi.QmdV04.Bytes()))
+			q := abi.QmdOf(abi.QmdV04, unsafe.Slice((*uint32)(unsafe.Pointer(&qb[0])), abi.QmdV04.Words))
+			_, ba, bn, _ := q.ConstantBuffer(0)
+			bank := append([]byte(nil), f.bytesAt(ba, uint64(bn))...)
+			f.launches++
+			if f.onLaunch != nil {
+				f.mu.Unlock()
+				f.onLaunch(q, bank)
+				f.mu.Lock()
+			}
+		}
+	case abi.SubCopy:
+		c.copyRegs[w.Method] = w.Value
+		if w.Method == abi.CopyLaunchDMA {
+			f.copyLaunch(c, w.Value)
+		}
+	}
+	return true
+}
+
+// copyLaunch runs a LAUNCH_DMA.
+func (f *fake) copyLaunch(c *fakeChan, v uint32) {
+	r := c.copyRegs
+	if v&3 != abi.DMATransferNone {
+		src := uint64(r[abi.CopyOffsetInUpper])<<32 | uint64(r[abi.CopyOffsetInUpper+4])
+		dst := uint64(r[abi.CopyOffsetOutUpper])<<32 | uint64(r[abi.CopyOffsetOutUpper+4])
+		pin, pout := uint64(r[0x410]), uint64(r[0x414])
+		n, lines := uint64(r[abi.CopyLineLengthIn]), uint64(1)
+		if v&abi.DMAMultiLine != 0 {
+			lines = uint64(r[abi.CopyLineCount])
+		}
+		if v&abi.DMARemap != 0 {
+			k := r[abi.CopyRemapComponent]
+			size := uint64(1)
+			if k>>16&3 == 3 {
+				size = 4
+			}
+			b := f.bytesAt(dst, n*size)
+			for i := uint64(0); i < n; i++ {
+				for j := uint64(0); j < size; j++ {
+					b[i*size+j] = byte(r[abi.CopyRemapConstA] >> (8 * j))
+				}
+			}
+		} else {
+			for l := uint64(0); l < lines; l++ {
+				copy(f.bytesAt(dst+l*pout, n), f.bytesAt(src+l*pin, n))
+			}
+		}
+	}
+	if v>>3&3 != 0 {
+		a := uint64(r[abi.CopySemaphoreA])<<32 | uint64(r[abi.CopySemaphoreB])
+		f.store64(a, uint64(r[abi.CopySemaphorePayloadUpper])<<32|uint64(r[abi.CopySemaphorePayload]))
+	}
+}
+
+// runnable is the cubin with each symbol it refers to and does not define
+// bound to its first code section, so that nvdev/abi lays it: the shared
+// kernels cubin holds uses_printf and uses_assert, which call vprintf and
+// __assertfail, and the seed refuses an image that refers to them even
+// where no launch runs those kernels. It is the cubin those two kernels'
+// absence would give, for every other kernel; no test launches them.
+func runnable(t testing.TB, b []byte) []byte {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := -1
+	for i, s := range f.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
+			text = i
+			break
+		}
+	}
+	st := f.Section(".symtab")
+	syms, err := f.Symbols()
+	if st == nil || err != nil || text < 0 {
+		t.Fatalf("cubin without symbols or code: %v", err)
+	}
+	out := bytes.Clone(b)
+	for i, s := range syms {
+		if s.Section == elf.SHN_UNDEF && s.Name != "" {
+			at := st.Offset + uint64(i+1)*24 + 6 // Elf64_Sym.st_shndx; Symbols skips entry 0
+			binary.LittleEndian.PutUint16(out[at:], uint16(text))
+		}
+	}
+	return out
+}

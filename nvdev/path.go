@@ -1,0 +1,105 @@
+package nvdev
+
+import (
+	"fmt"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// path is what a device needs of a path to a GPU's RM: the seed's path
+// record as a method set. *nvidia.Path, the path through NVIDIA's kernel
+// driver, has it; a path through the GPU's own system processor (the seed's
+// Rig_nv_pci) would offer the same methods over the same data types. The
+// tests give a fake one.
+type path interface {
+	Index() int
+	Key() any
+	Device() nvidia.Handle
+	Subdevice() nvidia.Handle
+	VASpace() nvidia.Handle
+	GPU() nvidia.GPU
+	Budget() int64
+	CacheBytes() int64
+	Bus() string
+	HangMs() int
+
+	Alloc(k device.Memory, n int) (*nvidia.Memory, error)
+	MapsHost() bool
+	MapHost(a uintptr, n int) (*nvidia.Memory, error)
+	MapPeer(m *nvidia.Memory) (*nvidia.Memory, error)
+	Reaches(index int) bool
+	Free(m *nvidia.Memory) error
+	DMA(m *nvidia.Memory, fn string) (device.DMA, error)
+
+	Flush() *uint32
+	Ring(token uint32)
+	Register(channel nvidia.Handle) error
+	Unregister(channel nvidia.Handle) error
+	Check() error
+	ReadTimer() (nvidia.Timer, error)
+	Stop() error
+	Close() error
+}
+
+// rmAPI is the GPU's RM as a path reaches it (the seed's rm record):
+// *nvidia.RM has it.
+type rmAPI interface {
+	Client() nvidia.Handle
+	Alloc(parent nvidia.Handle, class uint32, params []byte) (nvidia.Handle, error)
+	Free(parent, object nvidia.Handle) error
+	Token(channel nvidia.Handle) (uint32, error)
+	Schedule(group nvidia.Handle, p *nvidia.ScheduleParams) error
+	Boost(subdevice nvidia.Handle) error
+	SMErrors(debugger nvidia.Handle, p *nvidia.SMErrorStatesParams) error
+	MMUFaults(debugger nvidia.Handle, p *nvidia.MMUFaultInfoParams) error
+}
+
+// Config tunes a device. The zero value is the seed's device.
+type Config struct {
+	// HangMs is the path's hang_ms: rig loses the device once its word has
+	// not moved for HangMs milliseconds while work is pending. 0 leaves the
+	// GPU's work to the RM's watchdog.
+	HangMs int
+	// RingEntries is the entries of each channel's ring, a power of two;
+	// 0 is the seed's 262,144.
+	RingEntries int
+	// SegmentBytes is the bytes of each channel's segment ring, and
+	// LaunchBytes those of the launch ring; 0 is the seed's 1 MiB each.
+	SegmentBytes, LaunchBytes int
+}
+
+// Defaults of Config.
+const (
+	defaultRingEntries  = 1 << 18
+	defaultSegmentBytes = 1 << 20
+	defaultLaunchBytes  = 1 << 20
+)
+
+// GPU is the opener of NVIDIA GPU i, counted in PCI bus order among the
+// machine's NVIDIA GPUs, through NVIDIA's kernel driver, with no CUDA. It
+// is named "NV" for 0 and "NV:i" otherwise. It panics if i < 0.
+func GPU(i int) device.Opener { return Open(i, Config{}) }
+
+// Open is GPU's opener with a configuration. It panics if i < 0.
+func Open(i int, c Config) device.Opener {
+	if i < 0 {
+		panic(fmt.Sprintf("nvdev: GPU(%d): a GPU's number is not negative", i))
+	}
+	name := "NV"
+	if i > 0 {
+		name = fmt.Sprintf("NV:%d", i)
+	}
+	return device.Opener{Name: name, Make: func(word *uint64) (device.Driver, error) {
+		p, err := nvidia.Open(i, &nvidia.Options{HangMs: c.HangMs})
+		if err != nil {
+			return nil, fmt.Errorf("nvdev: open GPU %d: %w", i, err)
+		}
+		d, err := makeDevice(word, p, p.RM(), c)
+		if err != nil {
+			_ = p.Close()
+			return nil, err
+		}
+		return d, nil
+	}}
+}

@@ -1,0 +1,255 @@
+package nvdev
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// Signaled is the value in the device's word.
+func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
+
+// spinFor is how long Sleep spins on the word before it sleeps a
+// millisecond at a time.
+const spinFor = 50 * time.Microsecond
+
+// Sleep returns once the word differs from seen, or after still. It asks
+// the path for its report as it starts, and reads the word and the
+// channels' error notifiers every millisecond; a notifier's error raises a
+// *device.Fault, which every later Sleep raises again.
+func (d *gpu) Sleep(seen uint64, still time.Duration) error {
+	if f := d.fault.Load(); f != nil {
+		return f
+	}
+	if err := d.p.Check(); err != nil {
+		return d.keep(asFault(err))
+	}
+	t0 := time.Now()
+	for {
+		if atomic.LoadUint64(d.word) != seen {
+			return nil
+		}
+		if d.notified() {
+			return d.keep(d.notifierFault())
+		}
+		el := time.Since(t0)
+		if el >= still {
+			return nil
+		}
+		if el < spinFor {
+			runtime.Gosched()
+			continue
+		}
+		time.Sleep(min(time.Millisecond, still-el))
+	}
+}
+
+// keep keeps the device's first fault, which Sleep raises from then on.
+func (d *gpu) keep(f *device.Fault) *device.Fault {
+	if f == nil {
+		return nil
+	}
+	if d.fault.CompareAndSwap(nil, f) {
+		return f
+	}
+	return d.fault.Load()
+}
+
+// asFault is err as a fault.
+func asFault(err error) *device.Fault {
+	if f, ok := device.AsFault(err); ok {
+		return f
+	}
+	return &device.Fault{Why: err.Error()}
+}
+
+// notified reports whether a channel's error notifier holds an error.
+func (d *gpu) notified() bool {
+	for _, ch := range d.ch {
+		if atomic.LoadUint32(&ch.notifier[3])>>16 != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rcErrors names the RM's channel errors (nverror.h) a notifier holds.
+var rcErrors = map[uint32]string{
+	8:  "ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY",
+	13: "ROBUST_CHANNEL_GR_EXCEPTION",
+	25: "ROBUST_CHANNEL_GR_ILLEGAL_NOTIFY",
+	31: "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT",
+	32: "ROBUST_CHANNEL_PBDMA_ERROR",
+	43: "ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR",
+	45: "ROBUST_CHANNEL_PREEMPTIVE_REMOVAL",
+	48: "ROBUST_CHANNEL_GPU_ECC_DBE",
+	68: "ROBUST_CHANNEL_NVDEC0_ERROR",
+	69: "ROBUST_CHANNEL_GR_CLASS_ERROR",
+	79: "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS",
+}
+
+// engineName names an NV2080 engine type.
+func engineName(t uint32) string {
+	switch {
+	case t == nvidia.EngineGraphics:
+		return "GR"
+	case t >= nvidia.EngineCopy0 && t < nvidia.EngineCopy0+10:
+		return fmt.Sprintf("COPY%d", t-nvidia.EngineCopy0)
+	}
+	return fmt.Sprintf("engine %d", t)
+}
+
+// notifierFault is the fault the notifiers report, or nil: the path's
+// report where it has one; otherwise a line for each distinct notifier
+// error, by number and name, then the multiprocessors' errors and the
+// MMU's faults the debugger reads, or the RM's refusal to read them.
+func (d *gpu) notifierFault() *device.Fault {
+	var lines []string
+	seen := map[uint32]bool{}
+	for _, ch := range d.ch {
+		w := ch.notifierWords()
+		status := w[3] >> 16
+		if status == 0 {
+			continue
+		}
+		if !seen[w[2]] {
+			seen[w[2]] = true
+			name := rcErrors[w[2]]
+			if name == "" {
+				name = "unnamed"
+			}
+			lines = append(lines, fmt.Sprintf("error %d (%s) on the %s channel, %s, status 0x%x",
+				w[2], name, ch.name, engineName(w[3]&0xffff), status))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := d.p.Check(); err != nil {
+		return asFault(err)
+	}
+	why := strings.Join(lines, "; ")
+	lines = append(lines, d.debugLines()...)
+	return &device.Fault{Why: why, Detail: lines}
+}
+
+// debugLines reads the multiprocessors' errors and the MMU's faults
+// through the debugger object.
+func (d *gpu) debugLines() []string {
+	if d.debugger == 0 {
+		return []string{"no debugger object: the SMs' errors and the MMU's faults are unread"}
+	}
+	var lines []string
+	sms := d.rec.SMs()
+	mmuInfo := false
+	for start := 0; start < sms; start += nvidia.MaxSMsPerCall {
+		p := &nvidia.SMErrorStatesParams{TargetChannel: d.ch[qCompute].h,
+			NumSMsToRead: uint32(min(sms-start, nvidia.MaxSMsPerCall)), StartingSM: uint32(start)}
+		if err := d.rm.SMErrors(d.debugger, p); err != nil {
+			lines = append(lines, fmt.Sprintf("SM errors: the RM refused to read them: %v", err))
+			break
+		}
+		for i := range int(p.NumSMsToRead) {
+			st := &p.SMErrorStates[i]
+			if st.HwwGlobalEsr != 0 || st.HwwWarpEsr != 0 {
+				lines = append(lines, fmt.Sprintf("SM %d: global ESR 0x%x, warp ESR 0x%x, warp PC 0x%x, address 0x%x",
+					start+i, st.HwwGlobalEsr, st.HwwWarpEsr, st.HwwWarpEsrPC64, st.HwwEsrAddr))
+			}
+		}
+		if p.MMUFault.Valid != 0 && !mmuInfo {
+			mmuInfo = true
+			lines = append(lines, fmt.Sprintf("SM errors: MMU fault info 0x%x", p.MMUFault.FaultInfo))
+		}
+	}
+	var mf nvidia.MMUFaultInfoParams
+	if err := d.rm.MMUFaults(d.debugger, &mf); err != nil {
+		lines = append(lines, fmt.Sprintf("MMU faults: the RM refused to read them: %v", err))
+	} else {
+		for i := range int(min(mf.Count, nvidia.MaxMMUFaultEntries)) {
+			e := mf.Entries[i]
+			lines = append(lines, fmt.Sprintf("MMU fault at 0x%x: type %d, access %d", e.FaultAddress, e.FaultType, e.AccessType))
+		}
+	}
+	return lines
+}
+
+// Stop stops the device without waiting for its work: it ends the
+// channels' registrations and frees the channel group, which makes the RM
+// preempt their work, then asks the path to stop. Where all of that
+// succeeded, it writes the last value submitted into the word and gives
+// the memory the device holds itself back to the path; otherwise that
+// memory stays, and the word reaches the value as the channels end. The
+// path closes once rig has freed the regions it holds.
+func (d *gpu) Stop(string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped.Swap(true) {
+		return nil
+	}
+	d.localMu.Lock()
+	defer d.localMu.Unlock()
+	clean := true
+	for _, ch := range d.ch {
+		if ch.registered {
+			if err := d.p.Unregister(ch.h); err != nil {
+				clean = false
+			}
+			ch.registered = false
+		}
+	}
+	if d.debugger != 0 {
+		_ = d.rm.Free(d.p.Device(), d.debugger)
+	}
+	if err := d.rm.Free(d.p.Device(), d.tsg); err != nil {
+		clean = false
+	}
+	perr := d.p.Stop()
+	var errs []error
+	if clean || perr == nil {
+		atomic.StoreUint64(d.word, d.last)
+		var mems []*nvidia.Memory
+		for _, ch := range d.ch {
+			mems = append(mems, ch.ring, ch.aux)
+		}
+		mems = append(mems, d.launchMem)
+		if l := d.local.Load(); l != nil {
+			mems = append(mems, l.mem)
+		}
+		mems = append(mems, d.old...)
+		if d.array != nil {
+			mems = append(mems, d.array)
+		}
+		for _, m := range mems {
+			if err := d.p.Free(m); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := d.p.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return &device.Fault{Why: fmt.Sprintf("stop: %v", errors.Join(errs...))}
+	}
+	return nil
+}
+
+// Grow is never asked: Room never answers RoomGrow.
+func (d *gpu) Grow() error { return nil }
+
+// Commit answers Committed: the channels run work as soon as they fetch it.
+func (d *gpu) Commit(uint64) device.SubmitAnswer {
+	return device.SubmitAnswer{Kind: device.Committed}
+}
+
+// Settle appends no stamps: the device does not stamp timed values yet.
+func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) { return into, nil }
+
+// Capability is the GPU as compiled code sees it (abi.Key).
+func (d *gpu) Capability() any { return d.rec }

@@ -1,0 +1,548 @@
+package nvdev
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// The hot path. Room walks the submission once without writing, counting
+// the words each channel's segment takes, the entries of each channel's
+// ring and the bytes of the launch ring, and checks them against what the
+// word says the channels have consumed. Submit walks it again with the
+// same decisions, storing the words into the segment ring, the launches'
+// constant banks and descriptors into the launch ring, the entries into the
+// channels' rings, then GPPut and the doorbell. Neither allocates.
+//
+// Order. Each value's work on a channel starts once every earlier value is
+// complete: on the channel that released the last value, channel order
+// gives it (that release waited for idle); on the other channel the value
+// first acquires the word at the value before. A value that uses both
+// channels ends on the channel of its last part (the ender); the other
+// channel releases its mark word once its part of the value is complete,
+// and the ender acquires that mark before it releases the value into the
+// word. An After across channels is a mark of the earlier part's channel,
+// which the later part's channel acquires. Between parts on one channel,
+// a wait for idle follows each launch and each Words part, and a copy-engine
+// flush and a wait for idle follow copies before other work, so that a
+// part starts once the parts before it on its queue have completed.
+
+// What a channel ran last within a value, for the barrier before a part.
+const (
+	prevIdle uint8 = iota // nothing since the channel last waited for idle
+	prevLaunch
+	prevCopy
+	prevWords
+)
+
+// Word counts of the builders the walk uses.
+const (
+	wfiWords   = 2 // WaitForIdle
+	flushWords = 2 // LAUNCH_DMA of nothing, flushed
+	pcasWords  = abi.LaunchWords
+	localWords = abi.LocalMemoryWords
+	icWords    = 1 // InvalidateShaderCaches
+)
+
+// cursor is a channel's state during a walk.
+type cursor struct {
+	used     bool
+	segPos   uint64 // the next word (Submit: monotonic; Room: from 0)
+	segStart uint64 // the open segment's first word
+	put      uint64 // the next entry, monotonic
+	base     uint64 // the extended base the ring's segments run at
+	marks    uint64 // the channel's last mark
+	prev     uint8
+}
+
+// walk is one pass over a submission.
+type walk struct {
+	d         *gpu
+	s         *device.Submission
+	emit      bool
+	ender     int
+	cur       [2]cursor
+	launchPos uint64
+	launches  uint64 // bytes of launch slots, skips left out
+	icache    bool
+	local     *localMem
+}
+
+// Room answers whether the queues hold s's parts now.
+func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped.Load() {
+		return never(-1, "the device is stopped")
+	}
+	if a, bad := d.check(s); bad {
+		return a
+	}
+	w := atomic.LoadUint64(d.word)
+	if s.Value-1-w >= maxInFlight {
+		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
+	}
+	r := d.recs[w%records]
+	if device.AtLeast(w, d.last) {
+		// The channels consumed everything: the rings start over at their
+		// beginning, so that a reservation that fits a ring never waits
+		// on its place in it.
+		for _, ch := range d.ch {
+			ch.segPos = roundUp(ch.segPos, uint64(len(ch.seg)))
+		}
+		d.launchPos = roundUp(d.launchPos, uint64(len(d.launchHost)))
+		r = d.record()
+		d.recs[d.last%records] = r
+	}
+
+	p := &d.plan
+	*p = walk{d: d, s: s, icache: d.icache.Load(), local: d.local.Load()}
+	p.run()
+	for q, ch := range d.ch {
+		c := &p.cur[q]
+		if !c.used {
+			continue
+		}
+		n, size := c.segPos, uint64(len(ch.seg))
+		if n > size {
+			return never(-1, "its words exceed a channel's segment ring (growth is not built)")
+		}
+		e := c.put - ch.put
+		if e > 1<<31-1 {
+			return never(-1, "its parts take more than 2^31 - 1 entries of a channel's ring")
+		}
+		if e > ch.entries-1 {
+			return never(-1, "its parts exceed a channel's ring (growth is not built)")
+		}
+		pos := ch.segPos
+		if off := pos % size; off+n > size {
+			pos += size - off
+		}
+		if pos+n-r.seg[q] > size || ch.put+e-r.put[q] > ch.entries-1 {
+			return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
+		}
+	}
+	size := uint64(len(d.launchHost))
+	if p.launches > size {
+		return never(-1, "its launches exceed the launch ring (growth is not built)")
+	}
+	if p.launchPos-r.launch > size {
+		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
+	}
+	return device.RoomAnswer{Kind: device.RoomOK, Part: -1}
+}
+
+// never is a RoomNever answer.
+func never(part int, why string) device.RoomAnswer {
+	return device.RoomAnswer{Kind: device.RoomNever, Part: part, Reason: why}
+}
+
+// roundUp rounds x up to a multiple of n.
+func roundUp(x, n uint64) uint64 { return (x + n - 1) / n * n }
+
+// check answers RoomNever for parts the device does not run, and marks
+// the parts whose completion a part of the other channel waits for.
+func (d *gpu) check(s *device.Submission) (device.RoomAnswer, bool) {
+	n := len(s.Parts)
+	if cap(d.needMark) < n {
+		d.needMark, d.partMarks = make([]bool, n), make([]uint64, n)
+	}
+	d.needMark, d.partMarks = d.needMark[:n], d.partMarks[:n]
+	clear(d.needMark)
+	for i := range s.Parts {
+		p := &s.Parts[i]
+		if p.Queue != qCompute && p.Queue != qCopy {
+			return never(i, "a part on neither queue"), true
+		}
+		if p.After > 0 {
+			j := p.After - 1
+			if j >= i {
+				return never(i, "an after index that is not below the part's own"), true
+			}
+			if s.Parts[j].Queue != p.Queue {
+				d.needMark[j] = true
+			}
+		}
+		switch p.Kind {
+		case device.Launch:
+			if p.Queue != qCompute {
+				return never(i, "a launch on COPY:0"), true
+			}
+			f, ok := entryOf(p.Entry)
+			if !ok || f.d != d {
+				return never(i, "a launch of a function this device did not make"), true
+			}
+			if why := f.l.Check(p.Groups, p.Threads, p.Shared); why != "" {
+				return never(i, why), true
+			}
+		case device.CopyRows:
+			if p.Rows != 0 && p.RowBytes != 0 {
+				if p.Queue == qCompute && !d.copyOnCompute {
+					return never(i, "a copy of one byte or more on COMPUTE:0, which has no copy engine"), true
+				}
+				if _, ok := p.Dst.(*nvidia.Memory); !ok {
+					return never(i, "a copy to a region this device did not make"), true
+				}
+				if _, ok := p.Src.(*nvidia.Memory); !ok && !p.Filling {
+					return never(i, "a copy from a region this device did not make"), true
+				}
+			}
+		case device.Words:
+			if len(p.Words)%2 != 0 {
+				return never(i, "ring entries of an odd number of words"), true
+			}
+			if len(p.Words)/2 > 1<<31-1 {
+				return never(i, "more than 2^31 - 1 ring entries"), true
+			}
+		default:
+			return never(i, "a part that is no words, copy or launch"), true
+		}
+	}
+	for _, wt := range s.Waits {
+		if _, ok := d.gpuWord(wt.Word); !ok {
+			return never(-1, "a wait on a word the device does not map"), true
+		}
+	}
+	return device.RoomAnswer{}, false
+}
+
+// gpuWord is the GPU address of the host word w: a word of rig's array,
+// or the device's own word.
+func (d *gpu) gpuWord(w *uint64) (uint64, bool) {
+	a := uintptr(unsafe.Pointer(w))
+	switch {
+	case a%8 != 0:
+		return 0, false
+	case d.array != nil && a >= d.arrayBase && a+8 <= d.arrayBase+d.arrayBytes:
+		return d.array.Address + uint64(a-d.arrayBase), true
+	case w == d.word:
+		return d.wordGPU, true
+	}
+	return 0, false
+}
+
+// Submit hands s to the channels: it only stores to memory.
+func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped.Load() {
+		return device.SubmitAnswer{Kind: device.Failed, Reason: "submit after stop"}
+	}
+	p := &d.plan
+	if p.s != s || p.emit {
+		return device.SubmitAnswer{Kind: device.Failed, Reason: "submit without room"}
+	}
+	w := walk{d: d, s: s, emit: true, icache: p.icache, local: p.local}
+	w.run()
+	p.s = nil
+	var mask uint8
+	for q, ch := range d.ch {
+		c := &w.cur[q]
+		if !c.used {
+			continue
+		}
+		ch.segPos, ch.put, ch.base, ch.marks = c.segPos, c.put, c.base, c.marks
+		ch.publish()
+		mask |= 1 << q
+	}
+	if w.cur[qCompute].used {
+		if w.icache {
+			d.icache.CompareAndSwap(true, false)
+		}
+		d.applied = w.local
+	}
+	d.launchPos = w.launchPos
+	d.last, d.lastEnder = s.Value, w.ender
+	d.recs[s.Value%records] = d.record()
+	d.wake(mask)
+	return device.SubmitAnswer{Kind: device.Committed}
+}
+
+// run walks the submission.
+func (w *walk) run() {
+	d, s := w.d, w.s
+	w.launchPos = d.launchPos
+	w.ender = d.lastEnder
+	if n := len(s.Parts); n > 0 {
+		w.ender = s.Parts[n-1].Queue
+	}
+	for i := range s.Parts {
+		p := &s.Parts[i]
+		c := p.Queue
+		w.open(c)
+		if p.After > 0 {
+			if j := p.After - 1; s.Parts[j].Queue != c {
+				w.acquire(c, d.ch[s.Parts[j].Queue].markGPU, d.partMarks[j])
+			}
+		}
+		switch p.Kind {
+		case device.Launch:
+			w.launch(c, p)
+		case device.CopyRows:
+			w.copyRows(c, p)
+		case device.Words:
+			w.words(c, p)
+		}
+		if d.needMark[i] {
+			d.partMarks[i] = w.mark(c)
+		}
+	}
+	w.open(w.ender)
+	for c := range w.cur {
+		if c != w.ender && w.cur[c].used {
+			m := w.mark(c)
+			w.acquire(w.ender, d.ch[c].markGPU, m)
+		}
+	}
+	w.release(w.ender, d.wordGPU, s.Value)
+	for c := range w.cur {
+		if w.cur[c].used {
+			w.closeSegment(c)
+		}
+	}
+}
+
+// open starts the value's words on channel c: its waits, and on the
+// compute channel what the channel owes before its parts.
+func (w *walk) open(c int) {
+	cur := &w.cur[c]
+	if cur.used {
+		return
+	}
+	d, ch := w.d, w.d.ch[c]
+	cur.used = true
+	cur.put, cur.base, cur.marks = ch.put, ch.base, ch.marks
+	if w.emit {
+		n, size := d.plan.cur[c].segPos, uint64(len(ch.seg))
+		pos := ch.segPos
+		if off := pos % size; off+n > size {
+			pos += size - off
+		}
+		cur.segPos, cur.segStart = pos, pos
+	}
+	if c != d.lastEnder {
+		w.acquire(c, d.wordGPU, w.s.Value-1)
+	}
+	for _, wt := range w.s.Waits {
+		a, _ := d.gpuWord(wt.Word)
+		w.acquire(c, a, wt.Value)
+	}
+	if c != qCompute {
+		return
+	}
+	if w.icache {
+		if b := w.take(c, icWords); b != nil {
+			w.done(c, abi.InvalidateShaderCaches(b, abi.InvalidateInstruction|abi.InvalidateConstant), icWords)
+		}
+	}
+	if l := w.local; l != nil && l != d.applied {
+		if b := w.take(c, localWords); b != nil {
+			w.done(c, abi.LocalMemory(b, d.gen, l.mem.Address, l.perTPC, 0xff), localWords)
+		}
+	}
+}
+
+// take is room for n words on channel c: a slice of the segment ring to
+// append them to when the walk writes, nil when it counts.
+func (w *walk) take(c int, n uint64) []uint32 {
+	cur := &w.cur[c]
+	if !w.emit {
+		cur.segPos += n
+		return nil
+	}
+	seg := w.d.ch[c].seg
+	off := cur.segPos % uint64(len(seg))
+	cur.segPos += n
+	return seg[off : off : off+n]
+}
+
+// done checks that a builder appended exactly the n words take made room
+// for, in place.
+func (w *walk) done(c int, b []uint32, n uint64) {
+	if uint64(len(b)) != n || uint64(cap(b)) != n {
+		panic(fmt.Sprintf("nvdev: %d words written where %d were counted on the %s channel", len(b), n, w.d.ch[c].name))
+	}
+}
+
+// acquire holds channel c until the word at addr holds v.
+func (w *walk) acquire(c int, addr, v uint64) {
+	if b := w.take(c, abi.AcquireWords); b != nil {
+		w.done(c, abi.Acquire(b, w.d.gen, addr, v), abi.AcquireWords)
+	}
+}
+
+// barrier makes the next part of kind next on channel c wait for what ran
+// before it.
+func (w *walk) barrier(c int, next uint8) {
+	cur := &w.cur[c]
+	switch {
+	case cur.prev == prevLaunch, cur.prev == prevWords:
+		w.wfi(c)
+	case cur.prev == prevCopy && next != prevCopy:
+		w.flushCopies(c)
+		w.wfi(c)
+	}
+	cur.prev = prevIdle
+}
+
+func (w *walk) wfi(c int) {
+	if b := w.take(c, wfiWords); b != nil {
+		w.done(c, abi.WaitForIdle(b), wfiWords)
+	}
+}
+
+// flushCopies makes the copy engine's writes visible: a launch of no data
+// with FLUSH_ENABLE.
+func (w *walk) flushCopies(c int) {
+	if b := w.take(c, flushWords); b != nil {
+		w.done(c, append(b, abi.Inc(abi.SubCopy, abi.CopyLaunchDMA, 1), abi.DMAFlushEnable), flushWords)
+	}
+}
+
+// mark releases channel c's mark once its work so far has completed, and
+// answers the mark.
+func (w *walk) mark(c int) uint64 {
+	cur := &w.cur[c]
+	cur.marks++
+	w.release(c, w.d.ch[c].markGPU, cur.marks)
+	return cur.marks
+}
+
+// release writes v into the word at addr once channel c's work so far has
+// completed and its writes are visible.
+func (w *walk) release(c int, addr, v uint64) {
+	cur := &w.cur[c]
+	if cur.prev == prevCopy {
+		w.flushCopies(c)
+	}
+	if b := w.take(c, abi.ReleaseWords); b != nil {
+		w.done(c, abi.Release(b, w.d.gen, addr, v), abi.ReleaseWords)
+	}
+	cur.prev = prevIdle
+}
+
+// closeSegment closes the words written since the open segment's start
+// into ring entries.
+func (w *walk) closeSegment(c int) {
+	cur := &w.cur[c]
+	if cur.segPos == cur.segStart {
+		return
+	}
+	n := cur.segPos - cur.segStart
+	ch := w.d.ch[c]
+	if !w.emit {
+		// The segment ring lies below 2^40.
+		if cur.base != 0 {
+			cur.put++
+		}
+		cur.put++
+		cur.base = 0
+		cur.segStart = cur.segPos
+		return
+	}
+	var tmp [2]abi.Entry
+	addr := ch.segGPU + 4*(cur.segStart%uint64(len(ch.seg)))
+	es, err := abi.AppendSegment(tmp[:0], w.d.gen, &cur.base, addr, uint32(n), abi.Subroutine, false)
+	if err != nil {
+		panic(fmt.Sprintf("nvdev: the %s channel's segment of %d words at 0x%x: %v", ch.name, n, addr, err))
+	}
+	for _, e := range es {
+		ch.gp[cur.put%ch.entries] = uint64(e)
+		cur.put++
+	}
+	cur.segStart = cur.segPos
+}
+
+// launch stamps a launch's constant bank 0 and descriptor into the launch
+// ring and sends the descriptor.
+func (w *walk) launch(c int, p *device.Part) {
+	w.barrier(c, prevLaunch)
+	d := w.d
+	f, _ := entryOf(p.Entry)
+	l := f.l
+	bank := roundUp(uint64(l.Bank0Bytes), 256)
+	qmd := roundUp(uint64(d.gen.Qmd.Bytes()), 256)
+	size := uint64(len(d.launchHost))
+	pos := w.launchPos
+	if off := pos % size; off+bank+qmd > size {
+		pos += size - off
+	}
+	w.launchPos = pos + bank + qmd
+	w.launches += bank + qmd
+	off := pos % size
+	qmdAddr := d.launchMem.Address + off + bank
+	if b := w.take(c, pcasWords); b != nil {
+		bankAddr := d.launchMem.Address + off
+		words := d.gen.Qmd.Words
+		l.Stamp(d.qmd[:], d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
+		copy(d.launchHost[off:off+uint64(l.Bank0Bytes)], d.bank0[:l.Bank0Bytes])
+		copy(unsafe.Slice((*uint32)(unsafe.Pointer(&d.launchHost[off+bank])), words), d.qmd[:words])
+		w.done(c, abi.SendPcas(b, d.gen, qmdAddr), pcasWords)
+	}
+	w.cur[c].prev = prevLaunch
+}
+
+// copyRows copies or fills rows with the copy engine bound on channel c.
+func (w *walk) copyRows(c int, p *device.Part) {
+	if p.Rows == 0 || p.RowBytes == 0 {
+		return
+	}
+	d := w.d
+	dst := p.Dst.(*nvidia.Memory).Address + p.DstOffset
+	var n uint64
+	if p.Filling {
+		rows, bytes := p.Rows, p.RowBytes
+		if rows == 1 || p.DstPitch == bytes {
+			rows, bytes = 1, rows*bytes
+		}
+		for r := range rows {
+			l, m := abi.FillLaunches(dst+r*p.DstPitch, bytes)
+			n += l*abi.CopyLaunchWords + m*abi.FillRemapWords
+		}
+		w.barrier(c, prevCopy)
+		if b := w.take(c, n); b != nil {
+			for r := range rows {
+				b = abi.Fill(b, d.gen, dst+r*p.DstPitch, bytes, p.Byte)
+			}
+			w.done(c, b, n)
+		}
+	} else {
+		r := abi.Rows{Src: p.Src.(*nvidia.Memory).Address + p.SrcOffset, Dst: dst,
+			SrcPitch: p.SrcPitch, DstPitch: p.DstPitch, RowBytes: p.RowBytes, Rows: p.Rows}
+		n = r.Launches() * abi.CopyLaunchWords
+		w.barrier(c, prevCopy)
+		if b := w.take(c, n); b != nil {
+			w.done(c, abi.CopyRows(b, d.gen, r), n)
+		}
+	}
+	w.cur[c].prev = prevCopy
+}
+
+// words hands the part's ring entries to channel c, between segments of
+// the driver's words.
+func (w *walk) words(c int, p *device.Part) {
+	if len(p.Words) == 0 {
+		return
+	}
+	w.barrier(c, prevWords)
+	w.closeSegment(c)
+	cur := &w.cur[c]
+	ch := w.d.ch[c]
+	k := uint64(len(p.Words) / 2)
+	if w.emit {
+		for i := range k {
+			ch.gp[(cur.put+i)%ch.entries] = uint64(abi.EntryOf(p.Words[2*i], p.Words[2*i+1]))
+		}
+	}
+	cur.put += k
+	// The entries may have moved the extended base: the next segment sets
+	// its own.
+	if w.d.gen.ExtendedBase {
+		cur.base = 1
+	}
+	cur.prev = prevWords
+}
