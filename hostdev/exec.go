@@ -310,8 +310,8 @@ func (d *dev) runQueue(sl *slot, q int, w *worker) {
 		if !d.dead() {
 			d.runPart(p, w, q)
 		}
-		p.done.Store(true)
-		if both {
+		if both { // only the other queue reads done
+			p.done.Store(true)
 			select {
 			case d.pokes[1-q] <- struct{}{}:
 			default:

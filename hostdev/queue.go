@@ -168,9 +168,9 @@ func (q *queues) init(d *dev, start uint64) {
 }
 
 // tail is where the oldest span in flight of the arena k, whose epoch
-// started at value first, starts, and whether none is in flight.
-func (q *queues) tail(k int, first uint64) (t int, empty bool) {
-	c := q.completed.Load()
+// started at value first, starts, and whether none is in flight, where c
+// values completed.
+func (q *queues) tail(k int, first, c uint64) (t int, empty bool) {
 	if max(first, c) >= q.seq {
 		return 0, true
 	}
@@ -214,9 +214,11 @@ func (q *queues) room(s *device.Submission) device.RoomAnswer {
 			nbytes += paramBytes(p)
 		}
 	}
-	q.reap()
+	// One load of the sequencer's counter, whose line it stores to.
+	c := q.completed.Load()
+	q.reap(c)
 	q.swapIn()
-	if q.seq-q.completed.Load() >= q.n {
+	if q.seq-c >= q.n {
 		return device.RoomAnswer{Kind: device.RoomLater}
 	}
 	need := [nArenas]int{len(s.Parts), len(s.Waits), nbytes}
@@ -235,11 +237,11 @@ func (q *queues) room(s *device.Submission) device.RoomAnswer {
 	}
 	var off [nArenas]int
 	var ok [nArenas]bool
-	t, e := q.tail(arParts, q.parts.first)
+	t, e := q.tail(arParts, q.parts.first, c)
 	off[arParts], ok[arParts] = q.parts.place(need[arParts], t, e, q.seq)
-	t, e = q.tail(arWaits, q.waits.first)
+	t, e = q.tail(arWaits, q.waits.first, c)
 	off[arWaits], ok[arWaits] = q.waits.place(need[arWaits], t, e, q.seq)
-	t, e = q.tail(arBytes, q.bytes.first)
+	t, e = q.tail(arBytes, q.bytes.first, c)
 	off[arBytes], ok[arBytes] = q.bytes.place(need[arBytes], t, e, q.seq)
 	if !ok[arParts] || !ok[arWaits] || !ok[arBytes] {
 		return device.RoomAnswer{Kind: device.RoomLater}
@@ -370,9 +372,8 @@ func within(off, rows, n, pitch uint64, size int) bool {
 }
 
 // reap gives back to the budget the arenas' replaced buffers whose values
-// completed.
-func (q *queues) reap() {
-	c := q.completed.Load()
+// completed, where c values completed.
+func (q *queues) reap(c uint64) {
 	reapArena(q.d, &q.parts, c)
 	reapArena(q.d, &q.waits, c)
 	reapArena(q.d, &q.bytes, c)
