@@ -57,11 +57,15 @@
 // which Grow replaces with larger ones. Submit answers Committed: the work
 // starts at once. The values run in device order: value v's parts start
 // once every part of v-1 completed, after v's waits hold (polled with a
-// backoff from a yield to a millisecond). Within a value, the parts of one
+// backoff from a yield to a millisecond, and woken at once by any host
+// device's store to its word). Within a value, the parts of one
 // queue run in order, the two queues at once, and a part with After runs
 // after the part it names. Once a value's work completed, its value is
 // stored into the word (sync/atomic), so the word always holds the last
-// value v whose work, and every earlier value's, completed.
+// value v whose work, and every earlier value's, completed. (The race
+// detector sees the order that store gives to the work's writes only where
+// the word lies in Go's heap: it tracks no atomic operation on memory of
+// mmap's.)
 //
 // A fault ends the device's work, as a fault ends a GPU context's: the
 // parts of the faulting value that had not started are skipped, and so is
@@ -97,8 +101,9 @@
 // value. The regions that work may address are an immutable sorted slice,
 // which Alloc, Free and the mappings replace under their own mutex, so
 // that a kernel's Ctx.Bytes takes no lock. Locks nest in this order, and
-// no lock is held across a wait for work: Sleep's own (sleepMu), the
-// device's, then the process-wide one that wakes waits on words (stores).
+// none but Sleep's own is held while a goroutine waits: Sleep's (sleepMu),
+// the device's, then the process-wide one that wakes waits on words
+// (stores).
 // The launch ring's stamps (stampMu) and the regions' mutex (regMu) nest
 // with none.
 //

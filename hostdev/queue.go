@@ -38,7 +38,7 @@ type part struct {
 	fill FillFunc
 	arg  uintptr
 
-	done atomic.Bool // set once the part ran or was skipped
+	done atomic.Bool // set once the part ran or was skipped, where both queues run
 }
 
 // The launch ring's three arenas.
@@ -80,8 +80,8 @@ type arena[T any] struct {
 
 // place finds n items for a value: off, ok; or ok false where the arena
 // lacks room now. t is where the oldest span in flight starts, and empty
-// whether no span is in flight. A span never ends exactly at t, so that
-// head == t always means an empty arena.
+// whether no span is in flight. A span that wraps to the start never ends
+// exactly at t, so that head == t means that the spans in flight are empty.
 func (a *arena[T]) place(n, t int, empty bool, seq uint64) (off int, ok bool) {
 	c := len(a.buf)
 	if empty {
