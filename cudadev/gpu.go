@@ -443,6 +443,7 @@ func (d *gpu) make(c Config, word *uint64) error {
 		Completion:  device.Store,
 		MayBlock:    true,
 		MapsHost:    mapsHost,
+		Kinds:       device.KindsOf(device.Device, device.Pinned),
 		Alignment:   256,
 		CacheBytes:  int64(l2),
 		Capability:  abi.Key,

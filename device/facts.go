@@ -28,6 +28,10 @@ type Facts struct {
 	MapsHost bool
 	// HostAddresses is true iff the host addresses Device memory.
 	HostAddresses bool
+	// Kinds is the set of kinds of memory Alloc can give (KindSet); 0
+	// means every kind. rig answers an allocation of another kind at once,
+	// without rounds of reclamation.
+	Kinds KindSet
 	// Alignment is the alignment of every region Alloc makes, in bytes.
 	Alignment int
 	// CacheBytes is the bytes of the last-level cache, 0 where unknown.
@@ -47,6 +51,21 @@ type Facts struct {
 	// such as "cuda" for every CUDA device of the process; "" for none.
 	FaultDomain string
 }
+
+// KindSet is a set of kinds of memory.
+type KindSet uint8
+
+// KindsOf is the set of the kinds ms.
+func KindsOf(ms ...Memory) KindSet {
+	var k KindSet
+	for _, m := range ms {
+		k |= 1 << m
+	}
+	return k
+}
+
+// Has reports whether the set holds m; the empty set holds every kind.
+func (k KindSet) Has(m Memory) bool { return k == 0 || k&(1<<m) != 0 }
 
 // Completion says who writes a device's word.
 type Completion uint8

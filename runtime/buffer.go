@@ -66,6 +66,9 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
+	if !d.facts.Kinds.Has(kind) {
+		return nil, fmt.Errorf("rig: alloc of %d bytes on %s: the device has no %s memory: %w", n, d.name, kind, device.ErrNoMemory)
+	}
 	size := (n + 3) &^ 3
 	r, err := d.allocRegion(kind, size)
 	if err != nil {

@@ -33,6 +33,7 @@ type Device struct {
 	last      atomic.Uint64 // last value submitted; written under mu
 	committed atomic.Uint64 // last value committed; written under mu
 	timed     atomic.Bool
+	spin      atomic.Int64 // nanoseconds a wait reads the word before it parks
 
 	// state
 	closing atomic.Bool
@@ -156,6 +157,7 @@ func open(op device.Opener) (*Device, error) {
 	d.last.Store(d.base)
 	d.committed.Store(d.base)
 	d.sup = newSupervisor(d)
+	d.spin.Store(int64(DefaultWaitSpin))
 	return d, nil
 }
 

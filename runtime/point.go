@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"time"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
@@ -75,12 +76,18 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 			return err
 		}
 	}
-	// A short spin on the word before parking: work that ends within a
-	// few microseconds wakes its waiter without the supervisor.
-	for i := 0; i < spinChecks; i++ {
-		runtime.Gosched()
-		if device.AtLeast(d.read(), v) {
-			return d.passedAnswer(v)
+	// A short spin on the word before parking: work that ends within the
+	// spin wakes its waiter without the supervisor.
+	if spin := time.Duration(d.spin.Load()); spin > 0 {
+		start := time.Now()
+		for i := 1; ; i++ {
+			runtime.Gosched()
+			if device.AtLeast(d.read(), v) {
+				return d.passedAnswer(v)
+			}
+			if i%16 == 0 && time.Since(start) > spin {
+				break
+			}
 		}
 	}
 	w := waiterPool.Get().(*waiter)
@@ -132,6 +139,12 @@ func (d *Device) commit(v uint64) error {
 
 func timelineGive(slot int) { timeline.Give(slot) }
 
-// spinChecks is how many times a wait yields and reads the word before it
-// registers with the supervisor.
-const spinChecks = 32
+// DefaultWaitSpin is how long a wait reads the word, yielding between
+// reads, before it registers with the supervisor (SetWaitSpin).
+const DefaultWaitSpin = 20 * time.Microsecond
+
+// SetWaitSpin sets how long a wait on the device's points reads the word
+// before it parks: a GPU's round trip of a few microseconds then wakes its
+// waiter with no goroutine handoff, at the cost of that much CPU per wait
+// that outlasts it. 0 parks at once.
+func (d *Device) SetWaitSpin(spin time.Duration) { d.spin.Store(int64(max(spin, 0))) }

@@ -19,17 +19,38 @@ import (
 // It loops: take the mailbox's messages (waiters that register or cancel,
 // faults of other devices of the fault domain, Close), read the word, wake
 // every waiter whose value the word passed, give back deferred frees that
-// are due, and, while work is pending, sleep in the driver for at most
-// sleepStill. With no work pending and no waiter it parks until a message
-// arrives or a submitter pokes it (poke: one non-blocking send, made only
-// by the first submission after the supervisor parked).
+// are due, and then, by what it found:
+//
+//   - waiters registered: sleep in the driver for at most sleepStill, so
+//     that the word's moves wake them at once;
+//   - work pending but no waiter: ask the driver for faults (a Sleep of no
+//     time) every pollEvery, and bound the work's progress by HangMs;
+//   - nothing pending: park. For idleDeep after the device last had work
+//     it parks with a tick of pollEvery, so that submissions need not wake
+//     it; then it parks until a message or a poke, which only the first
+//     submission after a deep park sends (one non-blocking send).
 
 const (
 	// sleepStill bounds one Sleep, so that cancellations and Close are
 	// handled within it.
 	sleepStill = 10 * time.Millisecond
+	// pollEvery is how often the supervisor looks at a device whose work
+	// no one waits for.
+	pollEvery = time.Millisecond
+	// idleTick is the tick of a shallow park.
+	idleTick = 20 * time.Millisecond
+	// idleDeep is how long a device has no work before the supervisor
+	// parks deeply.
+	idleDeep = time.Second
 	// mailboxSize bounds the supervisor's mailbox.
 	mailboxSize = 4096
+)
+
+// Park states.
+const (
+	running int32 = iota
+	shallow
+	deep
 )
 
 type msgKind uint8
@@ -86,7 +107,7 @@ type supervisor struct {
 	d       *Device
 	box     *mailbox.Box[message]
 	kick    chan struct{}
-	parked  atomic.Bool
+	parked  atomic.Int32
 	waiters waiterHeap
 	count   atomic.Int64 // registered waiters, for Waiting
 	lost    *LostError   // the loss the supervisor has acted on
@@ -105,9 +126,9 @@ func (s *supervisor) poke() {
 }
 
 // submitted is called by a submitter after it published a value: it pokes
-// the supervisor only if it parked.
+// the supervisor only if it parked deeply.
 func (s *supervisor) submitted() {
-	if s.parked.Load() && s.parked.CompareAndSwap(true, false) {
+	if s.parked.Load() == deep && s.parked.CompareAndSwap(deep, running) {
 		s.poke()
 	}
 }
@@ -116,7 +137,10 @@ func (s *supervisor) run() {
 	d := s.d
 	seen := d.read()
 	moved := time.Now()
-	var timer *time.Timer
+	busy := moved // when the device last had work pending
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		// Messages first.
 		for drained := false; !drained; {
@@ -135,33 +159,32 @@ func (s *supervisor) run() {
 			s.onLoss(le)
 		}
 		cur := d.read()
+		now := time.Now()
 		if cur != seen {
-			seen, moved = cur, time.Now()
+			seen, moved = cur, now
 		}
 		s.wake(cur)
 		d.deferred.Sweep()
 
 		pending := s.lost == nil && !device.AtLeast(cur, d.last.Load())
 		if !pending {
-			// Park until a message, a poke, or, while frees wait for
-			// points, a tick.
-			s.parked.Store(true)
+			state := shallow
+			if now.Sub(busy) > idleDeep && d.deferred.Len() == 0 {
+				state = deep
+			}
+			s.parked.Store(state)
 			if s.lost == nil && !device.AtLeast(d.read(), d.last.Load()) {
-				s.parked.Store(false)
+				s.parked.Store(running)
 				continue
 			}
 			var tick <-chan time.Time
-			if d.deferred.Len() > 0 || s.waiters.Len() > 0 {
-				if timer == nil {
-					timer = time.NewTimer(sleepStill)
-				} else {
-					timer.Reset(sleepStill)
-				}
+			if state == shallow {
+				timer.Reset(idleTick)
 				tick = timer.C
 			}
 			select {
 			case m := <-s.box.Receive():
-				s.parked.Store(false)
+				s.parked.Store(running)
 				if m.kind == msgClose {
 					s.close(m.reply)
 					return
@@ -170,13 +193,24 @@ func (s *supervisor) run() {
 			case <-s.kick:
 			case <-tick:
 			}
-			s.parked.Store(false)
+			s.parked.Store(running)
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+			// Time parked is no time without progress.
 			moved = time.Now()
 			continue
 		}
+		busy = now
 		still := sleepStill
+		if s.waiters.Len() == 0 {
+			still = 0
+		}
 		if hang := time.Duration(d.facts.HangMs) * time.Millisecond; hang > 0 {
-			left := hang - time.Since(moved)
+			left := hang - now.Sub(moved)
 			if left <= 0 {
 				d.lose(fmt.Sprintf("no progress for %d ms", d.facts.HangMs), nil)
 				continue
@@ -188,6 +222,27 @@ func (s *supervisor) run() {
 				// The work of values past cur may have failed: the
 				// driver may raise the word past them after the fault.
 				d.loseAt(f.Why, f, cur)
+			}
+			continue
+		}
+		if still == 0 {
+			// No one waits: look again in a while, or at a message.
+			timer.Reset(pollEvery)
+			select {
+			case m := <-s.box.Receive():
+				if m.kind == msgClose {
+					s.close(m.reply)
+					return
+				}
+				s.handle(m)
+			case <-timer.C:
+			case <-s.kick:
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
 			}
 		}
 	}
