@@ -1,6 +1,7 @@
 package nvdev
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
@@ -137,10 +138,12 @@ func TestFakeExample(t *testing.T) {
 // raw drives a device on the fake by hand.
 type raw struct {
 	t    testing.TB
-	f    *fake
+	f    *fake // nil on a GPU
 	d    *gpu
 	slot int
 	v    uint64
+	mems []*nvidia.Memory
+	imgs []device.Image
 }
 
 func openRaw(t testing.TB, c Config) *raw {
@@ -156,11 +159,45 @@ func openRaw(t testing.TB, c Config) *raw {
 		t.Fatal(err)
 	}
 	r := &raw{t: t, f: f, d: d, slot: slot, v: atomic.LoadUint64(w)}
-	t.Cleanup(func() {
-		_ = d.Stop("")
-		timeline.Give(slot)
-	})
+	t.Cleanup(r.close)
 	return r
+}
+
+// close stops the device and gives back what the test allocated, as rig
+// does.
+func (r *raw) close() {
+	if err := r.d.Stop(""); err != nil {
+		r.t.Errorf("stop: %v", err)
+	}
+	if got := r.d.Signaled(); got != r.v {
+		r.t.Errorf("after stop the word reads %d, not %d", got, r.v)
+	}
+	for _, i := range r.imgs {
+		if err := r.d.Unload(i); err != nil {
+			r.t.Errorf("unload: %v", err)
+		}
+	}
+	for _, m := range r.mems {
+		if err := r.d.Free(m); err != nil {
+			r.t.Errorf("free: %v", err)
+		}
+	}
+	if r.d.own != nil {
+		_ = r.d.Free(r.d.own)
+	}
+	timeline.Give(r.slot)
+}
+
+// pump lets the device progress: the fake runs its channels, a GPU gets a
+// sleep.
+func (r *raw) pump() {
+	if r.f != nil {
+		r.f.pump()
+		return
+	}
+	if err := r.d.Sleep(r.d.Signaled(), time.Millisecond); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 func (r *raw) room(s *device.Submission) device.RoomAnswer {
@@ -178,10 +215,10 @@ func (r *raw) submit(waits []device.Wait, parts ...device.Part) uint64 {
 		if a.Kind == device.RoomOK {
 			break
 		}
-		if a.Kind != device.RoomLater || i > 1000 {
+		if a.Kind != device.RoomLater || i > 10000 {
 			r.t.Fatalf("room of value %d (word %d): %+v", s.Value, r.d.Signaled(), a)
 		}
-		r.f.pump()
+		r.pump()
 	}
 	r.v++
 	if a := r.d.Submit(&s); a.Kind != device.Committed {
@@ -193,10 +230,11 @@ func (r *raw) submit(waits []device.Wait, parts ...device.Part) uint64 {
 // wait waits for the word to reach v, sleeping as rig does.
 func (r *raw) wait(v uint64) {
 	r.t.Helper()
-	end := time.Now().Add(5 * time.Second)
+	end := time.Now().Add(10 * time.Second)
 	for !device.AtLeast(r.d.Signaled(), v) {
 		if time.Now().After(end) {
-			r.t.Fatalf("the word reads %d, not %d", r.d.Signaled(), v)
+			r.t.Fatalf("the word reads %d, not %d, after 10 s; notifiers %x %x", r.d.Signaled(), v,
+				r.d.ch[0].notifierWords(), r.d.ch[1].notifierWords())
 		}
 		if err := r.d.Sleep(r.d.Signaled(), time.Millisecond); err != nil {
 			r.t.Fatal(err)
@@ -210,6 +248,7 @@ func (r *raw) alloc(k device.Memory, n int) *nvidia.Memory {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.mems = append(r.mems, g.(*nvidia.Memory))
 	return g.(*nvidia.Memory)
 }
 
@@ -223,6 +262,7 @@ func (r *raw) entry(name string) *device.Entry {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.imgs = append(r.imgs, img)
 	e, err := r.d.Entry(img, name)
 	if err != nil {
 		r.t.Fatal(err)
@@ -388,7 +428,7 @@ func TestRoomLater(t *testing.T) {
 // TestWrap runs many values through small rings: launches, copies and
 // fills on both queues, the word monotonic.
 func TestWrap(t *testing.T) {
-	r := openRaw(t, Config{RingEntries: 64, SegmentBytes: 4096, LaunchBytes: 8192})
+	r := openRaw(t, Config{RingEntries: 64, SegmentBytes: 4096, LaunchBytes: 8192, CopyOnCompute: true})
 	e := r.entry("twice")
 	a := r.alloc(device.Pinned, 1<<16)
 	b := r.alloc(device.Device, 1<<16)
@@ -424,3 +464,188 @@ func TestWrap(t *testing.T) {
 }
 
 func after(p device.Part, i int) device.Part { p.After = i + 1; return p }
+
+// TestCopiesBothQueues copies and fills on each queue, pitched rows too,
+// and a launch that runs after a copy of the other queue sees its bytes.
+func TestCopiesBothQueues(t *testing.T) {
+	r := openRaw(t, Config{CopyOnCompute: true})
+	a := r.alloc(device.Pinned, 1<<16)
+	b := r.alloc(device.Device, 1<<16)
+	c := r.alloc(device.Pinned, 1<<16)
+	src := hostOf(a)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	for q := range 2 {
+		clear(hostOf(c))
+		v := r.submit(nil, copyPart(q, a, b, 0, 0, 1<<16), fillPart(q, b, 101, 50, 0xab), copyPart(q, b, c, 0, 0, 1<<16))
+		r.wait(v)
+		want := append([]byte(nil), src...)
+		for i := 101; i < 151; i++ {
+			want[i] = 0xab
+		}
+		if !bytes.Equal(hostOf(c), want) {
+			t.Fatalf("queue %d: the copies and the fill moved the wrong bytes", q)
+		}
+		clear(hostOf(c))
+		rows := device.Part{Kind: device.CopyRows, Queue: q, Src: a, Dst: c, RowBytes: 100, Rows: 8, SrcPitch: 256, DstPitch: 128}
+		fill := device.Part{Kind: device.CopyRows, Queue: q, Dst: c, DstOffset: 2, RowBytes: 5, Rows: 8, DstPitch: 128, Filling: true, Byte: 9}
+		r.wait(r.submit(nil, rows, fill))
+		for row := range 8 {
+			got := hostOf(c)[128*row : 128*row+100]
+			w := append([]byte(nil), src[256*row:256*row+100]...)
+			copy(w[2:7], []byte{9, 9, 9, 9, 9})
+			if !bytes.Equal(got, w) {
+				t.Fatalf("queue %d: row %d", q, row)
+			}
+		}
+	}
+	// A launch after a copy of the other queue sees the copy's bytes.
+	e := r.entry("twice")
+	var seen byte
+	r.f.onLaunch = func(abi.Qmd, []byte) { seen = r.f.mem(c.Address+3, 1)[0] }
+	r.f.pause()
+	v := r.submit(nil, fillPart(qCopy, c, 0, 64, 0x5a), after(launch(e, 1, 32, u64s(b.Address)), 0))
+	r.f.resume()
+	r.wait(v)
+	if seen != 0x5a {
+		t.Errorf("the launch saw 0x%x before the fill of the other queue", seen)
+	}
+}
+
+// TestWaitHostWord holds work back until the host writes a word of rig's
+// array.
+func TestWaitHostWord(t *testing.T) {
+	r := openRaw(t, Config{})
+	slot, w, err := timeline.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timeline.Give(slot)
+	atomic.StoreUint64(w, 0)
+	m := r.alloc(device.Pinned, 4096)
+	v := r.submit([]device.Wait{{Word: w, Value: 5}}, fillPart(qCopy, m, 0, 8, 1))
+	_ = r.d.Sleep(r.d.Signaled(), 2*time.Millisecond)
+	if r.d.Signaled() == v || hostOf(m)[0] != 0 {
+		t.Fatal("the work ran before the word it waits for")
+	}
+	atomic.StoreUint64(w, 5)
+	r.wait(v)
+	if hostOf(m)[0] != 1 {
+		t.Error("the fill did not run")
+	}
+}
+
+// TestFault has the RM report an MMU fault in the compute channel's
+// notifier: Sleep raises a fault with the notifier's line and the
+// debugger's, and raises it again.
+func TestFault(t *testing.T) {
+	r := openRaw(t, Config{})
+	r.f.mmu = []nvidia.MMUFaultInfoEntry{{FaultAddress: 0x7ff_0000_0000, FaultType: 2, AccessType: 1}}
+	r.f.pause()
+	v := r.submit(nil)
+	r.f.fail(r.f.chans[0], 31)
+	err := r.d.Sleep(r.d.Signaled(), 10*time.Millisecond)
+	f, ok := device.AsFault(err)
+	if !ok {
+		t.Fatalf("Sleep: %v", err)
+	}
+	full := strings.Join(f.Detail, "\n")
+	for _, s := range []string{"error 31 (ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT) on the COMPUTE channel, GR", "SM 3: global ESR 0x10", "MMU fault at 0x7ff00000000: type 2, access 1"} {
+		if !strings.Contains(full, s) {
+			t.Errorf("the fault lacks %q:\n%+v", s, f)
+		}
+	}
+	if err2 := r.d.Sleep(r.d.Signaled(), 0); err2 != error(f) {
+		t.Errorf("the second Sleep: %v", err2)
+	}
+	if err := r.d.Stop(f.Why); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.d.Signaled(); got != v {
+		t.Errorf("after stop the word reads %d, want %d", got, v)
+	}
+}
+
+// TestStop stops a device with work in flight: the word reads the last
+// value, the channels are gone, and the device's own memory with them.
+func TestStop(t *testing.T) {
+	r := openRaw(t, Config{})
+	m := r.alloc(device.Pinned, 4096)
+	r.f.pause()
+	for range 10 {
+		r.submit(nil, fillPart(qCopy, m, 0, 8, 1))
+	}
+	if err := r.d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.d.Signaled(); got != r.v {
+		t.Errorf("the word reads %d, want %d", got, r.v)
+	}
+	if n := r.f.objectsOf(r.f.gpu.Channel); n != 0 {
+		t.Errorf("%d channels after stop", n)
+	}
+	if n := r.f.live(); n != 1 {
+		t.Errorf("%d memories after stop, want rig's one", n)
+	}
+	if a := r.room(&device.Submission{}); a.Kind != device.RoomNever {
+		t.Errorf("room after stop: %+v", a)
+	}
+}
+
+// TestMakeFails refuses each RM object a make allocates in turn: the make
+// fails and gives back everything it made.
+func TestMakeFails(t *testing.T) {
+	for _, class := range []uint32{nvidia.ClassChannelGroup, nvidia.ClassContextShare, abi.HopperChannelGpfifoA, abi.HopperComputeA, abi.HopperDmaCopyA} {
+		f := newFake()
+		f.refuse[class] = true
+		w := new(uint64)
+		if _, err := f.open(w, Config{}); err == nil {
+			t.Errorf("make succeeded with 0x%x refused", class)
+		} else if !strings.Contains(err.Error(), "nvdev: make") {
+			t.Errorf("0x%x refused: %v", class, err)
+		}
+		if n := f.live(); n != 0 {
+			t.Errorf("0x%x refused: %d memories left", class, n)
+		}
+		if len(f.objects) != 0 {
+			t.Errorf("0x%x refused: objects left %v", class, f.objects)
+		}
+	}
+	// The own word: a word outside rig's array.
+	f := newFake()
+	w := new(uint64)
+	*w = 41
+	d, err := f.open(w, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.facts.Word != nil || d.facts.OwnWord == nil || d.Signaled() != 41 || d.facts.Waits != 0 {
+		t.Errorf("own word: facts %+v, signaled %d", d.facts, d.Signaled())
+	}
+	if err := d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Free(d.facts.OwnWord); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.live(); n != 0 {
+		t.Errorf("%d memories left", n)
+	}
+}
+
+// TestWords hands raw ring entries to the compute channel between the
+// driver's words: a release that compiled code wrote.
+func TestWords(t *testing.T) {
+	r := openRaw(t, Config{CopyOnCompute: true})
+	m := r.alloc(device.Pinned, 4096)
+	seg := hostWords(m, 256, 6)
+	b := abi.Release(seg[:0], r.d.gen, m.Address, 0xfeed)
+	e := abi.Segment(m.Address+256, uint32(len(b)), abi.Subroutine, false)
+	e0, e1 := e.Words()
+	v := r.submit(nil, fillPart(qCompute, m, 64, 8, 3), device.Part{Kind: device.Words, Queue: qCompute, Words: []uint32{e0, e1}})
+	r.wait(v)
+	if got := binary.LittleEndian.Uint64(hostOf(m)); got != 0xfeed || hostOf(m)[64] != 3 {
+		t.Errorf("the words released 0x%x", got)
+	}
+}

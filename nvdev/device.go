@@ -30,6 +30,10 @@ const (
 	records     = 2 * maxInFlight
 )
 
+// fallbackEntries is the entries of a channel's ring where the RM refuses
+// the configured number.
+const fallbackEntries = 1 << 16
+
 // Layout of a channel's auxiliary Pinned memory: the error notifier's page,
 // then the channel's mark word, then the segment ring.
 const (
@@ -281,16 +285,27 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		return nil, err
 	}
 	for _, ch := range d.ch {
-		cp := nvidia.ChannelAllocParams{
-			ObjectError:   ch.aux.Handle,
-			ObjectBuffer:  ch.ring.Handle,
-			GPFIFOOffset:  ch.ring.Address,
-			GPFIFOEntries: uint32(ch.entries),
-			ContextShare:  d.ctxShare,
+		// The RM may bound a ring's entries: a refusal of the seed's
+		// 262,144 retries with tinygrad's 65,536 (NOTES.md).
+		for _, entries := range []uint64{ch.entries, min(ch.entries, fallbackEntries)} {
+			cp := nvidia.ChannelAllocParams{
+				ObjectError:   ch.aux.Handle,
+				ObjectBuffer:  ch.ring.Handle,
+				GPFIFOOffset:  ch.ring.Address,
+				GPFIFOEntries: uint32(entries),
+				ContextShare:  d.ctxShare,
+			}
+			cp.UserdMemory[0] = ch.ring.Handle
+			cp.UserdOffset[0] = uint64(c.RingEntries) * 8
+			if ch.h, err = rmAlloc(ch.name+" channel", d.tsg, pg.Channel, nvidia.Bytes(&cp)); err == nil {
+				ch.entries = entries
+				break
+			}
+			if _, ok := device.AsFault(err); ok {
+				return nil, err
+			}
 		}
-		cp.UserdMemory[0] = ch.ring.Handle
-		cp.UserdOffset[0] = ch.entries * 8
-		if ch.h, err = rmAlloc(ch.name+" channel", d.tsg, pg.Channel, nvidia.Bytes(&cp)); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -298,12 +313,14 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// A copy engine on the compute channel too, so that copies run on
-	// either queue; without it a copy of bytes on COMPUTE:0 is refused.
-	if _, cerr := rm.Alloc(d.ch[qCompute].h, pg.Copy, nil); cerr == nil {
+	// A copy engine on the compute channel too, where the configuration
+	// asks, so that copies run on either queue; without it a copy of bytes
+	// on COMPUTE:0 is refused.
+	if c.CopyOnCompute {
+		if _, err = rmAlloc("copy object on the compute channel", d.ch[qCompute].h, pg.Copy, nil); err != nil {
+			return nil, err
+		}
 		d.copyOnCompute = true
-	} else if _, ok := device.AsFault(cerr); ok {
-		return nil, fmt.Errorf("nvdev: make: copy object on the compute channel: %w", cerr)
 	}
 	if _, err = rmAlloc("copy object", d.ch[qCopy].h, pg.Copy, nil); err != nil {
 		return nil, err

@@ -67,6 +67,10 @@ type Config struct {
 	// SegmentBytes is the bytes of each channel's segment ring, and
 	// LaunchBytes those of the launch ring; 0 is the seed's 1 MiB each.
 	SegmentBytes, LaunchBytes int
+	// CopyOnCompute binds a copy engine on the compute channel too, so that
+	// copies run on COMPUTE:0 as well; without it the device refuses a copy
+	// of bytes there, as the seed does.
+	CopyOnCompute bool
 }
 
 // Defaults of Config.

@@ -1,0 +1,506 @@
+package nvdev
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/nvidia"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// GPU tests: they run where RIG_GPU=1, on NVIDIA GPU 0, through NVIDIA's
+// kernel driver, and check that libcuda is never loaded.
+
+func needGPU(t testing.TB) {
+	t.Helper()
+	if os.Getenv("RIG_GPU") != "1" {
+		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
+	}
+}
+
+// noCUDA fails the test if the process mapped libcuda.
+func noCUDA(t testing.TB) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "libcuda") {
+		t.Fatal("libcuda is mapped into the process")
+	}
+}
+
+// openGPURaw opens GPU 0 for driving by hand.
+func openGPURaw(t testing.TB, c Config) *raw {
+	t.Helper()
+	needGPU(t)
+	slot, w, err := timeline.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	drv, err := Open(0, c).Make(w)
+	if err != nil {
+		timeline.Give(slot)
+		t.Fatalf("make: %v", err)
+	}
+	d := drv.(*gpu)
+	t.Logf("make in %v: rings of %d and %d entries, word 0x%x in rig's array %v, copy engine on the compute channel %v, boost %v, debugger 0x%x, launch ring %v at 0x%x, timer %+v",
+		time.Since(t0), d.ch[0].entries, d.ch[1].entries, d.wordGPU, d.array != nil, d.copyOnCompute, d.boost, d.debugger, d.launchMem.Kind, d.launchMem.Address, d.clock0)
+	for _, ch := range d.ch {
+		t.Logf("%s channel 0x%x token 0x%x: ring at 0x%x (%v), aux at 0x%x, segments at 0x%x", ch.name, ch.h, ch.token, ch.ring.Address, ch.ring.Kind, ch.aux.Address, ch.segGPU)
+	}
+	r := &raw{t: t, d: d, slot: slot, v: atomic.LoadUint64(w)}
+	t.Cleanup(r.close)
+	return r
+}
+
+// TestGPU1Raw brings a device up and runs each kind of part by hand,
+// logging each step: no parts, a fill on each queue, a launch.
+func TestGPU1Raw(t *testing.T) {
+	r := openGPURaw(t, Config{})
+	t0 := time.Now()
+	r.wait(r.submit(nil))
+	t.Logf("a value of no parts in %v", time.Since(t0))
+	m := r.alloc(device.Pinned, 4096)
+	for q := range 2 {
+		if q == qCompute && !r.d.copyOnCompute {
+			continue
+		}
+		t0 = time.Now()
+		r.wait(r.submit(nil, fillPart(q, m, 64*uint64(q), 13, byte(0x40+q))))
+		b := hostOf(m)[64*q:]
+		t.Logf("queue %d: fill in %v: % x", q, time.Since(t0), b[:16])
+		for i := range 13 {
+			if b[i] != byte(0x40+q) {
+				t.Fatalf("queue %d: fill byte %d reads 0x%x", q, i, b[i])
+			}
+		}
+	}
+	e := r.entry("empty")
+	t0 = time.Now()
+	r.wait(r.submit(nil, launch(e, 1, 32, nil)))
+	t.Logf("a launch of empty in %v", time.Since(t0))
+	x := r.alloc(device.Pinned, 4096)
+	e = r.entry("store64")
+	t0 = time.Now()
+	r.wait(r.submit(nil, launch(e, 1, 1, u64s(x.Address, 0xfeed_beef_1234))))
+	t.Logf("store64 in %v: 0x%x", time.Since(t0), binary.LittleEndian.Uint64(hostOf(x)))
+	if got := binary.LittleEndian.Uint64(hostOf(x)); got != 0xfeed_beef_1234 {
+		t.Fatalf("store64 wrote 0x%x", got)
+	}
+	noCUDA(t)
+}
+
+// openRig opens GPU 0 through rig and closes it at the test's end.
+func openRig(t testing.TB, c Config) *rig.Device {
+	t.Helper()
+	needGPU(t)
+	dev, err := rig.Open(bg, Open(0, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dev.Close()
+		select {
+		case <-dev.Done():
+		case <-time.After(20 * time.Second):
+			t.Error("the closed device did not give everything back in 20 s")
+		}
+	})
+	return dev
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(bg, d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestGPU2Example is the seed's example: twice doubles x on GPU 0, with
+// no CUDA.
+func TestGPU2Example(t *testing.T) {
+	dev := openRig(t, Config{})
+	ctx := ctxFor(t, 20*time.Second)
+	f := dev.Facts()
+	t.Logf("%s: %s, budget %d MiB, L2 %d KiB, bus %s, hang %d ms, queues %v", dev.Name(), f.Arch, f.Budget>>20, f.CacheBytes>>10, f.Bus, f.HangMs, f.Queues)
+	g, ok := rig.Capability(dev, abi.Key)
+	if !ok {
+		t.Fatal("no capability")
+	}
+	t.Logf("%s, %d SMs (%d GPCs x %d TPCs x %d), classes channel 0x%x compute 0x%x copy 0x%x", dev.Arch(), g.SMs(), g.GPCs, g.TPCsPerGPC, g.SMsPerTPC, g.ChannelClass, g.ComputeClass, g.CopyClass)
+	img, err := dev.LoadImage(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := img.Resolve("twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 20
+	x, err := dev.Alloc(device.Device, 4*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := dev.Alloc(device.Pinned, 4*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := h.Bytes()
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(float32(i)))
+	}
+	t0 := time.Now()
+	up, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
+	if _, err := up.Take().Submit(ctx, h, x); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
+	run := s.Take()
+	run.Groups(0, n/256, 1, 1)
+	run.Threads(0, 256, 1, 1)
+	if _, err := run.Submit(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	clear(hb)
+	down, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
+	p, err := down.Take().Submit(ctx, x, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:])); got != 2*float32(i) {
+			t.Fatalf("x[%d] = %v, want %v", i, got, 2*float32(i))
+		}
+	}
+	t.Logf("doubled %d floats on %s in %v (up, twice, down)", n, dev.Name(), time.Since(t0))
+	noCUDA(t)
+}
+
+// launchOn launches fn over groups × threads with the Pinned buffers bufs
+// as its pointer parameters at the offsets ats, with params set first by
+// set, and waits.
+func launchOn(t *testing.T, dev *rig.Device, fn *rig.Function, groups, threads, shared int, set func(p []byte), bufs []*rig.Buffer, ats ...int) {
+	t.Helper()
+	refs := make([]rig.Ref, len(bufs))
+	for i := range bufs {
+		refs[i] = rig.ReadWrite(i, ats[i])
+	}
+	s, err := rig.NewSubmission(dev, rig.Launch(fn, fn.Params(), refs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := s.Take()
+	run.Groups(0, groups, 1, 1)
+	run.Threads(0, threads, 1, 1)
+	run.Shared(0, shared)
+	if set != nil {
+		set(run.Params(0))
+	}
+	ctx := ctxFor(t, 10*time.Second)
+	p, err := run.Submit(ctx, bufs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatalf("%s: %v", fn.Name(), err)
+	}
+}
+
+func f32(b []byte, i int) float32       { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }
+func putF32(b []byte, i int, v float32) { binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v)) }
+func i32(b []byte, i int) int32         { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
+
+// TestGPU3Kernels runs the test kernels on Pinned memory.
+func TestGPU3Kernels(t *testing.T) {
+	dev := openRig(t, Config{})
+	img, err := dev.LoadImage(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(name string) *rig.Function {
+		f, err := img.Resolve(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	buf := func(n int) *rig.Buffer {
+		b, err := dev.Alloc(device.Pinned, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	t.Run("saxpy", func(t *testing.T) {
+		const n = 1000
+		x, y := buf(4*n), buf(4*n)
+		for i := range n {
+			putF32(x.Bytes(), i, float32(i))
+			putF32(y.Bytes(), i, 1)
+		}
+		launchOn(t, dev, fn("saxpy"), 4, 256, 0, func(p []byte) {
+			binary.LittleEndian.PutUint32(p[0:], n)
+			binary.LittleEndian.PutUint32(p[4:], math.Float32bits(3))
+		}, []*rig.Buffer{x, y}, 8, 16)
+		for i := range n {
+			if got := f32(y.Bytes(), i); got != 3*float32(i)+1 {
+				t.Fatalf("y[%d] = %v", i, got)
+			}
+		}
+	})
+	t.Run("params4000", func(t *testing.T) {
+		out := buf(4 * 1000)
+		launchOn(t, dev, fn("params4000"), 1, 1000, 0, func(p []byte) {
+			for i := range 1000 {
+				binary.LittleEndian.PutUint32(p[4*i:], uint32(i*3+1))
+			}
+		}, []*rig.Buffer{out}, 4000)
+		for i := range 1000 {
+			if got := i32(out.Bytes(), i); got != int32(i*3+1) {
+				t.Fatalf("out[%d] = %d", i, got)
+			}
+		}
+	})
+	t.Run("shared_static", func(t *testing.T) {
+		x := buf(4 * 1024)
+		for i := range 1024 {
+			putF32(x.Bytes(), i, float32(i))
+		}
+		launchOn(t, dev, fn("shared_static"), 1, 1024, 0, nil, []*rig.Buffer{x}, 0)
+		for i := range 1024 {
+			if got := f32(x.Bytes(), i); got != float32(1023-i) {
+				t.Fatalf("x[%d] = %v", i, got)
+			}
+		}
+	})
+	t.Run("shared_dynamic", func(t *testing.T) {
+		const n = 40000 // 160,000 bytes of shared memory
+		x := buf(4 * n)
+		for i := range n {
+			putF32(x.Bytes(), i, float32(i))
+		}
+		launchOn(t, dev, fn("shared_dynamic"), 1, 256, 4*n, func(p []byte) {
+			binary.LittleEndian.PutUint32(p[8:], n)
+		}, []*rig.Buffer{x}, 0)
+		for i := range n {
+			if got := f32(x.Bytes(), i); got != float32(n-1-i) {
+				t.Fatalf("x[%d] = %v", i, got)
+			}
+		}
+	})
+	t.Run("local_mem", func(t *testing.T) {
+		idx, out := buf(4*256), buf(4*256)
+		for i := range 256 {
+			binary.LittleEndian.PutUint32(idx.Bytes()[4*i:], uint32(255-i))
+		}
+		launchOn(t, dev, fn("local_mem"), 1, 256, 0, nil, []*rig.Buffer{idx, out}, 0, 8)
+		for i := range 256 {
+			if got := i32(out.Bytes(), i); got != int32((255-i)*i) {
+				t.Fatalf("out[%d] = %d", i, got)
+			}
+		}
+	})
+	t.Run("count", func(t *testing.T) {
+		out := buf(8)
+		c := fn("count")
+		launchOn(t, dev, c, 4, 256, 0, nil, []*rig.Buffer{out}, 0)
+		first := binary.LittleEndian.Uint64(out.Bytes())
+		launchOn(t, dev, c, 4, 256, 0, nil, []*rig.Buffer{out}, 0)
+		if got := binary.LittleEndian.Uint64(out.Bytes()); got-first != 1024 {
+			t.Fatalf("count: %d then %d", first, got)
+		}
+	})
+	t.Run("lookup", func(t *testing.T) {
+		i, out := buf(4*64), buf(4*64)
+		for k := range 64 {
+			putF32(out.Bytes(), k, 7)
+		}
+		launchOn(t, dev, fn("lookup"), 1, 64, 0, nil, []*rig.Buffer{i, out}, 0, 8)
+		for k := range 64 {
+			if got := f32(out.Bytes(), k); got != 0 {
+				t.Fatalf("out[%d] = %v, want the table's 0", k, got)
+			}
+		}
+	})
+	noCUDA(t)
+}
+
+// TestGPU4Copies copies and fills on both queues through Device memory,
+// pitched rows too, checked by the host.
+func TestGPU4Copies(t *testing.T) {
+	dev := openRig(t, Config{CopyOnCompute: true})
+	const n = 1 << 20
+	alloc := func(k device.Memory) *rig.Buffer {
+		b, err := dev.Alloc(k, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	src, mid, dst := alloc(device.Pinned), alloc(device.Device), alloc(device.Pinned)
+	for i := range src.Bytes() {
+		src.Bytes()[i] = byte(i * 7)
+	}
+	ctx := ctxFor(t, 20*time.Second)
+	for q := range 2 {
+		clear(dst.Bytes())
+		s, err := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, n).On(q), rig.FillBytes(1, 101, 50, 0xab).On(q), rig.Copy(1, 0, 2, 0, n).On(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Take().Submit(ctx, src, mid, dst)
+		if err != nil {
+			t.Fatalf("queue %d: %v", q, err)
+		}
+		if err := p.Wait(ctx); err != nil {
+			t.Fatalf("queue %d: %v", q, err)
+		}
+		for i, b := range dst.Bytes() {
+			want := byte(i * 7)
+			if i >= 101 && i < 151 {
+				want = 0xab
+			}
+			if b != want {
+				t.Fatalf("queue %d: byte %d reads 0x%x, want 0x%x", q, i, b, want)
+			}
+		}
+		clear(dst.Bytes())
+		s, _ = rig.NewSubmission(dev,
+			rig.CopyRows(rig.Rows{Src: 0, Dst: 1, RowBytes: 100, Rows: 8, SrcPitch: 256, DstPitch: 128}).On(q),
+			rig.CopyRows(rig.Rows{Src: 1, Dst: 2, RowBytes: 100, Rows: 8, SrcPitch: 128, DstPitch: 100}).On(q))
+		if p, err = s.Take().Submit(ctx, src, mid, dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for r := range 8 {
+			for i := range 100 {
+				if got, want := dst.Bytes()[100*r+i], src.Bytes()[256*r+i]; got != want {
+					t.Fatalf("queue %d: row %d byte %d reads 0x%x, want 0x%x", q, r, i, got, want)
+				}
+			}
+		}
+		t.Logf("queue %d: copies and fills checked", q)
+	}
+}
+
+// TestGPU5Values waits on a word the host writes, then runs 1,000,000
+// values back to back, a launch every tenth, with the word monotonic.
+func TestGPU5Values(t *testing.T) {
+	r := openGPURaw(t, Config{})
+	slot, w, err := timeline.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timeline.Give(slot)
+	atomic.StoreUint64(w, 0)
+	m := r.alloc(device.Pinned, 4096)
+	v := r.submit([]device.Wait{{Word: w, Value: 5}}, fillPart(qCopy, m, 0, 8, 1))
+	_ = r.d.Sleep(r.d.Signaled(), 20*time.Millisecond)
+	if r.d.Signaled() == v || hostOf(m)[0] != 0 {
+		t.Fatal("the work ran before the word it waits for")
+	}
+	atomic.StoreUint64(w, 5)
+	r.wait(v)
+	t.Logf("a wait on a word the host wrote held the copy channel 20 ms")
+
+	e := r.entry("empty")
+	const total = 1_000_000
+	t0 := time.Now()
+	last := r.d.Signaled()
+	laterWaits := 0
+	for i := 0; i < total; i++ {
+		var parts []device.Part
+		if i%10 == 0 {
+			parts = []device.Part{launch(e, 1, 32, nil)}
+		}
+		s := device.Submission{Value: r.v + 1, Parts: parts}
+		for {
+			a := r.d.Room(&s)
+			if a.Kind == device.RoomOK {
+				break
+			}
+			if a.Kind != device.RoomLater {
+				t.Fatalf("room: %+v", a)
+			}
+			laterWaits++
+			cur := r.d.Signaled()
+			if err := r.d.Sleep(cur, 100*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			if r.d.Signaled() == cur {
+				t.Fatalf("the word stuck at %d with %d values submitted", cur, r.v)
+			}
+		}
+		r.v++
+		r.d.Submit(&s)
+		if cur := r.d.Signaled(); !device.AtLeast(cur, last) {
+			t.Fatalf("the word went back from %d to %d", last, cur)
+		} else {
+			last = cur
+		}
+		if time.Since(t0) > 60*time.Second {
+			t.Fatalf("%d values in 60 s", i)
+		}
+	}
+	r.wait(r.v)
+	el := time.Since(t0)
+	t.Logf("%d values (a launch every tenth) in %v: %v a value; %d waits for room", total, el, el/total, laterWaits)
+	noCUDA(t)
+}
+
+// TestGPU6Fault launches a kernel that writes where nothing is mapped: the
+// device is lost with the notifier's and the MMU's lines.
+func TestGPU6Fault(t *testing.T) {
+	dev := openRig(t, Config{})
+	img, err := dev.LoadImage(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := img.Resolve("fault_illegal_address")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, err := dev.Alloc(device.Pinned, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rig.NewSubmission(dev, rig.Launch(fn, 8, rig.Write(0, 0)))
+	run := s.Take()
+	run.Groups(0, 1, 1, 1)
+	run.Threads(0, 1, 1, 1)
+	ctx := ctxFor(t, 20*time.Second)
+	t0 := time.Now()
+	p, err := run.Submit(ctx, p0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Wait(ctx)
+	t.Logf("after %v: %+v", time.Since(t0), err)
+	if !errors.Is(err, rig.ErrLost) {
+		t.Fatalf("the wait answered %v", err)
+	}
+	var f *device.Fault
+	if errors.As(err, &f) {
+		t.Logf("fault lines:\n%s", strings.Join(f.Detail, "\n"))
+	}
+	if !strings.Contains(err.Error(), "error") {
+		t.Errorf("the loss names no notifier error: %v", err)
+	}
+	_ = nvidia.ClassDebugger
+}
