@@ -3,6 +3,7 @@ package hostdev
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -1028,5 +1029,100 @@ func TestSubmitWithoutRoom(t *testing.T) {
 	}
 	if got := logVals(); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
 		t.Fatalf("ran %v", got)
+	}
+}
+
+func init() {
+	// test.ctx runs the Ctx call that the uint32 at 0 selects, on the
+	// address at 8.
+	RegisterParams("test.ctx", 16, func(k *Ctx) {
+		a := k.Uint64(8)
+		switch k.Uint32(0) {
+		case 0:
+			k.Float32s(a, 4)[3] = 1.5
+		case 1:
+			k.Float32s(a+2, 1)
+		case 2:
+			k.Bytes(a, -1)
+		case 3:
+			k.Float32s(a, -1)
+		case 4:
+			k.Uint32(14)
+		case 5:
+			if k.Float32s(a, 0) != nil || len(k.Bytes(a, 0)) != 0 {
+				k.Fault("empty slices are not empty")
+			}
+		}
+	})
+}
+
+func TestCtx(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   uint32
+		why  string
+	}{
+		{"float32s", 0, ""},
+		{"empty", 5, ""},
+		{"misaligned", 1, "not a multiple of 4"},
+		{"negative bytes", 2, "asked for -1 bytes"},
+		{"negative floats", 3, "asked for -1 float32"},
+		{"uint32 past params", 4, "4 parameter bytes at 14 of 16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := newDev(t, Config{}, 0)
+			r, mem := alloc(t, d, 64)
+			params := p64(uint64(tc.op), addr(r))
+			v := submit(t, d, one(entry(t, d, "test.ctx"), params))
+			if tc.why != "" {
+				if f := sleepFault(t, d); !strings.Contains(f.Why, tc.why) || !strings.Contains(f.Why, "test.ctx") {
+					t.Fatalf("fault %q, want one naming %q", f.Why, tc.why)
+				}
+				return
+			}
+			if err := reach(t, d, v); err != nil {
+				t.Fatal(err)
+			}
+			if tc.op == 0 && binary.LittleEndian.Uint32(mem[12:]) != math.Float32bits(1.5) {
+				t.Fatal("Float32s did not write")
+			}
+		})
+	}
+}
+
+func TestCommitAndGuard(t *testing.T) {
+	d, _ := newDev(t, Config{}, 0)
+	if a := d.Commit(7); a.Kind != device.Committed {
+		t.Fatalf("commit answered %+v", a)
+	}
+	// Room while another Room runs is a programming error of the caller.
+	d.q.busy.Store(true)
+	defer func() {
+		d.q.busy.Store(false)
+		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "while another Room or Submit") {
+			t.Fatalf("panicked with %v", v)
+		}
+	}()
+	d.Room(&device.Submission{Value: 1})
+}
+
+// TestGrowReap grows the ring twice and checks that the replaced arenas'
+// bytes go back to the budget once their values completed.
+func TestGrowReap(t *testing.T) {
+	d, _ := newDev(t, Config{Grow: true}, 0)
+	e := entry(t, d, "empty:0")
+	for _, n := range []int{100, 1000} {
+		v := submit(t, d, one(e, make([]byte, n)))
+		if err := reach(t, d, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := d.used.Load()
+	if grown < 2048 {
+		t.Fatalf("%d bytes of the budget taken after two growths", grown)
+	}
+	submit(t, d, one(e, nil)) // reaps the first growth
+	if got := d.used.Load(); got >= grown {
+		t.Fatalf("%d bytes of the budget taken after a reap, %d before", got, grown)
 	}
 }
