@@ -15,8 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Bytes is the size of the array: 64 KiB, the span a driver maps.
@@ -38,7 +36,7 @@ var (
 )
 
 func load() {
-	mem, err0 = unix.Mmap(-1, 0, Bytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err0 = mapArray()
 	if err0 != nil {
 		return
 	}
