@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -91,15 +92,52 @@ func TestGPU1Raw(t *testing.T) {
 	t0 = time.Now()
 	r.wait(r.submit(nil, launch(e, 1, 32, nil)))
 	t.Logf("a launch of empty in %v", time.Since(t0))
-	x := r.alloc(device.Pinned, 4096)
-	e = r.entry("store64")
-	t0 = time.Now()
-	r.wait(r.submit(nil, launch(e, 1, 1, u64s(x.Address, 0xfeed_beef_1234))))
-	t.Logf("store64 in %v: 0x%x", time.Since(t0), binary.LittleEndian.Uint64(hostOf(x)))
-	if got := binary.LittleEndian.Uint64(hostOf(x)); got != 0xfeed_beef_1234 {
-		t.Fatalf("store64 wrote 0x%x", got)
+	if !store64(t, r, "default") {
+		// The variants of the descriptor the references disagree on, each
+		// on a device of its own.
+		for _, v := range []struct {
+			name string
+			c    Config
+		}{
+			{"local memory low", Config{tweak: func(q abi.Qmd) { lo, hi := q.Local(); q.SetLocal(lo+hi, 0) }}},
+			{"PCAS action 3", Config{pcas: abi.PcasInvalidateCopySchedule}},
+			{"QMD type 0, PCAS action 3", Config{pcas: abi.PcasInvalidateCopySchedule, tweak: func(q abi.Qmd) { q.L.QmdType.Set(q.W, 0) }}},
+			{"bare", Config{tweak: func(q abi.Qmd) {
+				lo, hi := q.Local()
+				q.SetLocal(lo+hi, 0)
+				for _, f := range []abi.Field{q.L.SassVersion, q.L.CwdMembarType, q.L.InvalidateTextureHeader, q.L.InvalidateTextureSampler,
+					q.L.InvalidateTextureData, q.L.InvalidateShaderData, q.L.PrefetchLower, q.L.PrefetchUpper, q.L.PrefetchSize, q.L.SmGlobalCachingEnable} {
+					f.Set(q.W, 0)
+				}
+			}}},
+		} {
+			t.Run(v.name, func(t *testing.T) { store64(t, openGPURaw(t, v.c), v.name) })
+		}
 	}
 	noCUDA(t)
+}
+
+// store64 launches store64 on r, logs its descriptor, and reports whether
+// the kernel wrote its word.
+func store64(t *testing.T, r *raw, name string) bool {
+	x := r.alloc(device.Pinned, 4096)
+	e := r.entry("store64")
+	t0 := time.Now()
+	r.wait(r.submit(nil, launch(e, 1, 1, u64s(x.Address, 0xfeed_beef_1234))))
+	got := binary.LittleEndian.Uint64(hostOf(x))
+	var nz []string
+	for i, w := range r.d.qmd[:r.d.gen.Qmd.Words] {
+		if w != 0 {
+			nz = append(nz, fmt.Sprintf("%d:%08x", i, w))
+		}
+	}
+	t.Logf("%s: store64 in %v wrote 0x%x; descriptor %s; notifiers %x %x", name, time.Since(t0), got, strings.Join(nz, " "),
+		r.d.ch[0].notifierWords(), r.d.ch[1].notifierWords())
+	if got != 0xfeed_beef_1234 {
+		t.Errorf("%s: store64 wrote 0x%x", name, got)
+		return false
+	}
+	return true
 }
 
 // openRig opens GPU 0 through rig and closes it at the test's end.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/abi"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -71,6 +72,12 @@ type Config struct {
 	// copies run on COMPUTE:0 as well; without it the device refuses a copy
 	// of bytes there, as the seed does.
 	CopyOnCompute bool
+
+	// Tests' knobs: tweak changes each launch's descriptor after the
+	// driver stamped it, and pcas, where not 0, is the SEND_SIGNALING_PCAS2_B
+	// action of each launch.
+	tweak func(q abi.Qmd)
+	pcas  uint32
 }
 
 // Defaults of Config.

@@ -479,9 +479,22 @@ func (w *walk) launch(c int, p *device.Part) {
 		bankAddr := d.launchMem.Address + off
 		words := d.gen.Qmd.Words
 		l.Stamp(d.qmd[:], d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
+		q := abi.QmdOf(d.gen.Qmd, d.qmd[:])
+		// A grid of groups, not a queue's descriptor (QMD_TYPE_GRID_CTA),
+		// where the layout has the field: nvdev/abi's template leaves it
+		// QUEUE, which the compute engine runs as nothing (NOTES.md).
+		q.L.QmdType.Set(q.W, abi.QmdTypeGridCta)
+		if d.cfg.tweak != nil {
+			d.cfg.tweak(q)
+		}
 		copy(d.launchHost[off:off+uint64(l.Bank0Bytes)], d.bank0[:l.Bank0Bytes])
 		copy(unsafe.Slice((*uint32)(unsafe.Pointer(&d.launchHost[off+bank])), words), d.qmd[:words])
-		w.done(c, abi.SendPcas(b, d.gen, qmdAddr), pcasWords)
+		action := d.gen.PcasAction
+		if d.cfg.pcas != 0 {
+			action = d.cfg.pcas
+		}
+		w.done(c, append(b, abi.Inc(abi.SubCompute, abi.ComputeSendPcasA, 1), uint32(qmdAddr>>8),
+			abi.Immd(abi.SubCompute, abi.ComputeSendSignalingPcas2B, action)), pcasWords)
 	}
 	w.cur[c].prev = prevLaunch
 }
