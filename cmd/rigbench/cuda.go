@@ -6,6 +6,7 @@ import (
 
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
+	rig "github.com/rig-go/rig/runtime"
 )
 
 // kernelsPTX holds the kernels empty and twice for CUDA devices.
@@ -29,7 +30,7 @@ func init() {
 			}
 			return cudadev.GPU(i), nil
 		},
-		image: func(string) ([]byte, error) {
+		image: func(*rig.Device, string) ([]byte, error) {
 			// cudadev loads PTX that ends with a NUL byte as it is.
 			return append(append([]byte(nil), kernelsPTX...), 0), nil
 		},

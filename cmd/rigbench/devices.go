@@ -21,8 +21,8 @@ type driver struct {
 	// what names the driver in messages, such as "the CUDA driver (cudadev)".
 	what string
 	// image is the binary that holds the kernel rigbench launches (empty
-	// or twice), for the driver's devices.
-	image func(kernel string) ([]byte, error)
+	// or twice), for device d of the driver.
+	image func(d *rig.Device, kernel string) ([]byte, error)
 	// noBaseline says why -compare has no baseline for the driver, where
 	// it has none.
 	noBaseline string
@@ -38,7 +38,7 @@ var drivers = map[string]*driver{
 			}
 			return hostdev.Open(hostdev.Config{Name: fmt.Sprintf("host:%d", i)}), nil
 		},
-		image: func(k string) ([]byte, error) { return hostdev.ImageOf(k), nil },
+		image: func(_ *rig.Device, k string) ([]byte, error) { return hostdev.ImageOf(k), nil },
 	},
 }
 
@@ -84,7 +84,7 @@ func openDevices(ctx context.Context, specs []spec, wrap bool) ([]opened, []stri
 			if err == nil {
 				return []opened{{s, d}}, notes, nil
 			}
-			notes = append(notes, fmt.Sprintf("the default device is the host's: %v", err))
+			notes = append(notes, fmt.Sprintf("the default device is not %s: %v", s, err))
 		}
 		specs = []spec{{Driver: "host"}}
 	}

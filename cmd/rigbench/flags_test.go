@@ -119,7 +119,7 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"-h"}, 0, "usage: rigbench"},
 		{[]string{"-workload", "nope"}, 2, "unknown workload"},
 		{[]string{"-c", "-1"}, 2, "-c -1"},
-		{[]string{"-device", "nv:0", "-duration", "10ms"}, 2, "device nv:0 is not available"},
+		{[]string{"-device", "nv:1023", "-duration", "10ms"}, 2, "device nv:1023 is not available"},
 		{[]string{"-device", "cuda:1023", "-duration", "10ms"}, 2, "device cuda:1023 is not available"},
 		{[]string{"-device", "host", "-device", "cuda:1023", "-duration", "10ms"}, 2, "device cuda:1023 is not available"},
 	} {

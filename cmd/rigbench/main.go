@@ -9,8 +9,11 @@
 //	go run ./cmd/rigbench -rate 20k -plot lat.svg -trace trace.json -json
 //	go run ./cmd/rigbench -device host -device host:1 -workload mixed -compare
 //
-// The default device is the first GPU where one is and its driver is built
-// in, and the host driver otherwise.
+// -device names the devices: host (host:N for more host devices), cuda:N
+// (cudadev, through libcuda) and nv:N (nvdev, through NVIDIA's kernel
+// driver). The default device is the first GPU that opens, through cudadev
+// and then nvdev, and the host driver's otherwise, with a note of why no
+// GPU opened.
 //
 // With -rate the run is open loop: each submission has an intended send
 // time, and its latency counts from that time, so that a stall of the
@@ -181,6 +184,11 @@ func finishTrace(prof *profile.Profile, cfg *config, rep *Report) error {
 	stopErr := prof.Stop(ctx)
 	s := prof.Summary()
 	rep.Profile = &s
+	for _, d := range s.Devices {
+		if d.Count == 0 && rep.Rig.Submissions > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the profile holds no value of %s: its driver stamps no timed values (its Settle answers none)", d.Device))
+		}
+	}
 	if err := writeFile(cfg.Trace, prof.WriteTrace); err != nil {
 		return err
 	}
