@@ -23,16 +23,39 @@ import (
 
 var bg = context.Background()
 
+// cubin is the test kernels an RM driver loads: every kernel of the
+// shared kernels.cu but the two that call vprintf and __assertfail.
 func cubin(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/kernels.sm_90.cubin")
-	if err == nil {
-		b = runnable(t, b)
-	}
+	b, err := os.ReadFile("testdata/kernels_nv.sm_90.cubin")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestImageRefused checks that the device refuses an image that refers to
+// the driver-supplied vprintf and __assertfail, even for kernels that do
+// not call them, and a cubin of another architecture.
+func TestImageRefused(t *testing.T) {
+	r := openRaw(t, Config{})
+	b, err := os.ReadFile("testdata/kernels.sm_90.cubin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.d.Image(b); err == nil || !strings.Contains(err.Error(), "vprintf") {
+		t.Errorf("the image with uses_printf: %v", err)
+	}
+	b, err = os.ReadFile("kernels/copy.sm_80.cubin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.d.Image(b); err == nil {
+		t.Error("a cubin of another architecture was taken")
+	}
+	if code, err := r.d.Image(cubin(t)); err != nil || code.Place < 1 || code.Lay == nil {
+		t.Errorf("the test image: %+v, %v", code, err)
+	}
 }
 
 // mem is the n bytes at GPU address a of the fake.
@@ -385,6 +408,17 @@ func TestRoomNever(t *testing.T) {
 			t.Errorf("%s: %+v", c.name, a)
 		}
 	}
+	// Without a copy engine on the compute channel, a copy of bytes there
+	// is refused, and one of no bytes keeps its place.
+	r2 := openRaw(t, Config{NoComputeCopies: true})
+	m2 := r2.alloc(device.Pinned, 4096)
+	if a := r2.room(&device.Submission{Parts: []device.Part{fillPart(qCompute, m2, 0, 0, 1), fillPart(qCompute, m2, 0, 8, 1)}}); a.Kind != device.RoomNever || a.Part != 1 || !strings.Contains(a.Reason, "no copy engine") {
+		t.Errorf("a copy on COMPUTE:0 without a copy engine: %+v", a)
+	}
+	r2.wait(r2.submit(nil, fillPart(qCompute, m2, 0, 0, 1), fillPart(qCopy, m2, 0, 8, 1)))
+	if hostOf(m2)[7] != 1 {
+		t.Error("the fill on COPY:0 did not run")
+	}
 	// Nothing was submitted: a submission of no parts writes the next value.
 	v := r.submit(nil)
 	if v != r.d.base+1 {
@@ -428,7 +462,7 @@ func TestRoomLater(t *testing.T) {
 // TestWrap runs many values through small rings: launches, copies and
 // fills on both queues, the word monotonic.
 func TestWrap(t *testing.T) {
-	r := openRaw(t, Config{RingEntries: 64, SegmentBytes: 4096, LaunchBytes: 8192, CopyOnCompute: true})
+	r := openRaw(t, Config{RingEntries: 64, SegmentBytes: 4096, LaunchBytes: 8192})
 	e := r.entry("twice")
 	a := r.alloc(device.Pinned, 1<<16)
 	b := r.alloc(device.Device, 1<<16)
@@ -468,7 +502,7 @@ func after(p device.Part, i int) device.Part { p.After = i + 1; return p }
 // TestCopiesBothQueues copies and fills on each queue, pitched rows too,
 // and a launch that runs after a copy of the other queue sees its bytes.
 func TestCopiesBothQueues(t *testing.T) {
-	r := openRaw(t, Config{CopyOnCompute: true})
+	r := openRaw(t, Config{})
 	a := r.alloc(device.Pinned, 1<<16)
 	b := r.alloc(device.Device, 1<<16)
 	c := r.alloc(device.Pinned, 1<<16)
@@ -637,7 +671,7 @@ func TestMakeFails(t *testing.T) {
 // TestWords hands raw ring entries to the compute channel between the
 // driver's words: a release that compiled code wrote.
 func TestWords(t *testing.T) {
-	r := openRaw(t, Config{CopyOnCompute: true})
+	r := openRaw(t, Config{})
 	m := r.alloc(device.Pinned, 4096)
 	seg := hostWords(m, 256, 6)
 	b := abi.Release(seg[:0], r.d.gen, m.Address, 0xfeed)

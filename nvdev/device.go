@@ -313,10 +313,10 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// A copy engine on the compute channel too, where the configuration
-	// asks, so that copies run on either queue; without it a copy of bytes
-	// on COMPUTE:0 is refused.
-	if c.CopyOnCompute {
+	// A copy engine on the compute channel too, unless the configuration
+	// says otherwise, so that copies run on either queue; without it a copy
+	// of bytes on COMPUTE:0 is refused.
+	if !c.NoComputeCopies {
 		if _, err = rmAlloc("copy object on the compute channel", d.ch[qCompute].h, pg.Copy, nil); err != nil {
 			return nil, err
 		}

@@ -1,14 +1,11 @@
 package nvdev
 
 import (
-	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
@@ -462,38 +459,4 @@ func (f *fake) copyLaunch(c *fakeChan, v uint32) {
 		a := uint64(r[abi.CopySemaphoreA])<<32 | uint64(r[abi.CopySemaphoreB])
 		f.store64(a, uint64(r[abi.CopySemaphorePayloadUpper])<<32|uint64(r[abi.CopySemaphorePayload]))
 	}
-}
-
-// runnable is the cubin with each symbol it refers to and does not define
-// bound to its first code section, so that nvdev/abi lays it: the shared
-// kernels cubin holds uses_printf and uses_assert, which call vprintf and
-// __assertfail, and the seed refuses an image that refers to them even
-// where no launch runs those kernels. It is the cubin those two kernels'
-// absence would give, for every other kernel; no test launches them.
-func runnable(t testing.TB, b []byte) []byte {
-	t.Helper()
-	f, err := elf.NewFile(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := -1
-	for i, s := range f.Sections {
-		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
-			text = i
-			break
-		}
-	}
-	st := f.Section(".symtab")
-	syms, err := f.Symbols()
-	if st == nil || err != nil || text < 0 {
-		t.Fatalf("cubin without symbols or code: %v", err)
-	}
-	out := bytes.Clone(b)
-	for i, s := range syms {
-		if s.Section == elf.SHN_UNDEF && s.Name != "" {
-			at := st.Offset + uint64(i+1)*24 + 6 // Elf64_Sym.st_shndx; Symbols skips entry 0
-			binary.LittleEndian.PutUint16(out[at:], uint16(text))
-		}
-	}
-	return out
 }

@@ -75,9 +75,6 @@ func TestGPU1Raw(t *testing.T) {
 	t.Logf("a value of no parts in %v", time.Since(t0))
 	m := r.alloc(device.Pinned, 4096)
 	for q := range 2 {
-		if q == qCompute && !r.d.copyOnCompute {
-			continue
-		}
 		t0 = time.Now()
 		r.wait(r.submit(nil, fillPart(q, m, 64*uint64(q), 13, byte(0x40+q))))
 		b := hostOf(m)[64*q:]
@@ -356,10 +353,13 @@ func TestGPU3Kernels(t *testing.T) {
 		out := buf(8)
 		c := fn("count")
 		launchOn(t, dev, c, 4, 256, 0, nil, []*rig.Buffer{out}, 0)
+		// Thread 0 of group 0 reads the counter somewhere among the
+		// launch's 1,024 additions.
 		first := binary.LittleEndian.Uint64(out.Bytes())
 		launchOn(t, dev, c, 4, 256, 0, nil, []*rig.Buffer{out}, 0)
-		if got := binary.LittleEndian.Uint64(out.Bytes()); got-first != 1024 {
-			t.Fatalf("count: %d then %d", first, got)
+		second := binary.LittleEndian.Uint64(out.Bytes())
+		if first >= 1024 || second < 1024 || second >= 2048 {
+			t.Fatalf("count: %d then %d", first, second)
 		}
 	})
 	t.Run("lookup", func(t *testing.T) {
@@ -380,7 +380,7 @@ func TestGPU3Kernels(t *testing.T) {
 // TestGPU4Copies copies and fills on both queues through Device memory,
 // pitched rows too, checked by the host.
 func TestGPU4Copies(t *testing.T) {
-	dev := openRig(t, Config{CopyOnCompute: true})
+	dev := openRig(t, Config{})
 	const n = 1 << 20
 	alloc := func(k device.Memory) *rig.Buffer {
 		b, err := dev.Alloc(k, n)

@@ -68,10 +68,11 @@ type Config struct {
 	// SegmentBytes is the bytes of each channel's segment ring, and
 	// LaunchBytes those of the launch ring; 0 is the seed's 1 MiB each.
 	SegmentBytes, LaunchBytes int
-	// CopyOnCompute binds a copy engine on the compute channel too, so that
-	// copies run on COMPUTE:0 as well; without it the device refuses a copy
-	// of bytes there, as the seed does.
-	CopyOnCompute bool
+	// NoComputeCopies leaves the copy engine off the compute channel, so
+	// that the device refuses a copy of bytes on COMPUTE:0, as the seed
+	// does. By default the compute channel binds one on subchannel 4 and
+	// runs copies and fills in its queue's order.
+	NoComputeCopies bool
 
 	// Tests' knobs: tweak changes each launch's descriptor after the
 	// driver stamped it, and pcas, where not 0, is the SEND_SIGNALING_PCAS2_B

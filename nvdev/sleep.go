@@ -152,7 +152,11 @@ func (d *gpu) debugLines() []string {
 		p := &nvidia.SMErrorStatesParams{TargetChannel: d.ch[qCompute].h,
 			NumSMsToRead: uint32(min(sms-start, nvidia.MaxSMsPerCall)), StartingSM: uint32(start)}
 		if err := d.rm.SMErrors(d.debugger, p); err != nil {
-			lines = append(lines, fmt.Sprintf("SM errors: the RM refused to read them: %v", err))
+			// The counts are the chip's: the RM refuses SMs past those
+			// the GPU has.
+			if start == 0 {
+				lines = append(lines, fmt.Sprintf("SM errors: the RM refused to read them: %v", err))
+			}
 			break
 		}
 		for i := range int(p.NumSMsToRead) {
