@@ -44,8 +44,18 @@
 // where the seed answers RIG_GROW), profile stamps of timed values (Settle
 // appends none), the launch that releases its own value, the driver's copy
 // kernels of sm_8x, and peer access (the path's). Copies of bytes on
-// COMPUTE:0 run on the copy engine the compute channel binds, as the brief
-// of this package asks, where the seed refuses them.
+// COMPUTE:0 run on a copy engine the compute channel binds on subchannel 4
+// (it ran on the H200), where the seed refuses them; Config.NoComputeCopies
+// gives the seed's refusal.
+//
+// # Launches
+//
+// Entry makes a kernel's launch template (nvdev/abi's Launch) and grows the
+// compute channel's local memory to serve it; a launch stamps the template's
+// descriptor (QMD V04 on Hopper, with QMD_TYPE set to GRID_CTA) and its
+// constant bank 0 into the launch ring and sends the descriptor
+// (SEND_PCAS_A, SEND_SIGNALING_PCAS2_B). A wait for idle separates it from
+// the work before it on its channel.
 //
 // # Concurrency
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,6 +90,21 @@ func TestGPU1Raw(t *testing.T) {
 	t0 = time.Now()
 	r.wait(r.submit(nil, launch(e, 1, 32, nil)))
 	t.Logf("a launch of empty in %v", time.Since(t0))
+	// Round trips: a launch of empty submitted and its value seen by a
+	// spin on the word.
+	var lat []time.Duration
+	for range 1000 {
+		t1 := time.Now()
+		v := r.submit(nil, launch(e, 1, 32, nil))
+		for !device.AtLeast(r.d.Signaled(), v) {
+			if time.Since(t1) > time.Second {
+				t.Fatalf("value %d not reached in 1 s", v)
+			}
+		}
+		lat = append(lat, time.Since(t1))
+	}
+	slices.Sort(lat)
+	t.Logf("launch of empty + spin on the word, 1,000 times: median %v, 90th %v, 99th %v", lat[500], lat[900], lat[990])
 	if !store64(t, r, "default") {
 		// The variants of the descriptor the references disagree on, each
 		// on a device of its own.
