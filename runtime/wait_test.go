@@ -104,9 +104,9 @@ func TestWaitAll(t *testing.T) {
 func TestWaitDeadline(t *testing.T) {
 	d := host(t, hostdev.Config{})
 	p := submit(t, sub(t, d, rig.Launch(fn(t, d, "hang"), 0)))
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	if err := p.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait past its deadline: %v", err)
 	}
