@@ -480,10 +480,6 @@ func (w *walk) launch(c int, p *device.Part) {
 		words := d.gen.Qmd.Words
 		l.Stamp(d.qmd[:], d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
 		q := abi.QmdOf(d.gen.Qmd, d.qmd[:])
-		// A grid of groups, not a queue's descriptor (QMD_TYPE_GRID_CTA),
-		// where the layout has the field: nvdev/abi's template leaves it
-		// QUEUE, which the compute engine runs as nothing (NOTES.md).
-		q.L.QmdType.Set(q.W, abi.QmdTypeGridCta)
 		if d.cfg.tweak != nil {
 			d.cfg.tweak(q)
 		}

@@ -169,7 +169,7 @@ var (
 		Name: "Hopper (GH100)", SM: 90, Arch: "sm_90",
 		ChannelClass: HopperChannelGpfifoA, ComputeClass: HopperComputeA,
 		CopyClass: HopperDmaCopyA, UsermodeClass: HopperUsermodeA,
-		Qmd: QmdV04, PcasAction: PcasInvalidatePrefetchCopySchedule,
+		Qmd: QmdV04, QmdType: QmdTypeGridCta, PcasAction: PcasInvalidatePrefetchCopySchedule,
 		ParamsOffset: 0x210, GlobalDescriptor: 0x208,
 		MaxGrid: [3]uint32{1<<31 - 1, 65535, 65535}, MaxBlock: [3]uint32{1024, 1024, 64},
 		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255, MaxBankBytes: MaxBankBytes,

@@ -92,7 +92,7 @@ func TestTwiceQmdV04(t *testing.T) {
 		i     int
 		want  uint64
 	}{
-		{"QMD_MAJOR_VERSION", 0, 4}, {"QMD_MINOR_VERSION", 0, 0}, {"QMD_TYPE", 0, 0},
+		{"QMD_MAJOR_VERSION", 0, 4}, {"QMD_MINOR_VERSION", 0, 0}, {"QMD_TYPE", 0, QmdTypeGridCta},
 		{"API_VISIBLE_CALL_LIMIT", 0, 1}, {"SAMPLER_INDEX", 0, 0}, {"SASS_VERSION", 0, 0x90},
 		{"CWD_MEMBAR_TYPE", 0, 1},
 		{"INVALIDATE_TEXTURE_HEADER_CACHE", 0, 1}, {"INVALIDATE_TEXTURE_SAMPLER_CACHE", 0, 1},
