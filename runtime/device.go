@@ -33,6 +33,7 @@ type Device struct {
 	last      atomic.Uint64 // last value submitted; written under mu
 	committed atomic.Uint64 // last value committed; written under mu
 	timed     atomic.Bool
+	observer  atomic.Pointer[observerBox]
 	spin      atomic.Int64 // nanoseconds a wait reads the word before it parks
 
 	// state

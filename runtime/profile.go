@@ -6,18 +6,62 @@ import (
 	"github.com/rig-go/rig/device"
 )
 
-// SetTimed turns the stamping of each value's work on or off: while on, the
-// driver stamps each value's start and end, and Settle converts them. The
-// profile package turns it on while a profile is taken.
-func (d *Device) SetTimed(on bool) { d.timed.Store(on) }
+// Observer sees each timed submission of a device, as the driver got it:
+// its value, waits and parts. The profile package records them to name
+// what each value's span ran and which points of other devices it waited
+// for.
+type Observer interface {
+	// Submitted is called on the submitting goroutine, inside the device's
+	// submit lock, after the driver's Submit answered, for each submission
+	// while the device is timed. It must be quick, must not call the
+	// device, and must not keep s or anything it points to.
+	Submitted(d *Device, s *device.Submission)
+}
+
+type observerBox struct{ o Observer }
+
+// SetTimed turns the stamping of each value's work on or off, and answers
+// the point of the last value submitted under the former setting: once it
+// is reached, every stamp of a value timed before the change is ready to
+// Settle. While on, the driver stamps each value's start and end, and the
+// observer (SetObserver) sees each submission.
+func (d *Device) SetTimed(on bool) Point {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.timed.Store(on)
+	return Point{d: d, v: d.last.Load()}
+}
+
+// SetObserver sets the observer of the device's timed submissions; nil
+// removes it.
+func (d *Device) SetObserver(o Observer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if o == nil {
+		d.observer.Store(nil)
+		return
+	}
+	d.observer.Store(&observerBox{o})
+}
 
 // Timed reports whether the device stamps its values.
 func (d *Device) Timed() bool { return d.timed.Load() }
 
+// observe hands a timed submission to the observer, inside the submit lock.
+func (d *Device) observe(s *device.Submission) {
+	if b := d.observer.Load(); b != nil {
+		b.o.Submitted(d, s)
+	}
+}
+
 // Settle appends the stamps of timed values whose work completed, on the
 // host's clock (device.Now), in value order. A failed conversion loses the
-// device.
+// device. After Close it answers ErrClosed, and the stamps not yet settled
+// are lost.
 func (d *Device) Settle(into []device.Stamp) ([]device.Stamp, error) {
+	if d.closing.Load() {
+		return into, ErrClosed
+	}
 	out, err := d.drv.Settle(into)
 	if err != nil {
 		return out, fmt.Errorf("rig: settle on %s: %w", d.name, d.fault(err))

@@ -214,6 +214,9 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			r.unlockBuffers()
 			a := d.drv.Submit(&r.sub)
 			d.last.Store(v)
+			if r.sub.Timed {
+				d.observe(&r.sub)
+			}
 			var lost error
 			switch a.Kind {
 			case device.Committed:
