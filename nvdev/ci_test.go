@@ -171,10 +171,20 @@ type raw struct {
 
 func openRaw(t testing.TB, c Config) *raw {
 	t.Helper()
+	return openRawAt(t, c, 0)
+}
+
+// openRawAt opens a device on the fake whose word starts at base, where
+// base is not 0.
+func openRawAt(t testing.TB, c Config, base uint64) *raw {
+	t.Helper()
 	f := newFake()
 	slot, w, err := timeline.Take()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if base != 0 {
+		atomic.StoreUint64(w, base)
 	}
 	d, err := f.open(w, c)
 	if err != nil {
@@ -314,7 +324,7 @@ func hostOf(m *nvidia.Memory) []byte { return hostBytes(m, 0, m.Size) }
 // channel, the first after a lay and an entry: the caches' invalidation,
 // the local memory, the launch, the release of the value into the word.
 func TestGoldenWords(t *testing.T) {
-	r := openRaw(t, Config{})
+	r := openRaw(t, Config{NoOwnRelease: true})
 	e := r.entry("twice")
 	r.f.trace = map[string][]abi.Write{}
 	x := r.alloc(device.Device, 1024)
@@ -681,5 +691,83 @@ func TestWords(t *testing.T) {
 	r.wait(v)
 	if got := binary.LittleEndian.Uint64(hostOf(m)); got != 0xfeed || hostOf(m)[64] != 3 {
 		t.Errorf("the words released 0x%x", got)
+	}
+}
+
+// TestOwnRelease checks the launch that releases its own value: an untimed
+// value of launches on COMPUTE:0 whose last part is a launch ends with no
+// semaphore of the channel, its descriptor's release slot writes the value,
+// and the next value's first part waits for idle first.
+func TestOwnRelease(t *testing.T) {
+	r := openRaw(t, Config{})
+	e := r.entry("twice")
+	x := r.alloc(device.Device, 1024)
+	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))
+	r.f.trace = map[string][]abi.Write{}
+	releases := r.f.ownReleases
+	v := r.submit(nil, launch(e, 1, 32, u64s(x.Address)), launch(e, 1, 32, u64s(x.Address)))
+	r.wait(v)
+	got := r.f.trace["channel 0"]
+	want := []abi.Write{
+		{Subchannel: abi.SubHost, Method: abi.HostWFI, Value: 1},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeSendPcasA},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeSendSignalingPcas2B},
+		{Subchannel: abi.SubHost, Method: abi.HostWFI, Value: 1},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeSendPcasA},
+		{Subchannel: abi.SubCompute, Method: abi.ComputeSendSignalingPcas2B},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d writes, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i].Subchannel != want[i].Subchannel || got[i].Method != want[i].Method || (want[i].Value != 0 && got[i].Value != want[i].Value) {
+			t.Errorf("write %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if n := r.f.ownReleases - releases; n != 1 {
+		t.Errorf("%d launches released the word, want 1", n)
+	}
+	// The descriptor of the last launch releases v into the word.
+	qa := uint64(got[4].Value) << 8
+	q := abi.QmdOf(abi.QmdV04, hostWords(r.d.launchMem, int(qa-r.d.launchMem.Address), abi.QmdV04.Words))
+	if on, p64, a, val := q.Release(0); !on || !p64 || a != r.d.wordGPU || val != v {
+		t.Errorf("release slot: %v %v 0x%x %d, want the word 0x%x and %d", on, p64, a, val, r.d.wordGPU, v)
+	}
+	// Not for a value with a part on COPY:0, one whose last part is no
+	// launch, a timed one, nor one whose low 32 bits are 0.
+	m := r.alloc(device.Pinned, 4096)
+	for _, parts := range [][]device.Part{
+		{launch(e, 1, 32, u64s(x.Address)), fillPart(qCompute, m, 0, 8, 1)},
+		{fillPart(qCopy, m, 0, 8, 1), launch(e, 1, 32, u64s(x.Address))},
+	} {
+		releases = r.f.ownReleases
+		r.wait(r.submit(nil, parts...))
+		if r.f.ownReleases != releases {
+			t.Errorf("%v: a launch released the word", parts)
+		}
+	}
+	releases = r.f.ownReleases
+	s := device.Submission{Value: r.v + 1, Parts: []device.Part{launch(e, 1, 32, u64s(x.Address))}, Timed: true}
+	for r.d.Room(&s).Kind == device.RoomGrow {
+		if err := r.d.Grow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.v++
+	r.d.Submit(&s)
+	r.wait(r.v)
+	if r.f.ownReleases != releases {
+		t.Error("a timed value's launch released the word")
+	}
+	// A value whose low 32 bits are 0, on a device whose word starts
+	// below it.
+	r2 := openRawAt(t, Config{}, 1<<32-2)
+	e2 := r2.entry("twice")
+	releases = r2.f.ownReleases
+	for range 4 {
+		r2.wait(r2.submit(nil, launch(e2, 1, 32, u64s(x.Address))))
+	}
+	if n := r2.f.ownReleases - releases; n != 3 {
+		t.Errorf("%d of 4 launches across 2^32 released the word, want 3", n)
 	}
 }

@@ -65,8 +65,10 @@ type gpu struct {
 	tsg, ctxShare, debugger nvidia.Handle
 	ch                      [2]*channel
 
-	// The launch ring: each launch's constant bank 0 and descriptor.
+	// The launch ring: each launch's constant bank 0 and descriptor;
+	// launch0 is the one make allocated.
 	launchMem  *nvidia.Memory
+	launch0    *nvidia.Memory
 	launchHost []byte
 	launchPos  uint64 // bytes placed, monotonic
 	flush      *uint32
@@ -84,6 +86,22 @@ type gpu struct {
 	qmd       [abi.MaxQmdWords]uint32
 	bank0     []byte
 	applied   *localMem // the local memory the compute channel was given
+	lastOwn   bool      // the last value's launch released it (no wait for idle followed)
+	need      need      // what Room found the submission needs grown
+	grown     grown     // what Grow made, for the next Room
+	// upMark is the copy channel's mark of the last image upload, which
+	// the compute channel has acquired up to upAcquired; layPending is set
+	// while upload words follow the last value's on the copy channel.
+	upMark, upAcquired uint64
+	layPending         bool
+
+	// retMu guards retired and staging: rings a growth replaced and
+	// uploads' staging memory, which go back once the GPU is past them.
+	retMu   sync.Mutex
+	retired []retired
+	staging []retired
+
+	prof profile
 
 	// icache is set by a lay: the next submission on the compute channel
 	// invalidates the instruction and constant caches first.
@@ -137,6 +155,7 @@ type channel struct {
 	marks    uint64 // the last mark released
 	seg      []uint32
 	segGPU   uint64
+	segMem   *nvidia.Memory // the segment ring a growth made, or nil
 	segPos   uint64 // words placed, monotonic
 	base     uint64 // bits 56:40 the ring's segments run at
 
@@ -265,6 +284,8 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		}
 	}
 	d.launchHost = hostBytes(d.launchMem, 0, c.LaunchBytes)
+	d.launch0 = d.launchMem
+	d.retired = make([]retired, 0, 64)
 
 	// The RM's objects: a channel group on GR with a context share, and
 	// the two channels in it.
@@ -356,6 +377,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	if d.clock0, err = measure(p); err != nil {
 		return nil, fmt.Errorf("nvdev: make: reading the GPU's timer: %w", err)
 	}
+	d.prof.first = d.clock0
 
 	d.last, d.lastEnder = d.base, qCompute
 	d.recs[d.base%records] = d.record()

@@ -44,6 +44,11 @@ type fake struct {
 	trace    map[string][]abi.Write
 	mmu      []nvidia.MMUFaultInfoEntry
 	checkErr error
+	// ownReleases counts the launches that released a word; timerErr
+	// fails ReadTimer; fast doubles the timer's rate.
+	ownReleases int
+	timerErr    error
+	fast        bool
 }
 
 type fakeMem struct {
@@ -126,8 +131,24 @@ func (f *fake) DMA(*nvidia.Memory, string) (device.DMA, error) {
 	return device.DMA{}, errors.New("fake: no DMA")
 }
 func (f *fake) ReadTimer() (nvidia.Timer, error) {
+	f.mu.Lock()
+	err := f.timerErr
+	f.mu.Unlock()
+	if err != nil {
+		return nvidia.Timer{}, err
+	}
 	now := device.Now()
-	return nvidia.Timer{GPU: uint64(now), Host: now, Width: 100}, nil
+	return nvidia.Timer{GPU: f.timer(), Host: now, Width: 100}, nil
+}
+
+// timer is the fake GPU's timer: the host's clock, 2^40 ns ahead, ticking
+// at twice a nanosecond's rate when fast is set.
+func (f *fake) timer() uint64 {
+	now := uint64(device.Now())
+	if f.fast {
+		return 1<<40 + 2*now
+	}
+	return 1<<40 + now
 }
 func (f *fake) Stop() error {
 	f.mu.Lock()
@@ -399,6 +420,9 @@ func (f *fake) exec(c *fakeChan, w abi.Write) bool {
 		switch w.Value & 7 {
 		case abi.SemRelease:
 			f.store64(addr, payload)
+			if w.Value&abi.SemReleaseTimeStmp != 0 {
+				f.store64(addr+8, f.timer())
+			}
 		case abi.SemAcqCircGEQ:
 			return device.AtLeast(f.load64(addr), payload)
 		}
@@ -415,6 +439,13 @@ func (f *fake) exec(c *fakeChan, w abi.Write) bool {
 				f.mu.Unlock()
 				f.onLaunch(q, bank)
 				f.mu.Lock()
+			}
+			if on, p64, a, v := q.Release(0); on {
+				if !p64 {
+					panic("fake: a release of 32 bits")
+				}
+				f.ownReleases++
+				f.store64(a, v)
 			}
 		}
 	case abi.SubCopy:

@@ -19,6 +19,7 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("nvdev: alloc of %d bytes", n)
 	}
+	d.reap()
 	mem, err := d.p.Alloc(m, n)
 	if err != nil {
 		return nil, err

@@ -73,6 +73,11 @@ type Config struct {
 	// does. By default the compute channel binds one on subchannel 4 and
 	// runs copies and fills in its queue's order.
 	NoComputeCopies bool
+	// NoOwnRelease makes every value end with a semaphore release of its
+	// channel, where by default an untimed value of launches on COMPUTE:0
+	// whose last part is a launch has that launch release it (the
+	// descriptor's release slot), with no wait for idle after it.
+	NoOwnRelease bool
 
 	// Tests' knobs: tweak changes each launch's descriptor after the
 	// driver stamped it, and pcas, where not 0, is the SEND_SIGNALING_PCAS2_B

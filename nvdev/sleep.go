@@ -221,7 +221,8 @@ func (d *gpu) Stop(string) error {
 		for _, ch := range d.ch {
 			mems = append(mems, ch.ring, ch.aux)
 		}
-		mems = append(mems, d.launchMem)
+		mems = append(mems, d.launch0)
+		mems = append(mems, d.ringsHeld()...)
 		if l := d.local.Load(); l != nil {
 			mems = append(mems, l.mem)
 		}
@@ -244,16 +245,10 @@ func (d *gpu) Stop(string) error {
 	return nil
 }
 
-// Grow is never asked: Room never answers RoomGrow.
-func (d *gpu) Grow() error { return nil }
-
 // Commit answers Committed: the channels run work as soon as they fetch it.
 func (d *gpu) Commit(uint64) device.SubmitAnswer {
 	return device.SubmitAnswer{Kind: device.Committed}
 }
-
-// Settle appends no stamps: the device does not stamp timed values yet.
-func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) { return into, nil }
 
 // Capability is the GPU as compiled code sees it (abi.Key).
 func (d *gpu) Capability() any { return d.rec }

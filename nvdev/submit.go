@@ -70,6 +70,11 @@ type walk struct {
 	launches  uint64 // bytes of launch slots, skips left out
 	icache    bool
 	local     *localMem
+	// own is set where the submission's last part, a launch, releases the
+	// value itself (the descriptor's release slot).
+	own bool
+	// upAcquire is the upload mark the compute channel acquired.
+	upAcquire uint64
 }
 
 // Room answers whether the queues hold s's parts now.
@@ -86,8 +91,13 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 	if s.Value-1-w >= maxInFlight {
 		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
 	}
+	if s.Timed && d.prof.mem.Load() == nil {
+		d.need = need{stamps: true}
+		return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
+	}
+	d.install(w)
 	r := d.recs[w%records]
-	if device.AtLeast(w, d.last) {
+	if device.AtLeast(w, d.last) && (!d.layPending || device.AtLeast(atomic.LoadUint64(d.ch[qCopy].mark), d.upMark)) {
 		// The channels consumed everything: the rings start over at their
 		// beginning, so that a reservation that fits a ring never waits
 		// on its place in it.
@@ -102,22 +112,38 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 	p := &d.plan
 	*p = walk{d: d, s: s, icache: d.icache.Load(), local: d.local.Load()}
 	p.run()
+	var g need
+	grow := false
 	for q, ch := range d.ch {
 		c := &p.cur[q]
 		if !c.used {
 			continue
-		}
-		n, size := c.segPos, uint64(len(ch.seg))
-		if n > size {
-			return never(-1, "its words exceed a channel's segment ring (growth is not built)")
 		}
 		e := c.put - ch.put
 		if e > 1<<31-1 {
 			return never(-1, "its parts take more than 2^31 - 1 entries of a channel's ring")
 		}
 		if e > ch.entries-1 {
-			return never(-1, "its parts exceed a channel's ring (growth is not built)")
+			return never(-1, "its parts exceed a channel's ring (a channel's regrowth is not built)")
 		}
+		if n := c.segPos; n > uint64(len(ch.seg)) {
+			g.seg[q], grow = n, true
+		}
+	}
+	if p.launches > uint64(len(d.launchHost)) {
+		g.launch, grow = p.launches, true
+	}
+	if grow {
+		d.need = g
+		p.s = nil
+		return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
+	}
+	for q, ch := range d.ch {
+		c := &p.cur[q]
+		if !c.used {
+			continue
+		}
+		n, size, e := c.segPos, uint64(len(ch.seg)), c.put-ch.put
 		pos := ch.segPos
 		if off := pos % size; off+n > size {
 			pos += size - off
@@ -126,11 +152,7 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 			return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
 		}
 	}
-	size := uint64(len(d.launchHost))
-	if p.launches > size {
-		return never(-1, "its launches exceed the launch ring (growth is not built)")
-	}
-	if p.launchPos-r.launch > size {
+	if p.launchPos-r.launch > uint64(len(d.launchHost)) {
 		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
 	}
 	return device.RoomAnswer{Kind: device.RoomOK, Part: -1}
@@ -237,6 +259,15 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 		return device.SubmitAnswer{Kind: device.Failed, Reason: "submit without room"}
 	}
 	w := walk{d: d, s: s, emit: true, icache: p.icache, local: p.local}
+	if s.Timed {
+		var used uint8
+		for q := range p.cur {
+			if p.cur[q].used {
+				used |= 1 << q
+			}
+		}
+		d.timed(s.Value, p.ender, used)
+	}
 	w.run()
 	p.s = nil
 	var mask uint8
@@ -254,9 +285,11 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 			d.icache.CompareAndSwap(true, false)
 		}
 		d.applied = w.local
+		d.upAcquired = w.upAcquire
 	}
 	d.launchPos = w.launchPos
-	d.last, d.lastEnder = s.Value, w.ender
+	d.last, d.lastEnder, d.lastOwn = s.Value, w.ender, w.own
+	d.layPending = false
 	d.recs[s.Value%records] = d.record()
 	d.wake(mask)
 	return device.SubmitAnswer{Kind: device.Committed}
@@ -267,8 +300,13 @@ func (w *walk) run() {
 	d, s := w.d, w.s
 	w.launchPos = d.launchPos
 	w.ender = d.lastEnder
+	w.upAcquire = d.upAcquired
 	if n := len(s.Parts); n > 0 {
 		w.ender = s.Parts[n-1].Queue
+		w.own = !s.Timed && uint32(s.Value) != 0 && s.Parts[n-1].Kind == device.Launch && !d.cfg.NoOwnRelease
+		for i := 0; w.own && i < n; i++ {
+			w.own = s.Parts[i].Queue == qCompute
+		}
 	}
 	for i := range s.Parts {
 		p := &s.Parts[i]
@@ -298,7 +336,13 @@ func (w *walk) run() {
 			w.acquire(w.ender, d.ch[c].markGPU, m)
 		}
 	}
-	w.release(w.ender, d.wordGPU, s.Value)
+	if s.Timed {
+		w.flushIfCopied(w.ender)
+		w.stamp(w.ender, stampEnd)
+	}
+	if !w.own {
+		w.release(w.ender, d.wordGPU, s.Value)
+	}
 	for c := range w.cur {
 		if w.cur[c].used {
 			w.closeSegment(c)
@@ -326,13 +370,26 @@ func (w *walk) open(c int) {
 	}
 	if c != d.lastEnder {
 		w.acquire(c, d.wordGPU, w.s.Value-1)
+	} else if d.lastOwn {
+		// The last value's launch released it, and no wait for idle
+		// followed it: the first part waits for it.
+		cur.prev = prevLaunch
 	}
 	for _, wt := range w.s.Waits {
 		a, _ := d.gpuWord(wt.Word)
 		w.acquire(c, a, wt.Value)
 	}
+	if w.s.Timed {
+		w.stamp(c, c)
+	}
 	if c != qCompute {
 		return
+	}
+	if d.upMark != w.upAcquire {
+		// An image upload on the copy channel: the compute channel's
+		// work waits for it.
+		w.acquire(c, d.ch[qCopy].markGPU, d.upMark)
+		w.upAcquire = d.upMark
 	}
 	if w.icache {
 		if b := w.take(c, icWords); b != nil {
@@ -412,13 +469,19 @@ func (w *walk) mark(c int) uint64 {
 	return cur.marks
 }
 
+// flushIfCopied flushes the copy engine's writes where copies ran last on
+// channel c.
+func (w *walk) flushIfCopied(c int) {
+	if w.cur[c].prev == prevCopy {
+		w.flushCopies(c)
+	}
+}
+
 // release writes v into the word at addr once channel c's work so far has
 // completed and its writes are visible.
 func (w *walk) release(c int, addr, v uint64) {
 	cur := &w.cur[c]
-	if cur.prev == prevCopy {
-		w.flushCopies(c)
-	}
+	w.flushIfCopied(c)
 	if b := w.take(c, abi.ReleaseWords); b != nil {
 		w.done(c, abi.Release(b, w.d.gen, addr, v), abi.ReleaseWords)
 	}
@@ -432,29 +495,32 @@ func (w *walk) closeSegment(c int) {
 	if cur.segPos == cur.segStart {
 		return
 	}
-	n := cur.segPos - cur.segStart
 	ch := w.d.ch[c]
-	if !w.emit {
-		// The segment ring lies below 2^40.
-		if cur.base != 0 {
+	// An entry for each 4 MiB of the segment.
+	for cur.segStart != cur.segPos {
+		n := min(cur.segPos-cur.segStart, segChunk)
+		if !w.emit {
+			// The segment ring lies below 2^40.
+			if cur.base != 0 {
+				cur.put++
+			}
+			cur.put++
+			cur.base = 0
+			cur.segStart += n
+			continue
+		}
+		var tmp [2]abi.Entry
+		addr := ch.segGPU + 4*(cur.segStart%uint64(len(ch.seg)))
+		es, err := abi.AppendSegment(tmp[:0], w.d.gen, &cur.base, addr, uint32(n), abi.Subroutine, false)
+		if err != nil {
+			panic(fmt.Sprintf("nvdev: the %s channel's segment of %d words at 0x%x: %v", ch.name, n, addr, err))
+		}
+		for _, e := range es {
+			ch.gp[cur.put%ch.entries] = uint64(e)
 			cur.put++
 		}
-		cur.put++
-		cur.base = 0
-		cur.segStart = cur.segPos
-		return
+		cur.segStart += n
 	}
-	var tmp [2]abi.Entry
-	addr := ch.segGPU + 4*(cur.segStart%uint64(len(ch.seg)))
-	es, err := abi.AppendSegment(tmp[:0], w.d.gen, &cur.base, addr, uint32(n), abi.Subroutine, false)
-	if err != nil {
-		panic(fmt.Sprintf("nvdev: the %s channel's segment of %d words at 0x%x: %v", ch.name, n, addr, err))
-	}
-	for _, e := range es {
-		ch.gp[cur.put%ch.entries] = uint64(e)
-		cur.put++
-	}
-	cur.segStart = cur.segPos
 }
 
 // launch stamps a launch's constant bank 0 and descriptor into the launch
@@ -480,6 +546,9 @@ func (w *walk) launch(c int, p *device.Part) {
 		words := d.gen.Qmd.Words
 		l.Stamp(d.qmd[:], d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
 		q := abi.QmdOf(d.gen.Qmd, d.qmd[:])
+		if w.own && p == &w.s.Parts[len(w.s.Parts)-1] {
+			q.SetRelease(0, d.wordGPU, w.s.Value)
+		}
 		if d.cfg.tweak != nil {
 			d.cfg.tweak(q)
 		}

@@ -1,0 +1,239 @@
+package nvdev
+
+import (
+	"errors"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// Growth. Room answers RoomGrow for a submission whose words exceed a
+// channel's segment ring, whose launches exceed the launch ring, or that is
+// timed before the device has a stamp ring, and records what it needs.
+// Grow makes each such ring anew, of the least power of two of bytes, at
+// least a page, that holds twice what the parts take (segment rings in
+// Pinned memory, the launch ring in Mapped memory where the BAR has room),
+// and keeps it aside: it changes nothing Room and Submit read. The next
+// Room puts it in place, before it walks the submission: the ring's
+// positions start over at the new ring's first byte, and the records of the
+// values in flight count nothing of it as used, since none of them wrote
+// there. The ring it replaces goes back at the device's next growth or
+// allocation once the word has reached the last value submitted before the
+// switch; the rings the device opened with stay until Stop.
+//
+// A channel's own ring (its GPFIFO entries) does not grow: the RM fixes its
+// entries when it allocates the channel, and the seed's regrowth (two new
+// channels in a new channel group, switched once every earlier value is
+// reached) is not built, so Room answers RoomNever for parts that take more
+// entries than a channel's ring holds (NOTES.md).
+
+// segChunk is the most words one ring entry of the driver's segments
+// names: 4 MiB.
+const segChunk = 1 << 20
+
+// need is what Room found the submission needs grown.
+type need struct {
+	seg    [2]uint64 // words of a channel's segment; 0 where it fits
+	launch uint64    // bytes of launches; 0 where they fit
+	stamps bool
+}
+
+// grown is what Grow made and the next Room puts in place.
+type grown struct {
+	seg    [2]*nvidia.Memory
+	launch *nvidia.Memory
+}
+
+// retired is a ring a growth replaced: it goes back once the word reaches
+// until.
+type retired struct {
+	m     *nvidia.Memory
+	until uint64
+}
+
+// ringBytes is the least power of two of bytes, at least a page, that holds
+// twice n bytes.
+func ringBytes(n uint64) int {
+	n *= 2
+	if n <= 4096 {
+		return 4096
+	}
+	return 1 << bits.Len64(n-1)
+}
+
+// shortOf is a failed allocation of n bytes as a growth answers it.
+func shortOf(err error, n int) error {
+	if errors.Is(err, device.ErrNoMemory) || errors.Is(err, nvidia.ErrLacking) {
+		return &device.Short{N: int64(n)}
+	}
+	return err
+}
+
+// Grow makes the rings the submission whose Room answered RoomGrow needs.
+func (d *gpu) Grow() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped.Load() {
+		return errors.New("nvdev: grow after stop")
+	}
+	d.reap()
+	n := d.need
+	for q, words := range n.seg {
+		if words == 0 {
+			continue
+		}
+		size := ringBytes(4 * words)
+		if g := d.grown.seg[q]; g != nil {
+			if g.Size >= size {
+				continue
+			}
+			_ = d.p.Free(g)
+			d.grown.seg[q] = nil
+		}
+		m, err := d.p.Alloc(device.Pinned, size)
+		if err != nil {
+			return shortOf(err, size)
+		}
+		d.grown.seg[q] = m
+	}
+	if n.launch != 0 {
+		size := ringBytes(n.launch)
+		if g := d.grown.launch; g != nil && g.Size < size {
+			_ = d.p.Free(g)
+			d.grown.launch = nil
+		}
+		if d.grown.launch == nil {
+			var m *nvidia.Memory
+			var err error
+			if d.flush != nil {
+				m, err = d.p.Alloc(device.Mapped, size)
+			}
+			if m == nil {
+				if m, err = d.p.Alloc(device.Pinned, size); err != nil {
+					return shortOf(err, size)
+				}
+			}
+			d.grown.launch = m
+		}
+	}
+	if n.stamps {
+		if err := d.growStamps(); err != nil {
+			return err
+		}
+	}
+	d.need = need{}
+	return nil
+}
+
+// install puts the rings Grow made in place; w is the word Room read. The
+// caller holds mu.
+func (d *gpu) install(w uint64) {
+	for q, ch := range d.ch {
+		g := d.grown.seg[q]
+		if g == nil {
+			continue
+		}
+		d.grown.seg[q] = nil
+		if ch.segMem != nil {
+			d.retire(ch.segMem)
+		}
+		ch.segMem = g
+		ch.seg = hostWords(g, 0, g.Size/4)
+		ch.segGPU = g.Address
+		ch.segPos = roundUp(ch.segPos, uint64(len(ch.seg)))
+		for u := w; ; u++ {
+			d.recs[u%records].seg[q] = ch.segPos
+			if u == d.last {
+				break
+			}
+		}
+	}
+	if g := d.grown.launch; g != nil {
+		d.grown.launch = nil
+		if d.launchMem != d.launch0 {
+			d.retire(d.launchMem)
+		}
+		d.launchMem = g
+		d.launchHost = hostBytes(g, 0, g.Size)
+		d.launchPos = roundUp(d.launchPos, uint64(len(d.launchHost)))
+		for u := w; ; u++ {
+			d.recs[u%records].launch = d.launchPos
+			if u == d.last {
+				break
+			}
+		}
+	}
+}
+
+// retire keeps m until the word reaches the last value submitted. The
+// caller holds mu.
+func (d *gpu) retire(m *nvidia.Memory) {
+	d.retMu.Lock()
+	d.retired = append(d.retired, retired{m: m, until: d.last})
+	d.retMu.Unlock()
+}
+
+// reap gives back the replaced rings the word has passed, and the staging
+// memory of uploads the copy channel completed.
+func (d *gpu) reap() {
+	d.retMu.Lock()
+	defer d.retMu.Unlock()
+	w := atomic.LoadUint64(d.word)
+	keep := d.retired[:0]
+	for _, r := range d.retired {
+		if device.AtLeast(w, r.until) {
+			_ = d.p.Free(r.m)
+			continue
+		}
+		keep = append(keep, r)
+	}
+	clear(d.retired[len(keep):])
+	d.retired = keep
+	mark := atomic.LoadUint64(d.ch[qCopy].mark)
+	ups := d.staging[:0]
+	for _, s := range d.staging {
+		if device.AtLeast(mark, s.until) {
+			_ = d.p.Free(s.m)
+			continue
+		}
+		ups = append(ups, s)
+	}
+	clear(d.staging[len(ups):])
+	d.staging = ups
+}
+
+// ringsHeld is what Stop gives back of the growths: the replaced rings,
+// the grown ones in use, those Grow made that no Room put in place, the
+// staging of uploads, and the stamp ring.
+func (d *gpu) ringsHeld() []*nvidia.Memory {
+	var ms []*nvidia.Memory
+	d.retMu.Lock()
+	for _, r := range d.retired {
+		ms = append(ms, r.m)
+	}
+	for _, s := range d.staging {
+		ms = append(ms, s.m)
+	}
+	d.retired, d.staging = nil, nil
+	d.retMu.Unlock()
+	for q, ch := range d.ch {
+		if ch.segMem != nil {
+			ms = append(ms, ch.segMem)
+		}
+		if g := d.grown.seg[q]; g != nil {
+			ms = append(ms, g)
+		}
+	}
+	if d.launchMem != d.launch0 {
+		ms = append(ms, d.launchMem)
+	}
+	if g := d.grown.launch; g != nil {
+		ms = append(ms, g)
+	}
+	if m := d.prof.mem.Load(); m != nil {
+		ms = append(ms, m)
+	}
+	return ms
+}
