@@ -156,8 +156,8 @@ type channel struct {
 	seg      []uint32
 	segGPU   uint64
 	segMem   *nvidia.Memory // the segment ring a growth made, or nil
-	segPos   uint64 // words placed, monotonic
-	base     uint64 // bits 56:40 the ring's segments run at
+	segPos   uint64         // words placed, monotonic
+	base     uint64         // bits 56:40 the ring's segments run at
 
 	registered bool
 }
