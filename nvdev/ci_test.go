@@ -242,11 +242,23 @@ func (r *raw) room(s *device.Submission) device.RoomAnswer {
 // device answers later.
 func (r *raw) submit(waits []device.Wait, parts ...device.Part) uint64 {
 	r.t.Helper()
-	s := device.Submission{Value: r.v + 1, Waits: waits, Parts: parts}
+	return r.submitTimed(false, waits, parts...)
+}
+
+// submitTimed is submit of a timed or untimed submission.
+func (r *raw) submitTimed(timed bool, waits []device.Wait, parts ...device.Part) uint64 {
+	r.t.Helper()
+	s := device.Submission{Value: r.v + 1, Waits: waits, Parts: parts, Timed: timed}
 	for i := 0; ; i++ {
 		a := r.d.Room(&s)
 		if a.Kind == device.RoomOK {
 			break
+		}
+		if a.Kind == device.RoomGrow {
+			if err := r.d.Grow(); err != nil {
+				r.t.Fatalf("grow for value %d: %v", s.Value, err)
+			}
+			continue
 		}
 		if a.Kind != device.RoomLater || i > 10000 {
 			r.t.Fatalf("room of value %d (word %d): %+v", s.Value, r.d.Signaled(), a)

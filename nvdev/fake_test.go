@@ -49,6 +49,7 @@ type fake struct {
 	ownReleases int
 	timerErr    error
 	fast        bool
+	noMemory    bool // Alloc answers ErrNoMemory
 }
 
 type fakeMem struct {
@@ -165,7 +166,7 @@ func (f *fake) Check() error {
 func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if n > 1<<32 {
+	if n > 1<<32 || f.noMemory {
 		return nil, fmt.Errorf("fake: %d bytes: %w", n, device.ErrNoMemory)
 	}
 	size := (n + 4095) &^ 4095

@@ -106,11 +106,11 @@ func (d *gpu) Grow() error {
 		}
 		if d.grown.launch == nil {
 			var m *nvidia.Memory
-			var err error
 			if d.flush != nil {
-				m, err = d.p.Alloc(device.Mapped, size)
+				m, _ = d.p.Alloc(device.Mapped, size)
 			}
 			if m == nil {
+				var err error
 				if m, err = d.p.Alloc(device.Pinned, size); err != nil {
 					return shortOf(err, size)
 				}

@@ -95,11 +95,6 @@ func (d *gpu) growStamps() error {
 	return nil
 }
 
-// stampStart releases channel c's start stamp of the walk's value.
-func (w *walk) stampStart(c int) {
-	w.stamp(c, c)
-}
-
 // stamp releases stamp i of the value's slot on channel c.
 func (w *walk) stamp(c, i int) {
 	if b := w.take(c, abi.ReleaseWords); b != nil {

@@ -407,6 +407,11 @@ func (w *walk) open(c int) {
 // append them to when the walk writes, nil when it counts.
 func (w *walk) take(c int, n uint64) []uint32 {
 	cur := &w.cur[c]
+	if cur.segPos+n-cur.segStart > segChunk {
+		// An entry names at most 4 MiB of words, closed between
+		// builders, so that no method's data spans two entries.
+		w.closeSegment(c)
+	}
 	if !w.emit {
 		cur.segPos += n
 		return nil
@@ -496,7 +501,8 @@ func (w *walk) closeSegment(c int) {
 		return
 	}
 	ch := w.d.ch[c]
-	// An entry for each 4 MiB of the segment.
+	// An entry for each 4 MiB of the segment: take closes it between
+	// builders; only a builder of more than 4 MiB is split here.
 	for cur.segStart != cur.segPos {
 		n := min(cur.segPos-cur.segStart, segChunk)
 		if !w.emit {

@@ -1,0 +1,128 @@
+package nvdev
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// TestStamps checks timed values on the fake: the first asks for the stamp
+// ring, each channel a value enters stamps its start and the ender its
+// end, and Settle converts them, in value order, within the host's times
+// around the submissions.
+func TestStamps(t *testing.T) {
+	r := openRaw(t, Config{})
+	e := r.entry("twice")
+	x := r.alloc(device.Device, 4096)
+	m := r.alloc(device.Pinned, 4096)
+	s := device.Submission{Value: r.v + 1, Timed: true}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room of the first timed value: %+v", a)
+	}
+	t0 := device.Now()
+	var vs []uint64
+	untimed := r.submit(nil, launch(e, 1, 32, u64s(x.Address)))
+	for _, parts := range [][]device.Part{
+		{launch(e, 1, 32, u64s(x.Address))},
+		{fillPart(qCopy, m, 0, 8, 1)},
+		{fillPart(qCopy, m, 0, 8, 1), launch(e, 1, 32, u64s(x.Address))},
+		nil,
+	} {
+		vs = append(vs, r.submitTimed(true, nil, parts...))
+	}
+	r.wait(r.v)
+	t1 := device.Now()
+	got, err := r.d.Settle(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(vs) {
+		t.Fatalf("%d stamps, want %d: %+v", len(got), len(vs), got)
+	}
+	enders := []int{qCompute, qCopy, qCompute, qCompute}
+	for i, st := range got {
+		if st.Value != vs[i] || st.Queue != enders[i] {
+			t.Errorf("stamp %d: value %d queue %d, want %d %d", i, st.Value, st.Queue, vs[i], enders[i])
+		}
+		if st.Start < t0 || st.End < st.Start || st.End > t1 {
+			t.Errorf("stamp %d: %d to %d, outside %d to %d", i, st.Start, st.End, t0, t1)
+		}
+		if st.Value == untimed {
+			t.Error("a stamp of an untimed value")
+		}
+	}
+	if more, err := r.d.Settle(nil); err != nil || len(more) != 0 {
+		t.Errorf("a second settle: %v %v", more, err)
+	}
+	// The value's words: a stamp at each channel's start, and the end.
+	if b := r.d.stampSlot(vs[2]); binary.LittleEndian.Uint64(b[0:]) != vs[2] ||
+		binary.LittleEndian.Uint64(b[16:]) != vs[2] || binary.LittleEndian.Uint64(b[32:]) != vs[2] {
+		t.Errorf("the slot of a value on both channels: %x", b)
+	}
+	// A stamp the work never wrote fails Settle and loses the device.
+	v := r.submitTimed(true, nil, launch(e, 1, 32, u64s(x.Address)))
+	r.wait(v)
+	binary.LittleEndian.PutUint64(r.d.stampSlot(v)[32:], 0)
+	_, err = r.d.Settle(nil)
+	var f *device.Fault
+	if !errors.As(err, &f) {
+		t.Fatalf("settle of an unwritten stamp: %v", err)
+	}
+	if err := r.d.Sleep(r.d.Signaled(), 0); !errors.As(err, &f) {
+		t.Errorf("sleep after a failed settle: %v", err)
+	}
+}
+
+// TestSettleTimer checks that a failed read of the GPU's timer fails
+// Settle, and the conversion along the line through two measures.
+func TestSettleTimer(t *testing.T) {
+	r := openRaw(t, Config{})
+	r.wait(r.submitTimed(true, nil))
+	r.f.mu.Lock()
+	r.f.timerErr = errors.New("no timer")
+	r.f.mu.Unlock()
+	var f *device.Fault
+	if _, err := r.d.Settle(nil); !errors.As(err, &f) {
+		t.Fatalf("settle with no timer: %v", err)
+	}
+
+	p := &profile{first: nvidia.Timer{GPU: 1000, Host: 50, Width: 100}}
+	if h := p.toHost(3000); h != 2050 {
+		t.Errorf("nominal rate: %d", h)
+	}
+	// Measures less than a second apart leave the nominal rate.
+	p.late = nvidia.Timer{GPU: 1000 + 1e9, Host: 50 + 5e8}
+	if h := p.toHost(3000); h != 2050 {
+		t.Errorf("measures half a second apart: %d", h)
+	}
+	// Two seconds of the GPU's timer took one of the host's.
+	p.late = nvidia.Timer{GPU: 1000 + 4e9, Host: 50 + 2e9}
+	if h := p.toHost(1000 + 2e9); h != 50+1e9 {
+		t.Errorf("along the line: %d", h)
+	}
+}
+
+// TestStampsReuse checks that a Submit reusing the slot of a timed value
+// not settled converts it first.
+func TestStampsReuse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("65,536 values")
+	}
+	r := openRaw(t, Config{})
+	first := r.submitTimed(true, nil)
+	for range records {
+		r.submitTimed(false, nil)
+	}
+	last := r.submitTimed(true, nil)
+	r.wait(last)
+	got, err := r.d.Settle(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Value != first || got[1].Value != last {
+		t.Errorf("stamps %+v, want values %d and %d", got, first, last)
+	}
+}
