@@ -87,6 +87,7 @@ type gpu struct {
 	bank0     []byte
 	applied   *localMem // the local memory the compute channel was given
 	lastOwn   bool      // the last value's launch released it (no wait for idle followed)
+	planned   bool      // Room answered RoomOK and Submit has not run
 	need      need      // what Room found the submission needs grown
 	grown     grown     // what Grow made, for the next Room
 	// upMark is the copy channel's mark of the last image upload, which

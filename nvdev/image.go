@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev/abi"
@@ -12,21 +14,24 @@ import (
 
 // Images. Image answers Place (n, lay) for a cubin nvdev/abi accepts, as the
 // seed says, and rig allocates n bytes of Device memory for it. The host
-// does not address Device memory, so lay places the relocated image in
-// memory of the device's own that the host writes through the BAR (Mapped
-// memory, or Pinned memory where the BAR had no room), and the kernels run
-// from there; rig's region only holds the image's place in the budget until
-// rig frees it after Unload. An upload into rig's region by the copy engine
-// is the next step (NOTES.md). The first submission on the compute channel
-// after a lay invalidates the compute engine's instruction and constant
-// caches before its parts, since an image may load where another one's code
-// was.
+// does not address Device memory, so lay relocates the image for rig's
+// region, writes it into a staging buffer of Pinned memory, and has the
+// copy channel copy it into the region between values: a copy, a flush and
+// a release of the copy channel's mark. The kernels run from rig's region,
+// and the image takes no memory beyond it once the copy completed. The
+// compute channel's next submission acquires that mark before its parts,
+// then invalidates the compute engine's instruction and constant caches,
+// since an image may load where another one's code was. The staging
+// buffer goes back at the device's next growth, allocation or lay once the
+// mark passed it, or at Stop. A lay of no region (a test's) writes the
+// image into memory of the device's own that the host writes through the
+// BAR (Mapped, or Pinned where the BAR had no room), which Unload frees.
 
 // image is a laid cubin.
 type image struct {
 	d     *gpu
 	cubin *abi.Cubin
-	mem   *nvidia.Memory
+	mem   *nvidia.Memory // the device's own memory of a lay of no region, or nil
 	addr  uint64
 
 	mu       sync.Mutex // guards funcs and unloaded: Entry and Unload hold it
@@ -62,11 +67,103 @@ func (d *gpu) Image(b []byte) (device.Code, error) {
 	return device.Code{Place: c.Size(), Lay: func(r device.Region) (device.Image, error) { return d.lay(c, r) }}, nil
 }
 
-// lay relocates the cubin where the kernels run from and writes it there.
-func (d *gpu) lay(c *abi.Cubin, _ device.Region) (device.Image, error) {
+// lay relocates the cubin for rig's region r and uploads it there.
+func (d *gpu) lay(c *abi.Cubin, r device.Region) (device.Image, error) {
 	if d.stopped.Load() {
 		return nil, errors.New("nvdev: lay after stop")
 	}
+	dst, ok := r.(*nvidia.Memory)
+	if !ok || dst == nil {
+		return d.layOwn(c)
+	}
+	align := c.Align()
+	if dst.Address%align != 0 || dst.Size < c.Size() {
+		return nil, fmt.Errorf("nvdev: lay into a region at 0x%x of %d bytes: the image takes %d bytes aligned to %d",
+			dst.Address, dst.Size, c.Size(), align)
+	}
+	img, err := c.Lay(dst.Address)
+	if err != nil {
+		return nil, fmt.Errorf("nvdev: lay: %w", err)
+	}
+	d.reap()
+	st, err := d.p.Alloc(device.Pinned, len(img))
+	if err != nil {
+		return nil, fmt.Errorf("nvdev: lay: a staging buffer of %d bytes: %w", len(img), err)
+	}
+	copy(hostBytes(st, 0, len(img)), img)
+	if err := d.upload(st, dst.Address, uint64(len(img))); err != nil {
+		_ = d.p.Free(st)
+		return nil, err
+	}
+	d.icache.Store(true)
+	return &image{d: d, cubin: c, addr: dst.Address, funcs: map[string]*device.Entry{}}, nil
+}
+
+// uploadTimeout bounds a lay's wait for room on the copy channel.
+const uploadTimeout = 10 * time.Second
+
+// upload has the copy channel copy n bytes of the staging buffer st to
+// the GPU address dst, between values, then release its mark, which the
+// compute channel's next submission acquires.
+func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
+	rows := abi.Rows{Src: st.Address, Dst: dst, SrcPitch: n, DstPitch: n, RowBytes: n, Rows: 1}
+	k := rows.Launches()*abi.CopyLaunchWords + flushWords + abi.ReleaseWords
+	t0 := time.Now()
+	for {
+		d.mu.Lock()
+		if d.stopped.Load() {
+			d.mu.Unlock()
+			return errors.New("nvdev: lay after stop")
+		}
+		ch := d.ch[qCopy]
+		w := atomic.LoadUint64(d.word)
+		r := d.recs[w%records]
+		size := uint64(len(ch.seg))
+		pos := ch.segPos
+		if off := pos % size; off+k > size {
+			pos += size - off
+		}
+		// Room holds the words between values, and no submission is
+		// between its Room and its Submit.
+		if !d.planned && k <= size && pos+k-r.seg[qCopy] <= size && ch.put+3-r.put[qCopy] <= ch.entries-1 {
+			b := ch.seg[pos%size : pos%size : pos%size+k]
+			b = abi.CopyRows(b, d.gen, rows)
+			b = append(b, abi.Inc(abi.SubCopy, abi.CopyLaunchDMA, 1), abi.DMAFlushEnable)
+			ch.marks++
+			b = abi.Release(b, d.gen, ch.markGPU, ch.marks)
+			if uint64(len(b)) != k {
+				panic(fmt.Sprintf("nvdev: an upload of %d words where %d were counted", len(b), k))
+			}
+			if err := ch.appendSegment(d.gen, pos, uint32(k)); err != nil {
+				d.mu.Unlock()
+				return fmt.Errorf("nvdev: lay: %w", err)
+			}
+			ch.segPos = pos + k
+			d.upMark, d.layPending = ch.marks, true
+			d.retMu.Lock()
+			d.staging = append(d.staging, retired{m: st, until: ch.marks})
+			d.retMu.Unlock()
+			ch.publish()
+			d.wake(1 << qCopy)
+			d.mu.Unlock()
+			return nil
+		}
+		d.mu.Unlock()
+		if f := d.fault.Load(); f != nil {
+			return fmt.Errorf("nvdev: lay: %w", f)
+		}
+		if time.Since(t0) > uploadTimeout {
+			return fmt.Errorf("nvdev: lay: no room on the copy channel for the image's copy in %v", uploadTimeout)
+		}
+		if d.notified() {
+			return fmt.Errorf("nvdev: lay: %w", d.keep(d.notifierFault()))
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// layOwn writes the relocated image into memory of the device's own.
+func (d *gpu) layOwn(c *abi.Cubin) (device.Image, error) {
 	kind := device.Mapped
 	if d.flush == nil {
 		kind = device.Pinned
@@ -139,6 +236,9 @@ func (d *gpu) Unload(img device.Image) error {
 	}
 	im.unloaded = true
 	im.funcs = nil
+	if im.mem == nil {
+		return nil // rig's region
+	}
 	return d.p.Free(im.mem)
 }
 

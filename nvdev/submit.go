@@ -87,6 +87,7 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 	if a, bad := d.check(s); bad {
 		return a
 	}
+	d.planned = false
 	w := atomic.LoadUint64(d.word)
 	if s.Value-1-w >= maxInFlight {
 		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
@@ -155,6 +156,7 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 	if p.launchPos-r.launch > uint64(len(d.launchHost)) {
 		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
 	}
+	d.planned = true
 	return device.RoomAnswer{Kind: device.RoomOK, Part: -1}
 }
 
@@ -255,7 +257,7 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 		return device.SubmitAnswer{Kind: device.Failed, Reason: "submit after stop"}
 	}
 	p := &d.plan
-	if p.s != s || p.emit {
+	if !d.planned || p.s != s || p.emit {
 		return device.SubmitAnswer{Kind: device.Failed, Reason: "submit without room"}
 	}
 	w := walk{d: d, s: s, emit: true, icache: p.icache, local: p.local}
@@ -269,7 +271,7 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 		d.timed(s.Value, p.ender, used)
 	}
 	w.run()
-	p.s = nil
+	p.s, d.planned = nil, false
 	var mask uint8
 	for q, ch := range d.ch {
 		c := &w.cur[q]
