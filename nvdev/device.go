@@ -83,6 +83,10 @@ type gpu struct {
 	plan      walk // Room's walk, which Submit replays
 	needMark  []bool
 	partMarks []uint64
+	parts     []partPlan
+	copyK     *copyKernels // the driver's copy kernels, where it runs them
+	kpart     device.Part  // the launch of a copy kernel, as a walk stamps it
+	kparams   [24]byte
 	qmd       [abi.MaxQmdWords]uint32
 	bank0     []byte
 	applied   *localMem // the local memory the compute channel was given
@@ -375,10 +379,14 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	if err = d.setup(); err != nil {
 		return nil, err
 	}
+
 	if d.clock0, err = measure(p); err != nil {
 		return nil, fmt.Errorf("nvdev: make: reading the GPU's timer: %w", err)
 	}
 	d.prof.first = d.clock0
+	if d.copyK, err = d.loadCopyKernels(); err != nil {
+		return nil, fmt.Errorf("nvdev: make: the driver's copy kernels: %w", err)
+	}
 
 	d.last, d.lastEnder = d.base, qCompute
 	d.recs[d.base%records] = d.record()

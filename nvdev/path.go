@@ -78,6 +78,12 @@ type Config struct {
 	// whose last part is a launch has that launch release it (the
 	// descriptor's release slot), with no wait for idle after it.
 	NoOwnRelease bool
+	// CopyKernels chooses where a copy or a fill of one row of at least
+	// 256 KiB within the device's Device memory runs: 0 as the seed says
+	// (as the driver's kernel on the compute channel on sm_80, sm_86,
+	// sm_87 and sm_89, on the copy engine elsewhere), > 0 as the kernel
+	// wherever a cubin of kernels/ runs, < 0 on the copy engine.
+	CopyKernels int
 
 	// Tests' knobs: tweak changes each launch's descriptor after the
 	// driver stamped it, and pcas, where not 0, is the SEND_SIGNALING_PCAS2_B

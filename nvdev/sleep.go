@@ -223,6 +223,9 @@ func (d *gpu) Stop(string) error {
 		}
 		mems = append(mems, d.launch0)
 		mems = append(mems, d.ringsHeld()...)
+		if d.copyK != nil {
+			mems = append(mems, d.copyK.img.mem)
+		}
 		if l := d.local.Load(); l != nil {
 			mems = append(mems, l.mem)
 		}

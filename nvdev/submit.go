@@ -75,6 +75,17 @@ type walk struct {
 	own bool
 	// upAcquire is the upload mark the compute channel acquired.
 	upAcquire uint64
+	last      bool // the walk is at the submission's last part
+}
+
+// partPlan is how the device runs a part: its channel, whether it is a
+// copy that runs as a kernel (of bytes), and the part before it on its
+// queue, or -1.
+type partPlan struct {
+	ch     int
+	kernel bool
+	bytes  uint64
+	prevQ  int
 }
 
 // Room answers whether the queues hold s's parts now.
@@ -173,21 +184,33 @@ func roundUp(x, n uint64) uint64 { return (x + n - 1) / n * n }
 func (d *gpu) check(s *device.Submission) (device.RoomAnswer, bool) {
 	n := len(s.Parts)
 	if cap(d.needMark) < n {
-		d.needMark, d.partMarks = make([]bool, n), make([]uint64, n)
+		d.needMark, d.partMarks, d.parts = make([]bool, n), make([]uint64, n), make([]partPlan, n)
 	}
-	d.needMark, d.partMarks = d.needMark[:n], d.partMarks[:n]
+	d.needMark, d.partMarks, d.parts = d.needMark[:n], d.partMarks[:n], d.parts[:n]
 	clear(d.needMark)
+	lastOn := [2]int{-1, -1}
 	for i := range s.Parts {
 		p := &s.Parts[i]
 		if p.Queue != qCompute && p.Queue != qCopy {
 			return never(i, "a part on neither queue"), true
+		}
+		// The part's channel: its queue's, or the compute channel for a
+		// copy that runs as a kernel.
+		pp := &d.parts[i]
+		*pp = partPlan{ch: p.Queue, prevQ: lastOn[p.Queue]}
+		if b, ok := d.asKernel(p); ok {
+			pp.ch, pp.kernel, pp.bytes = qCompute, true, b
+		}
+		lastOn[p.Queue] = i
+		if j := pp.prevQ; j >= 0 && d.parts[j].ch != pp.ch {
+			d.needMark[j] = true
 		}
 		if p.After > 0 {
 			j := p.After - 1
 			if j >= i {
 				return never(i, "an after index that is not below the part's own"), true
 			}
-			if s.Parts[j].Queue != p.Queue {
+			if d.parts[j].ch != pp.ch {
 				d.needMark[j] = true
 			}
 		}
@@ -204,7 +227,7 @@ func (d *gpu) check(s *device.Submission) (device.RoomAnswer, bool) {
 				return never(i, why), true
 			}
 		case device.CopyRows:
-			if p.Rows != 0 && p.RowBytes != 0 {
+			if p.Rows != 0 && p.RowBytes != 0 && !pp.kernel {
 				if p.Queue == qCompute && !d.copyOnCompute {
 					return never(i, "a copy of one byte or more on COMPUTE:0, which has no copy engine"), true
 				}
@@ -304,27 +327,37 @@ func (w *walk) run() {
 	w.ender = d.lastEnder
 	w.upAcquire = d.upAcquired
 	if n := len(s.Parts); n > 0 {
-		w.ender = s.Parts[n-1].Queue
-		w.own = !s.Timed && uint32(s.Value) != 0 && s.Parts[n-1].Kind == device.Launch && !d.cfg.NoOwnRelease
+		w.ender = d.parts[n-1].ch
+		w.own = !s.Timed && uint32(s.Value) != 0 && !d.cfg.NoOwnRelease &&
+			(s.Parts[n-1].Kind == device.Launch || d.parts[n-1].kernel)
 		for i := 0; w.own && i < n; i++ {
-			w.own = s.Parts[i].Queue == qCompute
+			w.own = d.parts[i].ch == qCompute
 		}
 	}
 	for i := range s.Parts {
 		p := &s.Parts[i]
-		c := p.Queue
+		pp := &d.parts[i]
+		c := pp.ch
 		w.open(c)
+		after := -1
 		if p.After > 0 {
-			if j := p.After - 1; s.Parts[j].Queue != c {
-				w.acquire(c, d.ch[s.Parts[j].Queue].markGPU, d.partMarks[j])
+			if after = p.After - 1; d.parts[after].ch != c {
+				w.acquire(c, d.ch[d.parts[after].ch].markGPU, d.partMarks[after])
 			}
 		}
-		switch p.Kind {
-		case device.Launch:
+		if j := pp.prevQ; j >= 0 && j != after && d.parts[j].ch != c {
+			// The part before it on its queue ran on the other channel.
+			w.acquire(c, d.ch[d.parts[j].ch].markGPU, d.partMarks[j])
+		}
+		w.last = i == len(s.Parts)-1
+		switch {
+		case p.Kind == device.Launch:
 			w.launch(c, p)
-		case device.CopyRows:
+		case pp.kernel:
+			w.launch(c, w.kernelPart(p, pp.bytes))
+		case p.Kind == device.CopyRows:
 			w.copyRows(c, p)
-		case device.Words:
+		case p.Kind == device.Words:
 			w.words(c, p)
 		}
 		if d.needMark[i] {
@@ -554,7 +587,7 @@ func (w *walk) launch(c int, p *device.Part) {
 		words := d.gen.Qmd.Words
 		l.Stamp(d.qmd[:], d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
 		q := abi.QmdOf(d.gen.Qmd, d.qmd[:])
-		if w.own && p == &w.s.Parts[len(w.s.Parts)-1] {
+		if w.own && w.last {
 			q.SetRelease(0, d.wordGPU, w.s.Value)
 		}
 		if d.cfg.tweak != nil {

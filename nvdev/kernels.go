@@ -1,0 +1,139 @@
+package nvdev
+
+import (
+	"embed"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// The driver's own kernels (kernels/copy.cu, built by kernels/build.sh):
+// rig_copy and rig_fill move 16-byte vectors in a grid-stride loop. A copy
+// or a fill of one row (or of rows without gaps) of at least 256 KiB
+// within the device's own Device memory runs as one of them on the compute
+// channel instead of the copy engine, where the device runs them: by
+// default on sm_80, sm_86, sm_87 and sm_89, as the seed says, and on any
+// GPU a cubin runs on with Config.CopyKernels > 0 (on the H200 it is
+// measured against the copy engine: NOTES.md). A part of COPY:0 so routed
+// runs on the compute channel in its queue's order: the part before it on
+// COPY:0, if on the copy channel, releases a mark the kernel's channel
+// acquires, and so does the kernel for the COPY:0 part after it.
+
+//go:embed kernels/copy.sm_80.cubin kernels/copy.sm_86.cubin kernels/copy.sm_89.cubin kernels/copy.sm_90.cubin
+var kernelFS embed.FS
+
+// kernelMin is the least bytes a copy or fill needs to run as a kernel.
+const kernelMin = 256 << 10
+
+// kernelThreads is the threads of a group of the copy kernels, and
+// kernelGroupsPerSM the most groups a launch has for each multiprocessor.
+const (
+	kernelThreads     = 256
+	kernelGroupsPerSM = 8
+)
+
+// copyKernels is the loaded rig_copy and rig_fill.
+type copyKernels struct {
+	img        *image
+	copy, fill *device.Entry
+	maxGroups  uint64
+}
+
+// kernelSMs is the cubins kernels/ holds.
+var kernelSMs = []int{90, 89, 86, 80}
+
+// gpuSM is the GPU's architecture as a cubin names it, such as 90.
+func gpuSM(v uint32) int { return int(v>>8)*10 + int(v&0xff) }
+
+// loadCopyKernels loads the copy kernels, where the configuration and the
+// GPU run them; nil otherwise.
+func (d *gpu) loadCopyKernels() (*copyKernels, error) {
+	sm := gpuSM(d.rec.SMVersion)
+	switch {
+	case d.cfg.CopyKernels < 0:
+		return nil, nil
+	case d.cfg.CopyKernels == 0 && sm != 80 && sm != 86 && sm != 87 && sm != 89:
+		return nil, nil
+	}
+	for _, k := range kernelSMs {
+		if k/10 != sm/10 || k%10 > sm%10 {
+			continue
+		}
+		b, err := kernelFS.ReadFile(fmt.Sprintf("kernels/copy.sm_%d.cubin", k))
+		if err != nil {
+			return nil, err
+		}
+		c, err := abi.Parse(b)
+		if err != nil {
+			return nil, err
+		}
+		im, err := d.layOwn(c)
+		if err != nil {
+			return nil, err
+		}
+		ks := &copyKernels{img: im.(*image), maxGroups: uint64(d.rec.SMs() * kernelGroupsPerSM)}
+		if ks.copy, err = d.Entry(im, "rig_copy"); err == nil {
+			ks.fill, err = d.Entry(im, "rig_fill")
+		}
+		if err != nil {
+			_ = d.Unload(im)
+			return nil, err
+		}
+		return ks, nil
+	}
+	return nil, nil
+}
+
+// ownDevice reports whether r is Device memory this device allocated.
+func ownDevice(r device.Region) (*nvidia.Memory, bool) {
+	m, ok := r.(*nvidia.Memory)
+	return m, ok && m != nil && m.Kind == device.Device && !m.Borrowed
+}
+
+// asKernel reports whether copy part p runs as a copy kernel, and its
+// bytes.
+func (d *gpu) asKernel(p *device.Part) (uint64, bool) {
+	if d.copyK == nil || p.Kind != device.CopyRows || p.Rows == 0 || p.RowBytes == 0 {
+		return 0, false
+	}
+	n := p.Rows * p.RowBytes
+	if p.Rows > 1 && (p.DstPitch != p.RowBytes || (!p.Filling && p.SrcPitch != p.RowBytes)) {
+		return 0, false
+	}
+	if n < kernelMin || n/p.Rows != p.RowBytes {
+		return 0, false
+	}
+	if _, ok := ownDevice(p.Dst); !ok {
+		return 0, false
+	}
+	if !p.Filling {
+		if _, ok := ownDevice(p.Src); !ok {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// kernelPart makes the launch of a copy kernel for p, of n bytes, in the
+// device's scratch part.
+func (w *walk) kernelPart(p *device.Part, n uint64) *device.Part {
+	d, k := w.d, w.d.copyK
+	kp := &d.kpart
+	groups := min((n/16+kernelThreads-1)/kernelThreads, k.maxGroups)
+	*kp = device.Part{Kind: device.Launch, Queue: qCompute, Groups: [3]uint32{uint32(max(groups, 1)), 1, 1},
+		Threads: [3]uint32{kernelThreads, 1, 1}, Params: d.kparams[:24]}
+	dst := p.Dst.(*nvidia.Memory).Address + p.DstOffset
+	binary.LittleEndian.PutUint64(d.kparams[0:], dst)
+	if p.Filling {
+		kp.Entry = k.fill
+		binary.LittleEndian.PutUint64(d.kparams[8:], uint64(p.Byte))
+	} else {
+		kp.Entry = k.copy
+		binary.LittleEndian.PutUint64(d.kparams[8:], p.Src.(*nvidia.Memory).Address+p.SrcOffset)
+	}
+	binary.LittleEndian.PutUint64(d.kparams[16:], n)
+	return kp
+}

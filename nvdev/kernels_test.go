@@ -1,0 +1,88 @@
+package nvdev
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/abi"
+)
+
+// copyKernelsOn runs the driver's copy kernels on the fake, and counts
+// them.
+func (r *raw) copyKernelsOn(n *int) {
+	k := r.d.copyK
+	po := k.copy.Data.(*kfunc).l.Kernel.ParamOffset
+	fo := k.fill.Data.(*kfunc).l.Kernel.ParamOffset
+	r.f.onLaunch = func(q abi.Qmd, bank []byte) {
+		switch q.Program() {
+		case k.copy.Code:
+			dst, src, m := binary.LittleEndian.Uint64(bank[po:]), binary.LittleEndian.Uint64(bank[po+8:]), binary.LittleEndian.Uint64(bank[po+16:])
+			copy(r.f.mem(dst, m), r.f.mem(src, m))
+		case k.fill.Code:
+			dst, b, m := binary.LittleEndian.Uint64(bank[fo:]), bank[fo+8], binary.LittleEndian.Uint64(bank[fo+16:])
+			clear(r.f.mem(dst, m))
+			for i, d := 0, r.f.mem(dst, m); i < len(d); i++ {
+				d[i] = b
+			}
+		default:
+			return
+		}
+		*n++
+	}
+}
+
+// TestCopyKernels routes copies and fills of one row of 256 KiB or more
+// within Device memory to the driver's kernels on the compute channel, in
+// their queue's order, and leaves the others to the copy engine.
+func TestCopyKernels(t *testing.T) {
+	// The seed's default: the kernels on sm_8x only.
+	if r := openRaw(t, Config{}); r.d.copyK != nil {
+		t.Error("copy kernels on sm_90 by default")
+	}
+	r := openRaw(t, Config{CopyKernels: 1})
+	if r.d.copyK == nil {
+		t.Fatal("no copy kernels")
+	}
+	kernels := 0
+	r.copyKernelsOn(&kernels)
+	const n = 512 << 10
+	host := r.alloc(device.Pinned, n)
+	a := r.alloc(device.Device, n)
+	b := r.alloc(device.Device, n)
+	src := hostOf(host)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	// Up by the copy engine, across by a kernel, a fill by a kernel of
+	// half, down by the copy engine: four parts of COPY:0.
+	r.wait(r.submit(nil,
+		copyPart(qCopy, host, a, 0, 0, n),
+		copyPart(qCopy, a, b, 0, 0, n),
+		fillPart(qCopy, b, 0, 256<<10, 9),
+		copyPart(qCopy, b, host, 0, 0, n)))
+	if kernels != 2 {
+		t.Errorf("%d kernels ran, want 2", kernels)
+	}
+	for i, x := range hostOf(host) {
+		want := byte(i * 7)
+		if i < 256<<10 {
+			want = 9
+		}
+		if x != want {
+			t.Fatalf("byte %d is %d, want %d", i, x, want)
+		}
+	}
+	// Below 256 KiB, or with Pinned memory, the copy engine.
+	r.wait(r.submit(nil, copyPart(qCopy, a, b, 0, 0, 256<<10-1), copyPart(qCompute, host, a, 0, 0, n)))
+	if kernels != 2 {
+		t.Errorf("%d kernels ran, want 2", kernels)
+	}
+	// A value of COMPUTE:0 whose last part is a kernel's copy has it
+	// release the value.
+	own := r.f.ownReleases
+	r.wait(r.submit(nil, copyPart(qCompute, a, b, 0, 0, n)))
+	if kernels != 3 || r.f.ownReleases != own+1 {
+		t.Errorf("%d kernels, %d own releases", kernels, r.f.ownReleases-own)
+	}
+}
