@@ -783,3 +783,58 @@ func TestOwnRelease(t *testing.T) {
 		t.Errorf("%d of 4 launches across 2^32 released the word, want 3", n)
 	}
 }
+
+// TestCapabilityLocal grows the compute channel's local memory through
+// the capability's Local, as compiled code does: the next submission on
+// the compute channel, here of Words parts compiled code wrote, gives the
+// channel the new memory before its parts; one on COPY:0 does not.
+func TestCapabilityLocal(t *testing.T) {
+	r := openRaw(t, Config{})
+	g, ok := r.d.Capability().(*abi.Gpu)
+	if !ok || g.Local == nil {
+		t.Fatal("no capability with Local")
+	}
+	m := r.alloc(device.Pinned, 4096)
+	words := func(q int, v uint64) device.Part {
+		seg := hostWords(m, 256+64*q, 6)
+		b := abi.Release(seg[:0], r.d.gen, m.Address+uint64(8*q), v)
+		e := abi.Segment(m.Address+uint64(256+64*q), uint32(len(b)), abi.Subroutine, false)
+		e0, e1 := e.Words()
+		return device.Part{Kind: device.Words, Queue: q, Words: []uint32{e0, e1}}
+	}
+	r.wait(r.submit(nil, words(qCompute, 1)))
+	if err := g.Local(4096); err != nil {
+		t.Fatal(err)
+	}
+	l := r.d.local.Load()
+	if l == nil || l.perThread != 4096 {
+		t.Fatalf("local memory %+v", l)
+	}
+	r.f.trace = map[string][]abi.Write{}
+	r.wait(r.submit(nil, words(qCopy, 2)))
+	if got := r.f.trace["channel 0"]; len(got) != 0 {
+		t.Errorf("a value on COPY:0 wrote on the compute channel: %v", got)
+	}
+	r.wait(r.submit(nil, words(qCompute, 3)))
+	got := r.f.trace["channel 0"]
+	at, words3 := -1, -1
+	for i, w := range got {
+		if w.Subchannel == abi.SubCompute && w.Method == abi.ComputeLocalMemoryA && at < 0 {
+			at = i
+		}
+		if w.Subchannel == abi.SubHost && w.Method == abi.HostSemPayloadLo && w.Value == 3 && words3 < 0 {
+			words3 = i
+		}
+	}
+	if at < 0 || words3 < at || got[at].Value != uint32(l.mem.Address>>32) ||
+		got[at+1].Method != abi.ComputeLocalMemoryB || got[at+1].Value != uint32(l.mem.Address) {
+		t.Errorf("the compute channel's words after the growth: %v", got)
+	}
+	if a, b := binary.LittleEndian.Uint64(hostOf(m)), binary.LittleEndian.Uint64(hostOf(m)[8:]); a != 3 || b != 2 {
+		t.Errorf("the words released %d and %d", a, b)
+	}
+	// A smaller need changes nothing.
+	if err := g.Local(16); err != nil || r.d.local.Load() != l {
+		t.Errorf("a smaller local memory: %v", err)
+	}
+}

@@ -1,0 +1,319 @@
+package nvdev
+
+import (
+	"flag"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// Benchmarks on the GPU (RIG_GPU=1), to run beside ../shared/anchors/anchor.c
+// and cudadev's benchmarks; NOTES.md lists the command and the anchors.
+// Each reports ns/op with its allocations.
+
+// benchRaw and benchRig open the device of a benchmark: GPU 0, or the
+// fake where a test runs the benchmarks there.
+var (
+	benchRaw = openGPURaw
+	benchRig = openRig
+)
+
+// rigEmpty is a device opened through rig and a submission of one launch
+// of the test cubin's empty kernel.
+func rigEmpty(b *testing.B, c Config) *rig.Submission {
+	dev := benchRig(b, c)
+	img, err := dev.LoadImage(cubin(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn, err := img.Resolve("empty")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := rig.NewSubmission(dev, rig.Launch(fn, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkGPURigLaunch is the host's cost of a submission of one launch
+// through rig (Take, Threads, Submit), the GPU running them behind; anchor:
+// cudadev's BenchmarkGPURigLaunch and "C launch enqueue".
+func BenchmarkGPURigLaunch(b *testing.B) {
+	s := rigEmpty(b, Config{})
+	var p rig.Point
+	var err error
+	step := func() {
+		run := s.Take()
+		run.Threads(0, 32, 1, 1)
+		if p, err = run.Submit(bg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 1000 {
+		step()
+	}
+	if err := p.Wait(bg); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		step()
+	}
+	b.StopTimer()
+	if err := p.Wait(bg); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// median reports the median of lat as ns-median.
+func median(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "ns-median")
+}
+
+// BenchmarkGPURigRoundTrip is a launch of empty submitted through rig and
+// waited for (Submit, then Wait on the point); anchor: "C launch+sync
+// median".
+func BenchmarkGPURigRoundTrip(b *testing.B) {
+	s := rigEmpty(b, Config{})
+	lat := make([]time.Duration, 0, 1<<16)
+	step := func() time.Duration {
+		start := time.Now()
+		run := s.Take()
+		run.Threads(0, 32, 1, 1)
+		p, err := run.Submit(bg)
+		if err == nil {
+			err = p.Wait(bg)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for range 1000 {
+		step()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if d := step(); len(lat) < cap(lat) {
+			lat = append(lat, d)
+		}
+	}
+	b.StopTimer()
+	median(b, lat)
+}
+
+// rawValue submits s as the device's next value, growing the rings where
+// Room asks.
+func rawValue(r *raw, s *device.Submission) {
+	r.v++
+	s.Value = r.v
+	for {
+		switch a := r.d.Room(s); a.Kind {
+		case device.RoomOK:
+			r.d.Submit(s)
+			return
+		case device.RoomGrow:
+			if err := r.d.Grow(); err != nil {
+				r.t.Fatal(err)
+			}
+		case device.RoomNever:
+			r.t.Fatalf("room: %+v", a)
+		}
+	}
+}
+
+// BenchmarkGPURoundTrip is a launch of empty through the driver alone
+// (Room, Submit) and a spin on the word; anchor: "C launch+writeValue64+spin
+// median".
+func BenchmarkGPURoundTrip(b *testing.B) {
+	r := benchRaw(b, Config{})
+	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
+	lat := make([]time.Duration, 0, 1<<16)
+	step := func() time.Duration {
+		start := time.Now()
+		rawValue(r, &s)
+		for !device.AtLeast(r.d.Signaled(), r.v) {
+		}
+		return time.Since(start)
+	}
+	for range 1000 {
+		step()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if d := step(); len(lat) < cap(lat) {
+			lat = append(lat, d)
+		}
+	}
+	b.StopTimer()
+	median(b, lat)
+}
+
+// benchChained submits values of k launches of empty, back to back, and
+// spins on the word at the end: an op is one kernel, the GPU's time per
+// kernel once the host runs ahead.
+func benchChained(b *testing.B, c Config, k int) {
+	r := benchRaw(b, c)
+	e := r.entry("empty")
+	parts := make([]device.Part, k)
+	for i := range parts {
+		parts[i] = launch(e, 1, 32, nil)
+	}
+	s := device.Submission{Parts: parts}
+	for range 1000 / k {
+		rawValue(r, &s)
+	}
+	r.wait(r.v)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += k {
+		rawValue(r, &s)
+	}
+	for !device.AtLeast(r.d.Signaled(), r.v) {
+	}
+	b.StopTimer()
+}
+
+// BenchmarkGPUChained is values of one launch of empty, each released by
+// its launch; anchor: "C graph of 1000 chained empty kernels" (ns/kernel)
+// and "C launch+write64 pipelined" (ns/value).
+func BenchmarkGPUChained(b *testing.B) { benchChained(b, Config{}, 1) }
+
+// BenchmarkGPUChainedRelease is BenchmarkGPUChained with a semaphore
+// release of the channel after each launch (Config.NoOwnRelease).
+func BenchmarkGPUChainedRelease(b *testing.B) { benchChained(b, Config{NoOwnRelease: true}, 1) }
+
+// BenchmarkGPUChained1000 is values of 1,000 launches of empty: an op is
+// one kernel.
+func BenchmarkGPUChained1000(b *testing.B) { benchChained(b, Config{}, 1000) }
+
+// benchCopy copies n bytes from a region of kind from to Device memory on
+// COPY:0, each copy a value, and spins on the word at the end; b.SetBytes
+// makes MB/s the bytes copied, and GB/s-rw counts a device-to-device
+// copy's reads and writes, as the anchor prints it.
+func benchCopy(b *testing.B, from device.Memory, n int, c Config) {
+	r := benchRaw(b, c)
+	src, dst := r.alloc(from, n), r.alloc(device.Device, n)
+	r.submit(nil, fillPart(qCopy, src, 0, uint64(n), 1))
+	s := device.Submission{Parts: []device.Part{copyPart(qCopy, src, dst, 0, 0, uint64(n))}}
+	rawValue(r, &s)
+	r.wait(r.v)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	t0 := time.Now()
+	for range b.N {
+		rawValue(r, &s)
+	}
+	for !device.AtLeast(r.d.Signaled(), r.v) {
+	}
+	el := time.Since(t0)
+	b.StopTimer()
+	if from == device.Device {
+		b.ReportMetric(2*float64(n)*float64(b.N)/el.Seconds()/1e9, "GB/s-rw")
+	}
+}
+
+// Copies on the copy engine; anchors "C d2d copy 1GiB" (its read+write
+// figure) and "C h2d pinned 1GiB", and cuMemcpyAsync at 64 MiB.
+func BenchmarkGPUCopyD2D64MiB(b *testing.B) { benchCopy(b, device.Device, 64<<20, Config{}) }
+func BenchmarkGPUCopyD2D1GiB(b *testing.B)  { benchCopy(b, device.Device, 1<<30, Config{}) }
+func BenchmarkGPUCopyH2D64MiB(b *testing.B) { benchCopy(b, device.Pinned, 64<<20, Config{}) }
+func BenchmarkGPUCopyH2D1GiB(b *testing.B)  { benchCopy(b, device.Pinned, 1<<30, Config{}) }
+
+// Device-to-device copies as the driver's kernel on the compute channel
+// (Config.CopyKernels), to weigh against the copy engine.
+func BenchmarkGPUCopyD2DKernel64MiB(b *testing.B) {
+	benchCopy(b, device.Device, 64<<20, Config{CopyKernels: 1})
+}
+func BenchmarkGPUCopyD2DKernel1GiB(b *testing.B) {
+	benchCopy(b, device.Device, 1<<30, Config{CopyKernels: 1})
+}
+
+// TestBenchmarksOnFake runs the benchmarks of launches and of 64 MiB copies
+// on the fake, whose emulation of the GPU allocates: TestHotPathAllocs
+// counts the driver's allocations.
+func TestBenchmarksOnFake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmarks")
+	}
+	bt := flag.Lookup("test.benchtime")
+	old := bt.Value.String()
+	if err := bt.Value.Set("300x"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = bt.Value.Set(old) }()
+	f := newFake()
+	benchRaw = func(tb testing.TB, c Config) *raw { return openRaw(tb, c) }
+	benchRig = func(tb testing.TB, c Config) *rig.Device {
+		dev, err := rig.Open(bg, f.opener(c))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = dev.Close(); <-dev.Done() })
+		return dev
+	}
+	defer func() { benchRaw, benchRig = openGPURaw, openRig }()
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.B)
+	}{
+		{"RigLaunch", BenchmarkGPURigLaunch},
+		{"RigRoundTrip", BenchmarkGPURigRoundTrip},
+		{"RoundTrip", BenchmarkGPURoundTrip},
+		{"Chained", BenchmarkGPUChained},
+		{"ChainedRelease", BenchmarkGPUChainedRelease},
+		{"Chained1000", BenchmarkGPUChained1000},
+		{"CopyD2D64MiB", BenchmarkGPUCopyD2D64MiB},
+		{"CopyD2DKernel64MiB", BenchmarkGPUCopyD2DKernel64MiB},
+	} {
+		res := testing.Benchmark(c.fn)
+		if res.N == 0 {
+			t.Errorf("%s did not run", c.name)
+			continue
+		}
+		t.Logf("%s: %v %v", c.name, res, res.MemString())
+	}
+}
+
+// TestHotPathAllocs counts the allocations of Room and Submit with the
+// fake paused: a launch, a timed launch, a copy kernel, values of both
+// channels.
+func TestHotPathAllocs(t *testing.T) {
+	r := openRaw(t, Config{CopyKernels: 1})
+	e := r.entry("empty")
+	a, b := r.alloc(device.Device, 1<<20), r.alloc(device.Device, 1<<20)
+	m := r.alloc(device.Pinned, 4096)
+	r.wait(r.submitTimed(true, nil, launch(e, 1, 32, nil)))
+	if _, err := r.d.Settle(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []device.Submission{
+		{Parts: []device.Part{launch(e, 1, 32, nil)}},
+		{Parts: []device.Part{launch(e, 1, 32, nil)}, Timed: true},
+		{Parts: []device.Part{copyPart(qCopy, a, b, 0, 0, 1<<20)}},
+		{Parts: []device.Part{fillPart(qCopy, m, 0, 8, 1), launch(e, 1, 32, nil), copyPart(qCompute, m, m, 0, 64, 8)}},
+	} {
+		rawValue(r, &s)
+		r.wait(r.v)
+		r.f.pause()
+		n := testing.AllocsPerRun(100, func() { rawValue(r, &s) })
+		r.f.resume()
+		r.wait(r.v)
+		if n != 0 {
+			t.Errorf("%v allocations a value of %v", n, s.Parts)
+		}
+	}
+}
