@@ -95,7 +95,6 @@ func (d *gpu) lay(c *abi.Cubin, r device.Region) (device.Image, error) {
 		_ = d.p.Free(st)
 		return nil, err
 	}
-	d.icache.Store(true)
 	return &image{d: d, cubin: c, addr: dst.Address, funcs: map[string]*device.Entry{}}, nil
 }
 
@@ -140,6 +139,7 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 			}
 			ch.segPos = pos + k
 			d.upMark, d.layPending = ch.marks, true
+			d.icache.Store(true)
 			d.retMu.Lock()
 			d.staging = append(d.staging, retired{m: st, until: ch.marks})
 			d.retMu.Unlock()
