@@ -118,7 +118,10 @@ func BenchmarkGPURigRoundTrip(b *testing.B) {
 func rawValue(r *raw, s *device.Submission) {
 	r.v++
 	s.Value = r.v
-	for {
+	for i := 1; ; i++ {
+		if i%4096 == 0 && r.d.notified() {
+			r.t.Fatal(r.d.notifierFault())
+		}
 		switch a := r.d.Room(s); a.Kind {
 		case device.RoomOK:
 			r.d.Submit(s)
@@ -143,8 +146,7 @@ func BenchmarkGPURoundTrip(b *testing.B) {
 	step := func() time.Duration {
 		start := time.Now()
 		rawValue(r, &s)
-		for !device.AtLeast(r.d.Signaled(), r.v) {
-		}
+		spin(r)
 		return time.Since(start)
 	}
 	for range 1000 {
@@ -181,8 +183,7 @@ func benchChained(b *testing.B, c Config, k int) {
 	for i := 0; i < b.N; i += k {
 		rawValue(r, &s)
 	}
-	for !device.AtLeast(r.d.Signaled(), r.v) {
-	}
+	spin(r)
 	b.StopTimer()
 }
 
@@ -217,8 +218,7 @@ func benchCopy(b *testing.B, from device.Memory, n int, c Config) {
 	for range b.N {
 		rawValue(r, &s)
 	}
-	for !device.AtLeast(r.d.Signaled(), r.v) {
-	}
+	spin(r)
 	el := time.Since(t0)
 	b.StopTimer()
 	if from == device.Device {
@@ -314,6 +314,16 @@ func TestHotPathAllocs(t *testing.T) {
 		r.wait(r.v)
 		if n != 0 {
 			t.Errorf("%v allocations a value of %v", n, s.Parts)
+		}
+	}
+}
+
+// spin spins on the word until it reaches the last value submitted, and
+// fails where a channel's notifier holds an error.
+func spin(r *raw) {
+	for i := 1; !device.AtLeast(r.d.Signaled(), r.v); i++ {
+		if i%4096 == 0 && r.d.notified() {
+			r.t.Fatal(r.d.notifierFault())
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,4 +188,53 @@ func TestGPU11TwoDevices(t *testing.T) {
 		t.Error("device B's fill did not run")
 	}
 	t.Logf("device B ran 10 values after device A's fault")
+}
+
+func init() {
+	// RIG_NV_RELEASE=i makes devices use releaseForms[i] (NOTES.md).
+	if s := os.Getenv("RIG_NV_RELEASE"); s != "" {
+		if i, err := strconv.Atoi(s); err == nil && i >= 0 && i < len(releaseForms) {
+			ownRelease = releaseForms[i]
+		}
+	}
+}
+
+// TestGPU0OwnRelease tries each form of the descriptor's release on a
+// device of its own: 20 chained values of twice on one float, each
+// released by its launch. It logs "release form i works" for each form
+// that ran them right.
+func TestGPU0OwnRelease(t *testing.T) {
+	needGPU(t)
+	keep := ownRelease
+	defer func() { ownRelease = keep }()
+	for i, f := range releaseForms {
+		if !f.on {
+			continue
+		}
+		ownRelease = f
+		ok := t.Run(strings.ReplaceAll(f.name, " ", "_"), func(t *testing.T) {
+			r := openGPURaw(t, Config{})
+			e := r.entry("twice")
+			x := r.alloc(device.Pinned, 4096)
+			putF32(hostOf(x), 0, 1)
+			for range 20 {
+				r.submit(nil, launch(e, 1, 1, u64s(x.Address)))
+			}
+			t0 := time.Now()
+			for !device.AtLeast(r.d.Signaled(), r.v) {
+				if err := r.d.Sleep(r.d.Signaled(), time.Millisecond); err != nil {
+					t.Fatalf("release form %d (%s): %v", i, f.name, err)
+				}
+				if time.Since(t0) > 2*time.Second {
+					t.Fatalf("release form %d (%s): the word reads %d, not %d", i, f.name, r.d.Signaled(), r.v)
+				}
+			}
+			if got := f32(hostOf(x), 0); got != 1<<20 {
+				t.Fatalf("release form %d (%s): x = %v, want 2^20", i, f.name, got)
+			}
+		})
+		if ok {
+			t.Logf("release form %d works: %s", i, f.name)
+		}
+	}
 }

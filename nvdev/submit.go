@@ -328,7 +328,7 @@ func (w *walk) run() {
 	w.upAcquire = d.upAcquired
 	if n := len(s.Parts); n > 0 {
 		w.ender = d.parts[n-1].ch
-		w.own = !s.Timed && uint32(s.Value) != 0 && !d.cfg.NoOwnRelease &&
+		w.own = !s.Timed && uint32(s.Value) != 0 && !d.cfg.NoOwnRelease && ownRelease.on &&
 			(s.Parts[n-1].Kind == device.Launch || d.parts[n-1].kernel)
 		for i := 0; w.own && i < n; i++ {
 			w.own = d.parts[i].ch == qCompute
@@ -588,7 +588,7 @@ func (w *walk) launch(c int, p *device.Part) {
 		l.Stamp(d.qmd[:], d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
 		q := abi.QmdOf(d.gen.Qmd, d.qmd[:])
 		if w.own && w.last {
-			q.SetRelease(0, d.wordGPU, w.s.Value)
+			ownRelease.set(q, d.wordGPU, w.s.Value)
 		}
 		if d.cfg.tweak != nil {
 			d.cfg.tweak(q)
