@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,10 +98,10 @@ func runRounds(ctx context.Context, cfg *config, lanes []lane[rig.Point], base *
 // device takes jobs from a channel, in order, does the work a host device
 // does for the workload (a launch calls its kernel once per thread, with
 // no check of the addresses it touches), and sends each job's number back
-// on its lane's channel, which the lane's waiter receives. A job that follows its lane's
-// job on the other worker (the mixed workload) waits for it first, polling
-// as hostdev polls a wait. Submitting is a channel send; waiting, a
-// receive.
+// on its lane's channel, which the lane's waiter receives. A job that
+// follows its lane's job on the other worker (the mixed workload) waits
+// for it first, woken by a channel. Submitting is a channel send; waiting,
+// a receive.
 
 // jobKind is what a job does.
 type jobKind uint8
@@ -123,12 +122,20 @@ type job struct {
 	x        []float32
 	after    bool // wait until the lane's previous job completed
 	ln       *hostLane
+	// sleep is the channel that wakes the job's worker while it waits for
+	// the lane's previous job, and wake the one the job's completion
+	// wakes: the lane's other worker's. Each is waited on by one worker
+	// only, so no wake-up is lost or taken by the wrong worker.
+	sleep, wake chan struct{}
 }
 
 // hostLane is a lane's state in the host baseline.
 type hostLane struct {
-	done chan uint64   // the worker sends each job's seq here
+	done chan uint64   // the worker sends each job's seq here, one per job
 	fin  atomic.Uint64 // the seq of the lane's last job completed
+	// kick wakes worker A (0) or B (1) of the mixed workload; each holds
+	// one wake-up.
+	kick [2]chan struct{}
 }
 
 // worker is the goroutine of a host device in the baseline.
@@ -148,7 +155,7 @@ func (w *worker) run(wg *sync.WaitGroup) {
 	defer wg.Done()
 	for j := range w.jobs {
 		if j.after {
-			await(&j.ln.fin, j.seq-1)
+			j.ln.await(j.seq-1, j.sleep)
 		}
 		switch j.kind {
 		case jobEmpty:
@@ -165,21 +172,22 @@ func (w *worker) run(wg *sync.WaitGroup) {
 			}
 		}
 		j.ln.fin.Store(j.seq)
+		if j.wake != nil {
+			select {
+			case j.wake <- struct{}{}:
+			default:
+			}
+		}
 		j.ln.done <- j.seq
 	}
 }
 
-// await waits until fin holds at least v: yields, then sleeps that double
-// from a microsecond to a millisecond, as hostdev waits.
-func await(fin *atomic.Uint64, v uint64) {
-	backoff := time.Microsecond
-	for spin := 0; fin.Load() < v; spin++ {
-		if spin < 64 {
-			runtime.Gosched()
-			continue
-		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, time.Millisecond)
+// await waits until the lane's fin holds at least v, woken by sleep, which
+// the completions of the lane's jobs on the other worker send to. A stale
+// wake-up costs a look.
+func (ln *hostLane) await(v uint64, sleep <-chan struct{}) {
+	for ln.fin.Load() < v {
+		<-sleep
 	}
 }
 
@@ -201,17 +209,18 @@ func hostBaseline(e *env) *baseline {
 	size := e.size
 	mk := func(device string, plan func(ln *hostLane, j *job, k uint64) *worker) lane[uint64] {
 		ln := &hostLane{done: make(chan uint64, e.cfg.Depth)}
+		ln.kick[0], ln.kick[1] = make(chan struct{}, 1), make(chan struct{}, 1)
 		ring := make([]job, e.cfg.Depth)
-		var k uint64
+		var k, got uint64 // jobs submitted; completions received
 		return lane[uint64]{
 			device: device,
 			submit: func(ctx context.Context) (uint64, int64, error) {
-				k++
-				j := &ring[k%uint64(len(ring))]
-				w := plan(ln, j, k)
-				j.seq, j.ln = k, ln
+				j := &ring[(k+1)%uint64(len(ring))]
+				w := plan(ln, j, k+1)
+				j.seq, j.ln = k+1, ln
 				select {
 				case w.jobs <- j:
+					k++
 				case <-ctx.Done():
 					return 0, 0, ctx.Err()
 				}
@@ -221,16 +230,19 @@ func hostBaseline(e *env) *baseline {
 				}
 				return k, n, nil
 			},
+			// A lane's jobs complete in order, but two workers may send
+			// their completions out of order: the seq-th completion
+			// received says that jobs 1 to seq completed.
 			wait: func(ctx context.Context, seq uint64) error {
-				select {
-				case got := <-ln.done:
-					if got != seq {
-						return fmt.Errorf("baseline: job %d completed where %d was awaited", got, seq)
+				for got < seq {
+					select {
+					case <-ln.done:
+						got++
+					case <-ctx.Done():
+						return context.Cause(ctx)
 					}
-					return nil
-				case <-ctx.Done():
-					return context.Cause(ctx)
 				}
+				return nil
 			},
 		}
 	}
@@ -245,19 +257,21 @@ func hostBaseline(e *env) *baseline {
 			b.lanes = append(b.lanes, mk("A+B", func(ln *hostLane, j *job, k uint64) *worker {
 				j.dst, j.src, j.x = nil, nil, nil
 				j.after = bw != a
+				onA := func() *worker { j.sleep, j.wake = ln.kick[0], ln.kick[1]; return a }
+				onB := func() *worker { j.sleep, j.wake = ln.kick[1], ln.kick[0]; return bw }
 				switch (k - 1) % 4 {
 				case 0:
 					j.kind, j.dst = jobFill, bufA
-					return a
+					return onA()
 				case 1:
 					j.kind, j.dst, j.src = jobCopy, bufB, bufA
-					return bw
+					return onB()
 				case 2:
 					j.kind, j.after = jobEmpty, false
-					return bw
+					return onB()
 				default:
 					j.kind, j.dst, j.src = jobCopy, bufA, bufB
-					return a
+					return onA()
 				}
 			}))
 		}
@@ -280,7 +294,7 @@ func hostBaseline(e *env) *baseline {
 					kind, dst, src = jobCopy, make([]byte, size), make([]byte, size)
 				}
 				b.lanes = append(b.lanes, mk(o.dev.Name(), func(ln *hostLane, j *job, k uint64) *worker {
-					j.kind, j.dst, j.src, j.x, j.after = kind, dst, src, x, false
+					j.kind, j.dst, j.src, j.x, j.after, j.sleep, j.wake = kind, dst, src, x, false, nil, nil
 					return w
 				}))
 			}

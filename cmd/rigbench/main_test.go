@@ -217,3 +217,12 @@ func TestRunRounds(t *testing.T) {
 		t.Errorf("baseline %+v, note %q", r.Baseline, r.BaselineNote)
 	}
 }
+
+// TestRunMixedCompare runs the mixed workload and its baseline in many
+// short rounds: each side makes all of -n, with no error.
+func TestRunMixedCompare(t *testing.T) {
+	r := runJSON(t, context.Background(), "-device", "host", "-workload", "mixed", "-size", "4KiB", "-n", "2000", "-c", "2", "-compare", "-rounds", "10")
+	if r.Rig.Submissions != 2000 || r.Rig.Errors != 0 || r.Baseline == nil || r.Baseline.Submissions != 2000 || r.Baseline.Errors != 0 {
+		t.Fatalf("rig %+v, baseline %+v", r.Rig, r.Baseline)
+	}
+}
