@@ -171,14 +171,17 @@ func (w *worker) run(wg *sync.WaitGroup) {
 				j.dst[i] = 0x5a
 			}
 		}
-		j.ln.fin.Store(j.seq)
-		if j.wake != nil {
+		// Once fin says the job completed, its lane may count it done and
+		// reuse its slot: j is not read past this point.
+		ln, seq, wake := j.ln, j.seq, j.wake
+		ln.fin.Store(seq)
+		if wake != nil {
 			select {
-			case j.wake <- struct{}{}:
+			case wake <- struct{}{}:
 			default:
 			}
 		}
-		j.ln.done <- j.seq
+		ln.done <- seq
 	}
 }
 
