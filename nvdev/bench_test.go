@@ -41,7 +41,8 @@ func rigEmpty(b *testing.B, c Config) *rig.Submission {
 }
 
 // BenchmarkGPURigLaunch is the host's cost of a submission of one launch
-// through rig (Take, Threads, Submit), the GPU running them behind; anchor:
+// through rig (Take, Threads, Submit): the clock stops while the GPU
+// drains each batch of 8,192, so that no submission waits for room; anchor:
 // cudadev's BenchmarkGPURigLaunch and "C launch enqueue".
 func BenchmarkGPURigLaunch(b *testing.B) {
 	s := rigEmpty(b, Config{})
@@ -62,7 +63,14 @@ func BenchmarkGPURigLaunch(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
+		if i%8192 == 8191 {
+			b.StopTimer()
+			if err := p.Wait(bg); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
 		step()
 	}
 	b.StopTimer()
@@ -139,8 +147,16 @@ func rawValue(r *raw, s *device.Submission) {
 // BenchmarkGPURoundTrip is a launch of empty through the driver alone
 // (Room, Submit) and a spin on the word; anchor: "C launch+writeValue64+spin
 // median".
-func BenchmarkGPURoundTrip(b *testing.B) {
-	r := benchRaw(b, Config{})
+func BenchmarkGPURoundTrip(b *testing.B) { benchRoundTrip(b, Config{}) }
+
+// BenchmarkGPURoundTripPinnedSegments is BenchmarkGPURoundTrip with the
+// segment rings in Pinned memory (Config.PinnedSegments).
+func BenchmarkGPURoundTripPinnedSegments(b *testing.B) {
+	benchRoundTrip(b, Config{PinnedSegments: true})
+}
+
+func benchRoundTrip(b *testing.B, c Config) {
+	r := benchRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	lat := make([]time.Duration, 0, 1<<16)
 	step := func() time.Duration {
@@ -196,6 +212,12 @@ func BenchmarkGPUChained(b *testing.B) { benchChained(b, Config{}, 1) }
 // release of the channel after each launch (Config.NoOwnRelease).
 func BenchmarkGPUChainedRelease(b *testing.B) { benchChained(b, Config{NoOwnRelease: true}, 1) }
 
+// BenchmarkGPUChainedPinnedSegments is BenchmarkGPUChained with the
+// segment rings in Pinned memory (Config.PinnedSegments).
+func BenchmarkGPUChainedPinnedSegments(b *testing.B) {
+	benchChained(b, Config{PinnedSegments: true}, 1)
+}
+
 // BenchmarkGPUChained1000 is values of 1,000 launches of empty: an op is
 // one kernel.
 func BenchmarkGPUChained1000(b *testing.B) { benchChained(b, Config{}, 1000) }
@@ -226,20 +248,19 @@ func benchCopy(b *testing.B, from device.Memory, n int, c Config) {
 	}
 }
 
-// Copies on the copy engine; anchors "C d2d copy 1GiB" (its read+write
-// figure) and "C h2d pinned 1GiB", and cuMemcpyAsync at 64 MiB.
+// Copies on COPY:0, each a value; anchors "C d2d copy 1GiB" (its
+// read+write figure), "C h2d pinned 1GiB", and cuMemcpyAsync at 64 MiB.
+// Device-to-device copies run as the driver's kernel on the compute
+// channel (Config.CopyKernels), the Engine variants on the copy engine.
 func BenchmarkGPUCopyD2D64MiB(b *testing.B) { benchCopy(b, device.Device, 64<<20, Config{}) }
 func BenchmarkGPUCopyD2D1GiB(b *testing.B)  { benchCopy(b, device.Device, 1<<30, Config{}) }
 func BenchmarkGPUCopyH2D64MiB(b *testing.B) { benchCopy(b, device.Pinned, 64<<20, Config{}) }
 func BenchmarkGPUCopyH2D1GiB(b *testing.B)  { benchCopy(b, device.Pinned, 1<<30, Config{}) }
-
-// Device-to-device copies as the driver's kernel on the compute channel
-// (Config.CopyKernels), to weigh against the copy engine.
-func BenchmarkGPUCopyD2DKernel64MiB(b *testing.B) {
-	benchCopy(b, device.Device, 64<<20, Config{CopyKernels: 1})
+func BenchmarkGPUCopyD2DEngine64MiB(b *testing.B) {
+	benchCopy(b, device.Device, 64<<20, Config{CopyKernels: -1})
 }
-func BenchmarkGPUCopyD2DKernel1GiB(b *testing.B) {
-	benchCopy(b, device.Device, 1<<30, Config{CopyKernels: 1})
+func BenchmarkGPUCopyD2DEngine1GiB(b *testing.B) {
+	benchCopy(b, device.Device, 1<<30, Config{CopyKernels: -1})
 }
 
 // TestBenchmarksOnFake runs the benchmarks of launches and of 64 MiB copies
@@ -277,7 +298,8 @@ func TestBenchmarksOnFake(t *testing.T) {
 		{"ChainedRelease", BenchmarkGPUChainedRelease},
 		{"Chained1000", BenchmarkGPUChained1000},
 		{"CopyD2D64MiB", BenchmarkGPUCopyD2D64MiB},
-		{"CopyD2DKernel64MiB", BenchmarkGPUCopyD2DKernel64MiB},
+		{"CopyD2DEngine64MiB", BenchmarkGPUCopyD2DEngine64MiB},
+		{"RoundTripPinnedSegments", BenchmarkGPURoundTripPinnedSegments},
 	} {
 		res := testing.Benchmark(c.fn)
 		if res.N == 0 {

@@ -35,7 +35,7 @@ const (
 const fallbackEntries = 1 << 16
 
 // Layout of a channel's auxiliary Pinned memory: the error notifier's page,
-// then the channel's mark word, then the segment ring.
+// then the channel's mark word; auxSegments is its size.
 const (
 	auxNotifier = 0
 	auxMark     = 4096
@@ -160,6 +160,7 @@ type channel struct {
 	marks    uint64 // the last mark released
 	seg      []uint32
 	segGPU   uint64
+	seg0     *nvidia.Memory // the segment ring make allocated
 	segMem   *nvidia.Memory // the segment ring a growth made, or nil
 	segPos   uint64         // words placed, monotonic
 	base     uint64         // bits 56:40 the ring's segments run at
@@ -268,16 +269,27 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		if ch.ring, err = alloc(device.Mapped, ringBytes); err != nil {
 			return nil, err
 		}
-		if ch.aux, err = alloc(device.Pinned, auxSegments+c.SegmentBytes); err != nil {
+		if ch.aux, err = alloc(device.Pinned, auxSegments); err != nil {
 			return nil, err
+		}
+		// The segment ring in Mapped memory where the BAR has room, as the
+		// launch ring: the channel fetches its words from the GPU's own
+		// memory.
+		if d.flush != nil && !c.PinnedSegments {
+			ch.seg0, _ = alloc(device.Mapped, c.SegmentBytes)
+		}
+		if ch.seg0 == nil {
+			if ch.seg0, err = alloc(device.Pinned, c.SegmentBytes); err != nil {
+				return nil, err
+			}
 		}
 		ch.gp = unsafe.Slice((*uint64)(ptrAt(ch.ring.Host)), c.RingEntries)
 		ch.gpPut = (*uint32)(ptrAt(ch.ring.Host + uintptr(c.RingEntries*8) + 0x8c))
 		ch.notifier = (*[4]uint32)(ptrAt(ch.aux.Host + auxNotifier))
 		ch.mark = (*uint64)(ptrAt(ch.aux.Host + auxMark))
 		ch.markGPU = ch.aux.Address + auxMark
-		ch.seg = hostWords(ch.aux, auxSegments, c.SegmentBytes/4)
-		ch.segGPU = ch.aux.Address + auxSegments
+		ch.seg = hostWords(ch.seg0, 0, c.SegmentBytes/4)
+		ch.segGPU = ch.seg0.Address
 		d.ch[q] = ch
 	}
 	if d.flush != nil {

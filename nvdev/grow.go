@@ -13,8 +13,8 @@ import (
 // channel's segment ring, whose launches exceed the launch ring, or that is
 // timed before the device has a stamp ring, and records what it needs.
 // Grow makes each such ring anew, of the least power of two of bytes, at
-// least a page, that holds twice what the parts take (segment rings in
-// Pinned memory, the launch ring in Mapped memory where the BAR has room),
+// least a page, that holds twice what the parts take (in Mapped memory
+// where the BAR has room, as make placed them, and Pinned otherwise),
 // and keeps it aside: it changes nothing Room and Submit read. The next
 // Room puts it in place, before it walks the submission: the ring's
 // positions start over at the new ring's first byte, and the records of the
@@ -92,9 +92,15 @@ func (d *gpu) Grow() error {
 			_ = d.p.Free(g)
 			d.grown.seg[q] = nil
 		}
-		m, err := d.p.Alloc(device.Pinned, size)
-		if err != nil {
-			return shortOf(err, size)
+		var m *nvidia.Memory
+		if d.flush != nil && !d.cfg.PinnedSegments {
+			m, _ = d.p.Alloc(device.Mapped, size)
+		}
+		if m == nil {
+			var err error
+			if m, err = d.p.Alloc(device.Pinned, size); err != nil {
+				return shortOf(err, size)
+			}
 		}
 		d.grown.seg[q] = m
 	}

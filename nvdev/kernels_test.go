@@ -36,11 +36,11 @@ func (r *raw) copyKernelsOn(n *int) {
 // within Device memory to the driver's kernels on the compute channel, in
 // their queue's order, and leaves the others to the copy engine.
 func TestCopyKernels(t *testing.T) {
-	// The seed's default: the kernels on sm_8x only.
-	if r := openRaw(t, Config{}); r.d.copyK != nil {
-		t.Error("copy kernels on sm_90 by default")
+	// The kernels by default on sm_90, and not with CopyKernels < 0.
+	if r := openRaw(t, Config{CopyKernels: -1}); r.d.copyK != nil {
+		t.Error("copy kernels with CopyKernels -1")
 	}
-	r := openRaw(t, Config{CopyKernels: 1})
+	r := openRaw(t, Config{})
 	if r.d.copyK == nil {
 		t.Fatal("no copy kernels")
 	}

@@ -73,16 +73,21 @@ type Config struct {
 	// does. By default the compute channel binds one on subchannel 4 and
 	// runs copies and fills in its queue's order.
 	NoComputeCopies bool
+	// PinnedSegments keeps the channels' segment rings in Pinned memory, as
+	// the seed does; by default they are Mapped memory where the BAR has
+	// room, which the channels fetch from faster (NOTES.md).
+	PinnedSegments bool
 	// NoOwnRelease makes every value end with a semaphore release of its
 	// channel, where by default an untimed value of launches on COMPUTE:0
 	// whose last part is a launch has that launch release it (the
 	// descriptor's release slot), with no wait for idle after it.
 	NoOwnRelease bool
 	// CopyKernels chooses where a copy or a fill of one row of at least
-	// 256 KiB within the device's Device memory runs: 0 as the seed says
-	// (as the driver's kernel on the compute channel on sm_80, sm_86,
-	// sm_87 and sm_89, on the copy engine elsewhere), > 0 as the kernel
-	// wherever a cubin of kernels/ runs, < 0 on the copy engine.
+	// 256 KiB within the device's Device memory runs: 0 as the driver's
+	// kernel on the compute channel on sm_80, sm_86, sm_87 and sm_89, as
+	// the seed says, and on sm_90, where it ran 18 times as fast as the copy
+	// engine (NOTES.md); > 0 as the kernel wherever a cubin of kernels/
+	// runs; < 0 on the copy engine.
 	CopyKernels int
 
 	// Tests' knobs: tweak changes each launch's descriptor after the

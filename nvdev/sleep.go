@@ -219,7 +219,7 @@ func (d *gpu) Stop(string) error {
 		atomic.StoreUint64(d.word, d.last)
 		var mems []*nvidia.Memory
 		for _, ch := range d.ch {
-			mems = append(mems, ch.ring, ch.aux)
+			mems = append(mems, ch.ring, ch.aux, ch.seg0)
 		}
 		mems = append(mems, d.launch0)
 		mems = append(mems, d.ringsHeld()...)
