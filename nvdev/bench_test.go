@@ -222,6 +222,10 @@ func BenchmarkGPUChainedPinnedSegments(b *testing.B) {
 // one kernel.
 func BenchmarkGPUChained1000(b *testing.B) { benchChained(b, Config{}, 1000) }
 
+// BenchmarkGPUChained1000Linked is BenchmarkGPUChained1000 with the
+// launches of a value linked (Config.LinkLaunches).
+func BenchmarkGPUChained1000Linked(b *testing.B) { benchChained(b, Config{LinkLaunches: true}, 1000) }
+
 // benchCopy copies n bytes from a region of kind from to Device memory on
 // COPY:0, each copy a value, and spins on the word at the end; b.SetBytes
 // makes MB/s the bytes copied, and GB/s-rw counts a device-to-device
@@ -297,6 +301,7 @@ func TestBenchmarksOnFake(t *testing.T) {
 		{"Chained", BenchmarkGPUChained},
 		{"ChainedRelease", BenchmarkGPUChainedRelease},
 		{"Chained1000", BenchmarkGPUChained1000},
+		{"Chained1000Linked", BenchmarkGPUChained1000Linked},
 		{"CopyD2D64MiB", BenchmarkGPUCopyD2D64MiB},
 		{"CopyD2DEngine64MiB", BenchmarkGPUCopyD2DEngine64MiB},
 		{"RoundTripPinnedSegments", BenchmarkGPURoundTripPinnedSegments},

@@ -841,3 +841,46 @@ func TestCapabilityLocal(t *testing.T) {
 		t.Errorf("a smaller local memory: %v", err)
 	}
 }
+
+// TestLinkLaunches links the launches of a value: the first is sent, each
+// later one is the dependent of the one before, the last releases the
+// value, and a part after them waits for idle first.
+func TestLinkLaunches(t *testing.T) {
+	r := openRaw(t, Config{LinkLaunches: true})
+	c, _ := abi.Parse(cubin(t))
+	k, _ := c.Kernel("twice")
+	r.f.twice(k.ParamOffset)
+	e := r.entry("twice")
+	x := r.alloc(device.Pinned, 4096)
+	putF32(hostOf(x), 0, 1)
+	parts := make([]device.Part, 20)
+	for i := range parts {
+		parts[i] = launch(e, 1, 1, u64s(x.Address))
+	}
+	r.wait(r.submit(nil))
+	r.f.trace = map[string][]abi.Write{}
+	n0, l0 := r.f.launches, r.f.linked
+	r.wait(r.submit(nil, parts...))
+	if n, l := r.f.launches-n0, r.f.linked-l0; n != 20 || l != 19 {
+		t.Errorf("%d launches, %d linked; want 20 and 19", n, l)
+	}
+	pcas := 0
+	for _, w := range r.f.trace["channel 0"] {
+		if w.Method == abi.ComputeSendPcasA {
+			pcas++
+		}
+	}
+	if pcas != 1 {
+		t.Errorf("%d descriptors sent, want 1", pcas)
+	}
+	if got := f32(hostOf(x), 0); got != 1<<20 {
+		t.Errorf("x = %v, want 2^20", got)
+	}
+	// A fill between launches breaks the link.
+	l0 = r.f.linked
+	m := r.alloc(device.Pinned, 4096)
+	r.wait(r.submit(nil, parts[0], parts[1], fillPart(qCompute, m, 0, 8, 1), parts[2], parts[3]))
+	if l := r.f.linked - l0; l != 2 {
+		t.Errorf("%d linked around a fill, want 2", l)
+	}
+}

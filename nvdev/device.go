@@ -87,7 +87,7 @@ type gpu struct {
 	copyK     *copyKernels // the driver's copy kernels, where it runs them
 	kpart     device.Part  // the launch of a copy kernel, as a walk stamps it
 	kparams   [24]byte
-	qmd       [abi.MaxQmdWords]uint32
+	qmd       [2][abi.MaxQmdWords]uint32 // scratch descriptors, a launch's and the one before
 	bank0     []byte
 	applied   *localMem // the local memory the compute channel was given
 	lastOwn   bool      // the last value's launch released it (no wait for idle followed)

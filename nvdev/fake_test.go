@@ -50,6 +50,7 @@ type fake struct {
 	timerErr    error
 	fast        bool
 	noMemory    bool // Alloc answers ErrNoMemory
+	linked      int  // launches a descriptor linked to
 }
 
 type fakeMem struct {
@@ -430,24 +431,9 @@ func (f *fake) exec(c *fakeChan, w abi.Write) bool {
 	case abi.SubCompute:
 		c.compRegs[w.Method] = w.Value
 		if w.Method == abi.ComputeSendSignalingPcas2B {
-			qa := uint64(c.compRegs[abi.ComputeSendPcasA]) << 8
-			qb := f.bytesAt(qa, uint64(abi.QmdV04.Bytes()))
-			q := abi.QmdOf(abi.QmdV04, unsafe.Slice((*uint32)(unsafe.Pointer(&qb[0])), abi.QmdV04.Words))
-			_, ba, bn, _ := q.ConstantBuffer(0)
-			bank := append([]byte(nil), f.bytesAt(ba, uint64(bn))...)
-			f.launches++
-			if f.onLaunch != nil {
-				f.mu.Unlock()
-				f.onLaunch(q, bank)
-				f.mu.Lock()
-			}
-			if on, p64, a, v := q.Release(0); on {
-				f.ownReleases++
-				if !p64 {
-					// The low 32 bits alone.
-					v = f.load64(a)&^0xffffffff | v&0xffffffff
-				}
-				f.store64(a, v)
+			// The launch, then each descriptor it links to.
+			for qa := uint64(c.compRegs[abi.ComputeSendPcasA]) << 8; qa != 0; {
+				qa = f.runQmd(qa)
 			}
 		}
 	case abi.SubCopy:
@@ -492,4 +478,32 @@ func (f *fake) copyLaunch(c *fakeChan, v uint32) {
 		a := uint64(r[abi.CopySemaphoreA])<<32 | uint64(r[abi.CopySemaphoreB])
 		f.store64(a, uint64(r[abi.CopySemaphorePayloadUpper])<<32|uint64(r[abi.CopySemaphorePayload]))
 	}
+}
+
+// runQmd runs the launch of the descriptor at qa and its release, and
+// answers the descriptor it links to, or 0. The caller holds mu.
+func (f *fake) runQmd(qa uint64) uint64 {
+	qb := f.bytesAt(qa, uint64(abi.QmdV04.Bytes()))
+	q := abi.QmdOf(abi.QmdV04, unsafe.Slice((*uint32)(unsafe.Pointer(&qb[0])), abi.QmdV04.Words))
+	_, ba, bn, _ := q.ConstantBuffer(0)
+	bank := append([]byte(nil), f.bytesAt(ba, uint64(bn))...)
+	f.launches++
+	if f.onLaunch != nil {
+		f.mu.Unlock()
+		f.onLaunch(q, bank)
+		f.mu.Lock()
+	}
+	if on, p64, a, v := q.Release(0); on {
+		f.ownReleases++
+		if !p64 {
+			// The low 32 bits alone.
+			v = f.load64(a)&^0xffffffff | v&0xffffffff
+		}
+		f.store64(a, v)
+	}
+	if next, on := q.Dependent(); on {
+		f.linked++
+		return next
+	}
+	return 0
 }

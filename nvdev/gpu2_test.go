@@ -238,3 +238,29 @@ func TestGPU0OwnRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestGPU12Link runs values of 20 linked launches of twice on one float
+// (Config.LinkLaunches), each value after a fill that resets it: the value
+// is right only if each launch ran after the one before, and the word
+// reached only after the last; with the value released by the last
+// launch, and by the channel's release.
+func TestGPU12Link(t *testing.T) {
+	for _, c := range []Config{{LinkLaunches: true}, {LinkLaunches: true, NoOwnRelease: true}} {
+		r := openGPURaw(t, c)
+		e := r.entry("twice")
+		x := r.alloc(device.Pinned, 4096)
+		parts := []device.Part{fillPart(qCompute, x, 0, 4, 0x3f)}
+		for range 20 {
+			parts = append(parts, launch(e, 1, 1, u64s(x.Address)))
+		}
+		want := math.Float32frombits(0x3f3f3f3f) * (1 << 20)
+		t0 := time.Now()
+		for i := range 30 {
+			r.wait(r.submit(nil, parts...))
+			if got := f32(hostOf(x), 0); got != want {
+				t.Fatalf("%+v: value %d: x = %v, want %v", c, i, got, want)
+			}
+		}
+		t.Logf("%+v: 30 values of a fill and 20 linked launches of twice, each waited for, in %v", c, time.Since(t0))
+	}
+}

@@ -139,7 +139,7 @@ func store64(t *testing.T, r *raw, name string) bool {
 	r.wait(r.submit(nil, launch(e, 1, 1, u64s(x.Address, 0xfeed_beef_1234))))
 	got := binary.LittleEndian.Uint64(hostOf(x))
 	var nz []string
-	for i, w := range r.d.qmd[:r.d.gen.Qmd.Words] {
+	for i, w := range r.d.qmd[0][:r.d.gen.Qmd.Words] {
 		if w != 0 {
 			nz = append(nz, fmt.Sprintf("%d:%08x", i, w))
 		}

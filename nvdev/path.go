@@ -77,6 +77,12 @@ type Config struct {
 	// the seed does; by default they are Mapped memory where the BAR has
 	// room, which the channels fetch from faster (NOTES.md).
 	PinnedSegments bool
+	// LinkLaunches links each launch that follows a launch of the same
+	// value on COMPUTE:0 to it, with nothing between: the descriptor
+	// before schedules it as it completes (DEPENDENT_QMD0, SCHEDULE), in
+	// place of a wait for idle and a send of its own. Off by default until
+	// the GPU tests confirm it (NOTES.md).
+	LinkLaunches bool
 	// NoOwnRelease makes every value end with a semaphore release of its
 	// channel, where by default an untimed value of launches on COMPUTE:0
 	// whose last part is a launch has that launch release it (the

@@ -76,6 +76,13 @@ type walk struct {
 	// upAcquire is the upload mark the compute channel acquired.
 	upAcquire uint64
 	last      bool // the walk is at the submission's last part
+	// The last launch's descriptor, in the scratch d.qmd[slot^1] until
+	// the next launch is known: its place in the launch ring, and where
+	// the compute channel's words stood after it.
+	pend             bool
+	slot             int
+	pendOff          uint64
+	pendSeg, pendPut uint64
 }
 
 // partPlan is how the device runs a part: its channel, whether it is a
@@ -350,6 +357,9 @@ func (w *walk) run() {
 			w.acquire(c, d.ch[d.parts[j].ch].markGPU, d.partMarks[j])
 		}
 		w.last = i == len(s.Parts)-1
+		if p.Kind != device.Launch && !pp.kernel {
+			w.flushPending()
+		}
 		switch {
 		case p.Kind == device.Launch:
 			w.launch(c, p)
@@ -364,6 +374,7 @@ func (w *walk) run() {
 			d.partMarks[i] = w.mark(c)
 		}
 	}
+	w.flushPending()
 	w.open(w.ender)
 	for c := range w.cur {
 		if c != w.ender && w.cur[c].used {
@@ -567,8 +578,16 @@ func (w *walk) closeSegment(c int) {
 // launch stamps a launch's constant bank 0 and descriptor into the launch
 // ring and sends the descriptor.
 func (w *walk) launch(c int, p *device.Part) {
-	w.barrier(c, prevLaunch)
 	d := w.d
+	cur := &w.cur[c]
+	// A launch right after a launch of the same value, with no word
+	// between, is linked to it: the descriptor before schedules it as it
+	// completes (Config.LinkLaunches).
+	linked := d.cfg.LinkLaunches && w.pend && cur.segPos == w.pendSeg && cur.put == w.pendPut
+	if !linked {
+		w.flushPending()
+		w.barrier(c, prevLaunch)
+	}
 	f, _ := entryOf(p.Entry)
 	l := f.l
 	bank := roundUp(uint64(l.Bank0Bytes), 256)
@@ -582,11 +601,15 @@ func (w *walk) launch(c int, p *device.Part) {
 	w.launches += bank + qmd
 	off := pos % size
 	qmdAddr := d.launchMem.Address + off + bank
-	if b := w.take(c, pcasWords); b != nil {
+	var b []uint32
+	if !linked {
+		b = w.take(c, pcasWords)
+	}
+	if w.emit {
 		bankAddr := d.launchMem.Address + off
-		words := d.gen.Qmd.Words
-		l.Stamp(d.qmd[:], d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
-		q := abi.QmdOf(d.gen.Qmd, d.qmd[:])
+		scratch := d.qmd[w.slot][:]
+		l.Stamp(scratch, d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
+		q := abi.QmdOf(d.gen.Qmd, scratch)
 		if w.own && w.last {
 			ownRelease.set(q, d.wordGPU, w.s.Value)
 		}
@@ -594,15 +617,37 @@ func (w *walk) launch(c int, p *device.Part) {
 			d.cfg.tweak(q)
 		}
 		copy(d.launchHost[off:off+uint64(l.Bank0Bytes)], d.bank0[:l.Bank0Bytes])
-		copy(unsafe.Slice((*uint32)(unsafe.Pointer(&d.launchHost[off+bank])), words), d.qmd[:words])
-		action := d.gen.PcasAction
-		if d.cfg.pcas != 0 {
-			action = d.cfg.pcas
+		if linked {
+			abi.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]).SetDependent(qmdAddr, false)
+			w.flushPending()
 		}
-		w.done(c, append(b, abi.Inc(abi.SubCompute, abi.ComputeSendPcasA, 1), uint32(qmdAddr>>8),
-			abi.Immd(abi.SubCompute, abi.ComputeSendSignalingPcas2B, action)), pcasWords)
+		if b != nil {
+			action := d.gen.PcasAction
+			if d.cfg.pcas != 0 {
+				action = d.cfg.pcas
+			}
+			w.done(c, append(b, abi.Inc(abi.SubCompute, abi.ComputeSendPcasA, 1), uint32(qmdAddr>>8),
+				abi.Immd(abi.SubCompute, abi.ComputeSendSignalingPcas2B, action)), pcasWords)
+		}
 	}
-	w.cur[c].prev = prevLaunch
+	// The descriptor stays in the scratch until the next launch is known.
+	w.pend, w.pendOff, w.pendSeg, w.pendPut = true, off+bank, cur.segPos, cur.put
+	w.slot ^= 1
+	cur.prev = prevLaunch
+}
+
+// flushPending writes the last launch's descriptor into the launch ring.
+func (w *walk) flushPending() {
+	if !w.pend {
+		return
+	}
+	w.pend = false
+	if !w.emit {
+		return
+	}
+	d := w.d
+	words := d.gen.Qmd.Words
+	copy(unsafe.Slice((*uint32)(unsafe.Pointer(&d.launchHost[w.pendOff])), words), d.qmd[w.slot^1][:words])
 }
 
 // copyRows copies or fills rows with the copy engine bound on channel c.
