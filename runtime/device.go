@@ -180,6 +180,11 @@ func (d *Device) Err() error {
 	return nil
 }
 
+// Word is the device's word in rig's array, as the waits of other devices'
+// submissions name it (device.Wait.Word), or nil where the device keeps a
+// word of its own. Nothing but the device's work may write it.
+func (d *Device) Word() *uint64 { return d.word }
+
 // Last is the point of the last value submitted.
 func (d *Device) Last() Point { return Point{d: d, v: d.last.Load()} }
 
