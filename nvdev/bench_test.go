@@ -44,21 +44,28 @@ func rigEmpty(b *testing.B, c Config) *rig.Submission {
 // through rig (Take, Threads, Submit): the clock stops while the GPU
 // drains each batch of 8,192, so that no submission waits for room; anchor:
 // cudadev's BenchmarkGPURigLaunch and "C launch enqueue".
-func BenchmarkGPURigLaunch(b *testing.B) {
-	s := rigEmpty(b, Config{})
+func BenchmarkGPURigLaunch(b *testing.B) { benchRigLaunch(b, Config{}) }
+
+// BenchmarkGPURigLaunchPinnedRings is BenchmarkGPURigLaunch with every ring
+// in Pinned memory and no read of the flush word (Config.PinnedRings).
+func BenchmarkGPURigLaunchPinnedRings(b *testing.B) { benchRigLaunch(b, Config{PinnedRings: true}) }
+
+func benchRigLaunch(b *testing.B, c Config) {
+	s := rigEmpty(b, c)
+	ctx := ctxFor(b, 60*time.Second)
 	var p rig.Point
 	var err error
 	step := func() {
 		run := s.Take()
 		run.Threads(0, 32, 1, 1)
-		if p, err = run.Submit(bg); err != nil {
+		if p, err = run.Submit(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for range 1000 {
 		step()
 	}
-	if err := p.Wait(bg); err != nil {
+	if err := p.Wait(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -66,7 +73,7 @@ func BenchmarkGPURigLaunch(b *testing.B) {
 	for i := range b.N {
 		if i%8192 == 8191 {
 			b.StopTimer()
-			if err := p.Wait(bg); err != nil {
+			if err := p.Wait(ctx); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -74,7 +81,7 @@ func BenchmarkGPURigLaunch(b *testing.B) {
 		step()
 	}
 	b.StopTimer()
-	if err := p.Wait(bg); err != nil {
+	if err := p.Wait(ctx); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -91,16 +98,25 @@ func median(b *testing.B, lat []time.Duration) {
 // BenchmarkGPURigRoundTrip is a launch of empty submitted through rig and
 // waited for (Submit, then Wait on the point); anchor: "C launch+sync
 // median".
-func BenchmarkGPURigRoundTrip(b *testing.B) {
-	s := rigEmpty(b, Config{})
+func BenchmarkGPURigRoundTrip(b *testing.B) { benchRigRoundTrip(b, Config{}) }
+
+// BenchmarkGPURigRoundTripPinnedRings is BenchmarkGPURigRoundTrip with
+// Config.PinnedRings.
+func BenchmarkGPURigRoundTripPinnedRings(b *testing.B) {
+	benchRigRoundTrip(b, Config{PinnedRings: true})
+}
+
+func benchRigRoundTrip(b *testing.B, c Config) {
+	s := rigEmpty(b, c)
+	ctx := ctxFor(b, 60*time.Second)
 	lat := make([]time.Duration, 0, 1<<16)
 	step := func() time.Duration {
 		start := time.Now()
 		run := s.Take()
 		run.Threads(0, 32, 1, 1)
-		p, err := run.Submit(bg)
+		p, err := run.Submit(ctx)
 		if err == nil {
-			err = p.Wait(bg)
+			err = p.Wait(ctx)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -126,9 +142,10 @@ func BenchmarkGPURigRoundTrip(b *testing.B) {
 func rawValue(r *raw, s *device.Submission) {
 	r.v++
 	s.Value = r.v
+	var t0 time.Time
 	for i := 1; ; i++ {
-		if i%4096 == 0 && r.d.notified() {
-			r.t.Fatal(r.d.notifierFault())
+		if i%4096 == 0 {
+			stuck(r, &t0)
 		}
 		switch a := r.d.Room(s); a.Kind {
 		case device.RoomOK:
@@ -212,19 +229,25 @@ func BenchmarkGPUChained(b *testing.B) { benchChained(b, Config{}, 1) }
 // release of the channel after each launch (Config.NoOwnRelease).
 func BenchmarkGPUChainedRelease(b *testing.B) { benchChained(b, Config{NoOwnRelease: true}, 1) }
 
+// BenchmarkGPUChainedPinnedRings is BenchmarkGPUChained with
+// Config.PinnedRings.
+func BenchmarkGPUChainedPinnedRings(b *testing.B) { benchChained(b, Config{PinnedRings: true}, 1) }
+
 // BenchmarkGPUChainedPinnedSegments is BenchmarkGPUChained with the
 // segment rings in Pinned memory (Config.PinnedSegments).
 func BenchmarkGPUChainedPinnedSegments(b *testing.B) {
 	benchChained(b, Config{PinnedSegments: true}, 1)
 }
 
-// BenchmarkGPUChained1000 is values of 1,000 launches of empty: an op is
-// one kernel.
+// BenchmarkGPUChained1000 is values of 1,000 launches of empty, linked: an
+// op is one kernel.
 func BenchmarkGPUChained1000(b *testing.B) { benchChained(b, Config{}, 1000) }
 
-// BenchmarkGPUChained1000Linked is BenchmarkGPUChained1000 with the
-// launches of a value linked (Config.LinkLaunches).
-func BenchmarkGPUChained1000Linked(b *testing.B) { benchChained(b, Config{LinkLaunches: true}, 1000) }
+// BenchmarkGPUChained1000Unlinked is BenchmarkGPUChained1000 with a wait
+// for idle and a send for each launch (Config.NoLinkLaunches).
+func BenchmarkGPUChained1000Unlinked(b *testing.B) {
+	benchChained(b, Config{NoLinkLaunches: true}, 1000)
+}
 
 // benchCopy copies n bytes from a region of kind from to Device memory on
 // COPY:0, each copy a value, and spins on the word at the end; b.SetBytes
@@ -301,10 +324,13 @@ func TestBenchmarksOnFake(t *testing.T) {
 		{"Chained", BenchmarkGPUChained},
 		{"ChainedRelease", BenchmarkGPUChainedRelease},
 		{"Chained1000", BenchmarkGPUChained1000},
-		{"Chained1000Linked", BenchmarkGPUChained1000Linked},
+		{"Chained1000Unlinked", BenchmarkGPUChained1000Unlinked},
 		{"CopyD2D64MiB", BenchmarkGPUCopyD2D64MiB},
 		{"CopyD2DEngine64MiB", BenchmarkGPUCopyD2DEngine64MiB},
 		{"RoundTripPinnedSegments", BenchmarkGPURoundTripPinnedSegments},
+		{"RigLaunchPinnedRings", BenchmarkGPURigLaunchPinnedRings},
+		{"RigRoundTripPinnedRings", BenchmarkGPURigRoundTripPinnedRings},
+		{"ChainedPinnedRings", BenchmarkGPUChainedPinnedRings},
 	} {
 		res := testing.Benchmark(c.fn)
 		if res.N == 0 {
@@ -348,9 +374,24 @@ func TestHotPathAllocs(t *testing.T) {
 // spin spins on the word until it reaches the last value submitted, and
 // fails where a channel's notifier holds an error.
 func spin(r *raw) {
+	var t0 time.Time
 	for i := 1; !device.AtLeast(r.d.Signaled(), r.v); i++ {
-		if i%4096 == 0 && r.d.notified() {
-			r.t.Fatal(r.d.notifierFault())
+		if i%4096 == 0 {
+			stuck(r, &t0)
 		}
+	}
+}
+
+// stuck fails where a channel's notifier holds an error, or where the
+// word has not reached the last value 20 s after *t0, which it sets on its
+// first call.
+func stuck(r *raw, t0 *time.Time) {
+	if r.d.notified() {
+		r.t.Fatal(r.d.notifierFault())
+	}
+	if t0.IsZero() {
+		*t0 = time.Now()
+	} else if time.Since(*t0) > 20*time.Second {
+		r.t.Fatalf("the word reads %d, not %d, after 20 s", r.d.Signaled(), r.v)
 	}
 }

@@ -714,7 +714,7 @@ func TestOwnRelease(t *testing.T) {
 	if !ownRelease.on {
 		t.Skip("launches release nothing (RIG_NV_RELEASE)")
 	}
-	r := openRaw(t, Config{})
+	r := openRaw(t, Config{NoLinkLaunches: true})
 	e := r.entry("twice")
 	x := r.alloc(device.Device, 1024)
 	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))
@@ -842,11 +842,12 @@ func TestCapabilityLocal(t *testing.T) {
 	}
 }
 
-// TestLinkLaunches links the launches of a value: the first is sent, each
+// TestLinkLaunches links the launches of a value (the default): the first
+// is sent, each
 // later one is the dependent of the one before, the last releases the
 // value, and a part after them waits for idle first.
 func TestLinkLaunches(t *testing.T) {
-	r := openRaw(t, Config{LinkLaunches: true})
+	r := openRaw(t, Config{})
 	c, _ := abi.Parse(cubin(t))
 	k, _ := c.Kernel("twice")
 	r.f.twice(k.ParamOffset)
@@ -882,5 +883,29 @@ func TestLinkLaunches(t *testing.T) {
 	r.wait(r.submit(nil, parts[0], parts[1], fillPart(qCompute, m, 0, 8, 1), parts[2], parts[3]))
 	if l := r.f.linked - l0; l != 2 {
 		t.Errorf("%d linked around a fill, want 2", l)
+	}
+}
+
+// TestPinnedRings keeps every ring in Pinned memory: the values run, and
+// the device writes no Mapped memory.
+func TestPinnedRings(t *testing.T) {
+	r := openRaw(t, Config{PinnedRings: true})
+	if r.d.mapped() {
+		t.Error("the device reads the flush word")
+	}
+	kinds := []device.Memory{r.d.launchMem.Kind, r.d.copyK.img.mem.Kind}
+	for _, ch := range r.d.ch {
+		kinds = append(kinds, ch.ring.Kind, ch.seg0.Kind)
+	}
+	for i, k := range kinds {
+		if k != device.Pinned {
+			t.Errorf("ring %d in %v memory", i, k)
+		}
+	}
+	e := r.entry("twice")
+	m := r.alloc(device.Pinned, 4096)
+	r.wait(r.submit(nil, launch(e, 1, 32, u64s(m.Address)), fillPart(qCopy, m, 0, 8, 3)))
+	if hostOf(m)[7] != 3 {
+		t.Error("the fill did not run")
 	}
 }

@@ -266,7 +266,11 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	ringBytes := c.RingEntries*8 + 4096
 	for q := range d.ch {
 		ch := &channel{q: q, name: [2]string{"COMPUTE", "COPY"}[q], entries: uint64(c.RingEntries)}
-		if ch.ring, err = alloc(device.Mapped, ringBytes); err != nil {
+		ringKind := device.Mapped
+		if c.PinnedRings {
+			ringKind = device.Pinned
+		}
+		if ch.ring, err = alloc(ringKind, ringBytes); err != nil {
 			return nil, err
 		}
 		if ch.aux, err = alloc(device.Pinned, auxSegments); err != nil {
@@ -275,7 +279,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		// The segment ring in Mapped memory where the BAR has room, as the
 		// launch ring: the channel fetches its words from the GPU's own
 		// memory.
-		if d.flush != nil && !c.PinnedSegments {
+		if d.mapped() && !c.PinnedSegments {
 			ch.seg0, _ = alloc(device.Mapped, c.SegmentBytes)
 		}
 		if ch.seg0 == nil {
@@ -292,7 +296,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		ch.segGPU = ch.seg0.Address
 		d.ch[q] = ch
 	}
-	if d.flush != nil {
+	if d.mapped() {
 		d.launchMem, err = alloc(device.Mapped, c.LaunchBytes)
 	}
 	if d.launchMem == nil {
@@ -507,7 +511,7 @@ func (ch *channel) publish() { *ch.gpPut = uint32(ch.put % ch.entries) }
 // the host's writes through the BAR reach the GPU first, then stores each
 // channel's token at the doorbell.
 func (d *gpu) wake(mask uint8) {
-	if d.flush != nil {
+	if d.mapped() {
 		_ = atomic.LoadUint32(d.flush)
 	}
 	for q, ch := range d.ch {
@@ -546,3 +550,7 @@ func measure(p path) (nvidia.Timer, error) {
 }
 
 var _ device.Driver = (*gpu)(nil)
+
+// mapped reports whether the device writes Mapped memory through the BAR,
+// and so reads the path's flush word before it wakes its channels.
+func (d *gpu) mapped() bool { return d.flush != nil && !d.cfg.PinnedRings }

@@ -3,6 +3,7 @@ package nvdev
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -202,7 +203,9 @@ func init() {
 // TestGPU0OwnRelease tries each form of the descriptor's release on a
 // device of its own: 20 chained values of twice on one float, each
 // released by its launch. It logs "release form i works" for each form
-// that ran them right.
+// that ran them right, and the fault of each other; it fails only where
+// the form devices use fails. (On the H200 the one-word form of a 64-bit
+// payload raised ROBUST_CHANNEL_GR_EXCEPTION; the others ran.)
 func TestGPU0OwnRelease(t *testing.T) {
 	needGPU(t)
 	keep := ownRelease
@@ -212,7 +215,8 @@ func TestGPU0OwnRelease(t *testing.T) {
 			continue
 		}
 		ownRelease = f
-		ok := t.Run(strings.ReplaceAll(f.name, " ", "_"), func(t *testing.T) {
+		var why string
+		t.Run(strings.ReplaceAll(f.name, " ", "_"), func(t *testing.T) {
 			r := openGPURaw(t, Config{})
 			e := r.entry("twice")
 			x := r.alloc(device.Pinned, 4096)
@@ -223,44 +227,25 @@ func TestGPU0OwnRelease(t *testing.T) {
 			t0 := time.Now()
 			for !device.AtLeast(r.d.Signaled(), r.v) {
 				if err := r.d.Sleep(r.d.Signaled(), time.Millisecond); err != nil {
-					t.Fatalf("release form %d (%s): %v", i, f.name, err)
+					why = err.Error()
+					return
 				}
 				if time.Since(t0) > 2*time.Second {
-					t.Fatalf("release form %d (%s): the word reads %d, not %d", i, f.name, r.d.Signaled(), r.v)
+					why = fmt.Sprintf("the word reads %d, not %d", r.d.Signaled(), r.v)
+					return
 				}
 			}
 			if got := f32(hostOf(x), 0); got != 1<<20 {
-				t.Fatalf("release form %d (%s): x = %v, want 2^20", i, f.name, got)
+				why = fmt.Sprintf("x = %v, want 2^20", got)
 			}
 		})
-		if ok {
+		switch {
+		case why == "":
 			t.Logf("release form %d works: %s", i, f.name)
+		case f == keep:
+			t.Errorf("release form %d (%s), the devices' own: %s", i, f.name, why)
+		default:
+			t.Logf("release form %d (%s) fails: %s", i, f.name, why)
 		}
-	}
-}
-
-// TestGPU12Link runs values of 20 linked launches of twice on one float
-// (Config.LinkLaunches), each value after a fill that resets it: the value
-// is right only if each launch ran after the one before, and the word
-// reached only after the last; with the value released by the last
-// launch, and by the channel's release.
-func TestGPU12Link(t *testing.T) {
-	for _, c := range []Config{{LinkLaunches: true}, {LinkLaunches: true, NoOwnRelease: true}} {
-		r := openGPURaw(t, c)
-		e := r.entry("twice")
-		x := r.alloc(device.Pinned, 4096)
-		parts := []device.Part{fillPart(qCompute, x, 0, 4, 0x3f)}
-		for range 20 {
-			parts = append(parts, launch(e, 1, 1, u64s(x.Address)))
-		}
-		want := math.Float32frombits(0x3f3f3f3f) * (1 << 20)
-		t0 := time.Now()
-		for i := range 30 {
-			r.wait(r.submit(nil, parts...))
-			if got := f32(hostOf(x), 0); got != want {
-				t.Fatalf("%+v: value %d: x = %v, want %v", c, i, got, want)
-			}
-		}
-		t.Logf("%+v: 30 values of a fill and 20 linked launches of twice, each waited for, in %v", c, time.Since(t0))
 	}
 }

@@ -93,7 +93,7 @@ func (d *gpu) Grow() error {
 			d.grown.seg[q] = nil
 		}
 		var m *nvidia.Memory
-		if d.flush != nil && !d.cfg.PinnedSegments {
+		if d.mapped() && !d.cfg.PinnedSegments {
 			m, _ = d.p.Alloc(device.Mapped, size)
 		}
 		if m == nil {
@@ -112,7 +112,7 @@ func (d *gpu) Grow() error {
 		}
 		if d.grown.launch == nil {
 			var m *nvidia.Memory
-			if d.flush != nil {
+			if d.mapped() {
 				m, _ = d.p.Alloc(device.Mapped, size)
 			}
 			if m == nil {

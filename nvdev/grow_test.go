@@ -13,7 +13,7 @@ import (
 // right, and the rings a later growth replaced go back once the word
 // passed them.
 func TestGrow(t *testing.T) {
-	r := openRaw(t, Config{SegmentBytes: 4096, LaunchBytes: 8192})
+	r := openRaw(t, Config{SegmentBytes: 4096, LaunchBytes: 8192, NoLinkLaunches: true})
 	e := r.entry("twice")
 	x := r.alloc(device.Device, 4096)
 	m := r.alloc(device.Pinned, 1<<16)

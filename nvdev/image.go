@@ -165,7 +165,7 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 // layOwn writes the relocated image into memory of the device's own.
 func (d *gpu) layOwn(c *abi.Cubin) (device.Image, error) {
 	kind := device.Mapped
-	if d.flush == nil {
+	if !d.mapped() {
 		kind = device.Pinned
 	}
 	align := c.Align()

@@ -582,8 +582,8 @@ func (w *walk) launch(c int, p *device.Part) {
 	cur := &w.cur[c]
 	// A launch right after a launch of the same value, with no word
 	// between, is linked to it: the descriptor before schedules it as it
-	// completes (Config.LinkLaunches).
-	linked := d.cfg.LinkLaunches && w.pend && cur.segPos == w.pendSeg && cur.put == w.pendPut
+	// completes (Config.NoLinkLaunches).
+	linked := !d.cfg.NoLinkLaunches && w.pend && cur.segPos == w.pendSeg && cur.put == w.pendPut
 	if !linked {
 		w.flushPending()
 		w.barrier(c, prevLaunch)
