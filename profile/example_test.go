@@ -10,11 +10,11 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// Example takes a profile of ten launches on a host device, opened through
-// Wrap so that the spans name their parts, and exports it for Perfetto.
+// Example takes a profile of ten launches on a host device, whose spans
+// name their parts, and exports it for Perfetto.
 func Example() {
 	ctx := context.Background()
-	dev, err := rig.Open(ctx, profile.Wrap(hostdev.Open(hostdev.Config{Name: "example"})))
+	dev, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example"}))
 	if err != nil {
 		panic(err)
 	}

@@ -11,15 +11,17 @@
 // completed values to the host's clock, device.Now, in nanoseconds. A
 // goroutine of the profile settles every Options.Every, so that the
 // drivers keep few stamps; Stop turns stamping off, waits for the last
-// value submitted on each device, settles the rest and ends the goroutine.
+// value timed on each device, settles the rest and ends the goroutine.
 // The result is a list of spans, one per value: the device, the queue the
-// value ended on, the value, its start and end, and, where the device was
-// opened through Wrap, its parts and its waits on other devices.
+// value ended on, the value, its start and end, its parts, and its waits
+// on the profile's other devices.
 //
-// A value's parts and waits are not known to the core's public API, so
-// Wrap hooks the driver: it sees each timed submission as the driver does
-// and keeps a copy of the parts' kinds, queues, names and sizes, and of
-// the waits. A device opened without Wrap gives spans with no parts.
+// Start also makes the profile each device's observer (Device.SetObserver),
+// which sees every timed submission as the driver got it and keeps a copy
+// of the parts' kinds, queues, names and sizes, and of the waits; Stop
+// removes it. A wait names another device by its word (Device.Word), so
+// that waits on a device outside the profile, or on one that keeps a word
+// of its own, are left out.
 //
 // WriteTrace exports spans as Chrome's trace event JSON, which Perfetto
 // (ui.perfetto.dev) and chrome://tracing open: a process per device, a
@@ -29,11 +31,12 @@
 //
 // # Cost
 //
-// While no profile is taken nothing of this package runs: the drivers test
-// one boolean per submission (Submission.Timed), and a wrapped driver one
-// more. While one is taken each value costs its driver two reads of a
-// clock and a stamp kept until the next settle, and the hook a copy of its
-// parts; the package's benchmarks measure it on hostdev.
+// While no profile is taken nothing of this package runs: the core and the
+// drivers test one boolean per submission (Submission.Timed). While one is
+// taken each value costs its driver two reads of a clock and a stamp kept
+// until the next settle, and the observer a copy of its parts and waits,
+// which allocates nothing once its queues have grown to the values in
+// flight; the package's BenchmarkSubmit measures it on hostdev.
 //
 // # Goroutines
 //
@@ -67,11 +70,10 @@ type Span struct {
 	// its last work, in nanoseconds of device.Now.
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
-	// Parts is the value's work, in order; nil where the device was not
-	// opened through Wrap.
+	// Parts is the value's work, in order.
 	Parts []Part `json:"parts,omitempty"`
-	// Waits is what the value waited for on other devices' timelines,
-	// where the device was opened through Wrap and so was the other.
+	// Waits is what the value waited for on the timelines of the
+	// profile's other devices.
 	Waits []Wait `json:"waits,omitempty"`
 }
 
@@ -114,11 +116,13 @@ type Options struct {
 
 // Profile is a profile being taken, or taken, on one or several devices.
 type Profile struct {
-	opts  Options
-	devs  []*rig.Device
-	hooks []*hook // beside devs; nil where a device is not wrapped
-	dead  []bool  // beside devs: its settle failed; touched by the settler
-	start int64
+	opts      Options
+	devs      []*rig.Device
+	observers []*recorder // beside devs: the devices' observers
+	words     []*uint64   // beside devs: their words, nil where their own
+	dead      []bool      // beside devs: closed, or its settle failed; touched by the settler
+	pending   [][]spanRec // beside devs: stamps settled before their records arrived
+	start     int64
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -148,8 +152,10 @@ var (
 func Start(devs ...*rig.Device) (*Profile, error) { return StartOptions(Options{}, devs...) }
 
 // StartOptions starts a profile on devs: it drops the stamps the drivers
-// kept from before, turns on stamping and starts the profile's settling
-// goroutine. A device may be in one profile at a time.
+// kept from before, sets the profile as each device's observer, turns on
+// stamping and starts the profile's settling goroutine. A device may be in
+// one profile at a time, and the profile replaces any other observer it
+// has until Stop, which leaves it with none.
 func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 	if len(devs) == 0 {
 		return nil, errors.New("profile: start on no device")
@@ -186,13 +192,14 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 	}
 	takenMu.Unlock()
 	p.devs = append([]*rig.Device(nil), devs...)
-	p.hooks = make([]*hook, len(devs))
+	p.observers = make([]*recorder, len(devs))
+	p.words = make([]*uint64, len(devs))
 	p.dead = make([]bool, len(devs))
+	p.pending = make([][]spanRec, len(devs))
 	for i, d := range devs {
-		if h := hooks.get(d.Name()); h != nil {
-			h.discard()
-			p.hooks[i] = h
-		}
+		p.words[i] = d.Word()
+		p.observers[i] = &recorder{}
+		d.SetObserver(p.observers[i])
 		// Stamps of values before the profile are not its own.
 		p.scratch, _ = d.Settle(p.scratch[:0])
 	}
@@ -212,7 +219,7 @@ func (p *Profile) settler() {
 	for {
 		select {
 		case <-t.C:
-			p.settle()
+			p.settle(false)
 		case <-p.stop:
 			return
 		}
@@ -220,66 +227,84 @@ func (p *Profile) settler() {
 }
 
 // settle takes the devices' stamps as spans. Only the settler calls it,
-// and Stop once the settler ended.
-func (p *Profile) settle() {
+// and Stop once the settler ended, with final set.
+//
+// The device tells its observer of a submission after the driver's Submit,
+// so the stamp of a value that ran at once may be settled before its record
+// arrives: such a stamp waits in pending for the next settle. The final
+// settle runs after SetTimed(false) answered, when every record arrived.
+func (p *Profile) settle(final bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, d := range p.devs {
-		if p.dead[i] {
-			continue
+		p.batch = append(p.batch[:0], p.pending[i]...)
+		if !p.dead[i] {
+			var err error
+			p.scratch, err = d.Settle(p.scratch[:0])
+			switch {
+			case errors.Is(err, rig.ErrClosed):
+				// A closed device's stamps not settled yet are lost; the
+				// profile keeps what it has.
+				p.dead[i] = true
+			case err != nil:
+				p.dead[i] = true
+				p.errs = append(p.errs, err)
+			}
+			for _, st := range p.scratch {
+				p.batch = append(p.batch, spanRec{dev: int32(i), queue: int32(st.Queue), value: st.Value, start: st.Start, end: st.End})
+			}
 		}
-		select {
-		case <-d.Done():
-			// A closed device's driver is gone: what it had not settled
-			// is lost (NOTES-core.md).
-			p.dead[i] = true
-			continue
-		default:
+		rec := p.observers[i]
+		n := len(p.batch)
+		if !final {
+			n = rec.ready(p.batch)
 		}
-		var err error
-		p.scratch, err = d.Settle(p.scratch[:0])
-		if err != nil {
-			p.dead[i] = true
-			p.errs = append(p.errs, err)
-		}
-		p.batch = p.batch[:0]
-		for _, st := range p.scratch {
-			if p.recs.len()+len(p.batch) >= p.opts.MaxSpans {
+		p.pending[i] = append(p.pending[i][:0], p.batch[n:]...)
+		kept := p.batch[:0]
+		for _, r := range p.batch[:n] {
+			if p.recs.len()+len(kept) >= p.opts.MaxSpans {
 				p.dropped++
 				continue
 			}
-			p.batch = append(p.batch, spanRec{dev: int32(i), queue: int32(st.Queue), value: st.Value, start: st.Start, end: st.End})
+			kept = append(kept, r)
 		}
-		if h := p.hooks[i]; h != nil && len(p.batch) > 0 {
-			h.take(p.batch, &p.parts, &p.waits)
+		if len(kept) > 0 {
+			rec.take(kept, p)
 		}
-		for _, r := range p.batch {
+		for _, r := range kept {
 			p.recs.add(r)
 		}
 	}
 }
 
-// Stop ends the profile: it turns stamping off, waits until the last value
-// submitted on each device is reached or ctx ends, settles the stamps left
-// and ends the settling goroutine. Values submitted while Stop runs may
-// be left out. It answers the first error met while the profile was
-// taken, such as a device lost, and the same at later calls; the spans
-// settled are kept whatever the answer.
+// Stop ends the profile: it turns stamping off and removes the profile as
+// the devices' observer, waits until the last value timed on each device
+// is reached or ctx ends, settles the stamps left and ends the settling
+// goroutine. Every value submitted before Stop turned a device's stamping
+// off is in the profile, unless its device was closed or lost first or
+// ctx ended. Stop answers the first error met while the profile was taken,
+// such as a device lost, and the same at later calls; the spans settled
+// are kept whatever the answer. A device closed while the profile was
+// taken is not an error: the profile keeps what it settled of it.
 func (p *Profile) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
-		for _, d := range p.devs {
-			d.SetTimed(false)
+		lasts := make([]rig.Point, len(p.devs))
+		for i, d := range p.devs {
+			lasts[i] = d.SetTimed(false)
+			// No timed submission is observed after SetTimed answers.
+			d.SetObserver(nil)
 		}
 		end := device.Now()
 		var errs []error
-		for _, d := range p.devs {
-			if err := d.Last().Wait(ctx); err != nil {
+		for i, d := range p.devs {
+			err := lasts[i].Wait(ctx)
+			if err != nil && !errors.Is(err, rig.ErrClosed) {
 				errs = append(errs, fmt.Errorf("profile: waiting for the last value of %s: %w", d.Name(), err))
 			}
 		}
 		close(p.stop)
 		<-p.done
-		p.settle()
+		p.settle(true)
 		takenMu.Lock()
 		for _, d := range p.devs {
 			if taken[d] == p {
@@ -294,7 +319,7 @@ func (p *Profile) Stop(ctx context.Context) error {
 		p.end = end
 		p.over = true
 		errs = append(errs, p.errs...)
-		p.scratch, p.batch = nil, nil
+		p.scratch, p.batch, p.pending = nil, nil, nil
 		p.mu.Unlock()
 		if len(errs) > 0 {
 			p.stopErr = errs[0]
@@ -363,6 +388,19 @@ func (p *Profile) materialize() []Span {
 	}
 	sortSpans(spans)
 	return spans
+}
+
+// deviceOf names the profile's device whose word is w, or answers "".
+func (p *Profile) deviceOf(w *uint64) string {
+	if w == nil {
+		return ""
+	}
+	for i, dw := range p.words {
+		if dw == w {
+			return p.devs[i].Name()
+		}
+	}
+	return ""
 }
 
 // Devices names the profile's devices, in the order Start was given them.

@@ -15,15 +15,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// openHost opens a host device named name, through Wrap where wrap, and
-// closes it at the test's end.
-func openHost(t testing.TB, name string, wrap bool) *rig.Device {
+// openHost opens a host device named name and closes it at the test's end.
+func openHost(t testing.TB, name string) *rig.Device {
 	t.Helper()
-	op := hostdev.Open(hostdev.Config{Name: name})
-	if wrap {
-		op = Wrap(op)
-	}
-	d, err := rig.Open(context.Background(), op)
+	d, err := rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: name}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,14 +60,13 @@ func alloc(t testing.TB, d *rig.Device, n int) *rig.Buffer {
 	return b
 }
 
-// TestProfileHostdev takes a profile of two wrapped host devices whose
-// work waits on each other, and checks the spans, the summary and the
-// trace.
+// TestProfileHostdev takes a profile of two host devices whose work waits
+// on each other, and checks the spans, the summary and the trace.
 func TestProfileHostdev(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	a := openHost(t, "profile-a", true)
-	b := openHost(t, "profile-b", true)
+	a := openHost(t, "profile-a")
+	b := openHost(t, "profile-b")
 	empty := resolve(t, a, "empty")
 	launch := submission(t, a, rig.Launch(empty, 0))
 	bufA, bufB := alloc(t, a, 4096), alloc(t, b, 4096)
@@ -207,11 +201,10 @@ func TestProfileHostdev(t *testing.T) {
 	}
 }
 
-// TestProfileUnwrapped profiles a device opened without Wrap: its spans
-// have no parts.
-func TestProfileUnwrapped(t *testing.T) {
+// TestProfileMaxSpans drops the spans over Options.MaxSpans.
+func TestProfileMaxSpans(t *testing.T) {
 	ctx := context.Background()
-	d := openHost(t, "profile-plain", false)
+	d := openHost(t, "profile-max")
 	s := submission(t, d, rig.Launch(resolve(t, d, "empty"), 0))
 	p, err := StartOptions(Options{Every: time.Millisecond, MaxSpans: 5}, d)
 	if err != nil {
@@ -230,14 +223,14 @@ func TestProfileUnwrapped(t *testing.T) {
 		t.Fatalf("%d spans and %d dropped, want 5 and 5", len(spans), p.Dropped())
 	}
 	for _, sp := range spans {
-		if sp.Parts != nil || Label(&sp) != "value" {
-			t.Errorf("span %+v has parts", sp)
+		if Label(&sp) != "empty" {
+			t.Errorf("span %+v is labelled %q, want empty", sp, Label(&sp))
 		}
 	}
 }
 
 func TestStartErrors(t *testing.T) {
-	d := openHost(t, "profile-errors", false)
+	d := openHost(t, "profile-errors")
 	if _, err := Start(); err == nil {
 		t.Error("a profile of no device started")
 	}
@@ -256,7 +249,7 @@ func TestStartErrors(t *testing.T) {
 // Stop ends, and the profile keeps what it settled.
 func TestProfileDeviceClosed(t *testing.T) {
 	ctx := context.Background()
-	d := openHost(t, "profile-closed", true)
+	d := openHost(t, "profile-closed")
 	s := submission(t, d, rig.Launch(resolve(t, d, "empty"), 0))
 	p, err := StartOptions(Options{Every: time.Millisecond}, d)
 	if err != nil {
@@ -275,8 +268,174 @@ func TestProfileDeviceClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-d.Done()
-	_ = p.Stop(ctx)
+	if err := p.Stop(ctx); err != nil {
+		t.Errorf("stop after the device closed: %v", err)
+	}
 	if n := len(p.Spans()); n != 20 {
 		t.Errorf("%d spans, want the 20 settled before the close", n)
+	}
+}
+
+// TestProfileClosedUnsettled closes a device right after its work, before
+// the profile settled it, and stops the profile at once: the settles after
+// the close answer rig.ErrClosed, which is no error of the profile.
+func TestProfileClosedUnsettled(t *testing.T) {
+	ctx := context.Background()
+	d := openHost(t, "profile-closed-early")
+	s := submission(t, d, rig.Launch(resolve(t, d, "empty"), 0))
+	p, err := StartOptions(Options{Every: time.Hour}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := s.Take().Submit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Errorf("stop after the device closed: %v", err)
+	}
+	if n := len(p.Spans()); n > 5 {
+		t.Errorf("%d spans of 5 values", n)
+	}
+}
+
+// TestProfileStopRace stops profiles while values are submitted: every
+// value timed is in the profile, in one run of values, and no stamp is
+// left to the driver after Stop.
+func TestProfileStopRace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d := openHost(t, "profile-race")
+	s := submission(t, d, rig.Launch(resolve(t, d, "empty"), 0))
+	for round := range 20 {
+		p, err := StartOptions(Options{Every: time.Millisecond}, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				if _, err := s.Take().Submit(ctx); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		time.Sleep(2 * time.Millisecond)
+		if err := p.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Last().Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		left, err := d.Settle(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) > 0 {
+			t.Fatalf("round %d: %d stamps left after Stop, the first of value %d", round, len(left), left[0].Value)
+		}
+		spans := p.Spans()
+		if len(spans) == 0 {
+			continue
+		}
+		lo, hi := spans[0].Value, spans[0].Value
+		for _, sp := range spans {
+			lo, hi = min(lo, sp.Value), max(hi, sp.Value)
+			if len(sp.Parts) != 1 {
+				t.Fatalf("round %d: span %+v has parts %+v", round, sp, sp.Parts)
+			}
+		}
+		if int(hi-lo+1) != len(spans) {
+			t.Fatalf("round %d: %d spans of values %d to %d", round, len(spans), lo, hi)
+		}
+	}
+}
+
+// TestProfileWaitOutside profiles one of two devices: its waits on the
+// other, which is not in the profile, are left out, and the observer is
+// removed at Stop.
+func TestProfileWaitOutside(t *testing.T) {
+	ctx := context.Background()
+	a := openHost(t, "profile-in")
+	b := openHost(t, "profile-out")
+	bufA, bufB := alloc(t, a, 4096), alloc(t, b, 4096)
+	fillA := submission(t, a, rig.FillBytes(0, 0, 4096, 7))
+	copyB := submission(t, b, rig.Copy(0, 0, 1, 0, 4096))
+	p, err := Start(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := fillA.Take().Submit(ctx, bufA); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := copyB.Take().Submit(ctx, bufA, bufB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans := p.Spans()
+	if len(spans) != 20 {
+		t.Fatalf("%d spans, want 20", len(spans))
+	}
+	for _, sp := range spans {
+		if sp.Device != "profile-out" || len(sp.Waits) != 0 || len(sp.Parts) != 1 || sp.Parts[0].Kind != "copy" {
+			t.Errorf("span %+v", sp)
+		}
+	}
+	rec := p.observers[0]
+	rec.mu.Lock()
+	n := len(rec.recs)
+	rec.mu.Unlock()
+	if _, err := copyB.Take().Submit(ctx, bufA, bufB); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.recs) != n {
+		t.Errorf("the observer recorded a submission after Stop")
+	}
+}
+
+// TestRecorderNoAlloc checks that the observer allocates nothing per
+// submission once its queues have grown.
+func TestRecorderNoAlloc(t *testing.T) {
+	var word uint64
+	s := device.Submission{
+		Parts: []device.Part{{Kind: device.Launch, Entry: &device.Entry{Name: "f"}}, {Kind: device.CopyRows, RowBytes: 64, Rows: 2}},
+		Waits: []device.Wait{{Word: &word, Value: 3}},
+	}
+	var r recorder
+	for range 64 {
+		s.Value++
+		r.Submitted(nil, &s)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		s.Value++
+		r.Submitted(nil, &s)
+		r.mu.Lock()
+		r.head = len(r.recs) // as the settling takes them
+		r.mu.Unlock()
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per submission", allocs)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
-	"github.com/rig-go/rig/profile"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -70,9 +69,9 @@ type opened struct {
 // openDevices opens the devices the specs name, or the default device
 // where there are none: device 0 of the first GPU driver built in that
 // opens one, and the host device otherwise, with a note of why no GPU's
-// opened. Each is opened through profile.Wrap where wrap. A device that
-// does not open answers an *unavailableError, having closed those opened.
-func openDevices(ctx context.Context, specs []spec, wrap bool) ([]opened, []string, error) {
+// opened. A device that does not open answers an *unavailableError, having
+// closed those opened.
+func openDevices(ctx context.Context, specs []spec) ([]opened, []string, error) {
 	var notes []string
 	if len(specs) == 0 {
 		for _, name := range gpuOrder {
@@ -80,7 +79,7 @@ func openDevices(ctx context.Context, specs []spec, wrap bool) ([]opened, []stri
 				continue
 			}
 			s := spec{Driver: name}
-			d, err := openSpec(ctx, s, wrap)
+			d, err := openSpec(ctx, s)
 			if err == nil {
 				return []opened{{s, d}}, notes, nil
 			}
@@ -90,7 +89,7 @@ func openDevices(ctx context.Context, specs []spec, wrap bool) ([]opened, []stri
 	}
 	var out []opened
 	for _, s := range specs {
-		d, err := openSpec(ctx, s, wrap)
+		d, err := openSpec(ctx, s)
 		if err != nil {
 			closeDevices(out)
 			return nil, notes, err
@@ -101,7 +100,7 @@ func openDevices(ctx context.Context, specs []spec, wrap bool) ([]opened, []stri
 }
 
 // openSpec opens the device s names.
-func openSpec(ctx context.Context, s spec, wrap bool) (*rig.Device, error) {
+func openSpec(ctx context.Context, s spec) (*rig.Device, error) {
 	drv := drivers[s.Driver]
 	if drv == nil {
 		return nil, &unavailableError{s, errors.New("this build of rigbench has no such driver")}
@@ -109,9 +108,6 @@ func openSpec(ctx context.Context, s spec, wrap bool) (*rig.Device, error) {
 	op, err := drv.opener(s.Index)
 	if err != nil {
 		return nil, &unavailableError{s, err}
-	}
-	if wrap {
-		op = profile.Wrap(op)
 	}
 	d, err := rig.Open(ctx, op)
 	if err != nil {
@@ -122,7 +118,7 @@ func openSpec(ctx context.Context, s spec, wrap bool) (*rig.Device, error) {
 
 // companion opens a second device of the driver of s for the mixed
 // workload's waits across devices, or answers why it cannot.
-func companion(ctx context.Context, have []opened, wrap bool) (opened, error) {
+func companion(ctx context.Context, have []opened) (opened, error) {
 	s := have[0].spec
 	taken := map[spec]bool{}
 	for _, o := range have {
@@ -133,7 +129,7 @@ func companion(ctx context.Context, have []opened, wrap bool) (opened, error) {
 		if taken[c] {
 			continue
 		}
-		d, err := openSpec(ctx, c, wrap)
+		d, err := openSpec(ctx, c)
 		if err != nil {
 			return opened{}, err
 		}

@@ -68,14 +68,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rigbench: %v\n(rigbench -h lists the flags)\n", err)
 		return 2
 	}
-	devs, notes, err := openDevices(context.Background(), cfg.Devices, cfg.Trace != "")
+	devs, notes, err := openDevices(context.Background(), cfg.Devices)
 	if err != nil {
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
 		return 2
 	}
 	defer func() { closeDevices(devs) }()
 	if cfg.Workload == "mixed" && len(devs) == 1 {
-		c, err := companion(context.Background(), devs, cfg.Trace != "")
+		c, err := companion(context.Background(), devs)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("mixed runs on one device, with no waits across devices: no second device opened (%v)", err))
 		} else {
