@@ -13,11 +13,11 @@
 // engine on subchannel 4, and the copy channel, with a copy engine on
 // subchannel 4. Each channel's ring holds 262,144 entries (2 MiB) and its
 // USERD in Mapped memory, which the host writes through the BAR; its error
-// notifier, its mark word and its segment ring of 1 MiB in Pinned memory.
-// The launch ring, 1 MiB for the launches' constant banks and descriptors,
-// is Mapped memory where the BAR has room and Pinned memory otherwise. The
-// seed keeps the channels' rings in Pinned memory; here they are where the
-// path's own tests ran them, and GPPut with them.
+// notifier and its mark word are in Pinned memory. The channels' segment
+// rings and the launch ring, 1 MiB each, are Mapped memory where the BAR
+// has room and Pinned memory otherwise (Config.PinnedSegments,
+// Config.PinnedRings). The seed keeps the channels' rings in Pinned memory;
+// here they are where the path's own tests ran them, and GPPut with them.
 //
 // make registers the channels with the path, schedules the group, asks the
 // RM for the highest clocks (PERF_BOOST), runs each channel's first words
@@ -35,27 +35,37 @@
 // their rings, constant banks and descriptors in the launch ring, then
 // GPPut, a read of the path's flush word, and the doorbell. Each value ends
 // with a 64-bit semaphore release of the word, with a wait for idle, on the
-// channel of its last part; waits are host semaphore acquires (circular ≥,
-// 64 bits) on words of rig's array. The device holds at most 32,768 values
-// in flight (RoomLater), and tracks what the channels consumed by the
-// position each value left in each ring, which the word says is consumed.
+// channel of its last part, or, for an untimed value of the compute channel
+// whose last part is a launch and whose low 32 bits are not 0, with that
+// launch's own release (its descriptor's release slot). Waits are host
+// semaphore acquires (circular ≥, 64 bits) on words of rig's array. The
+// device holds at most 32,768 values in flight (RoomLater), and tracks what
+// the channels consumed by the position each value left in each ring, which
+// the word says is consumed.
 //
-// Not built yet (NOTES.md): growth of the rings (Room answers RoomNever
-// where the seed answers RIG_GROW), profile stamps of timed values (Settle
-// appends none), the launch that releases its own value, the driver's copy
-// kernels of sm_8x, and peer access (the path's). Copies of bytes on
-// COMPUTE:0 run on a copy engine the compute channel binds on subchannel 4
-// (it ran on the H200), where the seed refuses them; Config.NoComputeCopies
-// gives the seed's refusal.
+// Room answers RoomGrow for words beyond a segment ring, launches beyond the
+// launch ring and the first timed submission; Grow makes the rings anew
+// (grow.go) and the stamp ring (profile.go), and Settle converts the stamps
+// of timed values to the host's clock. A copy or fill of one row of at least
+// 256 KiB within Device memory runs as the driver's own kernel on the
+// compute channel (kernels.go). Images go into rig's Device region by the
+// copy channel, through a staging buffer (image.go).
+//
+// Not built yet (NOTES.md): a channel's regrowth (Room answers RoomNever for
+// parts beyond a channel's 262,144 entries), and peer access and DMA (the
+// path's). Copies of bytes on COMPUTE:0 run on a copy engine the compute
+// channel binds on subchannel 4 (it ran on the H200), where the seed refuses
+// them; Config.NoComputeCopies gives the seed's refusal.
 //
 // # Launches
 //
 // Entry makes a kernel's launch template (nvdev/abi's Launch) and grows the
 // compute channel's local memory to serve it; a launch stamps the template's
-// descriptor (QMD V04 on Hopper, with QMD_TYPE set to GRID_CTA) and its
-// constant bank 0 into the launch ring and sends the descriptor
-// (SEND_PCAS_A, SEND_SIGNALING_PCAS2_B). A wait for idle separates it from
-// the work before it on its channel.
+// descriptor (QMD V04 on Hopper) and its constant bank 0 into the launch ring
+// and sends the descriptor (SEND_PCAS_A, SEND_SIGNALING_PCAS2_B). A wait for
+// idle separates it from the work before it on its channel, except after a
+// launch of the same value: the descriptor before schedules it as it
+// completes (Config.NoLinkLaunches).
 //
 // # Concurrency
 //

@@ -29,7 +29,14 @@ import (
 // which the later part's channel acquires. Between parts on one channel,
 // a wait for idle follows each launch and each Words part, and a copy-engine
 // flush and a wait for idle follow copies before other work, so that a
-// part starts once the parts before it on its queue have completed.
+// part starts once the parts before it on its queue have completed; a
+// launch right after a launch is linked to it instead (the descriptor
+// before schedules it as it completes). A value of the compute channel
+// alone whose last part is a launch may end with that launch's release of
+// the value (release.go): no wait for idle follows it, so the next value's
+// first part on the compute channel waits for idle first. A copy that runs
+// as the driver's kernel runs on the compute channel whatever its queue,
+// with marks keeping its queue's order (kernels.go).
 
 // What a channel ran last within a value, for the barrier before a part.
 const (
