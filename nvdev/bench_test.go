@@ -42,7 +42,8 @@ func rigEmpty(b *testing.B, c Config) *rig.Submission {
 
 // BenchmarkGPURigLaunch is the host's cost of a submission of one launch
 // through rig (Take, Threads, Submit): the clock stops while the GPU
-// drains each batch of 8,192, so that no submission waits for room; anchor:
+// drains each batch of 512 (the launch ring holds 819 launches), so that no
+// submission waits for room; anchor:
 // cudadev's BenchmarkGPURigLaunch and "C launch enqueue".
 func BenchmarkGPURigLaunch(b *testing.B) { benchRigLaunch(b, Config{}) }
 
@@ -71,7 +72,7 @@ func benchRigLaunch(b *testing.B, c Config) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if i%8192 == 8191 {
+		if i%512 == 511 {
 			b.StopTimer()
 			if err := p.Wait(ctx); err != nil {
 				b.Fatal(err)
@@ -394,4 +395,28 @@ func stuck(r *raw, t0 *time.Time) {
 	} else if time.Since(*t0) > 20*time.Second {
 		r.t.Fatalf("the word reads %d, not %d, after 20 s", r.d.Signaled(), r.v)
 	}
+}
+
+// BenchmarkRoomSubmit is the driver's own cost of a value of one launch,
+// Room and Submit, on the fake with its emulation paused: the clock stops
+// while the fake runs each batch of 512.
+func BenchmarkRoomSubmit(b *testing.B) {
+	r := openRaw(b, Config{})
+	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
+	r.f.pause()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%512 == 511 {
+			b.StopTimer()
+			r.f.resume()
+			r.wait(r.v)
+			r.f.pause()
+			b.StartTimer()
+		}
+		rawValue(r, &s)
+	}
+	b.StopTimer()
+	r.f.resume()
+	r.wait(r.v)
 }
