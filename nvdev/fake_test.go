@@ -45,10 +45,9 @@ type fake struct {
 	mmu      []nvidia.MMUFaultInfoEntry
 	checkErr error
 	// ownReleases counts the launches that released a word; timerErr
-	// fails ReadTimer; fast doubles the timer's rate.
+	// fails ReadTimer.
 	ownReleases int
 	timerErr    error
-	fast        bool
 	noMemory    bool // Alloc answers ErrNoMemory
 	linked      int  // launches a descriptor linked to
 }
@@ -143,15 +142,8 @@ func (f *fake) ReadTimer() (nvidia.Timer, error) {
 	return nvidia.Timer{GPU: f.timer(), Host: now, Width: 100}, nil
 }
 
-// timer is the fake GPU's timer: the host's clock, 2^40 ns ahead, ticking
-// at twice a nanosecond's rate when fast is set.
-func (f *fake) timer() uint64 {
-	now := uint64(device.Now())
-	if f.fast {
-		return 1<<40 + 2*now
-	}
-	return 1<<40 + now
-}
+// timer is the fake GPU's timer: the host's clock, 2^40 ns ahead.
+func (f *fake) timer() uint64 { return 1<<40 + uint64(device.Now()) }
 func (f *fake) Stop() error {
 	f.mu.Lock()
 	f.stopped = true
