@@ -422,7 +422,6 @@ func TestRoomNever(t *testing.T) {
 		{"foreign entry", []device.Part{launch(&device.Entry{Name: "x"}, 1, 1, nil)}, nil, 0, "did not make"},
 		{"foreign region", []device.Part{{Kind: device.CopyRows, Queue: qCopy, Src: m, Dst: "elsewhere", RowBytes: 8, Rows: 1}}, nil, 0, "did not make"},
 		{"wait", nil, []device.Wait{{Word: w2, Value: 1}}, -1, "does not map"},
-		{"segments", []device.Part{{Kind: device.Words, Queue: qCompute, Words: make([]uint32, 2*(1<<18))}}, nil, -1, "ring"},
 	} {
 		s := device.Submission{Parts: c.parts, Waits: c.waits}
 		a := r.room(&s)

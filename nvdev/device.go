@@ -62,8 +62,8 @@ type gpu struct {
 	own        *nvidia.Memory
 	base       uint64 // the word's value at make
 
-	tsg, ctxShare, debugger nvidia.Handle
-	ch                      [2]*channel
+	// ch is the channels in use, those of the set live holds.
+	ch [2]*channel
 
 	// The launch ring: each launch's constant bank 0 and descriptor;
 	// launch0 is the one make allocated.
@@ -122,6 +122,13 @@ type gpu struct {
 	clock0        nvidia.Timer
 	boost         error // the RM's refusal of PERF_BOOST, if any
 	copyOnCompute bool
+
+	// oldSets is the channel sets a regrowth replaced, or opened and never
+	// used: they go back at the next growth or allocation (under mu). live
+	// is the set in use, for the goroutines that read its notifiers
+	// without mu.
+	oldSets []*chanSet
+	live    atomic.Pointer[chanSet]
 }
 
 // record is where a value left each ring: once the word holds the value,
@@ -260,42 +267,15 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		atomic.StoreUint64(d.word, d.base)
 	}
 
-	// Memory: each channel's ring and USERD in Mapped memory, its notifier,
-	// mark and segments in Pinned memory; the launch ring in Mapped memory
-	// where the BAR has room, Pinned otherwise.
-	ringBytes := c.RingEntries*8 + 4096
-	for q := range d.ch {
-		ch := &channel{q: q, name: [2]string{"COMPUTE", "COPY"}[q], entries: uint64(c.RingEntries)}
-		ringKind := device.Mapped
-		if c.PinnedRings {
-			ringKind = device.Pinned
-		}
-		if ch.ring, err = alloc(ringKind, ringBytes); err != nil {
-			return nil, err
-		}
-		if ch.aux, err = alloc(device.Pinned, auxSegments); err != nil {
-			return nil, err
-		}
-		// The segment ring in Mapped memory where the BAR has room, as the
-		// launch ring: the channel fetches its words from the GPU's own
-		// memory.
-		if d.mapped() && !c.PinnedSegments {
-			ch.seg0, _ = alloc(device.Mapped, c.SegmentBytes)
-		}
-		if ch.seg0 == nil {
-			if ch.seg0, err = alloc(device.Pinned, c.SegmentBytes); err != nil {
-				return nil, err
-			}
-		}
-		ch.gp = unsafe.Slice((*uint64)(ptrAt(ch.ring.Host)), c.RingEntries)
-		ch.gpPut = (*uint32)(ptrAt(ch.ring.Host + uintptr(c.RingEntries*8) + 0x8c))
-		ch.notifier = (*[4]uint32)(ptrAt(ch.aux.Host + auxNotifier))
-		ch.mark = (*uint64)(ptrAt(ch.aux.Host + auxMark))
-		ch.markGPU = ch.aux.Address + auxMark
-		ch.seg = hostWords(ch.seg0, 0, c.SegmentBytes/4)
-		ch.segGPU = ch.seg0.Address
-		d.ch[q] = ch
+	// The channels, then the launch ring in Mapped memory where the BAR has
+	// room, Pinned otherwise.
+	d.copyOnCompute = !c.NoComputeCopies
+	set, err := d.openChannels(c.RingEntries, [2]uint64{}, "make", &undo)
+	if err != nil {
+		return nil, err
 	}
+	d.ch = set.ch
+	d.live.Store(set)
 	if d.mapped() {
 		d.launchMem, err = alloc(device.Mapped, c.LaunchBytes)
 	}
@@ -307,94 +287,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	d.launchHost = hostBytes(d.launchMem, 0, c.LaunchBytes)
 	d.launch0 = d.launchMem
 	d.retired = make([]retired, 0, 64)
-
-	// The RM's objects: a channel group on GR with a context share, and
-	// the two channels in it.
-	rmAlloc := func(what string, parent nvidia.Handle, class uint32, params []byte) (nvidia.Handle, error) {
-		h, err := rm.Alloc(parent, class, params)
-		if err != nil {
-			return 0, fmt.Errorf("nvdev: make: %s: %w", what, err)
-		}
-		return h, nil
-	}
-	if d.tsg, err = rmAlloc("channel group", p.Device(), nvidia.ClassChannelGroup,
-		nvidia.Bytes(&nvidia.ChannelGroupAllocParams{EngineType: nvidia.EngineGraphics})); err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() error { return rm.Free(p.Device(), d.tsg) })
-	if d.ctxShare, err = rmAlloc("context share", d.tsg, nvidia.ClassContextShare,
-		nvidia.Bytes(&nvidia.CtxShareAllocParams{VASpace: p.VASpace(), Flags: nvidia.CtxShareAsync})); err != nil {
-		return nil, err
-	}
-	for _, ch := range d.ch {
-		// The RM may bound a ring's entries: a refusal of the seed's
-		// 262,144 retries with tinygrad's 65,536 (NOTES.md).
-		for _, entries := range []uint64{ch.entries, min(ch.entries, fallbackEntries)} {
-			cp := nvidia.ChannelAllocParams{
-				ObjectError:   ch.aux.Handle,
-				ObjectBuffer:  ch.ring.Handle,
-				GPFIFOOffset:  ch.ring.Address,
-				GPFIFOEntries: uint32(entries),
-				ContextShare:  d.ctxShare,
-			}
-			cp.UserdMemory[0] = ch.ring.Handle
-			cp.UserdOffset[0] = uint64(c.RingEntries) * 8
-			if ch.h, err = rmAlloc(ch.name+" channel", d.tsg, pg.Channel, nvidia.Bytes(&cp)); err == nil {
-				ch.entries = entries
-				break
-			}
-			if _, ok := device.AsFault(err); ok {
-				return nil, err
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	compute, err := rmAlloc("compute object", d.ch[qCompute].h, pg.Compute, nil)
-	if err != nil {
-		return nil, err
-	}
-	// A copy engine on the compute channel too, unless the configuration
-	// says otherwise, so that copies run on either queue; without it a copy
-	// of bytes on COMPUTE:0 is refused.
-	if !c.NoComputeCopies {
-		if _, err = rmAlloc("copy object on the compute channel", d.ch[qCompute].h, pg.Copy, nil); err != nil {
-			return nil, err
-		}
-		d.copyOnCompute = true
-	}
-	if _, err = rmAlloc("copy object", d.ch[qCopy].h, pg.Copy, nil); err != nil {
-		return nil, err
-	}
-	// The debugger reads the SMs' errors and the MMU's faults after a fault;
-	// a device without one reports the notifiers alone.
-	if h, derr := rm.Alloc(p.Device(), nvidia.ClassDebugger,
-		nvidia.Bytes(&nvidia.DebuggerAllocParams{AppClient: rm.Client(), Class3DObject: compute})); derr == nil {
-		d.debugger = h
-		undo = append(undo, func() error { return rm.Free(p.Device(), h) })
-	}
-	for _, ch := range d.ch {
-		if ch.token, err = rm.Token(ch.h); err != nil {
-			return nil, fmt.Errorf("nvdev: make: work submit token of the %s channel: %w", ch.name, err)
-		}
-	}
-	for _, ch := range d.ch {
-		if err = p.Register(ch.h); err != nil {
-			return nil, fmt.Errorf("nvdev: make: registering the %s channel: %w", ch.name, err)
-		}
-		ch.registered = true
-		h := ch.h
-		undo = append(undo, func() error { return p.Unregister(h) })
-	}
-	if err = rm.Schedule(d.tsg, &nvidia.ScheduleParams{Enable: 1}); err != nil {
-		return nil, fmt.Errorf("nvdev: make: scheduling the channel group: %w", err)
-	}
 	d.boost = rm.Boost(p.Subdevice())
-
-	if err = d.setup(); err != nil {
-		return nil, err
-	}
 
 	if d.clock0, err = measure(p); err != nil {
 		return nil, fmt.Errorf("nvdev: make: reading the GPU's timer: %w", err)
@@ -438,11 +331,12 @@ func inArray(w *uint64, base uintptr, n int) bool {
 // setupTimeout bounds the first words' run at make.
 const setupTimeout = 5 * time.Second
 
-// setup runs each channel's first words: the engines' binding and the
-// compute engine's windows, then a release of the channel's mark, which
-// make waits for, so that a channel that does not run fails the make.
-func (d *gpu) setup() error {
-	for _, ch := range d.ch {
+// setup runs the first words of the channels chs: the engines' binding and
+// the compute engine's windows, then a release of each channel's next mark,
+// which it waits for, so that a channel that does not run fails the make
+// or the growth.
+func (d *gpu) setup(chs [2]*channel) error {
+	for _, ch := range chs {
 		b := ch.seg[:0]
 		if ch.q == qCompute {
 			b = abi.SetObject(b, abi.SubCompute, d.rec.ComputeClass)
@@ -453,29 +347,44 @@ func (d *gpu) setup() error {
 		} else {
 			b = abi.SetObject(b, abi.SubCopy, d.rec.CopyClass)
 		}
-		ch.marks = 1
+		ch.marks++
 		b = abi.Release(b, d.gen, ch.markGPU, ch.marks)
 		ch.segPos = uint64(len(b))
 		if err := ch.appendSegment(d.gen, 0, uint32(len(b))); err != nil {
-			return fmt.Errorf("nvdev: make: %w", err)
+			return err
 		}
 		ch.publish()
 	}
-	d.wake(0b11)
+	if d.flush != nil {
+		_ = atomic.LoadUint32(d.flush)
+	}
+	for _, ch := range chs {
+		d.p.Ring(ch.token)
+	}
 	t0 := time.Now()
-	for _, ch := range d.ch {
+	for _, ch := range chs {
 		for atomic.LoadUint64(ch.mark) != ch.marks {
-			if f := d.notifierFault(); f != nil {
-				return fmt.Errorf("nvdev: make: the channels' first words: %w", f)
+			if f := chsFault(chs); f != "" {
+				return fmt.Errorf("the channels' first words: %s", f)
 			}
 			if time.Since(t0) > setupTimeout {
-				return fmt.Errorf("nvdev: make: the %s channel did not run its first words in %v (mark %d, notifier %x)",
+				return fmt.Errorf("the %s channel did not run its first words in %v (mark %d, notifier %x)",
 					ch.name, setupTimeout, atomic.LoadUint64(ch.mark), ch.notifierWords())
 			}
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
 	return nil
+}
+
+// chsFault names the error a notifier of the channels holds, or "".
+func chsFault(chs [2]*channel) string {
+	for _, ch := range chs {
+		if w := ch.notifierWords(); w[3]>>16 != 0 {
+			return fmt.Sprintf("error %d on the %s channel", w[2], ch.name)
+		}
+	}
+	return ""
 }
 
 // record is where the device's rings stand now.
@@ -505,7 +414,7 @@ func (ch *channel) appendSegment(g *abi.Generation, at uint64, n uint32) error {
 }
 
 // publish stores GPPut: a plain store into the BAR, which wake orders.
-func (ch *channel) publish() { *ch.gpPut = uint32(ch.put % ch.entries) }
+func (ch *channel) publish() { storePut(ch.gpPut, uint32(ch.put%ch.entries)) }
 
 // wake wakes the channels of the mask: it reads the flush word, so that
 // the host's writes through the BAR reach the GPU first, then stores each

@@ -44,16 +44,16 @@
 // the word says is consumed.
 //
 // Room answers RoomGrow for words beyond a segment ring, launches beyond the
-// launch ring and the first timed submission; Grow makes the rings anew
-// (grow.go) and the stamp ring (profile.go), and Settle converts the stamps
+// launch ring, entries beyond a channel's ring and the first timed
+// submission; Grow makes the rings anew (grow.go), two channels anew in a new
+// channel group (channels.go) and the stamp ring (profile.go), and Settle
+// converts the stamps
 // of timed values to the host's clock. A copy or fill of one row of at least
 // 256 KiB within Device memory runs as the driver's own kernel on the
 // compute channel (kernels.go). Images go into rig's Device region by the
 // copy channel, through a staging buffer (image.go).
 //
-// Not built yet (NOTES.md): a channel's regrowth (Room answers RoomNever for
-// parts beyond a channel's 262,144 entries), and peer access and DMA (the
-// path's). Copies of bytes on COMPUTE:0 run on a copy engine the compute
+// Not built yet (NOTES.md): peer access and DMA (the path's). Copies of bytes on COMPUTE:0 run on a copy engine the compute
 // channel binds on subchannel 4 (it ran on the H200), where the seed refuses
 // them; Config.NoComputeCopies gives the seed's refusal.
 //

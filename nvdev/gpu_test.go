@@ -58,7 +58,7 @@ func openGPURaw(t testing.TB, c Config) *raw {
 	}
 	d := drv.(*gpu)
 	t.Logf("make in %v: rings of %d and %d entries, word 0x%x in rig's array %v, copy engine on the compute channel %v, boost %v, debugger 0x%x, launch ring %v at 0x%x, timer %+v",
-		time.Since(t0), d.ch[0].entries, d.ch[1].entries, d.wordGPU, d.array != nil, d.copyOnCompute, d.boost, d.debugger, d.launchMem.Kind, d.launchMem.Address, d.clock0)
+		time.Since(t0), d.ch[0].entries, d.ch[1].entries, d.wordGPU, d.array != nil, d.copyOnCompute, d.boost, d.live.Load().debugger, d.launchMem.Kind, d.launchMem.Address, d.clock0)
 	for _, ch := range d.ch {
 		t.Logf("%s channel 0x%x token 0x%x: ring at 0x%x (%v), aux at 0x%x, segments at 0x%x", ch.name, ch.h, ch.token, ch.ring.Address, ch.ring.Kind, ch.aux.Address, ch.segGPU)
 	}

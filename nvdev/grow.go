@@ -35,15 +35,17 @@ const segChunk = 1 << 20
 
 // need is what Room found the submission needs grown.
 type need struct {
-	seg    [2]uint64 // words of a channel's segment; 0 where it fits
-	launch uint64    // bytes of launches; 0 where they fit
-	stamps bool
+	seg     [2]uint64 // words of a channel's segment; 0 where it fits
+	entries [2]uint64 // entries of a channel's ring; 0 where they fit
+	launch  uint64    // bytes of launches; 0 where they fit
+	stamps  bool
 }
 
 // grown is what Grow made and the next Room puts in place.
 type grown struct {
 	seg    [2]*nvidia.Memory
 	launch *nvidia.Memory
+	set    *chanSet
 }
 
 // retired is a ring a growth replaced: it goes back once the word reaches
@@ -79,7 +81,13 @@ func (d *gpu) Grow() error {
 		return errors.New("nvdev: grow after stop")
 	}
 	d.reap()
+	d.reapSets()
 	n := d.need
+	if n.entries != [2]uint64{} {
+		if err := d.regrow(n.entries); err != nil {
+			return err
+		}
+	}
 	for q, words := range n.seg {
 		if words == 0 {
 			continue
@@ -197,7 +205,7 @@ func (d *gpu) reap() {
 	}
 	clear(d.retired[len(keep):])
 	d.retired = keep
-	mark := atomic.LoadUint64(d.ch[qCopy].mark)
+	mark := atomic.LoadUint64(d.live.Load().ch[qCopy].mark)
 	ups := d.staging[:0]
 	for _, s := range d.staging {
 		if device.AtLeast(mark, s.until) {
@@ -210,9 +218,9 @@ func (d *gpu) reap() {
 	d.staging = ups
 }
 
-// ringsHeld is what Stop gives back of the growths: the replaced rings,
-// the grown ones in use, those Grow made that no Room put in place, the
-// staging of uploads, and the stamp ring.
+// ringsHeld is what Stop gives back of the growths but the channel sets'
+// memory: the replaced rings, the grown launch ring in use, those Grow made
+// that no Room put in place, the staging of uploads, and the stamp ring.
 func (d *gpu) ringsHeld() []*nvidia.Memory {
 	var ms []*nvidia.Memory
 	d.retMu.Lock()
@@ -224,11 +232,8 @@ func (d *gpu) ringsHeld() []*nvidia.Memory {
 	}
 	d.retired, d.staging = nil, nil
 	d.retMu.Unlock()
-	for q, ch := range d.ch {
-		if ch.segMem != nil {
-			ms = append(ms, ch.segMem)
-		}
-		if g := d.grown.seg[q]; g != nil {
+	for _, g := range d.grown.seg {
+		if g != nil {
 			ms = append(ms, g)
 		}
 	}

@@ -1,10 +1,15 @@
 package nvdev
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+	"github.com/rig-go/rig/nvdev/abi"
 )
 
 // TestGrow runs values whose words exceed the segment rings and whose
@@ -120,4 +125,92 @@ func TestSegmentChunks(t *testing.T) {
 	if b := hostOf(m); b[159999] != byte(159999%256) {
 		t.Error("the last fill did not run")
 	}
+}
+
+// TestRegrow runs a value whose Words take more entries than a channel's
+// ring: Grow opens two channels anew in a new channel group, the device
+// switches to them once every value before is reached, they owe the
+// binding, the windows and the local memory, and the replaced set goes
+// back at the next allocation.
+func TestRegrow(t *testing.T) {
+	r := openRaw(t, Config{RingEntries: 64})
+	e := r.entry("twice")
+	x := r.alloc(device.Device, 4096)
+	m := r.alloc(device.Pinned, 4096)
+	seg := hostWords(m, 256, 6)
+	b := abi.Release(seg[:0], r.d.gen, m.Address+64, 0xfeed)
+	e0, e1 := abi.Segment(m.Address+256, uint32(len(b)), abi.Subroutine, false).Words()
+	words := make([]uint32, 0, 200)
+	for range 100 {
+		words = append(words, e0, e1)
+	}
+	big := device.Part{Kind: device.Words, Queue: qCompute, Words: words}
+
+	// A value the copy channel holds until the host writes a word.
+	slot, w, err := timeline.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timeline.Give(slot)
+	atomic.StoreUint64(w, 0)
+	held := r.submit([]device.Wait{{Word: w, Value: 1}}, fillPart(qCopy, m, 0, 8, 1))
+	r.f.pump()
+
+	chans := r.f.objectsOf(r.f.gpu.Channel)
+	s := device.Submission{Value: r.v + 1, Parts: []device.Part{big}}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room of 100 entries on rings of 64: %+v", a)
+	}
+	// No memory: Short, and the device keeps its channels.
+	r.f.mu.Lock()
+	r.f.noMemory = true
+	r.f.mu.Unlock()
+	var short *device.Short
+	if err := r.d.Grow(); !errors.As(err, &short) {
+		t.Fatalf("a regrowth without memory: %v", err)
+	}
+	r.f.mu.Lock()
+	r.f.noMemory = false
+	r.f.mu.Unlock()
+	if n := r.f.objectsOf(r.f.gpu.Channel); n != chans {
+		t.Fatalf("%d channels after a failed regrowth, want %d", n, chans)
+	}
+	if err := r.d.Grow(); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.f.objectsOf(r.f.gpu.Channel); n != chans+2 {
+		t.Fatalf("%d channels after the regrowth, want %d", n, chans+2)
+	}
+	// Value held is not reached: the new channels wait.
+	if a := r.d.Room(&s); a.Kind != device.RoomLater {
+		t.Fatalf("room with a value in flight: %+v", a)
+	}
+	old := r.d.ch
+	atomic.StoreUint64(w, 1)
+	r.wait(held)
+	r.f.trace = map[string][]abi.Write{}
+	r.wait(r.submit(nil, big, launch(e, 1, 32, u64s(x.Address)), fillPart(qCopy, m, 8, 8, 2)))
+	if r.d.ch == old || r.d.ch[qCompute].entries != 256 || r.d.ch[qCopy].entries != 256 {
+		t.Fatalf("channels of %d and %d entries", r.d.ch[qCompute].entries, r.d.ch[qCopy].entries)
+	}
+	if got := binary.LittleEndian.Uint64(hostOf(m)[64:]); got != 0xfeed || hostOf(m)[15] != 2 {
+		t.Errorf("the words released 0x%x, the fill wrote %d", got, hostOf(m)[15])
+	}
+	// The new compute channel got the local memory before its parts.
+	local := false
+	for _, w := range r.f.trace[fmt.Sprintf("channel %d", len(r.f.chans)-2)] {
+		local = local || w.Method == abi.ComputeLocalMemoryA
+	}
+	if !local {
+		t.Error("the new compute channel got no local memory")
+	}
+	// The next allocation gives the replaced set back.
+	r.alloc(device.Pinned, 4096)
+	if n := r.f.objectsOf(r.f.gpu.Channel); n != chans {
+		t.Errorf("%d channels after the allocation, want %d", n, chans)
+	}
+	for range 300 {
+		r.submit(nil, launch(e, 1, 32, u64s(x.Address)), fillPart(qCopy, m, 8, 8, 3))
+	}
+	r.wait(r.v)
 }

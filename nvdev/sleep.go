@@ -71,7 +71,7 @@ func asFault(err error) *device.Fault {
 
 // notified reports whether a channel's error notifier holds an error.
 func (d *gpu) notified() bool {
-	for _, ch := range d.ch {
+	for _, ch := range d.live.Load().ch {
 		if atomic.LoadUint32(&ch.notifier[3])>>16 != 0 {
 			return true
 		}
@@ -112,7 +112,7 @@ func engineName(t uint32) string {
 func (d *gpu) notifierFault() *device.Fault {
 	var lines []string
 	seen := map[uint32]bool{}
-	for _, ch := range d.ch {
+	for _, ch := range d.live.Load().ch {
 		w := ch.notifierWords()
 		status := w[3] >> 16
 		if status == 0 {
@@ -142,16 +142,17 @@ func (d *gpu) notifierFault() *device.Fault {
 // debugLines reads the multiprocessors' errors and the MMU's faults
 // through the debugger object.
 func (d *gpu) debugLines() []string {
-	if d.debugger == 0 {
+	set := d.live.Load()
+	if set.debugger == 0 {
 		return []string{"no debugger object: the SMs' errors and the MMU's faults are unread"}
 	}
 	var lines []string
 	sms := d.rec.SMs()
 	mmuInfo := false
 	for start := 0; start < sms; start += nvidia.MaxSMsPerCall {
-		p := &nvidia.SMErrorStatesParams{TargetChannel: d.ch[qCompute].h,
+		p := &nvidia.SMErrorStatesParams{TargetChannel: set.ch[qCompute].h,
 			NumSMsToRead: uint32(min(sms-start, nvidia.MaxSMsPerCall)), StartingSM: uint32(start)}
-		if err := d.rm.SMErrors(d.debugger, p); err != nil {
+		if err := d.rm.SMErrors(set.debugger, p); err != nil {
 			// The counts are the chip's: the RM refuses SMs past those
 			// the GPU has.
 			if start == 0 {
@@ -172,7 +173,7 @@ func (d *gpu) debugLines() []string {
 		}
 	}
 	var mf nvidia.MMUFaultInfoParams
-	if err := d.rm.MMUFaults(d.debugger, &mf); err != nil {
+	if err := d.rm.MMUFaults(set.debugger, &mf); err != nil {
 		lines = append(lines, fmt.Sprintf("MMU faults: the RM refused to read them: %v", err))
 	} else {
 		for i := range int(min(mf.Count, nvidia.MaxMMUFaultEntries)) {
@@ -198,29 +199,25 @@ func (d *gpu) Stop(string) error {
 	}
 	d.localMu.Lock()
 	defer d.localMu.Unlock()
+	sets := append([]*chanSet{d.live.Load()}, d.oldSets...)
+	if g := d.grown.set; g != nil {
+		sets = append(sets, g)
+	}
 	clean := true
-	for _, ch := range d.ch {
-		if ch.registered {
-			if err := d.p.Unregister(ch.h); err != nil {
-				clean = false
-			}
-			ch.registered = false
+	for _, set := range sets {
+		if !d.closeSet(set) {
+			clean = false
 		}
-	}
-	if d.debugger != 0 {
-		_ = d.rm.Free(d.p.Device(), d.debugger)
-	}
-	if err := d.rm.Free(d.p.Device(), d.tsg); err != nil {
-		clean = false
 	}
 	perr := d.p.Stop()
 	var errs []error
 	if clean || perr == nil {
 		atomic.StoreUint64(d.word, d.last)
 		var mems []*nvidia.Memory
-		for _, ch := range d.ch {
-			mems = append(mems, ch.ring, ch.aux, ch.seg0)
+		for _, set := range sets {
+			mems = append(mems, setMemory(set)...)
 		}
+		d.oldSets, d.grown.set = nil, nil
 		mems = append(mems, d.launch0)
 		mems = append(mems, d.ringsHeld()...)
 		if d.copyK != nil {

@@ -122,6 +122,10 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 		return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
 	}
 	d.install(w)
+	if d.grown.set != nil && !d.switchChannels(w) {
+		// New channels wait for every value before.
+		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
+	}
 	r := d.recs[w%records]
 	if device.AtLeast(w, d.last) && (!d.layPending || device.AtLeast(atomic.LoadUint64(d.ch[qCopy].mark), d.upMark)) {
 		// The channels consumed everything: the rings start over at their
@@ -150,7 +154,7 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 			return never(-1, "its parts take more than 2^31 - 1 entries of a channel's ring")
 		}
 		if e > ch.entries-1 {
-			return never(-1, "its parts exceed a channel's ring (a channel's regrowth is not built)")
+			g.entries[q], grow = e, true
 		}
 		if n := c.segPos; n > uint64(len(ch.seg)) {
 			g.seg[q], grow = n, true

@@ -1,0 +1,306 @@
+package nvdev
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// Channels. make opens the device's channel group and its two channels;
+// a regrowth opens another set, as make does, whose rings hold more entries.
+//
+// The RM fixes the entries of a channel's ring as it allocates the
+// channel, so for parts that take more entries than a channel's ring holds
+// Room answers RoomGrow, and Grow opens two channels anew in a new channel
+// group: each ring holds the least power of two of entries that holds twice
+// what the parts take, at most 2^31, and no fewer than the newest
+// channels'. Grow runs their first words (the engines' binding and the
+// windows; the local memory follows with the next submission on the
+// compute channel) and keeps the set aside. The next Room answers
+// RoomLater until the word has reached every value submitted and the copy
+// channel every upload; it then puts the new set in place, and the next
+// submissions start on it. The set it replaced goes back at the device's
+// next growth or allocation: its registrations, its channel group (with
+// its channels and objects), its debugger and its memory. Each regrowth at
+// least doubles a ring, from 262,144 entries to at most 2^31, so a device
+// keeps at most 13 replaced sets. A path or RM that lacks the memory
+// answers Short, and the device keeps its channels.
+
+// chanSet is a channel group, its two channels and its debugger.
+type chanSet struct {
+	tsg, debugger nvidia.Handle
+	ch            [2]*channel
+}
+
+// openChannels opens a channel group and its two channels, whose rings
+// hold entries[q] entries, at least minEntries; each channel's marks start
+// after marks[q]. It appends what it made to undo, in the order it made
+// it; what names the caller in errors.
+func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, undo *[]func() error) (_ *chanSet, err error) {
+	p, rm, c := d.p, d.rm, d.cfg
+	pg := p.GPU()
+	alloc := func(k device.Memory, n int) (*nvidia.Memory, error) {
+		m, err := p.Alloc(k, n)
+		if err != nil {
+			return nil, fmt.Errorf("nvdev: %s: %d bytes of %v memory: %w", what, n, k, err)
+		}
+		*undo = append(*undo, func() error { return p.Free(m) })
+		return m, nil
+	}
+	set := &chanSet{}
+	// Memory: each channel's ring and USERD in Mapped memory (Pinned with
+	// PinnedRings), its notifier and mark in Pinned memory, its segment
+	// ring in Mapped memory where the BAR has room.
+	ringBytes := minEntries*8 + 4096
+	for q := range set.ch {
+		ch := &channel{q: q, name: [2]string{"COMPUTE", "COPY"}[q], entries: uint64(minEntries), marks: marks[q]}
+		ringKind := device.Mapped
+		if c.PinnedRings {
+			ringKind = device.Pinned
+		}
+		if ch.ring, err = alloc(ringKind, ringBytes); err != nil {
+			return nil, err
+		}
+		if ch.aux, err = alloc(device.Pinned, auxSegments); err != nil {
+			return nil, err
+		}
+		// The segment ring in Mapped memory where the BAR has room, as the
+		// launch ring: the channel fetches its words from the GPU's own
+		// memory.
+		if d.mapped() && !c.PinnedSegments {
+			ch.seg0, _ = alloc(device.Mapped, c.SegmentBytes)
+		}
+		if ch.seg0 == nil {
+			if ch.seg0, err = alloc(device.Pinned, c.SegmentBytes); err != nil {
+				return nil, err
+			}
+		}
+		ch.gp = unsafe.Slice((*uint64)(ptrAt(ch.ring.Host)), minEntries)
+		ch.gpPut = (*uint32)(ptrAt(ch.ring.Host + uintptr(minEntries*8) + 0x8c))
+		ch.notifier = (*[4]uint32)(ptrAt(ch.aux.Host + auxNotifier))
+		ch.mark = (*uint64)(ptrAt(ch.aux.Host + auxMark))
+		atomic.StoreUint64(ch.mark, marks[q])
+		ch.markGPU = ch.aux.Address + auxMark
+		ch.seg = hostWords(ch.seg0, 0, c.SegmentBytes/4)
+		ch.segGPU = ch.seg0.Address
+		set.ch[q] = ch
+	}
+
+	// The RM's objects: a channel group on GR with a context share, and
+	// the two channels in it.
+	rmAlloc := func(name string, parent nvidia.Handle, class uint32, params []byte) (nvidia.Handle, error) {
+		h, err := rm.Alloc(parent, class, params)
+		if err != nil {
+			return 0, fmt.Errorf("nvdev: %s: %s: %w", what, name, err)
+		}
+		return h, nil
+	}
+	if set.tsg, err = rmAlloc("channel group", p.Device(), nvidia.ClassChannelGroup,
+		nvidia.Bytes(&nvidia.ChannelGroupAllocParams{EngineType: nvidia.EngineGraphics})); err != nil {
+		return nil, err
+	}
+	tsg := set.tsg
+	*undo = append(*undo, func() error { return rm.Free(p.Device(), tsg) })
+	ctxShare, err := rmAlloc("context share", tsg, nvidia.ClassContextShare,
+		nvidia.Bytes(&nvidia.CtxShareAllocParams{VASpace: p.VASpace(), Flags: nvidia.CtxShareAsync}))
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range set.ch {
+		// The RM may bound a ring's entries: a refusal of the seed's
+		// 262,144 retries with tinygrad's 65,536 (NOTES.md).
+		for _, entries := range []uint64{ch.entries, min(ch.entries, fallbackEntries)} {
+			cp := nvidia.ChannelAllocParams{
+				ObjectError:   ch.aux.Handle,
+				ObjectBuffer:  ch.ring.Handle,
+				GPFIFOOffset:  ch.ring.Address,
+				GPFIFOEntries: uint32(entries),
+				ContextShare:  ctxShare,
+			}
+			cp.UserdMemory[0] = ch.ring.Handle
+			cp.UserdOffset[0] = uint64(minEntries) * 8
+			if ch.h, err = rmAlloc(ch.name+" channel", tsg, pg.Channel, nvidia.Bytes(&cp)); err == nil {
+				ch.entries = entries
+				break
+			}
+			if _, ok := device.AsFault(err); ok {
+				return nil, err
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	compute, err := rmAlloc("compute object", set.ch[qCompute].h, pg.Compute, nil)
+	if err != nil {
+		return nil, err
+	}
+	// A copy engine on the compute channel too, unless the configuration
+	// says otherwise, so that copies run on either queue; without it a copy
+	// of bytes on COMPUTE:0 is refused.
+	if d.copyOnCompute {
+		if _, err = rmAlloc("copy object on the compute channel", set.ch[qCompute].h, pg.Copy, nil); err != nil {
+			return nil, err
+		}
+	}
+	if _, err = rmAlloc("copy object", set.ch[qCopy].h, pg.Copy, nil); err != nil {
+		return nil, err
+	}
+	// The debugger reads the SMs' errors and the MMU's faults after a fault;
+	// a device without one reports the notifiers alone.
+	if h, derr := rm.Alloc(p.Device(), nvidia.ClassDebugger,
+		nvidia.Bytes(&nvidia.DebuggerAllocParams{AppClient: rm.Client(), Class3DObject: compute})); derr == nil {
+		set.debugger = h
+		*undo = append(*undo, func() error { return rm.Free(p.Device(), h) })
+	}
+	for _, ch := range set.ch {
+		if ch.token, err = rm.Token(ch.h); err != nil {
+			return nil, fmt.Errorf("nvdev: %s: work submit token of the %s channel: %w", what, ch.name, err)
+		}
+	}
+	for _, ch := range set.ch {
+		if err = p.Register(ch.h); err != nil {
+			return nil, fmt.Errorf("nvdev: %s: registering the %s channel: %w", what, ch.name, err)
+		}
+		ch.registered = true
+		h := ch.h
+		*undo = append(*undo, func() error { return p.Unregister(h) })
+	}
+	if err = rm.Schedule(tsg, &nvidia.ScheduleParams{Enable: 1}); err != nil {
+		return nil, fmt.Errorf("nvdev: %s: scheduling the channel group: %w", what, err)
+	}
+	if err = d.setup(set.ch); err != nil {
+		return nil, fmt.Errorf("nvdev: %s: %w", what, err)
+	}
+	return set, nil
+}
+
+// closeSet ends the set's registrations and frees its debugger and its
+// channel group, with the channels and objects under it, which makes the
+// RM preempt their work. It reports whether every step succeeded; its
+// memory is the caller's to give back.
+func (d *gpu) closeSet(set *chanSet) (clean bool) {
+	clean = true
+	for _, ch := range set.ch {
+		if ch.registered {
+			if err := d.p.Unregister(ch.h); err != nil {
+				clean = false
+			}
+			ch.registered = false
+		}
+	}
+	if set.debugger != 0 {
+		_ = d.rm.Free(d.p.Device(), set.debugger)
+	}
+	if err := d.rm.Free(d.p.Device(), set.tsg); err != nil {
+		clean = false
+	}
+	return clean
+}
+
+// setMemory is the memory a set's channels hold.
+func setMemory(set *chanSet) []*nvidia.Memory {
+	var ms []*nvidia.Memory
+	for _, ch := range set.ch {
+		ms = append(ms, ch.ring, ch.aux, ch.seg0)
+		if ch.segMem != nil {
+			ms = append(ms, ch.segMem)
+		}
+	}
+	return ms
+}
+
+// regrowEntries is the entries of the channels a regrowth opens for parts
+// that take need[q] entries of channel q's ring: the least power of two
+// that holds twice the most, at most 2^31, no fewer than the newest
+// channels'.
+func (d *gpu) regrowEntries(need [2]uint64) int {
+	n := uint64(0)
+	for q, e := range need {
+		n = max(n, e, d.ch[q].entries)
+	}
+	if 2*n > 1<<31 {
+		return 1 << 31
+	}
+	if e := uint64(1) << bits.Len64(2*n-1); e > n {
+		return int(e)
+	}
+	return int(n)
+}
+
+// regrow opens the channels a regrowth makes, and keeps them aside. The
+// caller holds mu.
+func (d *gpu) regrow(need [2]uint64) error {
+	entries := d.regrowEntries(need)
+	if g := d.grown.set; g != nil {
+		if int(g.ch[0].entries) >= entries && int(g.ch[1].entries) >= entries {
+			return nil
+		}
+	}
+	var undo []func() error
+	set, err := d.openChannels(entries, [2]uint64{d.ch[0].marks, d.ch[1].marks}, "growing the channels", &undo)
+	if err != nil {
+		for i := len(undo) - 1; i >= 0; i-- {
+			_ = undo[i]()
+		}
+		if _, ok := device.AsFault(err); ok {
+			return err
+		}
+		if errors.Is(err, device.ErrNoMemory) || errors.Is(err, nvidia.ErrLacking) {
+			return &device.Short{N: int64(2 * (entries*8 + 4096))}
+		}
+		return err
+	}
+	if g := d.grown.set; g != nil {
+		d.oldSets = append(d.oldSets, g)
+	}
+	d.grown.set = set
+	return nil
+}
+
+// switchChannels puts the set a regrowth opened in place once the word has
+// reached every value submitted and the copy channel every upload, and
+// reports whether it did. The caller holds mu.
+func (d *gpu) switchChannels(w uint64) bool {
+	set := d.grown.set
+	if !device.AtLeast(w, d.last) || !device.AtLeast(atomic.LoadUint64(d.ch[qCopy].mark), d.upMark) {
+		return false
+	}
+	d.grown.set = nil
+	d.oldSets = append(d.oldSets, d.live.Load())
+	// The staging of uploads is past: it goes back with the next reap.
+	d.retMu.Lock()
+	for _, s := range d.staging {
+		d.retired = append(d.retired, retired{m: s.m, until: d.last})
+	}
+	d.staging = d.staging[:0]
+	d.ch = set.ch
+	d.live.Store(set)
+	d.retMu.Unlock()
+	// The new compute channel owes its local memory, and runs no launch
+	// that released a value without a wait for idle.
+	d.applied, d.lastOwn, d.layPending = nil, false, false
+	d.upMark, d.upAcquired = d.ch[qCopy].marks, d.ch[qCopy].marks
+	d.icache.Store(true)
+	d.recs[d.last%records] = d.record()
+	return true
+}
+
+// reapSets gives back the channel sets a regrowth replaced. The caller
+// holds mu.
+func (d *gpu) reapSets() {
+	for _, set := range d.oldSets {
+		if d.closeSet(set) {
+			for _, m := range setMemory(set) {
+				_ = d.p.Free(m)
+			}
+		}
+	}
+	clear(d.oldSets)
+	d.oldSets = d.oldSets[:0]
+}
