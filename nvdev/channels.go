@@ -258,6 +258,7 @@ func (d *gpu) regrow(need [2]uint64) error {
 	}
 	if g := d.grown.set; g != nil {
 		d.oldSets = append(d.oldSets, g)
+		d.setsOld.Store(true)
 	}
 	d.grown.set = set
 	return nil
@@ -273,6 +274,7 @@ func (d *gpu) switchChannels(w uint64) bool {
 	}
 	d.grown.set = nil
 	d.oldSets = append(d.oldSets, d.live.Load())
+	d.setsOld.Store(true)
 	// The staging of uploads is past: it goes back with the next reap.
 	d.retMu.Lock()
 	for _, s := range d.staging {
@@ -303,4 +305,5 @@ func (d *gpu) reapSets() {
 	}
 	clear(d.oldSets)
 	d.oldSets = d.oldSets[:0]
+	d.setsOld.Store(false)
 }

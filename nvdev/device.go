@@ -128,6 +128,7 @@ type gpu struct {
 	// is the set in use, for the goroutines that read its notifiers
 	// without mu.
 	oldSets []*chanSet
+	setsOld atomic.Bool // oldSets is not empty
 	live    atomic.Pointer[chanSet]
 }
 

@@ -20,9 +20,11 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 		return nil, fmt.Errorf("nvdev: alloc of %d bytes", n)
 	}
 	d.reap()
-	d.mu.Lock()
-	d.reapSets()
-	d.mu.Unlock()
+	if d.setsOld.Load() {
+		d.mu.Lock()
+		d.reapSets()
+		d.mu.Unlock()
+	}
 	mem, err := d.p.Alloc(m, n)
 	if err != nil {
 		return nil, err
