@@ -107,3 +107,31 @@ func TestHostWait(t *testing.T) {
 	}
 	fa.complete(a.Last().v)
 }
+
+// TestWaitCommitsOther checks that a device-side wait on a point of a
+// device that commits lazily (Submit answers Pending) has that device
+// commit the point: otherwise its word would never reach the value, and
+// the waiting device's work would wait for ever.
+func TestWaitCommitsOther(t *testing.T) {
+	fa, fb := newFake(), newFake()
+	fa.held, fa.pending, fa.peer, fb.peer = true, true, true, true
+	a, b := openFake(t, "CA", fa), openFake(t, "CB", fb)
+	x, _ := a.Alloc(device.Device, 64)
+	pa := submit(t, launchOn(t, a, Write(0, 0)), x)
+	fa.mu.Lock()
+	before := len(fa.commits)
+	fa.mu.Unlock()
+	submit(t, launchOn(t, b, Read(0, 0)), x)
+	fa.mu.Lock()
+	got := fa.commits[before:]
+	fa.mu.Unlock()
+	if len(got) != 1 || got[0] != pa.v {
+		t.Fatalf("a's commits after b's submission waited on it: %v, want [%d]", got, pa.v)
+	}
+	// Once committed, a second wait on it commits nothing more.
+	submit(t, launchOn(t, b, Read(0, 0)), x)
+	if len(fa.commits) != before+1 {
+		t.Fatalf("a committed again: %v", fa.commits)
+	}
+	fa.complete(pa.v)
+}

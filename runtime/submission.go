@@ -84,7 +84,10 @@ type Run struct {
 	bufs   []*bufState // the distinct buffers, in id order
 	acc    []Access    // their uses, beside bufs
 	waits  []device.Wait
-	err    error
+	// owed are the points of other devices that the waits name, which
+	// their devices must commit for the waits to end.
+	owed []Point
+	err  error
 }
 
 // Take hands out a run of the submission, its groups and threads 1 along
@@ -226,6 +229,13 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			}
 			d.mu.Unlock()
 			d.sup.submitted()
+			// A device-side wait ends only once the other device
+			// writes its word: commit it there, holding no lock.
+			for _, o := range r.owed {
+				if !device.AtLeast(o.d.committed.Load(), o.v) {
+					_ = o.d.commit(o.v)
+				}
+			}
 			return Point{d: d, v: v}, lost
 		case device.RoomLater:
 			r.unlockBuffers()
@@ -328,6 +338,7 @@ func (r *Run) unlockBuffers() {
 // locks and d's submit lock are held.
 func (r *Run) hazards(d *Device) (Point, error) {
 	r.waits = r.waits[:0]
+	r.owed = r.owed[:0]
 	for i, b := range r.bufs {
 		if b.freed {
 			return Point{}, fmt.Errorf("rig: a buffer of %d bytes: %w", b.n, ErrFreed)
@@ -368,11 +379,13 @@ func (r *Run) waitFor(d *Device, p Point) Point {
 		if r.waits[i].Word == o.word {
 			if device.AtLeast(p.v, r.waits[i].Value) {
 				r.waits[i].Value = p.v
+				r.owed[i] = p
 			}
 			return Point{}
 		}
 	}
 	r.waits = append(r.waits, device.Wait{Word: o.word, Value: p.v})
+	r.owed = append(r.owed, p)
 	return Point{}
 }
 

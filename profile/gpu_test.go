@@ -1,0 +1,115 @@
+package profile
+
+import (
+	"context"
+	_ "embed"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/cudadev"
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// kernelsPTX holds the empty and twice kernels, which CUDA compiles for
+// any GPU; kernelsNV the same kernels for sm_90, which nvdev loads.
+var (
+	//go:embed testdata/kernels.ptx
+	kernelsPTX []byte
+	//go:embed testdata/kernels_nv.sm_90.cubin
+	kernelsNV []byte
+)
+
+// TestGPUSpans takes a profile of launches on each GPU driver and checks
+// the stamps against the host's clock: each value's span lies within the
+// interval from just before its submit to just after its wait returned,
+// and the spans follow the values' order.
+func TestGPUSpans(t *testing.T) {
+	if os.Getenv("RIG_GPU") != "1" {
+		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
+	}
+	for _, c := range []struct {
+		name string
+		op   device.Opener
+		bin  []byte
+	}{{"cuda", cudadev.GPU(0), kernelsPTX}, {"nv", nvdev.GPU(0), kernelsNV}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			d, err := rig.Open(ctx, c.op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = d.Close(); <-d.Done() }()
+			img, err := d.LoadImage(c.bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := img.Resolve("twice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, err := d.Alloc(device.Device, 4*256*64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := submission(t, d, rig.Launch(f, 8, rig.ReadWrite(0, 0)))
+			p, err := Start(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 200
+			type window struct {
+				value      uint64
+				from, till int64
+			}
+			var ws []window
+			for i := 0; i < n; i++ {
+				r := s.Take()
+				r.Groups(0, 64, 1, 1)
+				r.Threads(0, 256, 1, 1)
+				from := device.Now()
+				pt, err := r.Submit(ctx, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := pt.Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+				ws = append(ws, window{pt.Value(), from, device.Now()})
+			}
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := p.Stop(sctx); err != nil {
+				t.Fatal(err)
+			}
+			spans := p.Spans()
+			if len(spans) != n {
+				t.Fatalf("%d spans of %d timed values", len(spans), n)
+			}
+			// The seeds bound a stamp's error by half its measure's
+			// interval (5 µs) plus the timer's drift: allow 20 µs.
+			const slack = 20_000
+			var worst int64
+			for i, sp := range spans {
+				w := ws[i]
+				if sp.Value != w.value {
+					t.Fatalf("span %d is of value %d, want %d", i, sp.Value, w.value)
+				}
+				if sp.End < sp.Start {
+					t.Fatalf("span of value %d ends %d ns before it starts", sp.Value, sp.Start-sp.End)
+				}
+				early, late := w.from-sp.Start, sp.End-w.till
+				worst = max(worst, early, late)
+				if early > slack || late > slack {
+					t.Fatalf("span of value %d [%d, %d] lies outside its submit and wait [%d, %d]", sp.Value, sp.Start, sp.End, w.from, w.till)
+				}
+				if i > 0 && sp.Start < spans[i-1].End-slack {
+					t.Fatalf("span of value %d starts %d ns before the previous value's end", sp.Value, spans[i-1].End-sp.Start)
+				}
+			}
+			t.Logf("%d spans within their host intervals; the farthest outside by %d ns; first %+v", n, worst, spans[0])
+		})
+	}
+}
