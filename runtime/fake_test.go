@@ -33,6 +33,7 @@ type fake struct {
 	entryErr  []error
 	unloads   int
 	peer      bool
+	onSubmit  func() // called by Submit, f.mu held
 }
 
 func newFake() *fake {
@@ -196,6 +197,9 @@ func (f *fake) Submit(s *device.Submission) device.SubmitAnswer {
 	c.Waits = append([]device.Wait(nil), s.Waits...)
 	c.Parts = nil
 	f.submitted = append(f.submitted, c)
+	if f.onSubmit != nil {
+		f.onSubmit()
+	}
 	if f.fail != "" {
 		return device.SubmitAnswer{Kind: device.Failed, Reason: f.fail}
 	}

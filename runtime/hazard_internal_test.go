@@ -110,8 +110,10 @@ func TestHostWait(t *testing.T) {
 
 // TestWaitCommitsOther checks that a device-side wait on a point of a
 // device that commits lazily (Submit answers Pending) has that device
-// commit the point: otherwise its word would never reach the value, and
-// the waiting device's work would wait for ever.
+// commit the point before the waiting submission reaches its driver:
+// otherwise its word would never reach the value, or reach it only behind
+// later work of its device that waits on the waiting submission, and the
+// two devices would wait on each other for ever.
 func TestWaitCommitsOther(t *testing.T) {
 	fa, fb := newFake(), newFake()
 	fa.held, fa.pending, fa.peer, fb.peer = true, true, true, true
@@ -121,6 +123,13 @@ func TestWaitCommitsOther(t *testing.T) {
 	fa.mu.Lock()
 	before := len(fa.commits)
 	fa.mu.Unlock()
+	fb.mu.Lock()
+	fb.onSubmit = func() {
+		if len(fa.commits) == before {
+			t.Error("b's submission reached its driver before a committed the point it waits for")
+		}
+	}
+	fb.mu.Unlock()
 	submit(t, launchOn(t, b, Read(0, 0)), x)
 	fa.mu.Lock()
 	got := fa.commits[before:]

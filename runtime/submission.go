@@ -195,6 +195,22 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 		}
 		r.lockBuffers()
 		hostWait, err := r.hazards(d)
+		if err == nil && hostWait.d == nil {
+			// A device-side wait ends only once the other device writes
+			// its word: where that device commits lazily, it commits the
+			// point before this submission is published, so that no work
+			// it runs later can wait on this submission ahead of the
+			// write. The commit takes the other device's submit lock, so
+			// it runs with none held, and the submission starts over.
+			if o := r.uncommitted(); o.d != nil {
+				r.unlockBuffers()
+				d.mu.Unlock()
+				if err := o.d.commit(o.v); err != nil {
+					return Point{}, err
+				}
+				continue
+			}
+		}
 		if err != nil || hostWait.d != nil {
 			r.unlockBuffers()
 			d.mu.Unlock()
@@ -229,13 +245,6 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			}
 			d.mu.Unlock()
 			d.sup.submitted()
-			// A device-side wait ends only once the other device
-			// writes its word: commit it there, holding no lock.
-			for _, o := range r.owed {
-				if !device.AtLeast(o.d.committed.Load(), o.v) {
-					_ = o.d.commit(o.v)
-				}
-			}
 			return Point{d: d, v: v}, lost
 		case device.RoomLater:
 			r.unlockBuffers()
@@ -386,6 +395,17 @@ func (r *Run) waitFor(d *Device, p Point) Point {
 	}
 	r.waits = append(r.waits, device.Wait{Word: o.word, Value: p.v})
 	r.owed = append(r.owed, p)
+	return Point{}
+}
+
+// uncommitted answers the first point the run's device-side waits name
+// that its device has not committed, or the zero Point.
+func (r *Run) uncommitted() Point {
+	for _, p := range r.owed {
+		if !device.AtLeast(p.d.committed.Load(), p.v) {
+			return p
+		}
+	}
 	return Point{}
 }
 
