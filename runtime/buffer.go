@@ -63,9 +63,10 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte", n, kind, d.name)
 	}
-	if err := d.usable(); err != nil {
+	if err := d.begin(); err != nil {
 		return nil, err
 	}
+	defer d.end()
 	if !d.facts.Kinds.Has(kind) {
 		return nil, fmt.Errorf("rig: alloc of %d bytes on %s: the device has no %s memory: %w", n, d.name, kind, device.ErrNoMemory)
 	}
@@ -157,9 +158,10 @@ func (d *Device) MapHost(b []byte) (*Buffer, error) {
 	if !d.facts.MapsHost {
 		return nil, fmt.Errorf("rig: map of host memory on %s: %w", d.name, device.ErrNever)
 	}
-	if err := d.usable(); err != nil {
+	if err := d.begin(); err != nil {
 		return nil, err
 	}
+	defer d.end()
 	page := uintptr(os.Getpagesize())
 	p := uintptr(unsafe.Pointer(&b[0]))
 	start := p &^ (page - 1)
@@ -305,10 +307,11 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	if ok {
 		return v.region, v.loc, nil
 	}
-	if o.facts == nil || s.d.drv == nil {
-		return nil, device.Location{}, ErrClosed
+	if err := o.begin(); err != nil {
+		return nil, device.Location{}, err
 	}
 	r, err := o.drv.MapPeer(s.d.drv, s.region)
+	o.end()
 	if err != nil {
 		return nil, device.Location{}, fmt.Errorf("rig: device %s cannot use a buffer of device %s: %w", o.name, s.d.name, o.fault(err))
 	}
@@ -332,4 +335,23 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 func hostBytes(addr uintptr, n int) []byte {
 	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
 	return unsafe.Slice((*byte)(p), n)
+}
+
+// DMA answers how the PCI function at the bus address fn (such as
+// "0000:41:00.0") reaches all of the buffer's bytes by DMA, or an error
+// naming why it cannot. The buffer must be one Alloc made.
+func (b *Buffer) DMA(fn string) (device.DMA, error) {
+	s := b.s
+	if s.pin != nil {
+		return device.DMA{}, fmt.Errorf("rig: dma of borrowed host memory on %s: only memory Alloc made", s.d.name)
+	}
+	if err := s.d.begin(); err != nil {
+		return device.DMA{}, err
+	}
+	defer s.d.end()
+	r, err := s.d.drv.DMA(s.region, fn)
+	if err != nil {
+		return device.DMA{}, fmt.Errorf("rig: dma of a buffer of %s for %s: %w", s.d.name, fn, s.d.fault(err))
+	}
+	return r, nil
 }

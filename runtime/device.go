@@ -45,6 +45,12 @@ type Device struct {
 	budget   *reclaim.Budget
 	deferred reclaim.Deferred
 
+	// callMu is held, shared, across each counted driver call of the
+	// object paths (alloc, map, image, entry, growth, dma), and taken whole
+	// by Close, so that the driver's Stop comes with no counted call in
+	// flight, as the contract requires.
+	callMu sync.RWMutex
+
 	// objMu guards the live objects that Close gives back.
 	objMu   sync.Mutex
 	buffers map[*bufState]struct{}
@@ -240,6 +246,21 @@ func (d *Device) passedAnswer(v uint64) error {
 	return nil
 }
 
+// begin enters a counted driver call of the object paths: it answers the
+// error of a device that takes no more calls, or holds callMu shared until
+// end.
+func (d *Device) begin() error {
+	d.callMu.RLock()
+	if err := d.usable(); err != nil {
+		d.callMu.RUnlock()
+		return err
+	}
+	return nil
+}
+
+// end leaves a counted driver call that begin entered.
+func (d *Device) end() { d.callMu.RUnlock() }
+
 // usable answers the error of a device that takes no more work.
 func (d *Device) usable() error {
 	if d.closing.Load() {
@@ -260,10 +281,14 @@ func (d *Device) usable() error {
 func (d *Device) Close() error {
 	d.closeOnce.Do(func() {
 		d.closing.Store(true)
-		// A submission in flight holds mu: it ends before the stop.
+		// A submission in flight holds mu, and a counted call of the
+		// object paths holds callMu: both end before the stop.
 		d.mu.Lock()
 		d.closing.Store(true)
 		d.mu.Unlock()
+		d.callMu.Lock()
+		//lint:ignore SA2001 the empty section waits for the calls in flight
+		d.callMu.Unlock()
 		reply := make(chan error, 1)
 		if err := d.sup.box.Send(context.Background(), message{kind: msgClose, reply: reply}); err != nil {
 			d.closeErr = err

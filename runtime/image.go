@@ -44,9 +44,10 @@ type Function struct {
 // to place the image, rig allocates its Device memory, running the rounds
 // of reclamation, and the driver lays the image there.
 func (d *Device) LoadImage(bin []byte) (*Image, error) {
-	if err := d.usable(); err != nil {
+	if err := d.begin(); err != nil {
 		return nil, err
 	}
+	defer d.end()
 	code, err := d.drv.Image(bin)
 	if err != nil {
 		return nil, fmt.Errorf("rig: image on %s: %w", d.name, d.fault(err))
@@ -95,9 +96,10 @@ func (im *Image) Resolve(name string) (*Function, error) {
 		return f, nil
 	}
 	d := s.d
-	if err := d.usable(); err != nil {
+	if err := d.begin(); err != nil {
 		return nil, err
 	}
+	defer d.end()
 	var e *device.Entry
 	lack, err := reclaim.Retry(func() (int64, error) {
 		var err error
@@ -129,6 +131,10 @@ func (im *Image) Resolve(name string) (*Function, error) {
 // waiting, so that their Resolve finds them made.
 func (im *Image) Prepare(names ...string) error {
 	s := im.s
+	if err := s.d.begin(); err != nil {
+		return err
+	}
+	defer s.d.end()
 	for _, n := range names {
 		if err := s.d.drv.Prepare(s.img, n); err != nil {
 			return fmt.Errorf("rig: prepare %q on %s: %w", n, s.d.name, s.d.fault(err))
@@ -157,6 +163,12 @@ func (im *Image) Unload() error {
 	delete(d.images, s)
 	d.objMu.Unlock()
 	if s.Due() {
+		if err := d.begin(); err != nil {
+			// Closing: the reaping unloads it.
+			d.deferred.Add(s)
+			return nil
+		}
+		defer d.end()
 		return s.unload()
 	}
 	d.deferred.Add(s)

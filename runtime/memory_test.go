@@ -160,3 +160,14 @@ func TestPlacedImageOnHost(t *testing.T) {
 		t.Fatalf("%d bytes counted after the unload", used)
 	}
 }
+
+func TestDMAOnHost(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	b := alloc(t, d, device.Device, 4096)
+	if _, err := b.DMA("0000:41:00.0"); err == nil || !strings.Contains(err.Error(), "0000:41:00.0") {
+		t.Fatalf("dma on the host driver: %v", err)
+	}
+	if d.Err() != nil {
+		t.Fatalf("a refused dma lost the device: %v", d.Err())
+	}
+}

@@ -454,7 +454,11 @@ func (d *Device) progress(ctx context.Context) error {
 // grow asks the driver to grow its queues, running a round of reclamation
 // after a Short; ask is the number of asks before this one.
 func (d *Device) grow(ask int) error {
+	if err := d.begin(); err != nil {
+		return err
+	}
 	err := d.drv.Grow()
+	d.end()
 	if err == nil {
 		return nil
 	}
