@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -16,19 +15,22 @@ import (
 type baseline struct {
 	// name says what it is, in the report.
 	name string
-	// lanes are its lanes, one for each of rig's, and stop ends its
-	// goroutines once the run is over.
-	lanes []lane[uint64]
-	stop  func()
+	// exclusive is true where the baseline's devices cannot be open beside
+	// rig's: rig's devices close before each of its rounds, and open again
+	// after it.
+	exclusive bool
+	// start makes the baseline ready for a round and answers its lanes,
+	// one for each of rig's; finish ends the round; stop ends the baseline
+	// once the run is over.
+	start  func() ([]lane[uint64], error)
+	finish func() error
+	stop   func()
 }
 
-// gpuBaselines make the baselines of the GPU drivers, from their files:
-// direct calls of the driver's library, without rig. A driver with none
-// says why.
-var gpuBaselines = map[string]func(e *env) (*baseline, error){}
-
-// newBaseline makes the baseline of the run's workload, or answers why
-// there is none.
+// newBaseline makes the baseline of the run's workload that -baseline
+// picks, or answers why there is none: on the host driver, a bare
+// goroutine pipeline (pipeline, the default) or the driver alone (driver);
+// on the GPU drivers, the driver alone.
 func newBaseline(e *env) (*baseline, error) {
 	drv := e.devs[0].spec.Driver
 	for _, o := range e.devs {
@@ -36,62 +38,117 @@ func newBaseline(e *env) (*baseline, error) {
 			return nil, fmt.Errorf("no baseline spans devices of several drivers")
 		}
 	}
-	if drv == "host" {
+	switch kind := e.cfg.Baseline; {
+	case drv == "host" && kind != "driver":
 		return hostBaseline(e), nil
+	case kind == "pipeline":
+		return nil, fmt.Errorf("the goroutine pipeline is the host driver's baseline, and %s is %s's: -baseline driver (the default there) drives it alone", e.devs[0].spec, drivers[drv].what)
 	}
-	if mk := gpuBaselines[drv]; mk != nil {
-		return mk(e)
+	if e.cfg.Trace != "" && drivers[drv] != nil && drivers[drv].exclusive {
+		return nil, fmt.Errorf("-trace keeps rig's devices open for its profile, and %s opens one device of a GPU at a time: "+
+			"run -compare without -trace for the baseline of the driver alone", drivers[drv].what)
 	}
-	if d := drivers[drv]; d != nil && d.noBaseline != "" {
-		return nil, errors.New(d.noBaseline)
-	}
-	return nil, fmt.Errorf("rigbench has no baseline for the %s driver", drv)
+	return rawBaseline(e)
 }
 
-// runRounds runs the lanes, and the baseline's where base is not nil, in
-// cfg.Rounds alternating rounds (one where base is nil), each a share of
-// -duration and -n, drawing progress on w. It answers rig's measure and
-// the baseline's, nil where the baseline did not run. A round that meets
-// errors or the end of ctx ends the rounds.
-func runRounds(ctx context.Context, cfg *config, lanes []lane[rig.Point], base *baseline, w io.Writer) (m, bm *measure) {
-	rounds := 1
+// rigSide is rig's side of the rounds: its lanes on the open devices, and,
+// for an exclusive baseline, how to close the devices and open them again
+// with fresh lanes.
+type rigSide struct {
+	lanes  []lane[rig.Point]
+	close  func() error
+	reopen func() ([]lane[rig.Point], error)
+}
+
+// rounds is what the rounds measured: rig's measure and the baseline's,
+// nil where the baseline did not run, and why it did not where it failed
+// to start.
+type rounds struct {
+	m, bm   *measure
+	baseErr error
+}
+
+// failed is a measure of nothing but err, which ended a run.
+func failed(err error) *measure {
+	return &measure{lat: newLatency(), errors: 1, firstErr: err}
+}
+
+// runRounds runs rig's lanes, and the baseline's where base is not nil,
+// in cfg.Rounds alternating rounds (one where base is nil), each a share
+// of -duration and -n, drawing progress on w. For an exclusive baseline it
+// closes rig's devices before each of the baseline's rounds and opens
+// them again before rig's next. A round that meets errors or the end of
+// ctx ends the rounds.
+func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w io.Writer) rounds {
+	n := 1
 	if base != nil {
-		rounds = cfg.Rounds
+		n = cfg.Rounds
 		if cfg.N > 0 {
-			rounds = int(min(int64(rounds), cfg.N))
+			n = int(min(int64(n), cfg.N))
 		}
 		if cfg.N == 0 && cfg.Duration == 0 {
-			rounds = 1 // until interrupted: the baseline never runs
+			n = 1 // until interrupted: the baseline never runs
 		}
 	}
-	m = &measure{lat: newLatency()}
+	out := rounds{m: &measure{lat: newLatency()}}
+	m := out.m
 	lv, blv := &live{}, &live{}
-	for i := range rounds {
+	baseFail := func(err error) {
+		if out.bm == nil {
+			out.baseErr = err
+			return
+		}
+		out.bm.add(failed(err))
+	}
+	for i := range n {
 		rc := *cfg
-		rc.Duration = cfg.Duration / time.Duration(rounds)
-		rc.N = cfg.N / int64(rounds)
-		if int64(i) < cfg.N%int64(rounds) {
+		rc.Duration = cfg.Duration / time.Duration(n)
+		rc.N = cfg.N / int64(n)
+		if int64(i) < cfg.N%int64(n) {
 			rc.N++
 		}
+		if i > 0 && base.exclusive {
+			lanes, err := rs.reopen()
+			if err != nil {
+				m.add(failed(fmt.Errorf("opening rig's devices again after the baseline's round: %w", err)))
+				break
+			}
+			rs.lanes = lanes
+		}
 		pg := startProgress(w, "rig", lv)
-		rm := bench(ctx, &rc, lanes, lv)
+		rm := bench(ctx, &rc, rs.lanes, lv)
 		pg.end()
 		m.add(rm)
 		if rm.errors > 0 || ctx.Err() != nil || base == nil {
 			break
 		}
-		pg = startProgress(w, base.name, blv)
-		b := bench(ctx, &rc, base.lanes, blv)
-		pg.end()
-		if bm == nil {
-			bm = &measure{lat: newLatency()}
+		if base.exclusive {
+			if err := rs.close(); err != nil {
+				m.add(failed(fmt.Errorf("closing rig's devices for the baseline's round: %w", err)))
+				break
+			}
 		}
-		bm.add(b)
+		blanes, err := base.start()
+		if err != nil {
+			baseFail(err)
+			break
+		}
+		pg = startProgress(w, base.name, blv)
+		b := bench(ctx, &rc, blanes, blv)
+		pg.end()
+		if out.bm == nil {
+			out.bm = &measure{lat: newLatency()}
+		}
+		out.bm.add(b)
+		if err := base.finish(); err != nil {
+			baseFail(err)
+			break
+		}
 		if b.errors > 0 || ctx.Err() != nil {
 			break
 		}
 	}
-	return m, bm
+	return out
 }
 
 // The host baseline is a bare goroutine pipeline: a worker goroutine per
@@ -208,8 +265,9 @@ func hostBaseline(e *env) *baseline {
 		go w.run(&wg)
 		return w
 	}
-	b := &baseline{name: "baseline (a bare goroutine pipeline)"}
+	b := &baseline{name: "baseline (a bare goroutine pipeline)", finish: func() error { return nil }}
 	size := e.size
+	var lanes []lane[uint64]
 	mk := func(device string, plan func(ln *hostLane, j *job, k uint64) *worker) lane[uint64] {
 		ln := &hostLane{done: make(chan uint64, e.cfg.Depth)}
 		ln.kick[0], ln.kick[1] = make(chan struct{}, 1), make(chan struct{}, 1)
@@ -257,7 +315,7 @@ func hostBaseline(e *env) *baseline {
 		}
 		for range e.cfg.C {
 			bufA, bufB := make([]byte, size), make([]byte, size)
-			b.lanes = append(b.lanes, mk("A+B", func(ln *hostLane, j *job, k uint64) *worker {
+			lanes = append(lanes, mk("A+B", func(ln *hostLane, j *job, k uint64) *worker {
 				j.dst, j.src, j.x = nil, nil, nil
 				j.after = bw != a
 				onA := func() *worker { j.sleep, j.wake = ln.kick[0], ln.kick[1]; return a }
@@ -296,13 +354,14 @@ func hostBaseline(e *env) *baseline {
 				default: // the copies: all memory is the host's
 					kind, dst, src = jobCopy, make([]byte, size), make([]byte, size)
 				}
-				b.lanes = append(b.lanes, mk(o.dev.Name(), func(ln *hostLane, j *job, k uint64) *worker {
+				lanes = append(lanes, mk(o.dev.Name(), func(ln *hostLane, j *job, k uint64) *worker {
 					j.kind, j.dst, j.src, j.x, j.after, j.sleep, j.wake = kind, dst, src, x, false, nil, nil
 					return w
 				}))
 			}
 		}
 	}
+	b.start = func() ([]lane[uint64], error) { return lanes, nil }
 	b.stop = func() {
 		for _, w := range workers {
 			close(w.jobs)

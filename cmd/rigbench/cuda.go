@@ -6,7 +6,6 @@ import (
 
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
-	rig "github.com/rig-go/rig/runtime"
 )
 
 // kernelsPTX holds the kernels empty and twice for CUDA devices.
@@ -30,12 +29,10 @@ func init() {
 			}
 			return cudadev.GPU(i), nil
 		},
-		image: func(*rig.Device, string) ([]byte, error) {
+		image: func(_, _, _ string) ([]byte, error) {
 			// cudadev loads PTX that ends with a NUL byte as it is.
 			return append(append([]byte(nil), kernelsPTX...), 0), nil
 		},
-		noBaseline: "cudadev's capability record gives libcuda's functions as C function pointers (abi.Record.Funcs), " +
-			"but calling them from Go takes purego, which only cudadev may import; " +
-			"so there is no in-process libcuda baseline: run ../shared/anchors/anchor.c beside rigbench on the GPU machine",
+		exclusive: true,
 	}
 }

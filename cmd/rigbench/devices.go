@@ -20,11 +20,13 @@ type driver struct {
 	// what names the driver in messages, such as "the CUDA driver (cudadev)".
 	what string
 	// image is the binary that holds the kernel rigbench launches (empty
-	// or twice), for device d of the driver.
-	image func(d *rig.Device, kernel string) ([]byte, error)
-	// noBaseline says why -compare has no baseline for the driver, where
-	// it has none.
-	noBaseline string
+	// or twice), for the device named dev of the architecture arch.
+	image func(arch, dev, kernel string) ([]byte, error)
+	// exclusive is true where a device of the driver cannot be open twice
+	// at once, as a CUDA GPU takes one device at a time: -compare then
+	// closes rig's devices before each round of the driver's baseline, and
+	// opens them again after it.
+	exclusive bool
 }
 
 // drivers are the drivers built in, by the name -device gives them.
@@ -37,7 +39,7 @@ var drivers = map[string]*driver{
 			}
 			return hostdev.Open(hostdev.Config{Name: fmt.Sprintf("host:%d", i)}), nil
 		},
-		image: func(_ *rig.Device, k string) ([]byte, error) { return hostdev.ImageOf(k), nil },
+		image: func(_, _, k string) ([]byte, error) { return hostdev.ImageOf(k), nil },
 	},
 }
 
@@ -140,14 +142,40 @@ func companion(ctx context.Context, have []opened) (opened, error) {
 
 // closeDevices closes the devices and waits until each gave back what it
 // held, for at most a few seconds each.
-func closeDevices(ds []opened) {
+func closeDevices(ds []opened) { _ = closeDevicesWithin(ds, 5*time.Second) }
+
+// closeDevicesWithin closes the devices and waits until each gave back
+// what it held (Done), for at most limit each. It answers an error naming
+// a device that did not within its limit.
+func closeDevicesWithin(ds []opened, limit time.Duration) error {
 	for _, o := range ds {
 		_ = o.dev.Close()
 	}
+	var err error
 	for _, o := range ds {
+		t := time.NewTimer(limit)
 		select {
 		case <-o.dev.Done():
-		case <-time.After(5 * time.Second):
+		case <-t.C:
+			if err == nil {
+				err = fmt.Errorf("device %s did not give back what it held within %v of its close", o.spec, limit)
+			}
 		}
+		t.Stop()
+	}
+	return err
+}
+
+// retryOpen calls open until it succeeds or limit has passed, and answers
+// its last error: a GPU that a closed device left may take a moment to
+// free, as its last work's events end.
+func retryOpen(limit time.Duration, open func() error) error {
+	deadline := time.Now().Add(limit)
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		err := open()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
 	}
 }

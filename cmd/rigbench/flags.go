@@ -29,6 +29,9 @@ type config struct {
 	Plot     string
 	Trace    string
 	Compare  bool
+	// Baseline is the baseline -compare runs: "auto", "driver" or
+	// "pipeline".
+	Baseline string
 	Rounds   int
 }
 
@@ -77,7 +80,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.JSON, "json", false, "write the report as JSON")
 	fs.StringVar(&c.Plot, "plot", "", "draw the latency distribution into this SVG file")
 	fs.StringVar(&c.Trace, "trace", "", "take a profile and export it into this JSON file (Chrome trace events; Perfetto opens it)")
-	fs.BoolVar(&c.Compare, "compare", false, "run the same workload through a plain-Go baseline too, and print the ratio")
+	fs.BoolVar(&c.Compare, "compare", false, "run the same workload through a baseline too (-baseline says which), and print rig's figures over its figures")
+	fs.StringVar(&c.Baseline, "baseline", "auto", "with -compare, the baseline: driver (the workload driven straight through the device's driver, no rig core between), "+
+		"pipeline (a bare goroutine pipeline, the host driver's only), or auto (pipeline on the host driver, driver on the GPU drivers)")
 	fs.IntVar(&c.Rounds, "rounds", 5, "with -compare, the rounds that alternate rig and the baseline, each a share of -duration or -n, so that both meet the machine's other load alike")
 
 	if err := fs.Parse(args); err != nil {
@@ -120,6 +125,8 @@ func (c *config) check(set map[string]bool) error {
 		return usagef("-timeout %v: want a positive duration", c.Timeout)
 	case c.Rounds < 1 || c.Rounds > 1000:
 		return usagef("-rounds %d: want 1 to 1000 rounds", c.Rounds)
+	case c.Baseline != "auto" && c.Baseline != "driver" && c.Baseline != "pipeline":
+		return usagef("-baseline %q: want auto, driver or pipeline", c.Baseline)
 	}
 	if set["size"] && !workloads[c.Workload].sized {
 		return usagef("-size does not apply to workload %s", c.Workload)

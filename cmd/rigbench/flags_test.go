@@ -13,7 +13,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	def := config{Workload: "empty", C: 1, Depth: 8, Duration: defaultDuration, Timeout: 10 * time.Second, Rounds: 5}
+	def := config{Workload: "empty", C: 1, Depth: 8, Duration: defaultDuration, Timeout: 10 * time.Second, Rounds: 5, Baseline: "auto"}
 	with := func(f func(c *config)) config {
 		c := def
 		f(&c)
@@ -40,6 +40,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-rate", "1.5M"}, with(func(c *config) { c.Rate = 1.5e6 })},
 		{[]string{"-rate", "250"}, with(func(c *config) { c.Rate = 250 })},
 		{[]string{"-compare", "-rounds", "1"}, with(func(c *config) { c.Compare, c.Rounds = true, 1 })},
+		{[]string{"-compare", "-baseline", "driver"}, with(func(c *config) { c.Compare, c.Baseline = true, "driver" })},
+		{[]string{"-compare", "-baseline", "pipeline"}, with(func(c *config) { c.Compare, c.Baseline = true, "pipeline" })},
 		{[]string{"-timeout", "50ms", "-json", "-plot", "a.svg", "-trace", "t.json", "-compare"}, with(func(c *config) {
 			c.Timeout, c.JSON, c.Plot, c.Trace, c.Compare = 50*time.Millisecond, true, "a.svg", "t.json", true
 		})},
@@ -69,6 +71,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-n", "-5"}, "-n -5"},
 		{[]string{"-timeout", "0"}, "-timeout"},
 		{[]string{"-rounds", "0"}, "-rounds 0"},
+		{[]string{"-baseline", "libcuda"}, "-baseline"},
 		{[]string{"-rate", "-3"}, "rate"},
 		{[]string{"-rate", "fast"}, "rate"},
 		{[]string{"-size", "0"}, "size"},

@@ -8,6 +8,7 @@
 //	go run ./cmd/rigbench -workload d2d -size 64MiB -c 4 -duration 10s
 //	go run ./cmd/rigbench -rate 20k -plot lat.svg -trace trace.json -json
 //	go run ./cmd/rigbench -device host -device host:1 -workload mixed -compare
+//	go run ./cmd/rigbench -device cuda:0 -workload d2d -compare    # rig over cudadev alone
 //
 // -device names the devices: host (host:N for more host devices), cuda:N
 // (cudadev, through libcuda) and nv:N (nvdev, through NVIDIA's kernel
@@ -22,11 +23,22 @@
 // -rate each submitter keeps -depth submissions in flight, and latency
 // counts from the call of Submit.
 //
-// -compare runs the same workload through a plain-Go baseline in the same
-// process, where one exists (a bare goroutine pipeline for the host
-// driver), and prints rig's figures over the baseline's. The two run in
-// -rounds alternating rounds, each a share of -duration or -n, so that
-// the machine's other load weighs on both alike.
+// -compare runs the same workload through a baseline in the same process,
+// and prints rig's figures over the baseline's. The baseline of the GPU
+// drivers (and of the host driver with -baseline driver) is the driver
+// alone: the device's driver, opened with a timeline word of its own; each
+// submitter builds the device.Submission of its workload's item once and
+// hands it, with each new value, to Room and Submit (and Commit where a
+// wait needs a pending value) under the device's mutex, and a wait spins
+// on the word, with no supervisor, hazards or pools: the ratio is rig's
+// own cost on that driver. The host driver's default baseline is
+// a bare goroutine pipeline (-baseline pipeline; -baseline driver picks
+// the driver alone there). The mixed workload has no baseline of the
+// driver alone. The two run in -rounds alternating rounds, each a share of
+// -duration or -n, so that the machine's other load weighs on both alike.
+// Where the driver opens one device of a GPU at a time (cudadev), rig's
+// devices close before each of the baseline's rounds and open again after
+// it, and -trace leaves out the baseline.
 //
 // rigbench exits with 2 on a bad flag or a device that does not open, 1
 // where the run met errors, and 0 otherwise. Ctrl-C stops the run, which
@@ -42,6 +54,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"time"
 
 	"github.com/rig-go/rig/profile"
 	rig "github.com/rig-go/rig/runtime"
@@ -73,19 +86,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
 		return 2
 	}
-	defer func() { closeDevices(devs) }()
+	wl := workloads[cfg.Workload]
+	e := &env{cfg: cfg, devs: devs, size: cfg.Size}
+	// The devices open now; an exclusive baseline's rounds close them and
+	// open them again.
+	defer func() { closeDevices(e.devs) }()
 	if cfg.Workload == "mixed" && len(devs) == 1 {
 		c, err := companion(context.Background(), devs)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("mixed runs on one device, with no waits across devices: no second device opened (%v)", err))
 		} else {
-			devs = append(devs, c)
+			e.devs = append(e.devs, c)
 			notes = append(notes, fmt.Sprintf("mixed opened %s beside %s for its waits across devices", c.spec, devs[0].spec))
 		}
 	}
 
-	wl := workloads[cfg.Workload]
-	e := &env{cfg: cfg, devs: devs, size: cfg.Size}
 	if e.size == 0 {
 		e.size = wl.size
 	}
@@ -96,8 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.Config.Size = e.size
 		rep.What = fmt.Sprintf(wl.what, profile.Bytes(uint64(e.size)))
 	}
-	rigDevs := make([]*rig.Device, len(devs))
-	for i, o := range devs {
+	rigDevs := make([]*rig.Device, len(e.devs))
+	for i, o := range e.devs {
 		rep.Devices = append(rep.Devices, facts(o.spec, o.dev))
 		rigDevs[i] = o.dev
 	}
@@ -105,6 +120,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
 		return 1
+	}
+	rs := &rigSide{
+		lanes: lanes,
+		close: func() error { return closeDevicesWithin(e.devs, cfg.Timeout) },
+		reopen: func() ([]lane[rig.Point], error) {
+			// A GPU that the baseline's device just left may take a
+			// moment to free.
+			retry := min(cfg.Timeout, 5*time.Second)
+			for i := range e.devs {
+				o := &e.devs[i]
+				if err := retryOpen(retry, func() error {
+					d, err := openSpec(context.Background(), o.spec)
+					if err == nil {
+						o.dev = d
+					}
+					return err
+				}); err != nil {
+					return nil, err
+				}
+			}
+			e.funcs = nil
+			return wl.lanes(e)
+		},
 	}
 
 	code := 0
@@ -123,7 +161,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			defer base.stop()
 		}
 	}
-	m, bm := runRounds(ctx, cfg, lanes, base, stderr)
+	rr := runRounds(ctx, cfg, rs, base, stderr)
+	m, bm := rr.m, rr.bm
 	rep.Rig = result("rig", m)
 	if m.errors > 0 {
 		code = 1
@@ -138,6 +177,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	switch {
+	case base != nil && bm == nil && rr.baseErr != nil:
+		rep.BaselineNote = fmt.Sprintf("%s did not run: %v", base.name, rr.baseErr)
 	case base != nil && bm == nil:
 		rep.BaselineNote = "interrupted before the baseline ran"
 	case bm != nil:
@@ -147,6 +188,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if n := cfg.Rounds; n > 1 {
 			rep.BaselineNote = fmt.Sprintf("rig and the baseline ran in %d alternating rounds", n)
 		}
+		if base.exclusive {
+			if rep.BaselineNote != "" {
+				rep.BaselineNote += "; "
+			}
+			rep.BaselineNote += "rig's devices closed before each of the baseline's rounds and opened again after, since the driver opens one device of a GPU at a time"
+		}
 	}
 
 	if cfg.Plot != "" {
@@ -155,7 +202,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			ss = append(ss, series{name: rep.Baseline.Name, h: bm.lat.merged()})
 		}
 		if err := writeFile(cfg.Plot, func(w io.Writer) error {
-			return writePlot(w, fmt.Sprintf("rigbench %s on %s", cfg.Workload, deviceList(devs)), ss)
+			return writePlot(w, fmt.Sprintf("rigbench %s on %s", cfg.Workload, deviceList(e.devs)), ss)
 		}); err != nil {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)
 			code = 1

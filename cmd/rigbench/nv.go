@@ -6,7 +6,6 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev"
-	rig "github.com/rig-go/rig/runtime"
 )
 
 // kernelsNV90 is a cubin for sm_90 that holds the kernels empty and twice
@@ -20,18 +19,17 @@ var kernelsNV90 []byte
 
 // The RM driver: NVIDIA GPU i through NVIDIA's kernel driver, with no
 // CUDA. Where the kernel driver or the GPU is missing, its devices do not
-// open.
+// open. Two devices of one GPU may be open at once (rig's and the
+// baseline's, with -compare).
 func init() {
 	drivers["nv"] = &driver{
 		what:   "the RM driver (nvdev)",
 		opener: func(i int) (device.Opener, error) { return nvdev.GPU(i), nil },
-		image: func(d *rig.Device, _ string) ([]byte, error) {
-			if a := d.Arch(); a != "sm_90" {
-				return nil, fmt.Errorf("rigbench holds a cubin of its kernels for sm_90 only, and %s is %s", d.Name(), a)
+		image: func(arch, dev, _ string) ([]byte, error) {
+			if arch != "sm_90" {
+				return nil, fmt.Errorf("rigbench holds a cubin of its kernels for sm_90 only, and %s is %s", dev, arch)
 			}
 			return kernelsNV90, nil
 		},
-		noBaseline: "nvdev gives compiled code its GPU's classes and windows (nvdev/abi), but no channel to push work to without rig, " +
-			"so there is no in-process baseline for it",
 	}
 }

@@ -71,7 +71,7 @@ func (e *env) fn(o opened, name string) (*rig.Function, error) {
 	if drv == nil || drv.image == nil {
 		return nil, fmt.Errorf("rigbench has no binary of kernel %q for device %s", name, o.spec)
 	}
-	bin, err := drv.image(d, name)
+	bin, err := drv.image(d.Arch(), d.Name(), name)
 	if err != nil {
 		return nil, err
 	}
