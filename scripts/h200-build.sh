@@ -17,5 +17,5 @@ go test -c -o $F/nvidia.test ./nvdev/nvidia
 go build -o $F/rigbench ./cmd/rigbench
 cp -r ../shared/anchors ../shared/cubins $F/ && rm -f $F/cubins/*.txt
 cp cudadev/testdata/anchor_sched.c $F/
-cp scripts/final.sh $F/final.sh
+cp scripts/final.sh scripts/verify.sh $F/
 du -sh $F
