@@ -53,7 +53,9 @@
 // compute channel (kernels.go). Images go into rig's Device region by the
 // copy channel, through a staging buffer (image.go).
 //
-// Not built yet (NOTES.md): peer access and DMA (the path's). Copies of bytes on COMPUTE:0 run on a copy engine the compute
+// Not built yet (NOTES.md): peer access across GPUs and DMA (the path's);
+// a device maps memory of another device of the same GPU as a view of the
+// same addresses. Copies of bytes on COMPUTE:0 run on a copy engine the compute
 // channel binds on subchannel 4 (it ran on the H200), where the seed refuses
 // them; Config.NoComputeCopies gives the seed's refusal.
 //

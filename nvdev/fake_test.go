@@ -128,6 +128,9 @@ func (f *fake) Close() error                   { return nil }
 func (f *fake) MapPeer(*nvidia.Memory) (*nvidia.Memory, error) {
 	return nil, device.ErrNever
 }
+
+// SharesSpace is true for the fake itself: its devices share its memory.
+func (f *fake) SharesSpace(other any) bool { return other == f }
 func (f *fake) DMA(*nvidia.Memory, string) (device.DMA, error) {
 	return device.DMA{}, errors.New("fake: no DMA")
 }

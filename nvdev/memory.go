@@ -32,11 +32,15 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	return mem, nil
 }
 
-// Free gives r back to the path.
+// Free gives r back to the path. A view of another device's memory
+// (MapPeer on one GPU) holds nothing of its own.
 func (d *gpu) Free(r device.Region) error {
 	m, ok := r.(*nvidia.Memory)
 	if !ok || m == nil {
 		return errors.New("nvdev: free of a region this device did not make")
+	}
+	if _, view := m.Data.(peerView); view {
+		return nil
 	}
 	return d.p.Free(m)
 }
@@ -68,11 +72,30 @@ func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 	if o.stopped.Load() {
 		return nil, fmt.Errorf("nvdev: map_peer of a stopped device's memory: %w", device.ErrNever)
 	}
+	if sharesSpace(d.p, o.p) {
+		// Devices of one GPU in a process share its address space: the
+		// memory lies at its own address for this device's channels too.
+		v := *m
+		v.Borrowed, v.Data = true, peerView{}
+		return &v, nil
+	}
 	v, err := d.p.MapPeer(m)
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// peerView marks a region MapPeer made of another device's memory on the
+// same GPU: the other device's memory itself, which Free leaves alone.
+type peerView struct{}
+
+// sharesSpace reports whether the paths p and o are of one GPU's address
+// space, so that memory of either lies at the same address for both: a
+// path that says so (nvidia.Path.SharesSpace).
+func sharesSpace(p, o path) bool {
+	s, ok := p.(interface{ SharesSpace(other any) bool })
+	return ok && s.SharesSpace(o)
 }
 
 // MapHost maps the n bytes of host memory at p for the GPU.

@@ -138,7 +138,8 @@
 // Control, Token, Schedule, Boost, SMErrors, MMUFaults), Key, Index,
 // Device, Subdevice, VASpace, GPU, Budget, CacheBytes, Doorbell, Ring,
 // Flush, Alloc, MapsHost, MapHost, Free, Reaches, MapPeer, Bus, DMA,
-// Register, Unregister, Check, HangMs, ReadTimer, Stop. A path through the GPU's own system processor
+// Register, Unregister, Check, HangMs, ReadTimer, Stop, and where it can
+// tell, SharesSpace. A path through the GPU's own system processor
 // (the seed's Rig_nv_pci) would offer the same methods over the same data
 // types (Handle, Memory, GPU, RMError), so nvdev can declare that method
 // set as its interface and take either.

@@ -768,6 +768,14 @@ func (p *Path) MapPeer(m *Memory) (*Memory, error) {
 	return nil, fmt.Errorf("%w: peer access is not built on the nvidia path", device.ErrNever)
 }
 
+// SharesSpace reports whether other is a path of the same GPU in this
+// process: the paths share the GPU's address space, so memory either gives
+// lies at the same GPU address for the channels of both.
+func (p *Path) SharesSpace(other any) bool {
+	q, ok := other.(*Path)
+	return ok && p.gpuState != nil && q.gpuState == p.gpuState
+}
+
 // DMA is how the PCI function at fn reaches m. It is not built: it answers
 // an error naming the cause.
 func (p *Path) DMA(m *Memory, fn string) (device.DMA, error) {
