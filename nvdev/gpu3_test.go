@@ -235,13 +235,34 @@ func example(t testing.TB, dev *rig.Device) {
 func TestGPU13CopiesAndFills(t *testing.T) {
 	dev := openNamed(t, "NV", Config{})
 	big := bigBytes
-	room := int(big + 1<<16)
 	t0 := time.Now()
-	p1 := allocBuf(t, dev, device.Pinned, room)
-	p2 := allocBuf(t, dev, device.Pinned, room)
-	d1 := allocBuf(t, dev, device.Device, room)
-	d2 := allocBuf(t, dev, device.Device, room)
-	t.Logf("2 × %d bytes of Pinned and of Device memory allocated in %v", room, time.Since(t0))
+	var p1, p2, d1, d2 *rig.Buffer
+	for {
+		room := int(big + 1<<16)
+		var bufs []*rig.Buffer
+		var err error
+		for _, k := range []device.Memory{device.Pinned, device.Pinned, device.Device, device.Device} {
+			var b *rig.Buffer
+			if b, err = dev.Alloc(k, room); err != nil {
+				err = fmt.Errorf("%d bytes of %v memory: %w", room, k, err)
+				break
+			}
+			bufs = append(bufs, b)
+		}
+		if err == nil {
+			p1, p2, d1, d2 = bufs[0], bufs[1], bufs[2], bufs[3]
+			t.Logf("2 × %d bytes of Pinned and of Device memory allocated in %v", room, time.Since(t0))
+			break
+		}
+		for _, b := range bufs {
+			_ = b.Free()
+		}
+		if big <= 64<<20 {
+			t.Fatalf("alloc: %v", err)
+		}
+		t.Errorf("alloc: %v: the cases of %d bytes are left out, the largest are of 64 MiB", err, big)
+		big = 64 << 20
+	}
 	src, dst := p1.Bytes(), p2.Bytes()
 	const margin = 8
 	seed := uint64(0)

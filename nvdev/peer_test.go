@@ -15,13 +15,13 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// TestPeerSameGPU runs, through rig on the fake, a copy of device B that
+// TestPeerSameFake runs, through rig on the fake, a copy of device B that
 // reads a buffer device A writes: B maps A's memory as a view of the same
 // addresses (the devices share the GPU's address space), and its
 // submission waits on the GPU for A's word. B's channels run first in the
 // fake, so B's copy would read the buffer before A wrote it without the
 // wait.
-func TestPeerSameGPU(t *testing.T) {
+func TestPeerSameFake(t *testing.T) {
 	f := newFake()
 	open := func(name string) *rig.Device {
 		o := f.opener(Config{})
