@@ -67,7 +67,7 @@
 //
 // tinygrad also maps each memory into the device's default address space
 // (RM_MAP_MEMORY_DMA through an NV01_MEMORY_VIRTUAL) before UVM maps it;
-// on the lent H200 the channels ran the same without it, so the path
+// on our H200 the channels ran the same without it, so the path
 // leaves it out.
 //
 // MapHost maps the caller's pages at their own addresses where they lie
@@ -88,7 +88,7 @@
 // fast but has no timer. Ring stores a channel's token there after a fence,
 // with a plain store. A locked store to uncached or write-combined memory
 // (sync/atomic on the doorbell, on GPPut in Mapped memory) is a bus lock,
-// which the lent H200's virtual machine makes cost about 200 µs; Ring costs
+// which our H200's virtual machine makes cost about 200 µs; Ring costs
 // 0.18 µs. There, a release a channel runs from a pushbuffer in Pinned
 // memory, with its ring and USERD in Mapped memory, reached the host 4.7 µs
 // after the store of its entry (6.4 µs with a read of the flush word
