@@ -52,7 +52,23 @@
 // that the driver or the budget refuses runs up to four rounds of
 // reclamation (package reclaim) before it answers an *OutOfMemoryError.
 //
+// # Profiles
+//
+// SetTimed turns the drivers' stamps on and answers the last point
+// submitted before; Settle converts the stamps to the host's clock; an
+// Observer (SetObserver) sees each timed submission's parts and waits
+// inside the submit lock. Package profile builds on these.
+//
 // # Decisions where the seeds are silent
+//
+// A wait reads the word for up to 20 µs (SetWaitSpin) before it registers
+// with the supervisor, so that a GPU's round trip of a few microseconds
+// wakes its waiter without a goroutine handoff. With work pending and no
+// waiter the supervisor polls the driver for faults every millisecond
+// rather than sleeping in it, and a submission wakes a parked supervisor
+// only after a second without work. A device-side wait on a point that its
+// device commits lazily has that device commit it before the waiting
+// submission is published.
 //
 // Copies and fills default to "COPY:0" and launches and words to
 // "COMPUTE:0"; Part.On moves a part. Waits honour their context, and so
