@@ -6,7 +6,7 @@ R=$(pwd); F=$R/.gpu-final; O=${OUT:-/tmp/out}; mkdir -p $O
 T=$O/tests.txt; : > $T
 for p in cudadev nvdev nvdev/nvidia profile; do
   b=$F/$(basename $p).test; [ $p = nvdev/nvidia ] && b=$F/nvidia.test
-  (cd $p && RIG_GPU=1 timeout 200 $b -test.run 'GPU|Example' -test.v -test.timeout 190s) >> $T 2>&1
+  (cd $p && RIG_GPU=1 timeout 170 $b -test.run "GPU|Example" -test.v -test.timeout 165s) >> $T 2>&1
   echo "$p rc=$?" >> $T
 done
 G=$O/rigbench.txt; : > $G
