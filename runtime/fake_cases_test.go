@@ -373,3 +373,28 @@ func TestCapability(t *testing.T) {
 		t.Fatal("a key the driver does not declare answered")
 	}
 }
+
+// TestNoCommitAfterClose checks that a commit asked for once Close began,
+// such as by a wait or by another device's submission, makes no driver
+// call: Stop writes the last value, and nothing may follow it.
+func TestNoCommitAfterClose(t *testing.T) {
+	f := newFake()
+	f.pending, f.held = true, true
+	d, err := Open(context.Background(), f.opener("closing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := submit(t, empty(t, d))
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.Done()
+	if err := d.commit(p.v); err != nil {
+		t.Fatalf("commit on a closed device: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.commits) != 0 {
+		t.Fatalf("the driver was asked to commit %v after Stop", f.commits)
+	}
+}

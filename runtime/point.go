@@ -127,6 +127,11 @@ func (d *Device) commit(v uint64) error {
 	if le := d.loss.Load(); le != nil {
 		return le
 	}
+	if d.closing.Load() {
+		// Stop, which follows, writes the last value: no driver call
+		// may come after it.
+		return nil
+	}
 	a := d.drv.Commit(v)
 	switch a.Kind {
 	case device.Failed:
