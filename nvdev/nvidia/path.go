@@ -758,33 +758,6 @@ func (p *Path) Free(m *Memory) error {
 	return nil
 }
 
-// Reaches reports whether this GPU's work addresses the GPU memory of GPU
-// index of this machine. Peer access is not built: only the GPU itself.
-func (p *Path) Reaches(index int) bool { return index == p.index }
-
-// MapPeer maps for this GPU memory of another GPU. Peer access is not
-// built: it answers device.ErrNever.
-func (p *Path) MapPeer(m *Memory) (*Memory, error) {
-	return nil, fmt.Errorf("%w: peer access is not built on the nvidia path", device.ErrNever)
-}
-
-// SharesSpace reports whether other is a path of the same GPU in this
-// process: the paths share the GPU's address space, so memory either gives
-// lies at the same GPU address for the channels of both.
-func (p *Path) SharesSpace(other any) bool {
-	q, ok := other.(*Path)
-	return ok && p.gpuState != nil && q.gpuState == p.gpuState
-}
-
-// DMA is how the PCI function at fn reaches m. It is not built: it answers
-// an error naming the cause.
-func (p *Path) DMA(m *Memory, fn string) (device.DMA, error) {
-	if _, err := ParsePCIAddress(fn); err != nil {
-		return device.DMA{}, err
-	}
-	return device.DMA{}, fmt.Errorf("nvidia: DMA by %s is not built on the nvidia path", fn)
-}
-
 // Register makes the channel, which the device allocated under Device, ready
 // to run: UVM maps the channel's buffers in 64 MiB of the path's addresses
 // (UVM_REGISTER_CHANNEL). A refusal is an error; a lost GPU a
