@@ -52,8 +52,14 @@ func BenchmarkGPUPushPop(b *testing.B) {
 // BenchmarkGPULaunch is the host's cost of a one-launch submission (Room +
 // Submit of an empty kernel, 1 group of 32 threads); anchor: "C launch
 // enqueue".
-func BenchmarkGPULaunch(b *testing.B) {
-	r := openRaw(b, Config{})
+func BenchmarkGPULaunch(b *testing.B) { benchLaunch(b, Config{}) }
+
+// BenchmarkGPULaunchCurrentContext is the same with the context made
+// current for every call (Config.CurrentContext).
+func BenchmarkGPULaunchCurrentContext(b *testing.B) { benchLaunch(b, Config{CurrentContext: true}) }
+
+func benchLaunch(b *testing.B, c Config) {
+	r := openRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	step := func() {
 		r.v++
@@ -81,8 +87,16 @@ func BenchmarkGPULaunch(b *testing.B) {
 // BenchmarkGPULaunchBatch is the host's cost of a one-launch submission in
 // batches of 256 that never fill the stream, the timer stopped while a
 // batch runs; anchor: anchor_sched.c's "launch enqueue in batches of 256".
-func BenchmarkGPULaunchBatch(b *testing.B) {
-	r := openRaw(b, Config{})
+func BenchmarkGPULaunchBatch(b *testing.B) { benchLaunchBatch(b, Config{}) }
+
+// BenchmarkGPULaunchBatchCurrentContext is the same with the context made
+// current for every call (Config.CurrentContext).
+func BenchmarkGPULaunchBatchCurrentContext(b *testing.B) {
+	benchLaunchBatch(b, Config{CurrentContext: true})
+}
+
+func benchLaunchBatch(b *testing.B, c Config) {
+	r := openRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	step := func() {
 		r.v++
@@ -109,8 +123,27 @@ func BenchmarkGPULaunchBatch(b *testing.B) {
 }
 
 // BenchmarkGPURigLaunch is the same through rig: Take, Threads, Submit.
-func BenchmarkGPURigLaunch(b *testing.B) {
-	dev := openRig(b, Config{})
+func BenchmarkGPURigLaunch(b *testing.B) { benchRigLaunch(b, Config{}) }
+
+// BenchmarkGPURigLaunchCurrentContext is the same with the context made
+// current for every call (Config.CurrentContext).
+func BenchmarkGPURigLaunchCurrentContext(b *testing.B) {
+	benchRigLaunch(b, Config{CurrentContext: true})
+}
+
+// BenchmarkGPURigLaunchBatch is BenchmarkGPURigLaunch in batches of 256
+// that never fill the stream, the timer stopped while a batch runs;
+// anchor: anchor_sched.c's "launch enqueue in batches of 256".
+func BenchmarkGPURigLaunchBatch(b *testing.B) { benchRigLaunchBatch(b, 256) }
+
+func benchRigLaunch(b *testing.B, c Config) { benchRigLaunchIn(b, c, 0) }
+
+func benchRigLaunchBatch(b *testing.B, batch int) { benchRigLaunchIn(b, Config{}, batch) }
+
+// benchRigLaunchIn submits launches of empty through rig, waiting with the
+// timer stopped after each batch of launches where batch > 0.
+func benchRigLaunchIn(b *testing.B, c Config, batch int) {
+	dev := openRig(b, c)
 	img, err := dev.LoadImage(kernels(b, dev.Arch()))
 	if err != nil {
 		b.Fatal(err)
@@ -131,6 +164,11 @@ func BenchmarkGPURigLaunch(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if batch > 0 && i%batch == 0 && i > 0 {
+			b.StopTimer()
+			_ = p.Wait(bg)
+			b.StartTimer()
+		}
 		step()
 	}
 	b.StopTimer()
@@ -148,8 +186,16 @@ func median(b *testing.B, lat []time.Duration) {
 
 // BenchmarkGPURoundTrip is a launch submitted, committed and waited for by
 // spinning on the word; anchor: "C launch+writeValue64+spin median".
-func BenchmarkGPURoundTrip(b *testing.B) {
-	r := openRaw(b, Config{})
+func BenchmarkGPURoundTrip(b *testing.B) { benchRoundTrip(b, Config{}) }
+
+// BenchmarkGPURoundTripCurrentContext is the same with the context made
+// current for every call (Config.CurrentContext).
+func BenchmarkGPURoundTripCurrentContext(b *testing.B) {
+	benchRoundTrip(b, Config{CurrentContext: true})
+}
+
+func benchRoundTrip(b *testing.B, c Config) {
+	r := openRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	lat := make([]time.Duration, 0, 1<<16)
 	step := func() time.Duration {
@@ -178,8 +224,16 @@ func BenchmarkGPURoundTrip(b *testing.B) {
 
 // BenchmarkGPURigRoundTrip is the same through rig: Submit, then Wait on
 // the point, which the supervisor's Sleep answers.
-func BenchmarkGPURigRoundTrip(b *testing.B) {
-	dev := openRig(b, Config{})
+func BenchmarkGPURigRoundTrip(b *testing.B) { benchRigRoundTrip(b, Config{}) }
+
+// BenchmarkGPURigRoundTripCurrentContext is the same with the context made
+// current for every call (Config.CurrentContext).
+func BenchmarkGPURigRoundTripCurrentContext(b *testing.B) {
+	benchRigRoundTrip(b, Config{CurrentContext: true})
+}
+
+func benchRigRoundTrip(b *testing.B, c Config) {
+	dev := openRig(b, c)
 	img, err := dev.LoadImage(kernels(b, dev.Arch()))
 	if err != nil {
 		b.Fatal(err)
@@ -215,8 +269,16 @@ func BenchmarkGPURigRoundTrip(b *testing.B) {
 
 // BenchmarkGPUPipelined is a launch and a commit per value, waited for at
 // the end; anchor: "C launch+write64 pipelined".
-func BenchmarkGPUPipelined(b *testing.B) {
-	r := openRaw(b, Config{})
+func BenchmarkGPUPipelined(b *testing.B) { benchPipelined(b, Config{}) }
+
+// BenchmarkGPUPipelinedCurrentContext is the same with the context made
+// current for every call (Config.CurrentContext).
+func BenchmarkGPUPipelinedCurrentContext(b *testing.B) {
+	benchPipelined(b, Config{CurrentContext: true})
+}
+
+func benchPipelined(b *testing.B, c Config) {
+	r := openRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	step := func() {
 		r.v++

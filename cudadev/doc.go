@@ -38,7 +38,25 @@
 // restores the thread's previous context; where CUDA refuses the push it
 // sets the context and sets the previous one back. A Go thread usually has
 // no context current, so a get-and-compare would switch at every call:
-// the push and pop are two calls where that takes three. Any goroutine may call any method, as rig's contract
+// the push and pop are two calls where that takes three.
+//
+// The calls of the hot path need no context current: each names a stream,
+// and a stream names its context (cuStreamGetCtx). Submit, Commit and
+// Sleep's query make them on whatever thread runs them, with the thread's
+// context left as it is, which saves the push and the pop, two calls of
+// three for a one-launch submission. The open checks it: on a locked
+// thread with no context current it records an event on one stream, has
+// the other wait for it and queries it (CUDA 13 with driver 580 runs
+// launches, stream memory operations, copies, memsets, events and graph
+// launches so, with no context or another one current). A call CUDA
+// refuses all the same with CUDA_ERROR_INVALID_CONTEXT enters the context
+// and runs again, and the device makes its context current for every
+// later submission. A submission that is timed (the stamps' events), runs
+// a C fill function (whose code may call CUDA in the current context) or
+// follows a failure runs in the context, as does a first submission that
+// makes events; Config.CurrentContext makes it current for all of them.
+//
+// Any goroutine may call any method, as rig's contract
 // allows; rig's submit lock orders Room, Submit and Commit, which keep the
 // hot path's state; the supervisor alone calls Sleep and Stop.
 //

@@ -168,6 +168,12 @@ type Config struct {
 	// display's watchdog bounds the GPU's kernels, 30 s otherwise.
 	// Negative is none.
 	Hang time.Duration
+
+	// CurrentContext makes the device's context current for every call
+	// of Submit, Commit and Sleep, as for every other call, instead of
+	// running their stream calls without it (doc.go, Threads and
+	// contexts). For measuring what that saves.
+	CurrentContext bool
 }
 
 // GPU is the opener of GPU i, the ith by PCI address among the GPUs CUDA
@@ -249,8 +255,35 @@ func open(i int, c Config, word *uint64) (*gpu, error) {
 		d.release()
 		return nil, err
 	}
+	d.bare.Store(!c.CurrentContext && d.streamsCarryCtx())
 	g.open = d
 	return d, nil
+}
+
+// streamsCarryCtx reports whether CUDA runs the device's stream calls on a
+// thread where the device's context is not current: it makes none current
+// on a locked thread, records an event on one stream, has the other wait
+// for it and queries the first, then restores the thread's context.
+func (d *gpu) streamsCarryCtx() bool {
+	t := d.t
+	f := getFrame()
+	defer putFrame(f)
+	lockThread()
+	defer unlockThread()
+	if f.c1(t.cuCtxGetCurrent, uintptr(unsafe.Pointer(&f.cur))) != 0 {
+		return false
+	}
+	prev := uintptr(f.cur)
+	if f.c1(t.cuCtxSetCurrent, 0) != 0 {
+		return false
+	}
+	ok := f.c2(t.cuEventRecord, d.joins[0], d.streams[0]) == 0 &&
+		f.c3(t.cuStreamWaitEvent, d.streams[1], d.joins[0], 0) == 0
+	if r := f.c1(t.cuStreamQuery, d.streams[1]); r != 0 && r != errNotReady {
+		ok = false
+	}
+	f.c1(t.cuCtxSetCurrent, prev)
+	return ok
 }
 
 // settleKept decides whether a stopped device's work still runs on g: it

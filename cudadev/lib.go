@@ -234,6 +234,7 @@ type result uint32
 const (
 	errInvalidValue        result = 1
 	errOutOfMemory         result = 2
+	errInvalidContext      result = 201
 	errNotReady            result = 600
 	errIllegalAddress      result = 700
 	errLaunchTimeout       result = 702
@@ -334,6 +335,51 @@ type frame struct {
 	a   [16]uintptr
 	out [8]uint64
 	cur uint64 // cuCtxGetCurrent's answer in enter
+
+	// bare, where set, is the context that the frame's calls run in
+	// without making it current: the calls name a stream, which names
+	// it. A call that CUDA refuses with CUDA_ERROR_INVALID_CONTEXT enters
+	// the context (bare.enter) and runs again.
+	bare *bareCall
+}
+
+// bareCall is a run of calls without a current context (frame.bare): the
+// context to enter where CUDA asks for one, and whether it was entered.
+// The goroutine that holds the frame owns it.
+type bareCall struct {
+	t       *table
+	ctx     uintptr
+	prev    uintptr // enterCtx's answer, once entered
+	entered bool
+	refused bool // CUDA refused a call for want of a current context
+}
+
+// enter makes the context current for the rest of the run, unless it is.
+func (f *frame) enter() {
+	b := f.bare
+	if b == nil || b.entered {
+		return
+	}
+	a := f.a
+	f.bare = nil
+	b.prev = enterCtx(b.t, f, b.ctx)
+	b.entered = true
+	f.a = a
+	f.bare = b
+}
+
+// leave ends a run of calls without a current context, restoring the
+// thread's context where the run entered the context, and reports
+// whether CUDA refused a call without it.
+func (f *frame) leave() (refused bool) {
+	b := f.bare
+	f.bare = nil
+	if b.entered {
+		leaveCtx(b.t, f, b.ctx, b.prev)
+	}
+	refused = b.refused
+	*b = bareCall{}
+	return refused
 }
 
 var framePool = sync.Pool{New: func() any { return new(frame) }}
@@ -344,6 +390,11 @@ func putFrame(f *frame) { framePool.Put(f) }
 // call calls fn with the frame's first n arguments.
 func (f *frame) call(fn uintptr, n int) result {
 	r, _, _ := purego.SyscallN(fn, f.a[:n]...)
+	if result(uint32(r)) == errInvalidContext && f.bare != nil && !f.bare.entered {
+		f.bare.refused = true
+		f.enter()
+		r, _, _ = purego.SyscallN(fn, f.a[:n]...)
+	}
 	return result(uint32(r))
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -42,9 +43,17 @@ type gpu struct {
 	arrayDev uint64  // the device address of rig's array, 0 if unmapped
 	own      *region // the word of the device's own, or nil
 
+	// bare: the stream calls of Submit, Commit and Sleep run without the
+	// context made current, since each names a stream, which names the
+	// context (make checks it; a call refused for want of a context
+	// clears it). Written by make, and cleared under rig's submit lock;
+	// read by the supervisor too.
+	bare atomic.Bool
+
 	// The hot path's state, which rig's submit lock guards (Room, Submit
 	// and Commit are called one at a time, in value order).
 	hot       frame
+	hotBare   bareCall
 	last      uint64 // the last value given to Submit
 	written   uint64 // the last value a stream write was enqueued for
 	end       int    // the stream the last value ended on
@@ -58,8 +67,9 @@ type gpu struct {
 	mark      []bool    // which parts record an event for a later one
 
 	// Sleep's state: only the supervisor calls Sleep.
-	sleepF frame
-	nap    unix.Timespec
+	sleepF    frame
+	sleepBare bareCall
+	nap       unix.Timespec
 
 	faultMu sync.Mutex
 	fault   string // the fault a stream met, once Sleep or Stop saw one

@@ -61,7 +61,7 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 // query asks CUDA whether a stream met an error, and answers its fault.
 func (d *gpu) query() error {
 	t, f := d.t, &d.sleepF
-	prev := enterCtx(t, f, d.ctx)
+	d.beginCalls(f, &d.sleepBare, d.bare.Load())
 	var bad result
 	for _, s := range d.streams {
 		if r := f.c1(t.cuStreamQuery, s); r != 0 && r != errNotReady {
@@ -69,7 +69,7 @@ func (d *gpu) query() error {
 			break
 		}
 	}
-	leaveCtx(t, f, d.ctx, prev)
+	d.endCalls(f)
 	if bad == 0 {
 		return nil
 	}

@@ -163,8 +163,8 @@ func (d *gpu) Grow() error { return nil }
 // or Failed with what it was doing and CUDA's error.
 func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	d.last = s.Value
-	t, f := d.t, &d.hot
-	prev := enterCtx(t, f, d.ctx)
+	f := &d.hot
+	d.beginCalls(f, &d.hotBare, d.ctxFree(s))
 	var a device.SubmitAnswer
 	if d.failed != "" {
 		d.afterFailure(f, s)
@@ -172,8 +172,46 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	} else {
 		a = d.submit(f, s)
 	}
-	leaveCtx(t, f, d.ctx, prev)
+	d.endCalls(f)
 	return a
+}
+
+// ctxFree reports whether s's calls run without the context made
+// current: the device's stream calls do (gpu.bare), unless s is timed
+// (the stamps' events), runs a C fill function (whose code may call CUDA
+// in the current context) or follows a failure.
+func (d *gpu) ctxFree(s *device.Submission) bool {
+	if !d.bare.Load() || s.Timed || d.failed != "" {
+		return false
+	}
+	for i := range s.Parts {
+		if s.Parts[i].Kind == device.Fill {
+			if _, ok := s.Parts[i].FillFn.(uintptr); ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// beginCalls starts a run of calls on f: without the context made current
+// where free (b keeps the run's state), in the context otherwise.
+func (d *gpu) beginCalls(f *frame, b *bareCall, free bool) {
+	if free {
+		*b = bareCall{t: d.t, ctx: d.ctx}
+		f.bare = b
+		return
+	}
+	*b = bareCall{t: d.t, ctx: d.ctx, prev: enterCtx(d.t, f, d.ctx), entered: true}
+	f.bare = b
+}
+
+// endCalls ends a run begun by beginCalls. Where CUDA refused a call for want of a
+// current context, later runs make it current from the start.
+func (d *gpu) endCalls(f *frame) {
+	if f.leave() {
+		d.bare.Store(false)
+	}
 }
 
 // What a failed submit was doing.
@@ -301,6 +339,7 @@ func (d *gpu) marks(parts []device.Part) bool {
 	for i := range parts {
 		if d.mark[i] && d.afterEv[i] == 0 {
 			f := &d.hot
+			f.enter() // cuEventCreate needs the context current
 			var ev uint64
 			f.out[5] = 0
 			if f.c2(d.t.cuEventCreate, f.outp(5), eventDisableTime) == 0 {
@@ -481,9 +520,9 @@ func (d *gpu) Commit(v uint64) device.SubmitAnswer {
 		return device.SubmitAnswer{Kind: device.Committed}
 	}
 	t, f := d.t, &d.hot
-	prev := enterCtx(t, f, d.ctx)
+	d.beginCalls(f, &d.hotBare, d.bare.Load())
 	r := f.c4(t.cuStreamWriteValue64, d.streams[d.end], uintptr(d.wordDev), uintptr(d.last), 0)
-	leaveCtx(t, f, d.ctx, prev)
+	d.endCalls(f)
 	if r != 0 {
 		why := t.text(r)
 		d.failed = fmt.Sprintf("committing value %d: %s", d.last, why)
