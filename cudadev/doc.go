@@ -48,7 +48,8 @@
 // thread with no context current it records an event on one stream, has
 // the other wait for it and queries it (CUDA 13 with driver 580 runs
 // launches, stream memory operations, copies, memsets, events and graph
-// launches so, with no context or another one current). A call CUDA
+// launches so, with no context or another one current:
+// testdata/ctxprobe.c). A call CUDA
 // refuses all the same with CUDA_ERROR_INVALID_CONTEXT enters the context
 // and runs again, and the device makes its context current for every
 // later submission. A submission that is timed (the stamps' events), runs
