@@ -27,6 +27,7 @@ func TestIoctlNumbers(t *testing.T) {
 		{"REGISTER_FD", escape(escRegisterFD, unsafe.Sizeof(registerFDParams{})), 0xc00446c9},
 		{"CARD_INFO x32", escape(escCardInfo, maxDevices*unsafe.Sizeof(cardInfo{})), 0xc90046c8},
 		{"WAIT_OPEN_COMPLETE", escape(escWaitOpenComplete, unsafe.Sizeof(waitOpenCompleteParams{})), 0xc00846da},
+		{"EXPORT_TO_DMABUF_FD", escape(escExportToDMABufFD, unsafe.Sizeof(exportDMABufParams{})), 0xca3046d9},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: 0x%x, want 0x%x", c.name, c.got, c.want)

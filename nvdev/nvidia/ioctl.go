@@ -56,6 +56,7 @@ const (
 	nvIoctlBase         = 200              // NV_IOCTL_BASE
 	escCardInfo         = nvIoctlBase + 0  // NV_ESC_CARD_INFO
 	escRegisterFD       = nvIoctlBase + 1  // NV_ESC_REGISTER_FD
+	escExportToDMABufFD = nvIoctlBase + 17 // NV_ESC_EXPORT_TO_DMABUF_FD, on /dev/nvidia<minor>
 	escWaitOpenComplete = nvIoctlBase + 18 // NV_ESC_WAIT_OPEN_COMPLETE
 )
 

@@ -30,6 +30,7 @@ func TestSizes580(t *testing.T) {
 		{"nv_ioctl_wait_open_complete_t", unsafe.Sizeof(waitOpenCompleteParams{}), 8},
 		{"nv_ioctl_rm_api_version_t", unsafe.Sizeof(rmAPIVersionParams{}), 72},
 		{"nv_ioctl_alloc_os_event_t", unsafe.Sizeof(allocOSEventParams{}), 16},
+		{"nv_ioctl_export_to_dma_buf_fd_t", unsafe.Sizeof(exportDMABufParams{}), 2608},
 
 		{"NV0080_ALLOC_PARAMETERS", unsafe.Sizeof(DeviceAllocParams{}), 56},
 		{"NV2080_ALLOC_PARAMETERS", unsafe.Sizeof(SubdeviceAllocParams{}), 4},
@@ -105,6 +106,7 @@ func TestOffsets580(t *testing.T) {
 	var rc uvmRegisterChannelParams
 	var a2 rmAllocMemoryWithFD
 	var m33 rmMapMemoryWithFD
+	var dmabuf exportDMABufParams
 	for _, c := range []struct {
 		c    string
 		got  uintptr
@@ -161,6 +163,18 @@ func TestOffsets580(t *testing.T) {
 		{"UVM_REGISTER_GPU_PARAMS.rmStatus", unsafe.Offsetof(rg.RMStatus), 36},
 		{"UVM_REGISTER_CHANNEL_PARAMS.base", unsafe.Offsetof(rc.Base), 32},
 		{"UVM_REGISTER_CHANNEL_PARAMS.rmStatus", unsafe.Offsetof(rc.RMStatus), 48},
+		{"nv_ioctl_export_to_dma_buf_fd_t.fd", unsafe.Offsetof(dmabuf.FD), 0},
+		{"nv_ioctl_export_to_dma_buf_fd_t.hClient", unsafe.Offsetof(dmabuf.Client), 4},
+		{"nv_ioctl_export_to_dma_buf_fd_t.totalObjects", unsafe.Offsetof(dmabuf.TotalObjects), 8},
+		{"nv_ioctl_export_to_dma_buf_fd_t.numObjects", unsafe.Offsetof(dmabuf.NumObjects), 12},
+		{"nv_ioctl_export_to_dma_buf_fd_t.index", unsafe.Offsetof(dmabuf.Index), 16},
+		{"nv_ioctl_export_to_dma_buf_fd_t.totalSize", unsafe.Offsetof(dmabuf.TotalSize), 24},
+		{"nv_ioctl_export_to_dma_buf_fd_t.mappingType", unsafe.Offsetof(dmabuf.MappingType), 32},
+		{"nv_ioctl_export_to_dma_buf_fd_t.bAllowMmap", unsafe.Offsetof(dmabuf.AllowMmap), 33},
+		{"nv_ioctl_export_to_dma_buf_fd_t.handles", unsafe.Offsetof(dmabuf.Handles), 36},
+		{"nv_ioctl_export_to_dma_buf_fd_t.offsets", unsafe.Offsetof(dmabuf.Offsets), 552},
+		{"nv_ioctl_export_to_dma_buf_fd_t.sizes", unsafe.Offsetof(dmabuf.Sizes), 1576},
+		{"nv_ioctl_export_to_dma_buf_fd_t.status", unsafe.Offsetof(dmabuf.Status), 2600},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s at %d, want %d", c.c, c.got, c.want)
