@@ -130,6 +130,16 @@ type gpu struct {
 	oldSets []*chanSet
 	setsOld atomic.Bool // oldSets is not empty
 	live    atomic.Pointer[chanSet]
+
+	// Deferred wake-ups (wake.go): where rig called DeferWake, Submit
+	// records the channels it owes a wake-up in owed and counts itself in
+	// submits; Wake wakes them for every submission counted, with wakeMu
+	// held, and counts them in woken.
+	deferWake bool // set by DeferWake, before the first Submit
+	owed      atomic.Uint32
+	submits   atomic.Uint64
+	woken     atomic.Uint64
+	wakeMu    sync.Mutex
 }
 
 // record is where a value left each ring: once the word holds the value,
@@ -424,7 +434,7 @@ func (d *gpu) wake(mask uint8) {
 	if d.mapped() {
 		_ = atomic.LoadUint32(d.flush)
 	}
-	for q, ch := range d.ch {
+	for q, ch := range d.live.Load().ch {
 		if mask&(1<<q) != 0 {
 			d.p.Ring(ch.token)
 		}
