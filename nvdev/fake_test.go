@@ -478,8 +478,11 @@ func (f *fake) copyLaunch(c *fakeChan, v uint32) {
 // runQmd runs the launch of the descriptor at qa and its release, and
 // answers the descriptor it links to, or 0. The caller holds mu.
 func (f *fake) runQmd(qa uint64) uint64 {
-	qb := f.bytesAt(qa, uint64(abi.QmdV04.Bytes()))
-	q := abi.QmdOf(abi.QmdV04, unsafe.Slice((*uint32)(unsafe.Pointer(&qb[0])), abi.QmdV04.Words))
+	// The GPU fetches the descriptor before it runs the launch: once the
+	// launch releases its value, the host may write the slot again.
+	words := make([]uint32, abi.QmdV04.Words)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 4*len(words)), f.bytesAt(qa, uint64(abi.QmdV04.Bytes())))
+	q := abi.QmdOf(abi.QmdV04, words)
 	_, ba, bn, _ := q.ConstantBuffer(0)
 	bank := append([]byte(nil), f.bytesAt(ba, uint64(bn))...)
 	f.launches++
