@@ -59,6 +59,7 @@ type fakeMem struct {
 }
 
 type fakeChan struct {
+	busy     bool // a pump runs a launch of the channel (under mu)
 	name     string
 	h        nvidia.Handle
 	ring     uint64
@@ -346,6 +347,9 @@ func (f *fake) fail(c *fakeChan, e uint32) {
 // run runs channel c as far as it goes, and reports whether it progressed.
 // The caller holds mu.
 func (f *fake) run(c *fakeChan) bool {
+	if c.busy {
+		return false
+	}
 	progress := false
 	for {
 		for c.pi < len(c.pending) {
@@ -426,10 +430,14 @@ func (f *fake) exec(c *fakeChan, w abi.Write) bool {
 	case abi.SubCompute:
 		c.compRegs[w.Method] = w.Value
 		if w.Method == abi.ComputeSendSignalingPcas2B {
-			// The launch, then each descriptor it links to.
+			// The launch, then each descriptor it links to. Its kernel
+			// runs with mu released: meanwhile the channel is busy,
+			// and another pump leaves it to this one.
+			c.busy = true
 			for qa := uint64(c.compRegs[abi.ComputeSendPcasA]) << 8; qa != 0; {
 				qa = f.runQmd(qa)
 			}
+			c.busy = false
 		}
 	case abi.SubCopy:
 		c.copyRegs[w.Method] = w.Value
