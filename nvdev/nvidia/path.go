@@ -63,7 +63,7 @@ type Memory struct {
 	// Pinned, with Borrowed set.
 	Kind device.Memory
 	// Borrowed is true for host memory MapHost mapped, which the caller
-	// owns.
+	// owns, and for a view MapPeer made of another GPU's memory.
 	Borrowed bool
 	// Address is the GPU address of its first byte. No byte of it lies from
 	// 2^40 - 8 GiB (the windows) to 2^40. Pinned and Mapped memory, and
@@ -99,6 +99,7 @@ type memRecord struct {
 	pool    *pool          // where va came from; nil for a host range at its own address
 	hostPtr unsafe.Pointer // the host's view of the first byte, for Pinned and Mapped
 	own     bool           // the path mapped host pages at va (Pinned, Mapped)
+	gpu     *gpuState      // the GPU whose memory it is (Device, Mapped), for MapPeer
 	freed   bool
 }
 
@@ -151,7 +152,8 @@ var pathKey = &struct{ name string }{"nvidia"}
 // Open opens GPU index, counted in bus order among the machine's NVIDIA
 // GPUs (IsGPU), through NVIDIA's kernel driver: it makes the RM's device,
 // subdevice and address space for it, registers them with UVM, maps the
-// doorbell, and reads the GPU's classes and counts.
+// doorbell, reads the GPU's classes and counts, and asks the RM which other
+// GPUs the process holds it reaches (Reaches).
 //
 // The paths of one GPU in a process share its device, subdevice and
 // address space, which go back with the last of them: a path opened while
@@ -180,6 +182,7 @@ func Open(index int, opts *Options) (_ *Path, err error) {
 	if p.gpuState, err = s.acquireGPU(index, &p.opts); err != nil {
 		return nil, err
 	}
+	p.learnPeers()
 	if err = p.mapUsermode(); err != nil {
 		return nil, err
 	}
@@ -469,7 +472,7 @@ func (p *Path) allocVidmem(k device.Memory, n int) (m *Memory, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &memRecord{va: va, length: size, page: page, pool: pl}
+	rec := &memRecord{va: va, length: size, page: page, pool: pl, gpu: p.gpuState}
 	defer func() {
 		if err != nil {
 			p.giveVA(pl, va, size)
