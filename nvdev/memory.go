@@ -32,8 +32,9 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	return mem, nil
 }
 
-// Free gives r back to the path. A view of another device's memory
-// (MapPeer on one GPU) holds nothing of its own.
+// Free gives r back to the path. A view of another device's memory on one
+// GPU (MapPeer) holds nothing of its own; a view of another GPU's memory is
+// the path's mapping, which the path gives back.
 func (d *gpu) Free(r device.Region) error {
 	m, ok := r.(*nvidia.Memory)
 	if !ok || m == nil {
@@ -62,7 +63,12 @@ func (d *gpu) Peer(other device.Driver) bool {
 	return ok && o != d && o.p.Key() == d.p.Key() && d.p.Reaches(o.p.Index())
 }
 
-// MapPeer maps for this GPU the memory of r, a region of other.
+// MapPeer maps for this GPU the memory of r, a region of other. For a
+// device of another GPU the path maps it (nvidia.Path.MapPeer): Device
+// memory where this GPU reaches the other's (Peer), Pinned memory always.
+// It refuses Mapped memory of another GPU (device.ErrNever): the host's
+// writes through that GPU's BAR would need a read of the other path's flush
+// word before this device wakes its channels, which it does not make.
 func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, error) {
 	o, ok := other.(*gpu)
 	m, mok := r.(*nvidia.Memory)
@@ -78,6 +84,13 @@ func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 		v := *m
 		v.Borrowed, v.Data = true, peerView{}
 		return &v, nil
+	}
+	switch {
+	case m.Kind == device.Mapped:
+		return nil, fmt.Errorf("nvdev: map_peer of Mapped memory of GPU %d for GPU %d: the order of the host's writes through the other GPU's BAR is not built: %w",
+			o.p.Index(), d.p.Index(), device.ErrNever)
+	case m.Kind == device.Device && !d.p.Reaches(o.p.Index()):
+		return nil, fmt.Errorf("nvdev: map_peer of Device memory of GPU %d: GPU %d does not reach it: %w", o.p.Index(), d.p.Index(), device.ErrNever)
 	}
 	v, err := d.p.MapPeer(m)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/nvidia"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -183,5 +186,164 @@ func TestMapPeerView(t *testing.T) {
 	c := openRaw(t, Config{})
 	if _, err := c.d.MapPeer(a.d, m); !errors.Is(err, device.ErrNever) {
 		t.Errorf("a map of another fake's memory: %v", err)
+	}
+}
+
+// machine is fakes seen as the GPUs of one machine: each path has its own
+// index and the fakes' key, reaches the others' memory where reach says so,
+// and maps their memory as a view of the same bytes at addresses of its own.
+type machine struct {
+	gpus  []*otherGPU
+	reach bool
+}
+
+// otherGPU is a fake as GPU index of a machine.
+type otherGPU struct {
+	*fake
+	m     *machine
+	index int
+	maps  int // the path's MapPeer calls
+}
+
+func newMachine(n int, reach bool) *machine {
+	m := &machine{reach: reach}
+	for i := range n {
+		m.gpus = append(m.gpus, &otherGPU{fake: newFake(), m: m, index: i})
+	}
+	return m
+}
+
+func (o *otherGPU) Index() int                 { return o.index }
+func (o *otherGPU) Reaches(i int) bool         { return i == o.index || o.m.reach }
+func (o *otherGPU) SharesSpace(other any) bool { return other == o }
+
+// MapPeer maps memory of another fake of the machine: a memory of this
+// fake's over the other's bytes.
+func (o *otherGPU) MapPeer(m *nvidia.Memory) (*nvidia.Memory, error) {
+	var host uintptr
+	for _, g := range o.m.gpus {
+		if g == o {
+			continue
+		}
+		g.mu.Lock()
+		if fm := g.mems[m.Handle]; fm != nil && fm.m == m {
+			host = fm.host
+		}
+		g.mu.Unlock()
+	}
+	if host == 0 {
+		return nil, fmt.Errorf("fake: map_peer of memory of no GPU of the machine: %w", device.ErrNever)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.maps++
+	o.handle++
+	v := &nvidia.Memory{Kind: m.Kind, Borrowed: true, Size: m.Size, Handle: o.handle, Address: o.devNext, Host: m.Host}
+	o.devNext += uint64((m.Size+4095)&^4095) + 1<<20
+	o.mems[o.handle] = &fakeMem{m: v, host: host}
+	return v, nil
+}
+
+// opener is an opener of devices on GPU o.
+func (o *otherGPU) opener(c Config) device.Opener {
+	return device.Opener{Name: fmt.Sprintf("NV-fake-gpu%d-%p", o.index, o), Make: func(w *uint64) (device.Driver, error) {
+		d, err := makeDevice(w, o, fakeRM{o.fake}, c)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}}
+}
+
+// raw opens a device on GPU o for driving by hand.
+func (o *otherGPU) raw(t *testing.T) *raw {
+	t.Helper()
+	slot, w, err := timeline.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake runs no kernel: copies within Device memory go to the copy
+	// engine.
+	d, err := makeDevice(w, o, fakeRM{o.fake}, Config{CopyKernels: -1})
+	if err != nil {
+		timeline.Give(slot)
+		t.Fatal(err)
+	}
+	r := &raw{t: t, f: o.fake, d: d, slot: slot, v: atomic.LoadUint64(w)}
+	t.Cleanup(r.close)
+	return r
+}
+
+// TestPeerTwoGPUsFake runs the GPU tests of peer access across two GPUs on
+// two fakes of one machine: by hand, and through rig with B's work held by
+// a pause of its fake.
+func TestPeerTwoGPUsFake(t *testing.T) {
+	t.Run("raw", func(t *testing.T) {
+		m := newMachine(2, true)
+		a, b := m.gpus[0].raw(t), m.gpus[1].raw(t)
+		peerRaw(t, a, b)
+		if m.gpus[0].maps != 2 || m.gpus[1].maps != 0 {
+			t.Errorf("the paths mapped %d and %d memories", m.gpus[0].maps, m.gpus[1].maps)
+		}
+	})
+	t.Run("rig", func(t *testing.T) {
+		m := newMachine(2, true)
+		open := func(g *otherGPU) *rig.Device {
+			d, err := rig.Open(bg, g.opener(Config{CopyKernels: -1}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { closeDone(t, d) })
+			return d
+		}
+		b := open(m.gpus[1]) // B closes last: A's views of B's buffers go first
+		a := open(m.gpus[0])
+		peerRig(t, a, b, func(t *testing.T, d *rig.Device) peerGate {
+			f := m.gpus[0].fake
+			if d == b {
+				f = m.gpus[1].fake
+			}
+			f.pause()
+			var once sync.Once
+			return peerGate{release: func() { once.Do(f.resume) }}
+		})
+	})
+}
+
+// TestPeerOtherGPURefusals: Mapped memory of another GPU is refused, and
+// Device memory where the GPU does not reach the other's; Pinned memory is
+// mapped whatever the link.
+func TestPeerOtherGPURefusals(t *testing.T) {
+	m := newMachine(2, false)
+	a, b := m.gpus[0].raw(t), m.gpus[1].raw(t)
+	if a.d.Peer(b.d) || b.d.Peer(a.d) {
+		t.Error("GPUs that do not reach each other are peers")
+	}
+	x := b.alloc(device.Device, 4096)
+	if _, err := a.d.MapPeer(b.d, x); !errors.Is(err, device.ErrNever) || !strings.Contains(err.Error(), "does not reach") {
+		t.Errorf("Device memory of a GPU out of reach: %v", err)
+	}
+	m.reach = true
+	y := b.alloc(device.Mapped, 4096)
+	if _, err := a.d.MapPeer(b.d, y); !errors.Is(err, device.ErrNever) || !strings.Contains(err.Error(), "not built") {
+		t.Errorf("Mapped memory of another GPU: %v", err)
+	}
+	if m.gpus[0].maps != 0 {
+		t.Errorf("the path mapped %d memories the device refused", m.gpus[0].maps)
+	}
+	m.reach = false
+	z := b.alloc(device.Pinned, 4096)
+	v, err := a.d.MapPeer(b.d, z)
+	if err != nil {
+		t.Fatalf("Pinned memory of a GPU out of reach: %v", err)
+	}
+	live := m.gpus[0].live()
+	if err := a.d.Free(v); err != nil || m.gpus[0].live() != live-1 {
+		t.Errorf("the view's free: %v; %d memories, then %d", err, live, m.gpus[0].live())
+	}
+	b.d.stopped.Store(true)
+	defer b.d.stopped.Store(false)
+	if _, err := a.d.MapPeer(b.d, z); !errors.Is(err, device.ErrNever) {
+		t.Errorf("memory of a stopped device: %v", err)
 	}
 }
