@@ -23,23 +23,31 @@ import (
 // windows; the local memory follows with the next submission on the
 // compute channel) and keeps the set aside. The next Room answers
 // RoomLater until the word has reached every value submitted and the copy
-// channel every upload; it then puts the new set in place, and the next
-// submissions start on it. The set it replaced goes back at the device's
-// next growth or allocation: its registrations, its channel group (with
-// its channels and objects), its debugger and its memory. Each regrowth at
-// least doubles a ring, from 262,144 entries to at most 2^31, so a device
-// keeps at most 13 replaced sets. A path or RM that lacks the memory
-// answers Short, and the device keeps its channels.
+// channel every upload; it then puts the new set in place, with the
+// segment and launch rings a growth made, and the next submissions start
+// on it. The set it replaced goes back at the device's next growth or
+// allocation: its registrations, its channel group (with its channels and
+// objects), its debugger and its memory. A set the RM refuses to free stays,
+// with its memory, until Stop. Each regrowth at least doubles a ring (both
+// rings take the larger's entries), from 262,144 entries to at most 2^31,
+// so a device keeps at most 13 replaced sets, within the seed's 26. A path
+// or RM that lacks the memory answers Short, and the device keeps its
+// channels.
 
 // chanSet is a channel group, its two channels and its debugger.
 type chanSet struct {
 	tsg, debugger nvidia.Handle
 	ch            [2]*channel
+	// kept is set once a regrowth replaced the set and the RM refused to
+	// free it: it stays, with its memory, until Stop.
+	kept bool
 }
 
 // openChannels opens a channel group and its two channels, whose rings
-// hold entries[q] entries, at least minEntries; each channel's marks start
-// after marks[q]. It appends what it made to undo, in the order it made
+// hold minEntries entries; each channel's marks start after marks[q]. At
+// make (no set is live yet) a ring the RM refuses is retried at
+// fallbackEntries; a regrowth's channels hold the entries the parts need
+// or are not made. It appends what it made to undo, in the order it made
 // it; what names the caller in errors.
 func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, undo *[]func() error) (_ *chanSet, err error) {
 	p, rm, c := d.p, d.rm, d.cfg
@@ -111,10 +119,15 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, undo *[
 	if err != nil {
 		return nil, err
 	}
+	tries := []uint64{uint64(minEntries)}
+	if d.live.Load() == nil && minEntries > fallbackEntries {
+		// The RM may bound a ring's entries: at make, a refusal of the
+		// seed's 262,144 retries with tinygrad's 65,536 (NOTES.md). A
+		// regrowth's smaller ring would not hold the parts it is for.
+		tries = append(tries, fallbackEntries)
+	}
 	for _, ch := range set.ch {
-		// The RM may bound a ring's entries: a refusal of the seed's
-		// 262,144 retries with tinygrad's 65,536 (NOTES.md).
-		for _, entries := range []uint64{ch.entries, min(ch.entries, fallbackEntries)} {
+		for _, entries := range tries {
 			cp := nvidia.ChannelAllocParams{
 				ObjectError:   ch.aux.Handle,
 				ObjectBuffer:  ch.ring.Handle,
@@ -183,7 +196,8 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, undo *[
 // closeSet ends the set's registrations and frees its debugger and its
 // channel group, with the channels and objects under it, which makes the
 // RM preempt their work. It reports whether every step succeeded; its
-// memory is the caller's to give back.
+// memory is the caller's to give back. A later call (Stop, for a set the
+// RM refused to free) retries the group's free alone.
 func (d *gpu) closeSet(set *chanSet) (clean bool) {
 	clean = true
 	for _, ch := range set.ch {
@@ -196,9 +210,13 @@ func (d *gpu) closeSet(set *chanSet) (clean bool) {
 	}
 	if set.debugger != 0 {
 		_ = d.rm.Free(d.p.Device(), set.debugger)
+		set.debugger = 0
 	}
-	if err := d.rm.Free(d.p.Device(), set.tsg); err != nil {
-		clean = false
+	if set.tsg != 0 {
+		if err := d.rm.Free(d.p.Device(), set.tsg); err != nil {
+			return false
+		}
+		set.tsg = 0
 	}
 	return clean
 }
@@ -290,20 +308,29 @@ func (d *gpu) switchChannels(w uint64) bool {
 	d.upMark, d.upAcquired = d.ch[qCopy].marks, d.ch[qCopy].marks
 	d.icache.Store(true)
 	d.recs[d.last%records] = d.record()
+	// The segment and launch rings a growth made for the submission
+	// go to the new channels.
+	d.install(w)
 	return true
 }
 
-// reapSets gives back the channel sets a regrowth replaced. The caller
-// holds mu.
+// reapSets gives back the channel sets a regrowth replaced. A set the RM
+// refuses to free stays in oldSets, kept, with its memory, which its
+// channels may still read, until Stop retries it and gives the memory
+// back once the RM freed the set or the path stopped. The caller holds mu.
 func (d *gpu) reapSets() {
+	keep := d.oldSets[:0]
 	for _, set := range d.oldSets {
-		if d.closeSet(set) {
+		if !set.kept && d.closeSet(set) {
 			for _, m := range setMemory(set) {
 				_ = d.p.Free(m)
 			}
+			continue
 		}
+		set.kept = true
+		keep = append(keep, set)
 	}
-	clear(d.oldSets)
-	d.oldSets = d.oldSets[:0]
+	clear(d.oldSets[len(keep):])
+	d.oldSets = keep
 	d.setsOld.Store(false)
 }

@@ -23,11 +23,11 @@ import (
 // allocation once the word has reached the last value submitted before the
 // switch; the rings the device opened with stay until Stop.
 //
-// A channel's own ring (its GPFIFO entries) does not grow: the RM fixes its
-// entries when it allocates the channel, and the seed's regrowth (two new
-// channels in a new channel group, switched once every earlier value is
-// reached) is not built, so Room answers RoomNever for parts that take more
-// entries than a channel's ring holds (NOTES.md).
+// A channel's own ring (its GPFIFO entries) cannot grow in place, since the
+// RM fixes its entries when it allocates the channel: a regrowth opens two
+// channels anew in a new channel group (channels.go). While such a set
+// waits for its switch, Room puts no ring in place, so that the rings
+// grown for the submission that needs the set go to its channels.
 
 // segChunk is the most words one ring entry of the driver's segments
 // names: 4 MiB.
@@ -141,9 +141,13 @@ func (d *gpu) Grow() error {
 	return nil
 }
 
-// install puts the rings Grow made in place; w is the word Room read. The
-// caller holds mu.
+// install puts the rings Grow made in place; w is the word Room read. It
+// waits while a regrowth's channels wait for their switch, which calls it.
+// The caller holds mu.
 func (d *gpu) install(w uint64) {
+	if d.grown.set != nil {
+		return
+	}
 	for q, ch := range d.ch {
 		g := d.grown.seg[q]
 		if g == nil {
