@@ -96,23 +96,6 @@ type Driver interface {
 	Settle(into []Stamp) ([]Stamp, error)
 }
 
-// Waker is a driver whose Submit can leave the wake-up of the hardware (a
-// doorbell, and the read that orders the host's writes before it) to a
-// later call made with no lock held, so that one wake-up serves the
-// submissions of many goroutines. rig calls DeferWake once, after Make and
-// before the first Room; from then on Submit only records what it owes,
-// and rig calls Wake after each Submit once the submit lock is released.
-// When Wake returns, every submission whose Submit returned before Wake
-// was called is woken. Wake may run on many goroutines at once, alongside
-// any other call, and after Stop, where it does nothing; a driver must also
-// wake what it owes in Sleep and in Stop, so that a submitter that stalls
-// before its Wake delays no one. A driver used without DeferWake wakes in
-// Submit.
-type Waker interface {
-	DeferWake()
-	Wake()
-}
-
 // Opener names a device and makes it: the seeds' Rig_edge.opener.
 type Opener struct {
 	// Name names the hardware, such as "CUDA" or "CUDA:1". rig keeps one

@@ -130,16 +130,6 @@ type gpu struct {
 	oldSets []*chanSet
 	setsOld atomic.Bool // oldSets is not empty
 	live    atomic.Pointer[chanSet]
-
-	// Deferred wake-ups (wake.go): where rig called DeferWake, Submit
-	// records the channels it owes a wake-up in owed and counts itself in
-	// submits; Wake wakes them for every submission counted, with wakeMu
-	// held, and counts them in woken.
-	deferWake bool // set by DeferWake, before the first Submit
-	owed      atomic.Uint32
-	submits   atomic.Uint64
-	woken     atomic.Uint64
-	wakeMu    sync.Mutex
 }
 
 // record is where a value left each ring: once the word holds the value,
@@ -429,12 +419,18 @@ func (ch *channel) publish() { storePut(ch.gpPut, uint32(ch.put%ch.entries)) }
 
 // wake wakes the channels of the mask: it reads the flush word, so that
 // the host's writes through the BAR reach the GPU first, then stores each
-// channel's token at the doorbell.
+// channel's token at the doorbell. The read orders the writes of the CPU
+// that makes it, so the goroutine that wrote the rings reads it, in
+// Submit: wake-ups deferred past Submit, so that one read served the
+// submissions of many goroutines, left a channel woken before its GPPut
+// landed, with nothing to wake it again (two H200s, rigbench's mixed
+// workload on nv:0,nv:1 with one submitter: both devices stuck, 2 runs of
+// 4; none with the read in Submit, 5 runs).
 func (d *gpu) wake(mask uint8) {
 	if d.mapped() {
 		_ = atomic.LoadUint32(d.flush)
 	}
-	for q, ch := range d.live.Load().ch {
+	for q, ch := range d.ch {
 		if mask&(1<<q) != 0 {
 			d.p.Ring(ch.token)
 		}

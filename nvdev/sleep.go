@@ -30,9 +30,6 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	if err := d.p.Check(); err != nil {
 		return d.keep(asFault(err))
 	}
-	if d.deferWake {
-		d.wakeStalled()
-	}
 	t0 := time.Now()
 	for {
 		if atomic.LoadUint64(d.word) != seen {
@@ -200,13 +197,6 @@ func (d *gpu) Stop(string) error {
 	if d.stopped.Swap(true) {
 		return nil
 	}
-	// What submissions owe a wake-up runs first; a Wake after this point
-	// does nothing.
-	d.wakeMu.Lock()
-	if m := uint8(d.owed.Swap(0)); m != 0 {
-		d.wake(m)
-	}
-	d.wakeMu.Unlock()
 	d.localMu.Lock()
 	defer d.localMu.Unlock()
 	sets := append([]*chanSet{d.live.Load()}, d.oldSets...)

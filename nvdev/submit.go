@@ -334,12 +334,7 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	d.last, d.lastEnder, d.lastOwn = s.Value, w.ender, w.own
 	d.layPending = false
 	d.recs[s.Value%records] = d.record()
-	if d.deferWake {
-		d.owed.Or(uint32(mask))
-		d.submits.Add(1)
-	} else {
-		d.wake(mask)
-	}
+	d.wake(mask)
 	return device.SubmitAnswer{Kind: device.Committed}
 }
 

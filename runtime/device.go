@@ -34,10 +34,7 @@ type Device struct {
 	committed atomic.Uint64 // last value committed; written under mu
 	timed     atomic.Bool
 	observer  atomic.Pointer[observerBox]
-	// waker is the driver where it defers its wake-ups to Wake, which a
-	// submitter calls after it released mu (device.Waker).
-	waker device.Waker
-	spin  atomic.Int64 // nanoseconds a wait reads the word before it parks
+	spin      atomic.Int64 // nanoseconds a wait reads the word before it parks
 
 	// state
 	closing atomic.Bool
@@ -162,10 +159,6 @@ func open(op device.Opener) (*Device, error) {
 		images:  map[*imageState]struct{}{},
 		views:   map[*bufState]struct{}{},
 		done:    make(chan struct{}),
-	}
-	if wk, ok := drv.(device.Waker); ok {
-		wk.DeferWake()
-		d.waker = wk
 	}
 	d.base = d.read()
 	d.last.Store(d.base)

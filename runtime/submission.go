@@ -244,9 +244,6 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 				lost = d.lose(a.Reason, &device.Fault{Why: a.Reason})
 			}
 			d.mu.Unlock()
-			if d.waker != nil {
-				d.waker.Wake()
-			}
 			d.sup.submitted()
 			return Point{d: d, v: v}, lost
 		case device.RoomLater:
