@@ -175,6 +175,9 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 				if err != nil {
 					if errors.Is(context.Cause(wctx), errTimeout) {
 						err = fmt.Errorf("%w after %v", errTimeout, cfg.Timeout)
+						if l.state != nil {
+							err = fmt.Errorf("%w (%s)", err, l.state(f.t))
+						}
 					}
 					fail(fmt.Errorf("wait on %s: %w", l.device, err))
 					continue

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
 
 	"github.com/rig-go/rig/device"
 	rig "github.com/rig-go/rig/runtime"
@@ -49,6 +52,9 @@ type lane[T any] struct {
 	device string
 	submit func(ctx context.Context) (T, int64, error)
 	wait   func(ctx context.Context, t T) error
+	// state describes what a wait on t that timed out waited for, and
+	// where the devices stand; nil where there is nothing to say.
+	state func(t T) string
 }
 
 // env is what a run's workload is made on: the open devices and the
@@ -95,7 +101,8 @@ func (e *env) fn(o opened, name string) (*rig.Function, error) {
 
 // pointLane is a lane on rig whose submissions are submit.
 func pointLane(d *rig.Device, submit func(ctx context.Context) (rig.Point, int64, error)) lane[rig.Point] {
-	return lane[rig.Point]{device: d.Name(), submit: submit, wait: func(ctx context.Context, p rig.Point) error { return p.Wait(ctx) }}
+	return lane[rig.Point]{device: d.Name(), submit: submit, wait: func(ctx context.Context, p rig.Point) error { return p.Wait(ctx) },
+		state: func(p rig.Point) string { return pointState(p, d) }}
 }
 
 // perDevice makes -c lanes on each device with mk.
@@ -267,8 +274,26 @@ func mixedLanes(e *env) ([]lane[rig.Point], error) {
 				step++
 				return p, moved, err
 			},
-			wait: func(ctx context.Context, p rig.Point) error { return p.Wait(ctx) },
+			wait:  func(ctx context.Context, p rig.Point) error { return p.Wait(ctx) },
+			state: func(p rig.Point) string { return pointState(p, a, b) },
 		})
 	}
 	return out, nil
+}
+
+// pointState names the point p and where each device stands: its last
+// value and its word.
+func pointState(p rig.Point, devs ...*rig.Device) string {
+	var b strings.Builder
+	if d := p.Device(); d != nil {
+		fmt.Fprintf(&b, "the point %s:%d", d.Name(), p.Value())
+	}
+	for _, d := range devs {
+		word := "its own"
+		if w := d.Word(); w != nil {
+			word = strconv.FormatUint(atomic.LoadUint64(w), 10)
+		}
+		fmt.Fprintf(&b, "; %s: last value %d, word %s", d.Name(), d.Last().Value(), word)
+	}
+	return b.String()
 }
