@@ -53,9 +53,12 @@
 // compute channel (kernels.go). Images go into rig's Device region by the
 // copy channel, through a staging buffer (image.go).
 //
-// Not built yet (NOTES.md): peer access across GPUs and DMA (the path's);
-// a device maps memory of another device of the same GPU as a view of the
-// same addresses. Copies of bytes on COMPUTE:0 run on a copy engine the compute
+// Memory of another device: a device of the same GPU is viewed at the
+// same addresses; another GPU's Device and Pinned memory is mapped through
+// UVM where the RM's P2P capabilities say the GPUs reach each other
+// (nvidia/p2p.go). DMA exports Device and Mapped memory as a dma-buf
+// (nvidia/dma.go). Two devices of two GPUs that wait on each other's words
+// under load can stop for good (NOTES.md, TestGPUPeer2Mixed). Copies of bytes on COMPUTE:0 run on a copy engine the compute
 // channel binds on subchannel 4 (it ran on the H200), where the seed refuses
 // them; Config.NoComputeCopies gives the seed's refusal.
 //

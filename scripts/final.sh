@@ -32,8 +32,8 @@ done; done
 for c in 1 4 16; do echo "== rigbench -device nv:0 -c $c -depth 64" >> $G; timeout 30 $B -device nv:0 -c $c -depth 64 -duration 2s >> $G 2>&1; done
 for c in 1 4 16; do echo "== rigbench -device cuda:0 -c $c -depth 64" >> $G; timeout 30 $B -device cuda:0 -c $c -depth 64 -duration 2s >> $G 2>&1; done
 for c in 1 2 4 16; do echo "== rigbench -device host -c $c" >> $G; timeout 30 $B -device host -c $c -duration 1s -compare -rounds 2 >> $G 2>&1; done
-echo "== rigbench -device cuda:0 -device nv:0 -workload mixed -trace" >> $G
-timeout 30 $B -device cuda:0 -device nv:0 -workload mixed -duration 1s -trace $O/trace.json -plot $O/latency.svg >> $G 2>&1
+echo "== rigbench -device cuda:0 -workload mixed -trace" >> $G
+timeout 30 $B -device cuda:0 -workload mixed -duration 1s -trace $O/trace.json -plot $O/latency.svg >> $G 2>&1
 echo "== GPU tests" > $O/tests.txt
 (cd cudadev && RIG_GPU=1 timeout 150 $F/cudadev.test -test.run 'GPU|Example' -test.v -test.timeout 140s) >> $O/tests.txt 2>&1; echo "cudadev rc=$?" >> $O/tests.txt
 (cd nvdev && RIG_GPU=1 timeout 200 $F/nvdev.test -test.run 'GPU' -test.v -test.timeout 190s) >> $O/tests.txt 2>&1; echo "nvdev rc=$?" >> $O/tests.txt
