@@ -143,3 +143,20 @@ func TestRunExitCodes(t *testing.T) {
 		t.Errorf("-help: %v", err)
 	}
 }
+
+// TestMixedDrivers checks that the mixed workload refuses two devices of
+// two drivers, naming both, and takes one driver's.
+func TestMixedDrivers(t *testing.T) {
+	cuda, nv, cuda1 := opened{spec: spec{Driver: "cuda"}}, opened{spec: spec{Driver: "nv"}}, opened{spec: spec{Driver: "cuda", Index: 1}}
+	if err := mixedDrivers("mixed", []opened{cuda, nv}); err == nil || !strings.Contains(err.Error(), "cuda:0 and nv:0") {
+		t.Errorf("cuda:0 and nv:0 answered %v", err)
+	}
+	for _, c := range []struct {
+		w    string
+		devs []opened
+	}{{"mixed", []opened{cuda, cuda1}}, {"mixed", []opened{cuda}}, {"empty", []opened{cuda, nv}}} {
+		if err := mixedDrivers(c.w, c.devs); err != nil {
+			t.Errorf("%s on %d devices: %v", c.w, len(c.devs), err)
+		}
+	}
+}

@@ -91,6 +91,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The devices open now; an exclusive baseline's rounds close them and
 	// open them again.
 	defer func() { closeDevices(e.devs) }()
+	if err := mixedDrivers(cfg.Workload, devs); err != nil {
+		fmt.Fprintf(stderr, "rigbench: %v\n", err)
+		return 2
+	}
 	if cfg.Workload == "mixed" && len(devs) == 1 {
 		c, err := companion(context.Background(), devs)
 		if err != nil {
@@ -269,4 +273,16 @@ func deviceList(ds []opened) string {
 		s += o.spec.String()
 	}
 	return s
+}
+
+// mixedDrivers refuses the mixed workload on two devices of two drivers:
+// it copies between the buffers of its two devices, which rig shares only
+// between devices of one driver.
+func mixedDrivers(workload string, devs []opened) error {
+	if workload != "mixed" || len(devs) < 2 || devs[0].spec.Driver == devs[1].spec.Driver {
+		return nil
+	}
+	d := devs[0].spec.Driver
+	return fmt.Errorf("the mixed workload copies between the buffers of its two devices, which rig shares only between devices of one driver: %s and %s are not (try -device %s:0,%s:1)",
+		devs[0].spec, devs[1].spec, d, d)
 }
