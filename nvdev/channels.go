@@ -126,23 +126,45 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, undo *[
 		// regrowth's smaller ring would not hold the parts it is for.
 		tries = append(tries, fallbackEntries)
 	}
+	// Runqueues. The channels of a group on one runqueue share one PBDMA.
+	// When an acquire fails it turns to another channel of the group only
+	// until it has gone once round them all (dev_pbdma.ref, SEM_EXECUTE,
+	// "Semaphore switch option"); after that it polls the one acquire
+	// until the group is switched out, and a group alone on its runlist
+	// (one device on a GPU) stays on. A copy channel that waited on
+	// another GPU's word, then on the compute channel's value, could so
+	// hold the PBDMA for good while the compute channel's acquire was met.
+	// The copy channel runs on the second runqueue (the runlist's second
+	// PBDMA, with a copy engine of GR of its own) where the RM gives it
+	// one, on the first otherwise.
+	chanParams := func(ch *channel, entries uint64, flags uint32) []byte {
+		cp := nvidia.ChannelAllocParams{
+			ObjectError:   ch.aux.Handle,
+			ObjectBuffer:  ch.ring.Handle,
+			GPFIFOOffset:  ch.ring.Address,
+			GPFIFOEntries: uint32(entries),
+			Flags:         flags,
+			ContextShare:  ctxShare,
+		}
+		cp.UserdMemory[0] = ch.ring.Handle
+		cp.UserdOffset[0] = uint64(minEntries) * 8
+		return nvidia.Bytes(&cp)
+	}
 	for _, ch := range set.ch {
-		for _, entries := range tries {
-			cp := nvidia.ChannelAllocParams{
-				ObjectError:   ch.aux.Handle,
-				ObjectBuffer:  ch.ring.Handle,
-				GPFIFOOffset:  ch.ring.Address,
-				GPFIFOEntries: uint32(entries),
-				ContextShare:  ctxShare,
-			}
-			cp.UserdMemory[0] = ch.ring.Handle
-			cp.UserdOffset[0] = uint64(minEntries) * 8
-			if ch.h, err = rmAlloc(ch.name+" channel", tsg, pg.Channel, nvidia.Bytes(&cp)); err == nil {
-				ch.entries = entries
-				break
-			}
-			if _, ok := device.AsFault(err); ok {
-				return nil, err
+		flags := []uint32{0}
+		if ch.q == qCopy && !c.OneRunqueue {
+			flags = []uint32{nvidia.ChannelRunqueueOne, 0}
+		}
+	made:
+		for _, fl := range flags {
+			for _, entries := range tries {
+				if ch.h, err = rmAlloc(ch.name+" channel", tsg, pg.Channel, chanParams(ch, entries, fl)); err == nil {
+					ch.entries, ch.flags = entries, fl
+					break made
+				}
+				if _, ok := device.AsFault(err); ok {
+					return nil, err
+				}
 			}
 		}
 		if err != nil {
@@ -161,7 +183,19 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, undo *[
 			return nil, err
 		}
 	}
-	if _, err = rmAlloc("copy object", set.ch[qCopy].h, pg.Copy, nil); err != nil {
+	cc := set.ch[qCopy]
+	_, err = rmAlloc("copy object", cc.h, pg.Copy, nil)
+	if _, fault := device.AsFault(err); err != nil && !fault && cc.flags != 0 {
+		// No copy engine of GR on the second runqueue: the copy channel
+		// moves to the first.
+		if err = rm.Free(tsg, cc.h); err == nil {
+			if cc.h, err = rmAlloc(cc.name+" channel", tsg, pg.Channel, chanParams(cc, cc.entries, 0)); err == nil {
+				cc.flags = 0
+				_, err = rmAlloc("copy object", cc.h, pg.Copy, nil)
+			}
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	// The debugger reads the SMs' errors and the MMU's faults after a fault;

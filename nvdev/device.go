@@ -158,6 +158,7 @@ type channel struct {
 	gp      []uint64
 	gpPut   *uint32
 	entries uint64
+	flags   uint32 // the NVOS04 flags the channel was made with: its runqueue
 	put     uint64 // entries written, monotonic
 
 	// aux holds the error notifier, the mark word and the segment ring.

@@ -34,8 +34,11 @@ type fake struct {
 	stopped  bool
 	rings    int
 
-	// refuse makes the RM refuse allocations of a class.
-	refuse map[uint32]bool
+	// refuse makes the RM refuse allocations of a class; noRunqueue
+	// refuses channels on the second runqueue, and noRunqueueCopy the copy
+	// engine on a channel of it.
+	refuse                     map[uint32]bool
+	noRunqueue, noRunqueueCopy bool
 	// onLaunch runs a launch: its descriptor and constant bank 0.
 	onLaunch func(q abi.Qmd, bank0 []byte)
 	// launches counts the launches run; trace records each channel's
@@ -74,6 +77,7 @@ type fakeChan struct {
 	copyRegs map[uint32]uint32
 	compRegs map[uint32]uint32
 	objects  map[abi.Subchannel]uint32
+	flags    uint32 // the NVOS04 flags it was allocated with
 }
 
 func newFake() *fake {
@@ -226,6 +230,16 @@ func (f *fake) rmAlloc(parent nvidia.Handle, class uint32, params []byte) (nvidi
 	if f.refuse[class] {
 		return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInvalidArgument}
 	}
+	if class == f.gpu.Channel && f.noRunqueue && (*nvidia.ChannelAllocParams)(unsafe.Pointer(&params[0])).Flags&nvidia.ChannelRunqueueOne != 0 {
+		return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInvalidArgument}
+	}
+	if class == f.gpu.Copy && f.noRunqueueCopy {
+		for _, c := range f.chans {
+			if c.h == parent && c.flags&nvidia.ChannelRunqueueOne != 0 {
+				return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInvalidArgument}
+			}
+		}
+	}
 	f.handle++
 	h := f.handle
 	f.objects[h], f.parents[h] = class, parent
@@ -235,7 +249,7 @@ func (f *fake) rmAlloc(parent nvidia.Handle, class uint32, params []byte) (nvidi
 		c := &fakeChan{name: fmt.Sprintf("channel %d", len(f.chans)), h: h, ring: p.GPFIFOOffset, entries: uint64(p.GPFIFOEntries),
 			gpPut:    (*uint32)(ptrAt(userd.host + uintptr(p.UserdOffset[0]) + 0x8c)),
 			notifier: f.mems[p.ObjectError], copyRegs: map[uint32]uint32{}, compRegs: map[uint32]uint32{},
-			objects: map[abi.Subchannel]uint32{}}
+			objects: map[abi.Subchannel]uint32{}, flags: p.Flags}
 		f.chans = append(f.chans, c)
 	}
 	return h, nil

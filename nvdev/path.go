@@ -101,6 +101,12 @@ type Config struct {
 	// engine (NOTES.md); > 0 as the kernel wherever a cubin of kernels/
 	// runs; < 0 on the copy engine.
 	CopyKernels int
+	// OneRunqueue allocates the copy channel on the channel group's
+	// first runqueue, with the compute channel, so that one PBDMA serves
+	// both, as before. By default the copy channel runs on the group's
+	// second runqueue where the RM gives it one, so that each channel's
+	// acquires are polled by a PBDMA of its own (channels.go says why).
+	OneRunqueue bool
 
 	// Tests' knobs: tweak changes each launch's descriptor after the
 	// driver stamped it, and pcas, where not 0, is the SEND_SIGNALING_PCAS2_B

@@ -213,6 +213,14 @@ type MemoryDescParams struct {
 	CacheAttrib  uint32
 }
 
+// ChannelRunqueueOne is NVOS04_FLAGS_GROUP_CHANNEL_RUNQUEUE_ONE
+// (alloc/alloc_channel.h, bit 4 of ChannelAllocParams.Flags): the channel
+// of a group runs on the second runqueue of the group's runlist, the
+// runlist's second PBDMA, where channels of the default runqueue share the
+// first. Channels on different runqueues of a group feed their engines at
+// once; GR's copy engines run on either.
+const ChannelRunqueueOne = 1 << 4
+
 // maxSubdevices is NV_MAX_SUBDEVICES (nvlimits.h).
 const maxSubdevices = 8
 
