@@ -101,6 +101,12 @@ func median(b *testing.B, lat []time.Duration) {
 // median".
 func BenchmarkGPURigRoundTrip(b *testing.B) { benchRigRoundTrip(b, Config{}) }
 
+// BenchmarkGPURigRoundTripOneRunqueue is BenchmarkGPURigRoundTrip with both
+// channels on the channel group's first runqueue (Config.OneRunqueue).
+func BenchmarkGPURigRoundTripOneRunqueue(b *testing.B) {
+	benchRigRoundTrip(b, Config{OneRunqueue: true})
+}
+
 // BenchmarkGPURigRoundTripPinnedRings is BenchmarkGPURigRoundTrip with
 // Config.PinnedRings.
 func BenchmarkGPURigRoundTripPinnedRings(b *testing.B) {
@@ -225,6 +231,10 @@ func benchChained(b *testing.B, c Config, k int) {
 // its launch; anchor: "C graph of 1000 chained empty kernels" (ns/kernel)
 // and "C launch+write64 pipelined" (ns/value).
 func BenchmarkGPUChained(b *testing.B) { benchChained(b, Config{}, 1) }
+
+// BenchmarkGPUChainedOneRunqueue is BenchmarkGPUChained with both channels
+// on the first runqueue.
+func BenchmarkGPUChainedOneRunqueue(b *testing.B) { benchChained(b, Config{OneRunqueue: true}, 1) }
 
 // BenchmarkGPUChainedRelease is BenchmarkGPUChained with a semaphore
 // release of the channel after each launch (Config.NoOwnRelease).

@@ -57,8 +57,9 @@
 // same addresses; another GPU's Device and Pinned memory is mapped through
 // UVM where the RM's P2P capabilities say the GPUs reach each other
 // (nvidia/p2p.go). DMA exports Device and Mapped memory as a dma-buf
-// (nvidia/dma.go). Two devices of two GPUs that wait on each other's words
-// under load can stop for good (NOTES.md, TestGPUPeer2Mixed). Copies of bytes on COMPUTE:0 run on a copy engine the compute
+// (nvidia/dma.go). Each channel of a device has a runqueue of its own, so
+// that a channel stuck on an acquire never holds the other's (channels.go,
+// NOTES.md). Copies of bytes on COMPUTE:0 run on a copy engine the compute
 // channel binds on subchannel 4 (it ran on the H200), where the seed refuses
 // them; Config.NoComputeCopies gives the seed's refusal.
 //

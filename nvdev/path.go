@@ -106,6 +106,8 @@ type Config struct {
 	// both, as before. By default the copy channel runs on the group's
 	// second runqueue where the RM gives it one, so that each channel's
 	// acquires are polled by a PBDMA of its own (channels.go says why).
+	// For measuring: on two H200s, two devices of two GPUs that wait on
+	// each other stopped for good with it (NOTES.md).
 	OneRunqueue bool
 
 	// Tests' knobs: tweak changes each launch's descriptor after the
