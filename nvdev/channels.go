@@ -49,7 +49,7 @@ type chanSet struct {
 // fallbackEntries; a regrowth's channels hold the entries the parts need
 // or are not made. It appends what it made to undo, in the order it made
 // it; what names the caller in errors.
-func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, undo *[]func() error) (_ *chanSet, err error) {
+func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bool, undo *[]func() error) (_ *chanSet, err error) {
 	p, rm, c := d.p, d.rm, d.cfg
 	pg := p.GPU()
 	alloc := func(k device.Memory, n int) (*nvidia.Memory, error) {
@@ -221,7 +221,7 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, undo *[
 	if err = rm.Schedule(tsg, &nvidia.ScheduleParams{Enable: 1}); err != nil {
 		return nil, fmt.Errorf("nvdev: %s: scheduling the channel group: %w", what, err)
 	}
-	if err = d.setup(set.ch); err != nil {
+	if err = d.setup(set.ch, wait); err != nil {
 		return nil, fmt.Errorf("nvdev: %s: %w", what, err)
 	}
 	return set, nil
@@ -295,7 +295,7 @@ func (d *gpu) regrow(need [2]uint64) error {
 		}
 	}
 	var undo []func() error
-	set, err := d.openChannels(entries, [2]uint64{d.ch[0].marks, d.ch[1].marks}, "growing the channels", &undo)
+	set, err := d.openChannels(entries, [2]uint64{d.ch[0].marks, d.ch[1].marks}, "growing the channels", false, &undo)
 	if err != nil {
 		for i := len(undo) - 1; i >= 0; i-- {
 			_ = undo[i]()
@@ -317,11 +317,12 @@ func (d *gpu) regrow(need [2]uint64) error {
 }
 
 // switchChannels puts the set a regrowth opened in place once the word has
-// reached every value submitted and the copy channel every upload, and
-// reports whether it did. The caller holds mu.
+// reached every value submitted, the copy channel every upload, and the
+// new channels their first words, and reports whether it did. The caller
+// holds mu.
 func (d *gpu) switchChannels(w uint64) bool {
 	set := d.grown.set
-	if !device.AtLeast(w, d.last) || !device.AtLeast(atomic.LoadUint64(d.ch[qCopy].mark), d.upMark) {
+	if !device.AtLeast(w, d.last) || !device.AtLeast(atomic.LoadUint64(d.ch[qCopy].mark), d.upMark) || !set.ready() {
 		return false
 	}
 	d.grown.set = nil

@@ -272,7 +272,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	// The channels, then the launch ring in Mapped memory where the BAR has
 	// room, Pinned otherwise.
 	d.copyOnCompute = !c.NoComputeCopies
-	set, err := d.openChannels(c.RingEntries, [2]uint64{}, "make", &undo)
+	set, err := d.openChannels(c.RingEntries, [2]uint64{}, "make", true, &undo)
 	if err != nil {
 		return nil, err
 	}
@@ -333,11 +333,13 @@ func inArray(w *uint64, base uintptr, n int) bool {
 // setupTimeout bounds the first words' run at make.
 const setupTimeout = 5 * time.Second
 
-// setup runs the first words of the channels chs: the engines' binding and
-// the compute engine's windows, then a release of each channel's next mark,
-// which it waits for, so that a channel that does not run fails the make
-// or the growth.
-func (d *gpu) setup(chs [2]*channel) error {
+// setup writes the first words of the channels chs and wakes them: the
+// engines' binding and the compute engine's windows, then a release of
+// each channel's next mark. Where wait, it waits for the marks
+// (awaitSetup), so that a channel that does not run fails the make; a
+// regrowth's channels run theirs behind the work of the channels they
+// replace, and the switch waits for them (Room, Grow).
+func (d *gpu) setup(chs [2]*channel, wait bool) error {
 	for _, ch := range chs {
 		b := ch.seg[:0]
 		if ch.q == qCompute {
@@ -363,6 +365,25 @@ func (d *gpu) setup(chs [2]*channel) error {
 	for _, ch := range chs {
 		d.p.Ring(ch.token)
 	}
+	if !wait {
+		return nil
+	}
+	return awaitSetup(chs)
+}
+
+// ready reports whether the channels of the set ran their first words.
+func (s *chanSet) ready() bool {
+	for _, ch := range s.ch {
+		if atomic.LoadUint64(ch.mark) != ch.marks {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitSetup waits, at most setupTimeout, for the channels chs to run
+// their first words, and answers the error a notifier holds meanwhile.
+func awaitSetup(chs [2]*channel) error {
 	t0 := time.Now()
 	for _, ch := range chs {
 		for atomic.LoadUint64(ch.mark) != ch.marks {

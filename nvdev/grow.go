@@ -2,6 +2,7 @@ package nvdev
 
 import (
 	"errors"
+	"fmt"
 	"math/bits"
 	"sync/atomic"
 
@@ -82,6 +83,13 @@ func (d *gpu) Grow() error {
 	}
 	d.reap()
 	d.reapSets()
+	if g := d.grown.set; g != nil && !g.ready() && device.AtLeast(atomic.LoadUint64(d.word), d.last) {
+		// The channels a regrowth opened run their first words once
+		// the work before them is done, which it is.
+		if err := awaitSetup(g.ch); err != nil {
+			return fmt.Errorf("nvdev: growing the channels: %w", err)
+		}
+	}
 	n := d.need
 	if n.entries != [2]uint64{} {
 		if err := d.regrow(n.entries); err != nil {

@@ -122,7 +122,13 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 		return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
 	}
 	d.install(w)
-	if d.grown.set != nil && !d.switchChannels(w) {
+	if g := d.grown.set; g != nil && !d.switchChannels(w) {
+		if device.AtLeast(w, d.last) && !g.ready() {
+			// Every value before is reached, and the new channels have
+			// yet to run their first words: Grow waits for them.
+			d.need = need{}
+			return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
+		}
 		// New channels wait for every value before.
 		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
 	}

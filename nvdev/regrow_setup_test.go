@@ -1,0 +1,64 @@
+package nvdev
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+)
+
+// TestRegrowFirstWordsLater checks that a regrowth does not wait for the
+// new channels' first words: Grow returns with the fake paused (as a GPU
+// holds a second channel group behind the work of the first); Room then
+// answers RoomGrow once every earlier value is reached, that Grow waits
+// for the first words, and the next Room switches the channels.
+func TestRegrowFirstWordsLater(t *testing.T) {
+	r := openRaw(t, Config{RingEntries: 64})
+	m := r.alloc(device.Pinned, 4096)
+	before := r.submit(nil, fillPart(qCopy, m, 0, 8, 3))
+	r.wait(before)
+	s := device.Submission{Value: r.v + 1, Parts: []device.Part{bigWords(r, m, 100, 1)}}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room of 100 entries on rings of 64: %+v", a)
+	}
+	r.f.pause()
+	t0 := time.Now()
+	if err := r.d.Grow(); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(t0); el > time.Second {
+		t.Errorf("Grow waited %v for first words the fake does not run", el)
+	}
+	g := r.d.grown.set
+	if g == nil || g.ready() {
+		t.Fatalf("after Grow: set %v, ready: the first words ran on a paused fake", g)
+	}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room with every value reached and the first words not run: %+v, want RoomGrow", a)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		r.f.resume()
+	}()
+	if err := r.d.Grow(); err != nil {
+		t.Fatalf("grow that waits for the first words: %v", err)
+	}
+	if !g.ready() {
+		t.Fatal("Grow returned before the first words ran")
+	}
+	if a := r.d.Room(&s); a.Kind != device.RoomOK {
+		t.Fatalf("room after the first words ran: %+v", a)
+	}
+	if r.d.grown.set != nil || r.d.ch[qCompute] != g.ch[qCompute] {
+		t.Fatal("the room did not switch to the new channels")
+	}
+	r.v++
+	if a := r.d.Submit(&s); a.Kind != device.Committed {
+		t.Fatalf("submit: %+v", a)
+	}
+	r.wait(r.v)
+	if got := binary.LittleEndian.Uint64(hostOf(m)[64:]); got != 1 {
+		t.Errorf("the Words on the new channels released %d, want 1", got)
+	}
+}
