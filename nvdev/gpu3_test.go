@@ -406,35 +406,7 @@ func TestGPU14WaitOtherDevice(t *testing.T) {
 	// fails the test where the submission does not return within 2 s (a
 	// wait on the host for A's point), after calling release.
 	submitB := func(t *testing.T, b *rig.Device, x, dst *rig.Buffer, release func()) rig.Point {
-		s, err := rig.NewSubmission(b, rig.Copy(0, 0, 1, 0, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		type answer struct {
-			p   rig.Point
-			err error
-		}
-		ch := make(chan answer, 1)
-		t0 := time.Now()
-		go func() {
-			ctx, cancel := context.WithTimeout(bg, 30*time.Second)
-			defer cancel()
-			p, err := s.Take().Submit(ctx, x, dst)
-			ch <- answer{p, err}
-		}()
-		select {
-		case a := <-ch:
-			if a.err != nil {
-				t.Fatalf("B's submission: %v", a.err)
-			}
-			t.Logf("B's copy of A's buffer submitted in %v: value %d", time.Since(t0), a.p.Value())
-			return a.p
-		case <-time.After(2 * time.Second):
-			release()
-			a := <-ch
-			t.Fatalf("B's submission returned only after A's work was released (%v, %v): rig waited on the host for A's point", time.Since(t0), a.err)
-		}
-		return rig.Point{}
+		return submitWithin(t, b, 2*time.Second, release, []rig.Part{rig.Copy(0, 0, 1, 0, n)}, x, dst)
 	}
 	// check waits for B's point, and checks that A's point was reached
 	// then and that B copied A's data.
