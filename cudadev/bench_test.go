@@ -175,6 +175,23 @@ func benchRigLaunchIn(b *testing.B, c Config, batch int) {
 	_ = p.Wait(bg)
 }
 
+// timeSteps runs step 1,000 times to warm up, then b.N times with the
+// timer running, and reports the median of the durations step answers.
+func timeSteps(b *testing.B, step func() time.Duration) {
+	for i := 0; i < 1000; i++ {
+		step()
+	}
+	lat := make([]time.Duration, 0, 1<<16)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if d := step(); len(lat) < cap(lat) {
+			lat = append(lat, d)
+		}
+	}
+	b.StopTimer()
+	median(b, lat)
+}
+
 // median reports the median of lat as ns-median.
 func median(b *testing.B, lat []time.Duration) {
 	if len(lat) == 0 {
@@ -197,7 +214,6 @@ func BenchmarkGPURoundTripCurrentContext(b *testing.B) {
 func benchRoundTrip(b *testing.B, c Config) {
 	r := openRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
-	lat := make([]time.Duration, 0, 1<<16)
 	step := func() time.Duration {
 		start := time.Now()
 		r.v++
@@ -209,17 +225,7 @@ func benchRoundTrip(b *testing.B, c Config) {
 		}
 		return time.Since(start)
 	}
-	for i := 0; i < 1000; i++ {
-		step()
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if d := step(); len(lat) < cap(lat) {
-			lat = append(lat, d)
-		}
-	}
-	b.StopTimer()
-	median(b, lat)
+	timeSteps(b, step)
 }
 
 // BenchmarkGPURigRoundTrip is the same through rig: Submit, then Wait on
@@ -239,7 +245,6 @@ func benchRigRoundTrip(b *testing.B, c Config) {
 		b.Fatal(err)
 	}
 	s := submission(b, dev, rig.Launch(resolve(b, img, "empty"), 0))
-	lat := make([]time.Duration, 0, 1<<16)
 	step := func() time.Duration {
 		start := time.Now()
 		run := s.Take()
@@ -253,18 +258,8 @@ func benchRigRoundTrip(b *testing.B, c Config) {
 		}
 		return time.Since(start)
 	}
-	for i := 0; i < 1000; i++ {
-		step()
-	}
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if d := step(); len(lat) < cap(lat) {
-			lat = append(lat, d)
-		}
-	}
-	b.StopTimer()
-	median(b, lat)
+	timeSteps(b, step)
 }
 
 // BenchmarkGPUPipelined is a launch and a commit per value, waited for at
