@@ -342,6 +342,10 @@ func TestBenchmarksOnFake(t *testing.T) {
 		{"RigLaunchPinnedRings", BenchmarkGPURigLaunchPinnedRings},
 		{"RigRoundTripPinnedRings", BenchmarkGPURigRoundTripPinnedRings},
 		{"ChainedPinnedRings", BenchmarkGPUChainedPinnedRings},
+		{"HeldNone", func(b *testing.B) { benchHeld(b, Config{}, 0) }},
+		{"HeldLaunch8", func(b *testing.B) { benchHeld(b, Config{}, 8) }},
+		{"HeldPinnedRings", func(b *testing.B) { benchHeld(b, Config{PinnedRings: true}, 8) }},
+		{"ChainedPinLaunch", func(b *testing.B) { benchChained(b, Config{pin: pinLaunch | pinRing}, 1) }},
 	} {
 		res := testing.Benchmark(c.fn)
 		if res.N == 0 {

@@ -68,7 +68,7 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 	for q := range set.ch {
 		ch := &channel{q: q, name: [2]string{"COMPUTE", "COPY"}[q], entries: uint64(minEntries), marks: marks[q]}
 		ringKind := device.Mapped
-		if c.PinnedRings {
+		if c.PinnedRings || c.pin&pinRing != 0 {
 			ringKind = device.Pinned
 		}
 		if ch.ring, err = alloc(ringKind, ringBytes); err != nil {

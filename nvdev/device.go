@@ -278,7 +278,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	}
 	d.ch = set.ch
 	d.live.Store(set)
-	if d.mapped() {
+	if d.mapped() && c.pin&pinLaunch == 0 {
 		d.launchMem, err = alloc(device.Mapped, c.LaunchBytes)
 	}
 	if d.launchMem == nil {

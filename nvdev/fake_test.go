@@ -443,7 +443,7 @@ func (f *fake) exec(c *fakeChan, w abi.Write) bool {
 		}
 	case abi.SubCompute:
 		c.compRegs[w.Method] = w.Value
-		if w.Method == abi.ComputeSendSignalingPcas2B {
+		if w.Method == abi.ComputeSendSignalingPcas2B && pcasSchedules(w.Value) {
 			// The launch, then each descriptor it links to. Its kernel
 			// runs with mu released: meanwhile the channel is busy,
 			// and another pump leaves it to this one.
@@ -460,6 +460,17 @@ func (f *fake) exec(c *fakeChan, w abi.Write) bool {
 		}
 	}
 	return true
+}
+
+// pcasSchedules reports whether a PCAS action runs the descriptor: the
+// actions with SCHEDULE in their names do; NOP, INVALIDATE and PREFETCH do
+// not.
+func pcasSchedules(v uint32) bool {
+	switch v & 0xf {
+	case 2, 3, 9, 10, 11:
+		return true
+	}
+	return false
 }
 
 // copyLaunch runs a LAUNCH_DMA.

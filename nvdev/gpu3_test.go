@@ -89,7 +89,7 @@ func around(b []byte, i int) string {
 // bigBytes the size of TestGPU13's largest copies and fills;
 // TestAcceptanceOnFake runs those tests on the fake with smaller sizes.
 var (
-	gpuOpen         = func(c Config) device.Opener { return Open(0, c) }
+	gpuOpen         = func(c Config) device.Opener { return Open(0, gpuConfig(c)) }
 	bigBytes uint64 = 1 << 30
 )
 

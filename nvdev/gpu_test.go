@@ -51,7 +51,7 @@ func openGPURaw(t testing.TB, c Config) *raw {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	drv, err := Open(0, c).Make(w)
+	drv, err := Open(0, gpuConfig(c)).Make(w)
 	if err != nil {
 		timeline.Give(slot)
 		t.Fatalf("make: %v", err)
@@ -153,11 +153,21 @@ func store64(t *testing.T, r *raw, name string) bool {
 	return true
 }
 
+// gpuConfig is c, with Config.PinnedRings set where RIG_NV_PINNED_RINGS
+// is 1: the GPU tests then run with every ring the host writes in Pinned
+// memory.
+func gpuConfig(c Config) Config {
+	if os.Getenv("RIG_NV_PINNED_RINGS") == "1" {
+		c.PinnedRings = true
+	}
+	return c
+}
+
 // openRig opens GPU 0 through rig and closes it at the test's end.
 func openRig(t testing.TB, c Config) *rig.Device {
 	t.Helper()
 	needGPU(t)
-	dev, err := rig.Open(bg, Open(0, c))
+	dev, err := rig.Open(bg, Open(0, gpuConfig(c)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func (d *gpu) Grow() error {
 		}
 		if d.grown.launch == nil {
 			var m *nvidia.Memory
-			if d.mapped() {
+			if d.mapped() && d.cfg.pin&pinLaunch == 0 {
 				m, _ = d.p.Alloc(device.Mapped, size)
 			}
 			if m == nil {

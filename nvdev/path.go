@@ -81,7 +81,9 @@ type Config struct {
 	// and USERD, the segment and launch rings) and the driver's own kernels
 	// in Pinned memory, so that a submission writes nothing through the
 	// BAR and wakes the channels without the read of the path's flush word
-	// (1.3 µs on the H200). Not run on a GPU yet (NOTES.md).
+	// (1.3 µs on the H200); the compute engine then fetches each launch
+	// from host memory, which costs the GPU about 2 µs a launch
+	// (NOTES.md).
 	PinnedRings bool
 	// NoLinkLaunches sends each launch of a value with a wait for idle
 	// before it. By default a launch that follows a launch of the same
@@ -115,7 +117,20 @@ type Config struct {
 	// action of each launch.
 	tweak func(q abi.Qmd)
 	pcas  uint32
+	// pin puts the rings of its bits in Pinned memory one by one, for
+	// weighing where each costs the GPU (the flush word is still read
+	// while any ring the host writes lies in the BAR).
+	pin uint8
+	// noDepPrefetch leaves DEPENDENT_QMD_PREFETCH off in the descriptor
+	// before a linked launch.
+	noDepPrefetch bool
 }
+
+// Bits of Config.pin.
+const (
+	pinRing   = 1 << iota // the channels' rings and USERD
+	pinLaunch             // the launch ring
+)
 
 // Defaults of Config.
 const (

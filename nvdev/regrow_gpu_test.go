@@ -39,7 +39,7 @@ func TestGPURegrow(t *testing.T) {
 	if os.Getenv("RIG_GPU") != "1" {
 		t.Skip("RIG_GPU unset: TestGPURegrow makes the channels of NVIDIA GPU 0 regrow; run it with RIG_GPU=1")
 	}
-	runRegrow(t, regrowEnv{open: func(c Config) device.Opener { return Open(0, c) }, spin: true, floats: 1 << 20})
+	runRegrow(t, regrowEnv{open: func(c Config) device.Opener { return Open(0, gpuConfig(c)) }, spin: true, floats: 1 << 20})
 	noCUDA(t)
 }
 

@@ -635,7 +635,7 @@ func (w *walk) launch(c int, p *device.Part) {
 		}
 		copy(d.launchHost[off:off+uint64(l.Bank0Bytes)], d.bank0[:l.Bank0Bytes])
 		if linked {
-			abi.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]).SetDependent(qmdAddr, false)
+			abi.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]).SetDependent(qmdAddr, !d.cfg.noDepPrefetch)
 			w.flushPending()
 		}
 		if b != nil {

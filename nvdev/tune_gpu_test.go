@@ -1,0 +1,218 @@
+package nvdev
+
+import (
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/timeline"
+	"github.com/rig-go/rig/nvdev/abi"
+)
+
+// Benchmarks that weigh the driver's choices on the GPU (RIG_GPU=1): where
+// the rings the host writes lie, and what a linked launch's descriptor
+// asks of the compute engine. They have no anchor of their own: each runs
+// beside its default in one run, and NOTES.md quotes them.
+
+// places are the placements of the rings the host writes that
+// BenchmarkGPUPlace weighs.
+var places = []struct {
+	name string
+	c    Config
+}{
+	{"mapped", Config{}},
+	{"segments", Config{PinnedSegments: true}},
+	{"ring", Config{pin: pinRing}},
+	{"launch", Config{pin: pinLaunch}},
+	{"ring+segments", Config{pin: pinRing, PinnedSegments: true}},
+	{"launch+segments", Config{pin: pinLaunch, PinnedSegments: true}},
+	{"all", Config{PinnedRings: true}},
+}
+
+// BenchmarkGPUPlace is, for each placement, values of one launch of empty
+// back to back (benchChained: the host's cost or the GPU's, whichever is
+// more), the same values while the GPU alone runs them (benchHeld), and the
+// round trip of one (benchRoundTrip).
+func BenchmarkGPUPlace(b *testing.B) {
+	for _, p := range places {
+		b.Run(p.name+"/chained", func(b *testing.B) { benchChained(b, p.c, 1) })
+		b.Run(p.name+"/held", func(b *testing.B) { benchHeld(b, p.c, 1) })
+		b.Run(p.name+"/roundtrip", func(b *testing.B) { benchRoundTrip(b, p.c) })
+	}
+}
+
+// BenchmarkGPUHeld is the GPU's own time for a value: values submitted
+// while the compute channel waits for a word the host then writes, timed
+// from that write until the word reaches the last. Sub-benchmarks: values
+// of no parts, of one launch of empty (released by the launch, or by the
+// channel), and of eight linked launches (an op is a value).
+func BenchmarkGPUHeld(b *testing.B) {
+	b.Run("none", func(b *testing.B) { benchHeld(b, Config{}, 0) })
+	b.Run("launch", func(b *testing.B) { benchHeld(b, Config{}, 1) })
+	b.Run("launch-release", func(b *testing.B) { benchHeld(b, Config{NoOwnRelease: true}, 1) })
+	b.Run("launch8", func(b *testing.B) { benchHeld(b, Config{}, 8) })
+}
+
+// heldBatch is the most values held at once: within the launch ring and
+// the segment rings benchHeld asks for.
+const heldBatch = 2048
+
+// benchHeld submits the values of b.N launches of k launches of empty each
+// (no parts where k is 0) in batches of heldBatch behind a value that waits
+// for a word of rig's array, then writes the word: the clock runs from the
+// write until the device's word reaches the batch's last value.
+func benchHeld(b *testing.B, c Config, k int) {
+	c.LaunchBytes = max(c.LaunchBytes, 32<<20)
+	c.SegmentBytes = max(c.SegmentBytes, 4<<20)
+	r := benchRaw(b, c)
+	slot, flag, err := timeline.Take()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer timeline.Give(slot)
+	e := r.entry("empty")
+	parts := make([]device.Part, k)
+	for i := range parts {
+		parts[i] = launch(e, 1, 32, nil)
+	}
+	s := device.Submission{Parts: parts}
+	hold := device.Submission{Waits: []device.Wait{{Word: flag}}}
+	for range 100 {
+		rawValue(r, &s)
+	}
+	spin(r)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StopTimer()
+	for done := 0; done < b.N; {
+		n := min(b.N-done, heldBatch)
+		next := atomic.LoadUint64(flag) + 1
+		hold.Waits[0].Value = next
+		rawValue(r, &hold)
+		for range n {
+			rawValue(r, &s)
+		}
+		b.StartTimer()
+		atomic.StoreUint64(flag, next)
+		if r.f != nil {
+			r.wait(r.v) // the fake runs the released channel as it is pumped
+		}
+		spin(r)
+		b.StopTimer()
+		done += n
+	}
+}
+
+// BenchmarkGPULink is BenchmarkGPUChained1000 (linked launches, an op is a
+// kernel) with the descriptor's choices changed one by one: the dependent
+// prefetched, a membar of the GPU or none at each group's end in place of
+// one of the system, and fewer cache invalidations.
+func BenchmarkGPULink(b *testing.B) {
+	membar := func(v uint64) func(q abi.Qmd) {
+		return func(q abi.Qmd) { q.L.CwdMembarType.Set(q.W, v) }
+	}
+	for _, t := range []struct {
+		name string
+		c    Config
+	}{
+		{"default", Config{}},
+		{"no-prefetch", Config{noDepPrefetch: true}},
+		{"membar-gpu", Config{tweak: membar(3)}},
+		{"membar-none", Config{tweak: membar(0)}},
+		{"no-texture-invalidate", Config{tweak: func(q abi.Qmd) {
+			q.L.InvalidateTextureHeader.Set(q.W, 0)
+			q.L.InvalidateTextureSampler.Set(q.W, 0)
+		}}},
+		{"no-invalidate", Config{tweak: func(q abi.Qmd) {
+			for _, f := range []abi.Field{q.L.InvalidateTextureHeader, q.L.InvalidateTextureSampler,
+				q.L.InvalidateTextureData, q.L.InvalidateShaderData} {
+				f.Set(q.W, 0)
+			}
+		}}},
+		{"membar-gpu+no-texture", Config{tweak: func(q abi.Qmd) {
+			q.L.CwdMembarType.Set(q.W, 3)
+			q.L.InvalidateTextureHeader.Set(q.W, 0)
+			q.L.InvalidateTextureSampler.Set(q.W, 0)
+		}}},
+	} {
+		b.Run(t.name, func(b *testing.B) { benchChained(b, t.c, 1000) })
+		b.Run(t.name+"/held8", func(b *testing.B) { benchHeld(b, t.c, 8) })
+	}
+}
+
+// heldConfigs are the configurations TestGPUHeldTwice runs.
+var heldConfigs = []struct {
+	name string
+	c    Config
+}{
+	{"default", Config{}},
+	{"unlinked", Config{NoLinkLaunches: true}},
+	{"no-prefetch", Config{noDepPrefetch: true}},
+	{"pinned-rings", Config{PinnedRings: true}},
+	{"pinned-rings-unlinked", Config{PinnedRings: true, NoLinkLaunches: true}},
+}
+
+// TestGPUHeldTwice holds the compute channel on a word the host writes,
+// queues 80 values of twice on one float, then 4 values of 10 launches of
+// twice (linked where the configuration links them), and a value of a
+// copy of the float and a launch of twice on the copy, and releases them:
+// each launch must see the one before it, so the float comes out 2^120
+// and its copy 2^121.
+func TestGPUHeldTwice(t *testing.T) {
+	for _, hc := range heldConfigs {
+		t.Run(hc.name, func(t *testing.T) {
+			c := hc.c
+			c.LaunchBytes = 8 << 20
+			r := benchRaw(t, c)
+			if r.f != nil {
+				cc, err := abi.Parse(cubin(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				k, _ := cc.Kernel("twice")
+				r.f.twice(k.ParamOffset)
+			}
+			slot, flag, err := timeline.Take()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer timeline.Give(slot)
+			tw := r.entry("twice")
+			x := r.alloc(device.Pinned, 4096)
+			putF32(hostOf(x), 0, 1)
+			next := atomic.LoadUint64(flag) + 1
+			r.submit([]device.Wait{{Word: flag, Value: next}})
+			one := launch(tw, 1, 1, u64s(x.Address))
+			for range 80 {
+				r.submit(nil, one)
+			}
+			ten := make([]device.Part, 10)
+			for i := range ten {
+				ten[i] = one
+			}
+			for range 4 {
+				r.submit(nil, ten...)
+			}
+			r.submit(nil, copyPart(qCompute, x, x, 0, 64, 4), launch(tw, 1, 1, u64s(x.Address+64)))
+			if got := f32(hostOf(x), 0); got != 1 {
+				t.Fatalf("x = %v while the channel is held", got)
+			}
+			t0 := time.Now()
+			atomic.StoreUint64(flag, next)
+			r.wait(r.v)
+			if got, got2 := f32(hostOf(x), 0), f32(hostOf(x), 16); got != float32(math.Pow(2, 120)) || got2 != float32(math.Pow(2, 121)) {
+				t.Fatalf("x = %v and its copy %v after 120 doublings, want 2^120 and 2^121", got, got2)
+			}
+			t.Logf("%d values, 121 doublings, in %v", 86, time.Since(t0))
+		})
+	}
+}
+
+// TestHeldTwiceOnFake runs TestGPUHeldTwice on the fake.
+func TestHeldTwiceOnFake(t *testing.T) {
+	benchRaw = func(tb testing.TB, c Config) *raw { return openRaw(tb, c) }
+	defer func() { benchRaw = openGPURaw }()
+	TestGPUHeldTwice(t)
+}
