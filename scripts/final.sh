@@ -22,7 +22,7 @@ for r in 1 2 3 4 5; do
 done
 echo "== copies" >> $O/bench.txt
 (cd cudadev && RIG_GPU=1 timeout 60 $F/cudadev.test -test.run '^$' -test.benchtime 50x -test.bench 'GPU(CopyD2D|CopyH2D|Graph)$' -test.benchmem) >> $O/bench.txt 2>&1
-(cd nvdev && RIG_GPU=1 timeout 100 $F/nvdev.test -test.run '^$' -test.bench 'GPUCopy' -test.benchtime 300ms -test.timeout 90s -test.benchmem) >> $O/bench.txt 2>&1
+(cd nvdev && RIG_GPU=1 timeout 100 $F/nvdev.test -test.run '^$' -test.bench 'GPUCopy|GPUHeld' -test.benchtime 300ms -test.timeout 90s -test.benchmem) >> $O/bench.txt 2>&1
 echo "== core benchmarks (hostdev, 16 cores)" >> $O/bench.txt
 (cd runtime && timeout 60 $F/runtime.test -test.run '^$' -test.bench . -test.benchtime 100000x -test.count 3 -test.benchmem) >> $O/bench.txt 2>&1
 B=$F/rigbench; G=$O/rigbench.txt; : > $G
