@@ -1,6 +1,7 @@
 // Package cudadev is rig's driver of NVIDIA GPUs through the CUDA driver
 // library, libcuda (the seeds' Rig_cuda), built with CGO_ENABLED=0: it
-// loads libcuda with purego and calls it through purego.SyscallN.
+// loads libcuda with purego and calls it through purego.SyscallN, or on
+// the hot path through internal/ccall.
 //
 //	dev, err := rig.Open(ctx, cudadev.GPU(0))
 //
@@ -61,9 +62,11 @@
 // allows; rig's submit lock orders Room, Submit and Commit, which keep the
 // hot path's state; the supervisor alone calls Sleep and Stop.
 //
-// The hot path passes its arguments to purego.SyscallN in a frame: a
-// preallocated array of the device's, so that a call allocates nothing (a
-// variadic call of SyscallN with literal arguments allocates its slice).
+// The hot path passes its arguments in a frame (an internal/ccall.Frame
+// of the device's, called through the runtime's cgocall as purego does),
+// so that a call allocates nothing and skips SyscallN's copies of its
+// arguments (a variadic call of SyscallN with literal arguments would
+// also allocate its slice).
 // Its arguments hold addresses of heap memory only, which does not move:
 // the frame itself, the device's structs, and the parameters of rig's
 // runs. Colder calls go through a //go:uintptrescapes wrapper.

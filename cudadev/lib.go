@@ -8,10 +8,12 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/rig-go/rig/internal/ccall"
 )
 
 // This file is the one place that loads libcuda and calls it: the table of
-// resolved symbols, the frames that carry arguments to purego.SyscallN, and
+// resolved symbols, the frames that carry the hot path's arguments to
+// internal/ccall (and the colder calls' to purego.SyscallN), and
 // the conversion of CUresult into errors.
 
 // minVersion is the oldest CUDA the driver runs on: 12.4, driver 550, which
@@ -332,7 +334,7 @@ func (t *table) call(fn uintptr, args ...uintptr) result {
 // is used by one goroutine at a time; its arguments hold only addresses of
 // heap memory that the caller keeps alive, and of the frame itself.
 type frame struct {
-	a   [16]uintptr
+	c   ccall.Frame // the function and its arguments
 	out [8]uint64
 	cur uint64 // cuCtxGetCurrent's answer in enter
 
@@ -360,11 +362,11 @@ func (f *frame) enter() {
 	if b == nil || b.entered {
 		return
 	}
-	a := f.a
+	a := f.c.A
 	f.bare = nil
 	b.prev = enterCtx(b.t, f, b.ctx)
 	b.entered = true
-	f.a = a
+	f.c.A = a
 	f.bare = b
 }
 
@@ -387,44 +389,49 @@ var framePool = sync.Pool{New: func() any { return new(frame) }}
 func getFrame() *frame  { return framePool.Get().(*frame) }
 func putFrame(f *frame) { framePool.Put(f) }
 
-// call calls fn with the frame's first n arguments.
+// call calls fn with the frame's first n arguments (the C function
+// ignores those past them), through ccall: no allocation, and about half
+// of purego.SyscallN's cost.
 func (f *frame) call(fn uintptr, n int) result {
-	r, _, _ := purego.SyscallN(fn, f.a[:n]...)
+	_ = f.c.A[:n]
+	f.c.Fn = fn
+	r := f.c.Call()
 	if result(uint32(r)) == errInvalidContext && f.bare != nil && !f.bare.entered {
 		f.bare.refused = true
 		f.enter()
-		r, _, _ = purego.SyscallN(fn, f.a[:n]...)
+		f.c.Fn = fn
+		r = f.c.Call()
 	}
 	return result(uint32(r))
 }
 
 func (f *frame) c1(fn, a0 uintptr) result {
-	f.a[0] = a0
+	f.c.A[0] = a0
 	return f.call(fn, 1)
 }
 
 func (f *frame) c2(fn, a0, a1 uintptr) result {
-	f.a[0], f.a[1] = a0, a1
+	f.c.A[0], f.c.A[1] = a0, a1
 	return f.call(fn, 2)
 }
 
 func (f *frame) c3(fn, a0, a1, a2 uintptr) result {
-	f.a[0], f.a[1], f.a[2] = a0, a1, a2
+	f.c.A[0], f.c.A[1], f.c.A[2] = a0, a1, a2
 	return f.call(fn, 3)
 }
 
 func (f *frame) c4(fn, a0, a1, a2, a3 uintptr) result {
-	f.a[0], f.a[1], f.a[2], f.a[3] = a0, a1, a2, a3
+	f.c.A[0], f.c.A[1], f.c.A[2], f.c.A[3] = a0, a1, a2, a3
 	return f.call(fn, 4)
 }
 
 func (f *frame) c5(fn, a0, a1, a2, a3, a4 uintptr) result {
-	f.a[0], f.a[1], f.a[2], f.a[3], f.a[4] = a0, a1, a2, a3, a4
+	f.c.A[0], f.c.A[1], f.c.A[2], f.c.A[3], f.c.A[4] = a0, a1, a2, a3, a4
 	return f.call(fn, 5)
 }
 
 func (f *frame) c6(fn, a0, a1, a2, a3, a4, a5 uintptr) result {
-	f.a[0], f.a[1], f.a[2], f.a[3], f.a[4], f.a[5] = a0, a1, a2, a3, a4, a5
+	f.c.A[0], f.c.A[1], f.c.A[2], f.c.A[3], f.c.A[4], f.c.A[5] = a0, a1, a2, a3, a4, a5
 	return f.call(fn, 6)
 }
 

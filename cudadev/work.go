@@ -7,6 +7,7 @@ import (
 
 	"github.com/rig-go/rig/cudadev/abi"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/ccall"
 )
 
 // The hot path: Room, Submit and Commit, which rig calls one at a time, in
@@ -397,7 +398,7 @@ func (d *gpu) enqueue(f *frame, p *device.Part, stream uintptr, v uint64) (resul
 				launchParamBufferSize, uintptr(unsafe.Pointer(&d.psize)), launchParamEnd}
 			extra = uintptr(unsafe.Pointer(&d.extra[0]))
 		}
-		f.a = [16]uintptr{k.fn,
+		f.c.A = [ccall.MaxArgs]uintptr{k.fn,
 			uintptr(p.Groups[0]), uintptr(p.Groups[1]), uintptr(p.Groups[2]),
 			uintptr(p.Threads[0]), uintptr(p.Threads[1]), uintptr(p.Threads[2]),
 			uintptr(p.Shared), stream, 0, extra}
