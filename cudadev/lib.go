@@ -389,11 +389,12 @@ var framePool = sync.Pool{New: func() any { return new(frame) }}
 func getFrame() *frame  { return framePool.Get().(*frame) }
 func putFrame(f *frame) { framePool.Put(f) }
 
-// call calls fn with the frame's first n arguments (the C function
-// ignores those past them), through ccall: no allocation, and about half
-// of purego.SyscallN's cost.
+// call calls fn with the frame's first n arguments and zeros past them,
+// as purego.SyscallN passes them (a fill function may read a fourth
+// argument, cuStreamWriteValue64's flags, as 0), through ccall: no
+// allocation, and about half of purego.SyscallN's cost.
 func (f *frame) call(fn uintptr, n int) result {
-	_ = f.c.A[:n]
+	clear(f.c.A[n:])
 	f.c.Fn = fn
 	r := f.c.Call()
 	if result(uint32(r)) == errInvalidContext && f.bare != nil && !f.bare.entered {
