@@ -99,7 +99,7 @@ type Config struct {
 	// CopyKernels chooses where a copy or a fill of one row of at least
 	// 256 KiB within the device's Device memory runs: 0 as the driver's
 	// kernel on the compute channel on sm_80, sm_86, sm_87 and sm_89, as
-	// the seed says, and on sm_90, where it ran 18 times as fast as the copy
+	// the seed says, and on sm_90, where it ran 20 times as fast as the copy
 	// engine (NOTES.md); > 0 as the kernel wherever a cubin of kernels/
 	// runs; < 0 on the copy engine.
 	CopyKernels int
