@@ -17,6 +17,12 @@ type Facts struct {
 	Completion Completion
 	// Waits says which words the device's work can wait on itself.
 	Waits WaitKinds
+	// OnHost is true where the device's work runs on the process's own
+	// goroutines, as the host driver's does: a wait's spin on the word
+	// then yields its P at every read, since the work may need it. Where
+	// it is false (a GPU's work), the spin reads the word back to back
+	// and yields only every few microseconds.
+	OnHost bool
 	// MayBlock is true where Room, Submit or Commit may block, as libcuda
 	// does while a stream is full.
 	MayBlock bool

@@ -149,6 +149,7 @@ func open(c Config, word *uint64) (*dev, error) {
 		CopyEngine:  device.Copy,
 		Completion:  device.Store,
 		Waits:       device.WaitStores | device.WaitHosts,
+		OnHost:      true,
 		HangMs:      c.HangMs,
 		MapsHost:    c.MapsHost,
 		Alignment:   pageSize,
