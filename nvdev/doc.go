@@ -70,8 +70,8 @@
 // descriptor (QMD V04 on Hopper) and its constant bank 0 into the launch ring
 // and sends the descriptor (SEND_PCAS_A, SEND_SIGNALING_PCAS2_B). A wait for
 // idle separates it from the work before it on its channel, except after a
-// launch of the same value: the descriptor before schedules it as it
-// completes (Config.NoLinkLaunches).
+// launch of the same value: the descriptor before prefetches it and
+// schedules it as it completes (Config.NoLinkLaunches).
 //
 // # Concurrency
 //
