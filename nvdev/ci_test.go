@@ -570,17 +570,29 @@ func TestCopiesBothQueues(t *testing.T) {
 
 // TestWaitHostWord holds work back until the host writes a word of rig's
 // array.
-func TestWaitHostWord(t *testing.T) {
-	r := openRaw(t, Config{})
+func TestWaitHostWord(t *testing.T) { holdOnHostWord(t, openRaw(t, Config{}), 2*time.Millisecond) }
+
+// takeWord takes a word of rig's array for the test, given back at its end.
+func takeWord(tb testing.TB) *uint64 {
+	tb.Helper()
 	slot, w, err := timeline.Take()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer timeline.Give(slot)
+	tb.Cleanup(func() { timeline.Give(slot) })
+	return w
+}
+
+// holdOnHostWord submits a fill on COPY:0 that waits for a word of rig's
+// array to reach 5, checks that it has not run after hold, writes the word
+// and checks that the fill ran.
+func holdOnHostWord(t *testing.T, r *raw, hold time.Duration) {
+	t.Helper()
+	w := takeWord(t)
 	atomic.StoreUint64(w, 0)
 	m := r.alloc(device.Pinned, 4096)
 	v := r.submit([]device.Wait{{Word: w, Value: 5}}, fillPart(qCopy, m, 0, 8, 1))
-	_ = r.d.Sleep(r.d.Signaled(), 2*time.Millisecond)
+	_ = r.d.Sleep(r.d.Signaled(), hold)
 	if r.d.Signaled() == v || hostOf(m)[0] != 0 {
 		t.Fatal("the work ran before the word it waits for")
 	}

@@ -467,20 +467,7 @@ func TestGPU4Copies(t *testing.T) {
 // values back to back, a launch every tenth, with the word monotonic.
 func TestGPU5Values(t *testing.T) {
 	r := openGPURaw(t, Config{})
-	slot, w, err := timeline.Take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer timeline.Give(slot)
-	atomic.StoreUint64(w, 0)
-	m := r.alloc(device.Pinned, 4096)
-	v := r.submit([]device.Wait{{Word: w, Value: 5}}, fillPart(qCopy, m, 0, 8, 1))
-	_ = r.d.Sleep(r.d.Signaled(), 20*time.Millisecond)
-	if r.d.Signaled() == v || hostOf(m)[0] != 0 {
-		t.Fatal("the work ran before the word it waits for")
-	}
-	atomic.StoreUint64(w, 5)
-	r.wait(v)
+	holdOnHostWord(t, r, 20*time.Millisecond)
 	t.Logf("a wait on a word the host wrote held the copy channel 20 ms")
 
 	e := r.entry("empty")

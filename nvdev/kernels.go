@@ -44,7 +44,6 @@ const (
 type copyKernels struct {
 	img        *image
 	copy, fill *device.Entry
-	maxGroups  uint64
 }
 
 // kernelSMs is the cubins kernels/ holds.
@@ -79,7 +78,7 @@ func (d *gpu) loadCopyKernels() (*copyKernels, error) {
 		if err != nil {
 			return nil, err
 		}
-		ks := &copyKernels{img: im.(*image), maxGroups: kernelMaxGroups}
+		ks := &copyKernels{img: im.(*image)}
 		if ks.copy, err = d.Entry(im, "rig_copy"); err == nil {
 			ks.fill, err = d.Entry(im, "rig_fill")
 		}
@@ -127,7 +126,7 @@ func (d *gpu) asKernel(p *device.Part) (uint64, bool) {
 func (w *walk) kernelPart(p *device.Part, n uint64) *device.Part {
 	d, k := w.d, w.d.copyK
 	kp := &d.kpart
-	groups := min((n/16+kernelThreads-1)/kernelThreads, k.maxGroups)
+	groups := min((n/16+kernelThreads-1)/kernelThreads, kernelMaxGroups)
 	*kp = device.Part{Kind: device.Launch, Queue: qCompute, Groups: [3]uint32{uint32(max(groups, 1)), 1, 1},
 		Threads: [3]uint32{kernelThreads, 1, 1}, Params: d.kparams[:24]}
 	dst := p.Dst.(*nvidia.Memory).Address + p.DstOffset

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
 )
 
@@ -67,11 +66,7 @@ func benchHeld(b *testing.B, c Config, k int) {
 	c.LaunchBytes = max(c.LaunchBytes, 32<<20)
 	c.SegmentBytes = max(c.SegmentBytes, 4<<20)
 	r := benchRaw(b, c)
-	slot, flag, err := timeline.Take()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer timeline.Give(slot)
+	flag := takeWord(b)
 	e := r.entry("empty")
 	parts := make([]device.Part, k)
 	for i := range parts {
@@ -107,8 +102,8 @@ func benchHeld(b *testing.B, c Config, k int) {
 
 // BenchmarkGPULink is BenchmarkGPUChained1000 (linked launches, an op is a
 // kernel) with the descriptor's choices changed one by one: the dependent
-// prefetched, a membar of the GPU or none at each group's end in place of
-// one of the system, and fewer cache invalidations.
+// not prefetched, a membar of the GPU or none at each group's end in place
+// of one of the system, and fewer cache invalidations.
 func BenchmarkGPULink(b *testing.B) {
 	membar := func(v uint64) func(q abi.Qmd) {
 		return func(q abi.Qmd) { q.L.CwdMembarType.Set(q.W, v) }
@@ -119,8 +114,8 @@ func BenchmarkGPULink(b *testing.B) {
 	}{
 		{"default", Config{}},
 		{"no-prefetch", Config{noDepPrefetch: true}},
-		{"membar-gpu", Config{tweak: membar(3)}},
-		{"membar-none", Config{tweak: membar(0)}},
+		{"membar-gpu", Config{tweak: membar(abi.CwdMembarL1Membar)}},
+		{"membar-none", Config{tweak: membar(abi.CwdMembarL1None)}},
 		{"no-texture-invalidate", Config{tweak: func(q abi.Qmd) {
 			q.L.InvalidateTextureHeader.Set(q.W, 0)
 			q.L.InvalidateTextureSampler.Set(q.W, 0)
@@ -132,7 +127,7 @@ func BenchmarkGPULink(b *testing.B) {
 			}
 		}}},
 		{"membar-gpu+no-texture", Config{tweak: func(q abi.Qmd) {
-			q.L.CwdMembarType.Set(q.W, 3)
+			q.L.CwdMembarType.Set(q.W, abi.CwdMembarL1Membar)
 			q.L.InvalidateTextureHeader.Set(q.W, 0)
 			q.L.InvalidateTextureSampler.Set(q.W, 0)
 		}}},
@@ -174,11 +169,7 @@ func TestGPUHeldTwice(t *testing.T) {
 				k, _ := cc.Kernel("twice")
 				r.f.twice(k.ParamOffset)
 			}
-			slot, flag, err := timeline.Take()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer timeline.Give(slot)
+			flag := takeWord(t)
 			tw := r.entry("twice")
 			x := r.alloc(device.Pinned, 4096)
 			putF32(hostOf(x), 0, 1)
@@ -205,7 +196,7 @@ func TestGPUHeldTwice(t *testing.T) {
 			if got, got2 := f32(hostOf(x), 0), f32(hostOf(x), 16); got != float32(math.Pow(2, 120)) || got2 != float32(math.Pow(2, 121)) {
 				t.Fatalf("x = %v and its copy %v after 120 doublings, want 2^120 and 2^121", got, got2)
 			}
-			t.Logf("%d values, 121 doublings, in %v", 86, time.Since(t0))
+			t.Logf("86 values, 121 doublings, in %v", time.Since(t0))
 		})
 	}
 }

@@ -128,7 +128,9 @@ const MaxQmdWords = 96
 const (
 	QmdTypeQueue           = 0 // QMD_TYPE_QUEUE
 	QmdTypeGridCta         = 2 // QMD_TYPE_GRID_CTA
+	CwdMembarL1None        = 0 // CWD_MEMBAR_TYPE_L1_NONE
 	CwdMembarL1Sysmembar   = 1 // CWD_MEMBAR_TYPE_L1_SYSMEMBAR
+	CwdMembarL1Membar      = 3 // CWD_MEMBAR_TYPE_L1_MEMBAR
 	ReleaseMembarSysmembar = 1 // RELEASE_MEMBAR_TYPE_FE_SYSMEMBAR
 	ReleaseFourWords       = 0 // RELEASE_STRUCTURE_SIZE_SEMAPHORE_FOUR_WORDS
 	ReleaseOneWord         = 1 // RELEASE_STRUCTURE_SIZE_SEMAPHORE_ONE_WORD
