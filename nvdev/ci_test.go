@@ -854,9 +854,10 @@ func TestCapabilityLocal(t *testing.T) {
 }
 
 // TestLinkLaunches links the launches of a value (the default): the first
-// is sent, each
-// later one is the dependent of the one before, the last releases the
-// value, and a part after them waits for idle first.
+// is sent, each later one is the dependent of the one before and ends with
+// the GPU's membar, the last ends with the system's and releases the
+// value, and a part after them waits for idle first. Every launch
+// prefetches its constant bank 0.
 func TestLinkLaunches(t *testing.T) {
 	r := openRaw(t, Config{})
 	c, _ := abi.Parse(cubin(t))
@@ -872,9 +873,13 @@ func TestLinkLaunches(t *testing.T) {
 	r.wait(r.submit(nil))
 	r.f.trace = map[string][]abi.Write{}
 	n0, l0 := r.f.launches, r.f.linked
+	g0, s0, b0 := r.f.gpuMembars, r.f.sysMembars, r.f.bank0Ahead
 	r.wait(r.submit(nil, parts...))
 	if n, l := r.f.launches-n0, r.f.linked-l0; n != 20 || l != 19 {
 		t.Errorf("%d launches, %d linked; want 20 and 19", n, l)
+	}
+	if g, s, b := r.f.gpuMembars-g0, r.f.sysMembars-s0, r.f.bank0Ahead-b0; g != 19 || s != 1 || b != 20 {
+		t.Errorf("%d launches with the GPU's membar, %d with the system's, %d prefetching bank 0; want 19, 1 and 20", g, s, b)
 	}
 	pcas := 0
 	for _, w := range r.f.trace["channel 0"] {

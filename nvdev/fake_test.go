@@ -53,6 +53,10 @@ type fake struct {
 	timerErr    error
 	noMemory    bool // Alloc answers ErrNoMemory
 	linked      int  // launches a descriptor linked to
+	// gpuMembars counts the launches that end with the GPU's membar
+	// chased task by task, sysMembars those with the system's; bank0Ahead
+	// those that prefetch constant bank 0.
+	gpuMembars, sysMembars, bank0Ahead int
 }
 
 type fakeMem struct {
@@ -519,6 +523,15 @@ func (f *fake) runQmd(qa uint64) uint64 {
 	_, ba, bn, _ := q.ConstantBuffer(0)
 	bank := append([]byte(nil), f.bytesAt(ba, uint64(bn))...)
 	f.launches++
+	switch membar, chase := q.L.CwdMembarType.Get(q.W), q.L.CwdMembarTaskChasing.Get(q.W); {
+	case membar == abi.CwdMembarL1Membar && chase == 1:
+		f.gpuMembars++
+	case membar == abi.CwdMembarL1Sysmembar && chase == 0:
+		f.sysMembars++
+	}
+	if on, bound := q.BankPrefetch(0); on && bound >= uint32(bn) {
+		f.bank0Ahead++
+	}
 	if f.onLaunch != nil {
 		f.mu.Unlock()
 		f.onLaunch(q, bank)

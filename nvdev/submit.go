@@ -630,9 +630,6 @@ func (w *walk) launch(c int, p *device.Part) {
 		if w.own && w.last {
 			ownRelease.set(q, d.wordGPU, w.s.Value)
 		}
-		if d.cfg.tweak != nil {
-			d.cfg.tweak(q)
-		}
 		copy(d.launchHost[off:off+uint64(l.Bank0Bytes)], d.bank0[:l.Bank0Bytes])
 		if linked {
 			abi.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]).SetDependent(qmdAddr, !d.cfg.noDepPrefetch)
@@ -664,6 +661,9 @@ func (w *walk) flushPending() {
 	}
 	d := w.d
 	words := d.gen.Qmd.Words
+	if d.cfg.tweak != nil {
+		d.cfg.tweak(abi.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]))
+	}
 	copy(unsafe.Slice((*uint32)(unsafe.Pointer(&d.launchHost[w.pendOff])), words), d.qmd[w.slot^1][:words])
 }
 

@@ -101,39 +101,49 @@ func benchHeld(b *testing.B, c Config, k int) {
 }
 
 // BenchmarkGPULink is BenchmarkGPUChained1000 (linked launches, an op is a
-// kernel) with the descriptor's choices changed one by one: the dependent
-// not prefetched, a membar of the GPU or none at each group's end in place
-// of one of the system, and fewer cache invalidations.
+// kernel) and BenchmarkGPUHeld of 8 launches a value with the descriptor's
+// choices changed one by one: the dependent not prefetched, constant bank
+// 0 not prefetched, the system's membar at the end of every launch (not
+// only the last of a chain), the GPU's at the end of every launch (the
+// last too), and none.
 func BenchmarkGPULink(b *testing.B) {
-	membar := func(v uint64) func(q abi.Qmd) {
-		return func(q abi.Qmd) { q.L.CwdMembarType.Set(q.W, v) }
-	}
-	for _, t := range []struct {
-		name string
-		c    Config
-	}{
-		{"default", Config{}},
-		{"no-prefetch", Config{noDepPrefetch: true}},
-		{"membar-gpu", Config{tweak: membar(abi.CwdMembarL1Membar)}},
-		{"membar-none", Config{tweak: membar(abi.CwdMembarL1None)}},
-		{"no-texture-invalidate", Config{tweak: func(q abi.Qmd) {
-			q.L.InvalidateTextureHeader.Set(q.W, 0)
-			q.L.InvalidateTextureSampler.Set(q.W, 0)
-		}}},
-		{"no-invalidate", Config{tweak: func(q abi.Qmd) {
-			for _, f := range []abi.Field{q.L.InvalidateTextureHeader, q.L.InvalidateTextureSampler,
-				q.L.InvalidateTextureData, q.L.InvalidateShaderData} {
-				f.Set(q.W, 0)
-			}
-		}}},
-		{"membar-gpu+no-texture", Config{tweak: func(q abi.Qmd) {
-			q.L.CwdMembarType.Set(q.W, abi.CwdMembarL1Membar)
-			q.L.InvalidateTextureHeader.Set(q.W, 0)
-			q.L.InvalidateTextureSampler.Set(q.W, 0)
-		}}},
-	} {
+	for _, t := range linkConfigs {
 		b.Run(t.name, func(b *testing.B) { benchChained(b, t.c, 1000) })
 		b.Run(t.name+"/held8", func(b *testing.B) { benchHeld(b, t.c, 8) })
+	}
+}
+
+// linkConfigs are the descriptor's choices BenchmarkGPULink and
+// BenchmarkGPUBank weigh.
+var linkConfigs = []struct {
+	name string
+	c    Config
+}{
+	{"default", Config{}},
+	{"no-prefetch", Config{noDepPrefetch: true}},
+	{"no-bank-prefetch", Config{tweak: func(q abi.Qmd) { q.L.ConstantBuffers[0].Prefetch.Set(q.W, 0) }}},
+	{"system-membar", Config{tweak: membar(abi.CwdMembarL1Sysmembar, 0)}},
+	{"gpu-membar", Config{tweak: membar(abi.CwdMembarL1Membar, 1)}},
+	{"no-membar", Config{tweak: membar(abi.CwdMembarL1None, 0)}},
+}
+
+// membar gives every launch the membar of type v at its end, chased task
+// by task where chase is 1 and the version can.
+func membar(v, chase uint64) func(q abi.Qmd) {
+	return func(q abi.Qmd) {
+		q.L.CwdMembarType.Set(q.W, v)
+		q.L.CwdMembarTaskChasing.Set(q.W, chase)
+	}
+}
+
+// BenchmarkGPUBank weighs linkConfigs on values of one launch: the GPU's
+// time for a held value, values back to back, and the round trips.
+func BenchmarkGPUBank(b *testing.B) {
+	for _, t := range linkConfigs {
+		b.Run(t.name+"/held", func(b *testing.B) { benchHeld(b, t.c, 1) })
+		b.Run(t.name+"/chained", func(b *testing.B) { benchChained(b, t.c, 1) })
+		b.Run(t.name+"/round-trip", func(b *testing.B) { benchRoundTrip(b, t.c) })
+		b.Run(t.name+"/rig-round-trip", func(b *testing.B) { benchRigRoundTrip(b, t.c) })
 	}
 }
 
@@ -147,6 +157,7 @@ var heldConfigs = []struct {
 	{"no-prefetch", Config{noDepPrefetch: true}},
 	{"pinned-rings", Config{PinnedRings: true}},
 	{"pinned-rings-unlinked", Config{PinnedRings: true, NoLinkLaunches: true}},
+	{"system-membar", Config{tweak: membar(abi.CwdMembarL1Sysmembar, 0)}},
 }
 
 // TestGPUHeldTwice holds the compute channel on a word the host writes,

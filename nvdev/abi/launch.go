@@ -124,6 +124,7 @@ func MakeLaunch(g *Generation, k *Kernel, image uint64, w Windows) (*Launch, err
 	q.SetPrefetch(l.Code, k.CodeBytes)
 	q.SetLocal(0, uint32(l.Local))
 	q.SetConstantBuffer(0, 0, uint32(l.Bank0Bytes), true)
+	q.SetBankPrefetch(0, uint32(l.Bank0Bytes))
 	for _, b := range k.Banks {
 		q.SetConstantBuffer(b.Index, image+b.Offset, b.Size, false)
 	}

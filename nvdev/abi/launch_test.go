@@ -109,6 +109,9 @@ func TestTwiceQmdV04(t *testing.T) {
 		{"TARGET_SM_CONFIG_SHARED_MEM_SIZE", 0, 3},
 		{"SHADER_LOCAL_MEMORY_LOW_SIZE", 0, 0}, {"SHADER_LOCAL_MEMORY_HIGH_SIZE", 0, 0x240},
 		{"CONSTANT_BUFFER_VALID(i)", 0, 1}, {"CONSTANT_BUFFER_INVALIDATE(i)", 0, 1},
+		{"CONSTANT_BUFFER_PREFETCH(i)", 0, 1}, {"CONSTANT_BUFFER_PREFETCH_PRE_MAX_SIZE_SHIFTED8", 0, 3},
+		{"CONSTANT_BUFFER_PREFETCH(i)", 3, 0}, {"CONSTANT_BUFFER_PREFETCH(i)", 4, 0},
+		{"CWD_MEMBAR_TASK_CHASING_ENABLE", 0, 0},
 		{"CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6(i)", 0, testBank0 >> 6 & 0xffffffff},
 		{"CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6(i)", 0, testBank0 >> 38},
 		{"CONSTANT_BUFFER_SIZE_SHIFTED4(i)", 0, 0x220 >> 4},
@@ -159,6 +162,7 @@ func TestTwiceQmdV04(t *testing.T) {
 		{"RELEASE_SEMAPHOREi_PAYLOAD_UPPER", 0, 1}, {"RELEASE_ENABLE(i)", 1, 0},
 		{"DEPENDENT_QMD_ENABLE(0)", 0, 1}, {"DEPENDENT_QMD_ACTION(0)", 0, 1}, {"DEPENDENT_QMD_PREFETCH(0)", 0, 1},
 		{"DEPENDENT_QMD0_POINTER", 0, (testQmd + 0x200) >> 8},
+		{"CWD_MEMBAR_TYPE", 0, CwdMembarL1Membar}, {"CWD_MEMBAR_TASK_CHASING_ENABLE", 0, 1},
 	} {
 		if got := f(tc.field, tc.i); got != tc.want {
 			t.Errorf("%s[%d] = %#x, want %#x", tc.field, tc.i, got, tc.want)

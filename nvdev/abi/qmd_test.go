@@ -24,56 +24,59 @@ func indexed(n int, hi, lo func(i int) int) published { return published{hi: hi,
 // v04Published is clcbc0qmd.h's NVCBC0_QMDV04_00_* bit ranges for the
 // fields the driver sets.
 var v04Published = map[string]published{
-	"QMD_MAJOR_VERSION":                      at(583, 580),
-	"QMD_MINOR_VERSION":                      at(579, 576),
-	"QMD_TYPE":                               at(25, 23),
-	"API_VISIBLE_CALL_LIMIT":                 at(568, 568),
-	"SAMPLER_INDEX":                          at(569, 569),
-	"SASS_VERSION":                           at(543, 536),
-	"CWD_MEMBAR_TYPE":                        at(1137, 1136),
-	"INVALIDATE_TEXTURE_HEADER_CACHE":        at(602, 602),
-	"INVALIDATE_TEXTURE_SAMPLER_CACHE":       at(603, 603),
-	"INVALIDATE_TEXTURE_DATA_CACHE":          at(604, 604),
-	"INVALIDATE_SHADER_DATA_CACHE":           at(605, 605),
-	"INVALIDATE_INSTRUCTION_CACHE":           at(606, 606),
-	"INVALIDATE_SHADER_CONSTANT_CACHE":       at(607, 607),
-	"GRID_WIDTH":                             at(1055, 1024),
-	"GRID_HEIGHT":                            at(1071, 1056),
-	"GRID_DEPTH":                             at(1103, 1088),
-	"CTA_THREAD_DIMENSION0":                  at(1167, 1152),
-	"CTA_THREAD_DIMENSION1":                  at(1183, 1168),
-	"CTA_THREAD_DIMENSION2":                  at(1199, 1184),
-	"REGISTER_COUNT":                         at(1208, 1200),
-	"BARRIER_COUNT":                          at(1215, 1211),
-	"PROGRAM_ADDRESS_LOWER":                  at(1247, 1216),
-	"PROGRAM_ADDRESS_UPPER":                  at(1272, 1248),
-	"SHARED_MEMORY_SIZE":                     at(601, 584),
-	"MIN_SM_CONFIG_SHARED_MEM_SIZE":          at(613, 608),
-	"MAX_SM_CONFIG_SHARED_MEM_SIZE":          at(619, 614),
-	"TARGET_SM_CONFIG_SHARED_MEM_SIZE":       at(625, 620),
-	"SHADER_LOCAL_MEMORY_LOW_SIZE":           at(535, 512),
-	"SHADER_LOCAL_MEMORY_HIGH_SIZE":          at(567, 544),
-	"DEPENDENT_QMD_ENABLE(0)":                at(368, 368),
-	"DEPENDENT_QMD_ACTION(0)":                at(371, 369),
-	"DEPENDENT_QMD_PREFETCH(0)":              at(372, 372),
-	"DEPENDENT_QMD0_POINTER":                 at(479, 448),
-	"PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED":    at(1375, 1344),
-	"PROGRAM_PREFETCH_ADDR_UPPER_SHIFTED":    at(1392, 1376),
-	"PROGRAM_PREFETCH_SIZE":                  at(1401, 1393),
-	"PROGRAM_PREFETCH_TYPE":                  at(1403, 1402),
-	"CONSTANT_BUFFER_VALID(i)":               indexed(8, func(i int) int { return 416 + i*4 }, func(i int) int { return 416 + i*4 }),
-	"CONSTANT_BUFFER_INVALIDATE(i)":          indexed(8, func(i int) int { return 419 + i*4 }, func(i int) int { return 419 + i*4 }),
-	"CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6(i)": indexed(8, func(i int) int { return 1567 + i*64 }, func(i int) int { return 1536 + i*64 }),
-	"CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6(i)": indexed(8, func(i int) int { return 1586 + i*64 }, func(i int) int { return 1568 + i*64 }),
-	"CONSTANT_BUFFER_SIZE_SHIFTED4(i)":       indexed(8, func(i int) int { return 1599 + i*64 }, func(i int) int { return 1587 + i*64 }),
-	"RELEASE_ENABLE(i)":                      indexed(3, func(i int) int { return 320 + i*16 }, func(i int) int { return 320 + i*16 }),
-	"RELEASE_STRUCTURE_SIZE(i)":              indexed(3, func(i int) int { return 322 + i*16 }, func(i int) int { return 321 + i*16 }),
-	"RELEASE_MEMBAR_TYPE(i)":                 indexed(3, func(i int) int { return 323 + i*16 }, func(i int) int { return 323 + i*16 }),
-	"RELEASE_PAYLOAD64B(i)":                  indexed(3, func(i int) int { return 332 + i*16 }, func(i int) int { return 332 + i*16 }),
-	"RELEASE_SEMAPHOREi_ADDR_LOWER":          indexed(3, func(i int) int { return []int{671, 799, 927}[i] }, func(i int) int { return []int{640, 768, 896}[i] }),
-	"RELEASE_SEMAPHOREi_ADDR_UPPER":          indexed(3, func(i int) int { return []int{696, 824, 952}[i] }, func(i int) int { return []int{672, 800, 928}[i] }),
-	"RELEASE_SEMAPHOREi_PAYLOAD_LOWER":       indexed(3, func(i int) int { return []int{735, 863, 991}[i] }, func(i int) int { return []int{704, 832, 960}[i] }),
-	"RELEASE_SEMAPHOREi_PAYLOAD_UPPER":       indexed(3, func(i int) int { return []int{767, 895, 1023}[i] }, func(i int) int { return []int{736, 864, 992}[i] }),
+	"QMD_MAJOR_VERSION":                              at(583, 580),
+	"QMD_MINOR_VERSION":                              at(579, 576),
+	"QMD_TYPE":                                       at(25, 23),
+	"API_VISIBLE_CALL_LIMIT":                         at(568, 568),
+	"SAMPLER_INDEX":                                  at(569, 569),
+	"SASS_VERSION":                                   at(543, 536),
+	"CWD_MEMBAR_TYPE":                                at(1137, 1136),
+	"INVALIDATE_TEXTURE_HEADER_CACHE":                at(602, 602),
+	"INVALIDATE_TEXTURE_SAMPLER_CACHE":               at(603, 603),
+	"INVALIDATE_TEXTURE_DATA_CACHE":                  at(604, 604),
+	"INVALIDATE_SHADER_DATA_CACHE":                   at(605, 605),
+	"INVALIDATE_INSTRUCTION_CACHE":                   at(606, 606),
+	"INVALIDATE_SHADER_CONSTANT_CACHE":               at(607, 607),
+	"GRID_WIDTH":                                     at(1055, 1024),
+	"GRID_HEIGHT":                                    at(1071, 1056),
+	"GRID_DEPTH":                                     at(1103, 1088),
+	"CTA_THREAD_DIMENSION0":                          at(1167, 1152),
+	"CTA_THREAD_DIMENSION1":                          at(1183, 1168),
+	"CTA_THREAD_DIMENSION2":                          at(1199, 1184),
+	"REGISTER_COUNT":                                 at(1208, 1200),
+	"BARRIER_COUNT":                                  at(1215, 1211),
+	"PROGRAM_ADDRESS_LOWER":                          at(1247, 1216),
+	"PROGRAM_ADDRESS_UPPER":                          at(1272, 1248),
+	"SHARED_MEMORY_SIZE":                             at(601, 584),
+	"MIN_SM_CONFIG_SHARED_MEM_SIZE":                  at(613, 608),
+	"MAX_SM_CONFIG_SHARED_MEM_SIZE":                  at(619, 614),
+	"TARGET_SM_CONFIG_SHARED_MEM_SIZE":               at(625, 620),
+	"SHADER_LOCAL_MEMORY_LOW_SIZE":                   at(535, 512),
+	"SHADER_LOCAL_MEMORY_HIGH_SIZE":                  at(567, 544),
+	"DEPENDENT_QMD_ENABLE(0)":                        at(368, 368),
+	"DEPENDENT_QMD_ACTION(0)":                        at(371, 369),
+	"DEPENDENT_QMD_PREFETCH(0)":                      at(372, 372),
+	"DEPENDENT_QMD0_POINTER":                         at(479, 448),
+	"PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED":            at(1375, 1344),
+	"PROGRAM_PREFETCH_ADDR_UPPER_SHIFTED":            at(1392, 1376),
+	"PROGRAM_PREFETCH_SIZE":                          at(1401, 1393),
+	"PROGRAM_PREFETCH_TYPE":                          at(1403, 1402),
+	"CWD_MEMBAR_TASK_CHASING_ENABLE":                 at(382, 382),
+	"CONSTANT_BUFFER_PREFETCH_PRE_MAX_SIZE_SHIFTED8": at(575, 570),
+	"CONSTANT_BUFFER_PREFETCH(i)":                    indexed(8, func(i int) int { return 418 + i*4 }, func(i int) int { return 417 + i*4 }),
+	"CONSTANT_BUFFER_VALID(i)":                       indexed(8, func(i int) int { return 416 + i*4 }, func(i int) int { return 416 + i*4 }),
+	"CONSTANT_BUFFER_INVALIDATE(i)":                  indexed(8, func(i int) int { return 419 + i*4 }, func(i int) int { return 419 + i*4 }),
+	"CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6(i)":         indexed(8, func(i int) int { return 1567 + i*64 }, func(i int) int { return 1536 + i*64 }),
+	"CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6(i)":         indexed(8, func(i int) int { return 1586 + i*64 }, func(i int) int { return 1568 + i*64 }),
+	"CONSTANT_BUFFER_SIZE_SHIFTED4(i)":               indexed(8, func(i int) int { return 1599 + i*64 }, func(i int) int { return 1587 + i*64 }),
+	"RELEASE_ENABLE(i)":                              indexed(3, func(i int) int { return 320 + i*16 }, func(i int) int { return 320 + i*16 }),
+	"RELEASE_STRUCTURE_SIZE(i)":                      indexed(3, func(i int) int { return 322 + i*16 }, func(i int) int { return 321 + i*16 }),
+	"RELEASE_MEMBAR_TYPE(i)":                         indexed(3, func(i int) int { return 323 + i*16 }, func(i int) int { return 323 + i*16 }),
+	"RELEASE_PAYLOAD64B(i)":                          indexed(3, func(i int) int { return 332 + i*16 }, func(i int) int { return 332 + i*16 }),
+	"RELEASE_SEMAPHOREi_ADDR_LOWER":                  indexed(3, func(i int) int { return []int{671, 799, 927}[i] }, func(i int) int { return []int{640, 768, 896}[i] }),
+	"RELEASE_SEMAPHOREi_ADDR_UPPER":                  indexed(3, func(i int) int { return []int{696, 824, 952}[i] }, func(i int) int { return []int{672, 800, 928}[i] }),
+	"RELEASE_SEMAPHOREi_PAYLOAD_LOWER":               indexed(3, func(i int) int { return []int{735, 863, 991}[i] }, func(i int) int { return []int{704, 832, 960}[i] }),
+	"RELEASE_SEMAPHOREi_PAYLOAD_UPPER":               indexed(3, func(i int) int { return []int{767, 895, 1023}[i] }, func(i int) int { return []int{736, 864, 992}[i] }),
 }
 
 // v03Published is clc6c0qmd.h's NVC6C0_QMDV03_00_* bit ranges for the
@@ -187,6 +190,9 @@ func fieldsOf(l *QmdLayout) map[string][]Field {
 		m["DEPENDENT_QMD_ACTION(0)"] = one(l.DependentAction)
 		m["DEPENDENT_QMD_PREFETCH(0)"] = one(l.DependentPrefetch)
 		m["DEPENDENT_QMD0_POINTER"] = one(l.DependentPointer)
+		m["CWD_MEMBAR_TASK_CHASING_ENABLE"] = one(l.CwdMembarTaskChasing)
+		m["CONSTANT_BUFFER_PREFETCH_PRE_MAX_SIZE_SHIFTED8"] = one(l.BankPrefetchMax)
+		m["CONSTANT_BUFFER_PREFETCH(i)"] = cb(func(c ConstantBuffer) Field { return c.Prefetch })
 		m["CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6(i)"] = cb(func(c ConstantBuffer) Field { return c.AddressLower })
 		m["CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6(i)"] = cb(func(c ConstantBuffer) Field { return c.AddressUpper })
 		m["RELEASE_ENABLE(i)"] = rel(func(r ReleaseSlot) Field { return r.Enable })
@@ -326,6 +332,7 @@ func TestQmdSetters(t *testing.T) {
 		var buf [MaxQmdWords]uint32
 		q := QmdOf(l, buf[:])
 		q.SetVersion()
+		l.CwdMembarType.Set(q.W, CwdMembarL1Sysmembar)
 		q.SetGrid(1<<31-1, 65535, 65535)
 		q.SetBlock(1024, 1, 64)
 		q.SetRegisters(255)
@@ -379,7 +386,41 @@ func TestQmdSetters(t *testing.T) {
 		if next, en := q.Dependent(); !en || next != 0x0000_00ff_0000_0100 {
 			t.Errorf("%s: dependent %#x %v", l.Name, next, en)
 		}
+		// A linked launch ends with the GPU's membar where the version
+		// chases tasks (V04_00), with the system's otherwise.
+		v04 := l == QmdV04
+		wantMembar := map[bool]uint64{true: CwdMembarL1Membar, false: CwdMembarL1Sysmembar}
+		if got := l.CwdMembarType.Get(q.W); got != wantMembar[v04] || l.CwdMembarTaskChasing.Get(q.W) != b2u(v04) {
+			t.Errorf("%s: linked membar %d, task chasing %d", l.Name, got, l.CwdMembarTaskChasing.Get(q.W))
+		}
+		// The banks' prefetch, V04_00 alone: one bound for every bank,
+		// the largest asked for, at most 63 x 256 bytes.
+		for _, tc := range []struct {
+			set   int
+			n     uint32
+			on    [3]bool // banks 0, 1, 5
+			bound uint32
+		}{
+			{0, 0x220, [3]bool{true, false, false}, 0x300},
+			{1, 0x10, [3]bool{true, true, false}, 0x300},
+			{5, 1 << 16, [3]bool{true, true, true}, 0x3f00},
+		} {
+			q.SetBankPrefetch(tc.set, tc.n)
+			for j, bank := range []int{0, 1, 5} {
+				on, bound := q.BankPrefetch(bank)
+				want, wantBound := tc.on[j] && v04, tc.bound
+				if !v04 {
+					wantBound = 0
+				}
+				if on != want || bound != wantBound {
+					t.Errorf("%s: after bank %d of %#x, bank %d prefetch %v bound %#x, want %v %#x", l.Name, tc.set, tc.n, bank, on, bound, want, wantBound)
+				}
+			}
+		}
 		q.ClearDependent()
+		if got := l.CwdMembarType.Get(q.W); got != CwdMembarL1Sysmembar || l.CwdMembarTaskChasing.Get(q.W) != 0 {
+			t.Errorf("%s: unlinked membar %d, task chasing %d", l.Name, got, l.CwdMembarTaskChasing.Get(q.W))
+		}
 		q.ClearRelease(2)
 		if _, en := q.Dependent(); en {
 			t.Errorf("%s: dependent still enabled", l.Name)

@@ -53,9 +53,13 @@ var QmdV04 = &QmdLayout{
 	PrefetchUpper: MW(1392, 1376),
 	PrefetchSize:  MW(1401, 1393),
 	PrefetchType:  MW(1403, 1402),
+
+	BankPrefetchMax:      MW(575, 570), // CONSTANT_BUFFER_PREFETCH_PRE_MAX_SIZE_SHIFTED8
+	CwdMembarTaskChasing: MW(382, 382), // CWD_MEMBAR_TASK_CHASING_ENABLE
 }
 
 // v04ConstantBuffers is CONSTANT_BUFFER_VALID(i) MW(416+4i),
+// CONSTANT_BUFFER_PREFETCH(i) MW(418+4i:417+4i),
 // CONSTANT_BUFFER_INVALIDATE(i) MW(419+4i), and at 1536+64i
 // ADDR_LOWER_SHIFTED6 31:0, ADDR_UPPER_SHIFTED6 50:32, SIZE_SHIFTED4 63:51.
 func v04ConstantBuffers() (c [8]ConstantBuffer) {
@@ -68,6 +72,7 @@ func v04ConstantBuffers() (c [8]ConstantBuffer) {
 			AddressUpper: MW(b+50, b+32),
 			Size:         MW(b+63, b+51),
 			AddressShift: 6,
+			Prefetch:     MW(418+4*i, 417+4*i),
 		}
 	}
 	return c
