@@ -71,7 +71,10 @@
 // and sends the descriptor (SEND_PCAS_A, SEND_SIGNALING_PCAS2_B). A wait for
 // idle separates it from the work before it on its channel, except after a
 // launch of the same value: the descriptor before prefetches it and
-// schedules it as it completes (Config.NoLinkLaunches).
+// schedules it as it completes (Config.NoLinkLaunches), and ends with a
+// membar of the GPU alone, the chain's last launch keeping the system's.
+// On Hopper every launch has the engine prefetch its constant bank 0
+// before its groups start (abi.Qmd.SetBankPrefetch, SetDependent).
 //
 // # Concurrency
 //

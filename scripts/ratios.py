@@ -66,6 +66,13 @@ PAIRS = [
     ("nvdev.GPUChained1000", "C graph of 1000 chained empty kernels"),
 ]
 
+SHARES = [
+    ("cudadev.GPURigLaunch", "cudadev.GPULaunch"),
+    ("cudadev.GPURigLaunchBatch", "cudadev.GPULaunchBatch"),
+    ("cudadev.GPURigRoundTrip", "cudadev.GPURoundTrip"),
+    ("nvdev.GPURigRoundTrip", "nvdev.GPURoundTrip"),
+]
+
 def main():
     an = rounds(sys.argv[1], anchor_line)
     be = bench_rounds(sys.argv[2])
@@ -82,6 +89,11 @@ def main():
             continue
         print(f"{b}: median {statistics.median(bs):.1f} ns against {a} {statistics.median(as_):.1f}: "
               f"ratio median {statistics.median(rs):.3f} (rounds {', '.join(f'{x:.2f}' for x in rs)})")
+    # rig's share: each figure through rig over the driver's own, same round.
+    for rig, drv in SHARES:
+        rs = [r[rig] / r[drv] for r in be if rig in r and drv in r]
+        if rs:
+            print(f"{rig} over {drv}: median {statistics.median(rs):.3f} (rounds {', '.join(f'{x:.2f}' for x in rs)})")
 
 if __name__ == "__main__":
     main()
