@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/rig-go/rig/cudadev/abi"
 	"github.com/rig-go/rig/device"
@@ -57,6 +58,45 @@ func BenchmarkGPULaunch(b *testing.B) { benchLaunch(b, Config{}) }
 // BenchmarkGPULaunchCurrentContext is the same with the context made
 // current for every call (Config.CurrentContext).
 func BenchmarkGPULaunchCurrentContext(b *testing.B) { benchLaunch(b, Config{CurrentContext: true}) }
+
+// BenchmarkGPULaunchThreadCtx is BenchmarkGPULaunch with the benchmark's
+// goroutine locked to its thread and GPU 0's primary context current on
+// it throughout, as a C program has it: the device's calls still run bare.
+func BenchmarkGPULaunchThreadCtx(b *testing.B) {
+	threadCtx(b)
+	benchLaunch(b, Config{})
+}
+
+// BenchmarkGPURigLaunchThreadCtx is BenchmarkGPURigLaunch so.
+func BenchmarkGPURigLaunchThreadCtx(b *testing.B) {
+	threadCtx(b)
+	benchRigLaunch(b, Config{})
+}
+
+// threadCtx locks the goroutine to its thread and makes GPU 0's primary
+// context current on it until b ends. The context stays retained for the
+// process, as the devices' opens retain it anyway.
+func threadCtx(b *testing.B) {
+	needGPU(b)
+	t, err := load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var dev int32
+	var ctx uintptr
+	if r := t.call(t.cuDeviceGet, uintptr(unsafe.Pointer(&dev)), 0); r != 0 {
+		b.Fatal(t.text(r))
+	}
+	if r := t.call(t.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&ctx)), uintptr(dev)); r != 0 {
+		b.Fatal(t.text(r))
+	}
+	f := getFrame()
+	prev := enterCtx(t, f, ctx)
+	b.Cleanup(func() {
+		leaveCtx(t, f, ctx, prev)
+		putFrame(f)
+	})
+}
 
 func benchLaunch(b *testing.B, c Config) {
 	r := openRaw(b, c)
