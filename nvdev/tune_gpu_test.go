@@ -136,6 +136,26 @@ func membar(v, chase uint64) func(q abi.Qmd) {
 	}
 }
 
+// BenchmarkGPUPcas weighs the SEND_SIGNALING_PCAS2_B action of a launch
+// that is not linked on values of one launch: the GPU's time for a held
+// value and the driver's round trip. (Action 0xb,
+// INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING, never ran the launch
+// on the H200.)
+func BenchmarkGPUPcas(b *testing.B) {
+	for _, t := range []struct {
+		name string
+		pcas uint32
+	}{
+		{"default", 0},
+		{"invalidate-copy-schedule", abi.PcasInvalidateCopySchedule},
+		{"prefetch-schedule", abi.PcasPrefetchSchedule},
+	} {
+		c := Config{pcas: t.pcas}
+		b.Run(t.name+"/held", func(b *testing.B) { benchHeld(b, c, 1) })
+		b.Run(t.name+"/round-trip", func(b *testing.B) { benchRoundTrip(b, c) })
+	}
+}
+
 // BenchmarkGPUBank weighs linkConfigs on values of one launch: the GPU's
 // time for a held value, values back to back, and the round trips.
 func BenchmarkGPUBank(b *testing.B) {
