@@ -113,8 +113,9 @@ type Config struct {
 	OneRunqueue bool
 
 	// Tests' knobs: tweak changes each launch's descriptor after the
-	// driver stamped and linked it, as it goes into the launch ring, and pcas, where not 0, is the SEND_SIGNALING_PCAS2_B
-	// action of each launch.
+	// driver stamped and linked it, as it goes into the launch ring, and
+	// pcas, where not 0, is the SEND_SIGNALING_PCAS2_B action of each
+	// launch.
 	tweak func(q abi.Qmd)
 	pcas  uint32
 	// pin puts the rings of its bits in Pinned memory one by one, for

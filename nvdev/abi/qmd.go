@@ -360,8 +360,9 @@ func (q Qmd) ClearDependent() {
 // the version has it (V04_00); elsewhere it does nothing. The banks share
 // one bound of the bytes prefetched
 // (CONSTANT_BUFFER_PREFETCH_PRE_MAX_SIZE_SHIFTED8, at most 16,128 bytes),
-// which grows to cover n. On the H200 a value of one launch took 1,613 ns of the GPU
-// against 1,764 without it, and a linked launch 585 against 736.
+// which grows to cover n. On the H200 a value of one launch took 1,613 ns
+// of the GPU against 1,764 without it, and a linked launch 585 against
+// 736.
 func (q Qmd) SetBankPrefetch(i int, n uint32) {
 	c := q.L.ConstantBuffers[i]
 	if c.Prefetch.Width == 0 {
