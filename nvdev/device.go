@@ -448,7 +448,7 @@ func (ch *channel) publish() { storePut(ch.gpPut, uint32(ch.put%ch.entries)) }
 // the H200: 354k to 372k values a second with 1 to 16 submitters, the
 // GPU's rate).
 func (d *gpu) wake(mask uint8) {
-	if d.mapped() {
+	if d.mapped() && !d.cfg.noFlush {
 		_ = atomic.LoadUint32(d.flush)
 	}
 	for q, ch := range d.ch {

@@ -125,6 +125,10 @@ type Config struct {
 	// noDepPrefetch leaves DEPENDENT_QMD_PREFETCH off in the descriptor
 	// before a linked launch.
 	noDepPrefetch bool
+	// noFlush wakes the channels without reading the flush word first,
+	// for weighing what the read costs; the GPU may then run words the
+	// host's writes have not yet reached.
+	noFlush bool
 }
 
 // Bits of Config.pin.

@@ -156,6 +156,21 @@ func BenchmarkGPUPcas(b *testing.B) {
 	}
 }
 
+// BenchmarkGPUNoFlush weighs the flush word's read (Config.noFlush):
+// values of one launch back to back, the host's Take + Submit, and the
+// round trips.
+func BenchmarkGPUNoFlush(b *testing.B) {
+	for _, t := range []struct {
+		name string
+		c    Config
+	}{{"default", Config{}}, {"no-flush", Config{noFlush: true}}} {
+		b.Run(t.name+"/chained", func(b *testing.B) { benchChained(b, t.c, 1) })
+		b.Run(t.name+"/rig-launch", func(b *testing.B) { benchRigLaunch(b, t.c) })
+		b.Run(t.name+"/round-trip", func(b *testing.B) { benchRoundTrip(b, t.c) })
+		b.Run(t.name+"/rig-round-trip", func(b *testing.B) { benchRigRoundTrip(b, t.c) })
+	}
+}
+
 // BenchmarkGPUBank weighs linkConfigs on values of one launch: the GPU's
 // time for a held value, values back to back, and the round trips.
 func BenchmarkGPUBank(b *testing.B) {
