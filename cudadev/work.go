@@ -207,8 +207,8 @@ func (d *gpu) beginCalls(f *frame, b *bareCall, free bool) {
 	f.bare = b
 }
 
-// endCalls ends a run begun by beginCalls. Where CUDA refused a call for want of a
-// current context, later runs make it current from the start.
+// endCalls ends a run begun by beginCalls. Where CUDA refused a call for
+// want of a current context, later runs make it current from the start.
 func (d *gpu) endCalls(f *frame) {
 	if f.leave() {
 		d.bare.Store(false)

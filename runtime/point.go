@@ -84,16 +84,16 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	// the round trip on the H200 1.4 µs longer through nvdev, 0.4 µs
 	// through cudadev.
 	if spin := time.Duration(d.spin.Load()); spin > 0 {
-		yield := uint(spinYield)
+		yieldMask := uint(spinYield - 1)
 		if d.facts.OnHost {
-			yield = 1
+			yieldMask = 0
 		}
 		start := time.Now()
 		for i := uint(1); ; i++ {
 			if device.AtLeast(d.read(), v) {
 				return d.passedAnswer(v)
 			}
-			if i%yield == 0 {
+			if i&yieldMask == 0 {
 				runtime.Gosched()
 			}
 			if i%spinCheck == 0 && time.Since(start) > spin {
@@ -160,12 +160,16 @@ func timelineGive(slot int) { timeline.Give(slot) }
 const DefaultWaitSpin = 20 * time.Microsecond
 
 // A wait's spin reads the clock every spinCheck reads of the word, and
-// yields every spinYield reads (a few microseconds) where the device's work
-// does not run on the process's goroutines.
+// yields every spinYield reads (a few microseconds; a power of two, so that
+// a mask counts them) where the device's work does not run on the
+// process's goroutines.
 const (
 	spinCheck = 16
 	spinYield = 4096
 )
+
+// spinYield must be a power of two.
+var _ = [1]struct{}{}[spinYield&(spinYield-1)]
 
 // SetWaitSpin sets how long a wait on the device's points reads the word
 // before it parks: a GPU's round trip of a few microseconds then wakes its
