@@ -1079,3 +1079,53 @@ func TestGPUHostToHost(t *testing.T) {
 		}
 	}
 }
+
+// TestGPULoneLaunches submits values of one launch each, the values
+// Submit makes with fewest steps (submitLaunch): each answers Pending
+// until the last write of the word is 64 values back, then Committed; a
+// value that ends on the copy stream sends the next lone launch the whole
+// way, after the copy; every launch runs, in order.
+func TestGPULoneLaunches(t *testing.T) {
+	r := openRaw(t, Config{})
+	e := r.entry("store64")
+	out := r.alloc(device.Pinned, 8)
+	host := word64(out.bytes(), 0)
+	written := r.v
+	lone := func(x uint64) {
+		t.Helper()
+		s := device.Submission{Value: r.v + 1, Parts: []device.Part{launch(e, 1, 1, u64s(out.loc.Address, x))}}
+		if a := r.d.Room(&s); a.Kind != device.RoomOK {
+			t.Fatalf("room: %+v", a)
+		}
+		r.v++
+		want := device.Pending
+		if r.v-written >= wordsCommittedLater {
+			want, written = device.Committed, r.v
+		}
+		if a := r.d.Submit(&s); a.Kind != want {
+			t.Fatalf("value %d answered %v (%s), want %v", r.v, a.Kind, a.Reason, want)
+		}
+	}
+	for x := uint64(1); x <= 150; x++ {
+		lone(x)
+	}
+	r.wait(r.v)
+	if got := atomic.LoadUint64(host); got != 150 {
+		t.Fatalf("the last of 150 launches stored %d, want 150", got)
+	}
+	// A fill on the copy stream, then a lone launch: it runs after the fill.
+	r.submit(nil, device.Part{Kind: device.CopyRows, Queue: device.Copy, Dst: out, Filling: true, Byte: 0xab, RowBytes: 8, Rows: 1, DstPitch: 8})
+	written = r.v
+	if r.d.end != device.Copy {
+		t.Fatalf("the fill ended on stream %d", r.d.end)
+	}
+	lone(1000)
+	if r.d.end != device.Compute {
+		t.Fatalf("the launch ended on stream %d", r.d.end)
+	}
+	lone(1001)
+	r.wait(r.v)
+	if got := atomic.LoadUint64(host); got != 1001 {
+		t.Fatalf("the launches after the fill stored %#x, want 1001", got)
+	}
+}

@@ -164,6 +164,9 @@ func (d *gpu) Grow() error { return nil }
 // or Failed with what it was doing and CUDA's error.
 func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	d.last = s.Value
+	if a, ok := d.submitLaunch(s); ok {
+		return a
+	}
 	f := &d.hot
 	d.beginCalls(f, &d.hotBare, d.ctxFree(s))
 	var a device.SubmitAnswer
@@ -175,6 +178,46 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	}
 	d.endCalls(f)
 	return a
+}
+
+// submitLaunch is Submit for the commonest value: one launch, no waits,
+// untimed, after a value that ended on the compute stream, while the
+// stream calls run bare. It makes submit's calls (the launch, and the
+// word's write where the last one is 64 values back) in fewer steps, so
+// that less of the host's caches goes to them between libcuda's calls.
+// It answers false, having done nothing, for any other value, and where
+// CUDA refuses the launch, which enqueues nothing: submit then makes the
+// launch again and deals with CUDA's answer.
+func (d *gpu) submitLaunch(s *device.Submission) (device.SubmitAnswer, bool) {
+	if len(s.Parts) != 1 || len(s.Waits) != 0 || s.Timed || d.end != device.Compute || d.failed != "" || !d.bare.Load() {
+		return device.SubmitAnswer{}, false
+	}
+	p := &s.Parts[0]
+	if p.Kind != device.Launch || p.Queue != device.Compute || p.Entry == nil {
+		return device.SubmitAnswer{}, false
+	}
+	k, ok := p.Entry.Data.(*kernel)
+	if !ok {
+		return device.SubmitAnswer{}, false
+	}
+	f, t, v := &d.hot, d.t, s.Value
+	d.setLaunch(f, p, k, d.streams[device.Compute])
+	f.c.Fn = t.cuLaunchKernel
+	if f.c.Call() != 0 {
+		return device.SubmitAnswer{}, false
+	}
+	if v-d.written < wordsCommittedLater {
+		return device.SubmitAnswer{Kind: device.Pending}, true
+	}
+	d.beginCalls(f, &d.hotBare, true)
+	a := device.SubmitAnswer{Kind: device.Committed}
+	if r := f.c4(t.cuStreamWriteValue64, d.streams[device.Compute], uintptr(d.wordDev), uintptr(v), 0); r != 0 {
+		a = d.failSubmit(f, s, doCommit, r, 1<<device.Compute, device.Compute)
+	} else {
+		d.written = v
+	}
+	d.endCalls(f)
+	return a, true
 }
 
 // ctxFree reports whether s's calls run without the context made
@@ -390,18 +433,7 @@ func (d *gpu) enqueue(f *frame, p *device.Part, stream uintptr, v uint64) (resul
 	t := d.t
 	switch p.Kind {
 	case device.Launch:
-		k := p.Entry.Data.(*kernel)
-		var extra uintptr
-		if k.params > 0 {
-			d.psize = uint64(k.params)
-			d.extra = [5]uintptr{launchParamBufferPointer, uintptr(unsafe.Pointer(&p.Params[0])),
-				launchParamBufferSize, uintptr(unsafe.Pointer(&d.psize)), launchParamEnd}
-			extra = uintptr(unsafe.Pointer(&d.extra[0]))
-		}
-		f.c.A = [ccall.MaxArgs]uintptr{k.fn,
-			uintptr(p.Groups[0]), uintptr(p.Groups[1]), uintptr(p.Groups[2]),
-			uintptr(p.Threads[0]), uintptr(p.Threads[1]), uintptr(p.Threads[2]),
-			uintptr(p.Shared), stream, 0, extra}
+		d.setLaunch(f, p, p.Entry.Data.(*kernel), stream)
 		return f.call(t.cuLaunchKernel, 11), doLaunch
 	case device.CopyRows:
 		return d.copy(f, p, stream), doCopy
@@ -414,6 +446,22 @@ func (d *gpu) enqueue(f *frame, p *device.Part, stream uintptr, v uint64) (resul
 		}
 	}
 	return errInvalidValue, "running a part"
+}
+
+// setLaunch puts cuLaunchKernel's arguments for launch p of k on stream
+// in f: the params bytes the function reads, as one buffer.
+func (d *gpu) setLaunch(f *frame, p *device.Part, k *kernel, stream uintptr) {
+	var extra uintptr
+	if k.params > 0 {
+		d.psize = uint64(k.params)
+		d.extra = [5]uintptr{launchParamBufferPointer, uintptr(unsafe.Pointer(&p.Params[0])),
+			launchParamBufferSize, uintptr(unsafe.Pointer(&d.psize)), launchParamEnd}
+		extra = uintptr(unsafe.Pointer(&d.extra[0]))
+	}
+	f.c.A = [ccall.MaxArgs]uintptr{k.fn,
+		uintptr(p.Groups[0]), uintptr(p.Groups[1]), uintptr(p.Groups[2]),
+		uintptr(p.Threads[0]), uintptr(p.Threads[1]), uintptr(p.Threads[2]),
+		uintptr(p.Shared), stream, 0, extra}
 }
 
 // copy enqueues a copy part: one copy where the rows are contiguous, one
