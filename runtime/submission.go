@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/rig-go/rig/device"
@@ -17,7 +18,8 @@ type Submission struct {
 	d      *Device
 	parts  []Part
 	nbuf   int
-	access []Access // per buffer index, every part's use together
+	access []Access      // per buffer index, every part's use together
+	imgs   []*imageState // the images of its launches, each once
 	pool   sync.Pool
 }
 
@@ -66,6 +68,9 @@ func NewSubmission(d *Device, parts ...Part) (*Submission, error) {
 	for _, p := range s.parts {
 		for _, r := range p.refs {
 			s.access[r.Buf] |= r.Access
+		}
+		if p.fn != nil && !slices.Contains(s.imgs, p.fn.img) {
+			s.imgs = append(s.imgs, p.fn.img)
 		}
 	}
 	return s, nil
@@ -430,12 +435,10 @@ func (r *Run) publish(d *Device, v uint64) {
 			b.reads = append(b.reads, p)
 		}
 	}
-	for i := range r.s.parts {
-		if f := r.s.parts[i].fn; f != nil {
-			f.img.lastUse.Store(v)
-			if !f.img.used.Load() {
-				f.img.used.Store(true)
-			}
+	for _, img := range r.s.imgs {
+		img.lastUse.Store(v)
+		if !img.used.Load() {
+			img.used.Store(true)
 		}
 	}
 }

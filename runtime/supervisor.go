@@ -107,7 +107,6 @@ type supervisor struct {
 	d       *Device
 	box     *mailbox.Box[message]
 	kick    chan struct{}
-	parked  atomic.Int32
 	waiters waiterHeap
 	count   atomic.Int64 // registered waiters, for Waiting
 	lost    *LostError   // the loss the supervisor has acted on
@@ -128,7 +127,7 @@ func (s *supervisor) poke() {
 // submitted is called by a submitter after it published a value: it pokes
 // the supervisor only if it parked deeply.
 func (s *supervisor) submitted() {
-	if s.parked.Load() == deep && s.parked.CompareAndSwap(deep, running) {
+	if s.d.parked.Load() == deep && s.d.parked.CompareAndSwap(deep, running) {
 		s.poke()
 	}
 }
@@ -172,9 +171,9 @@ func (s *supervisor) run() {
 			if now.Sub(busy) > idleDeep && d.deferred.Len() == 0 {
 				state = deep
 			}
-			s.parked.Store(state)
+			s.d.parked.Store(state)
 			if s.lost == nil && !device.AtLeast(d.read(), d.last.Load()) {
-				s.parked.Store(running)
+				s.d.parked.Store(running)
 				continue
 			}
 			var tick <-chan time.Time
@@ -184,7 +183,7 @@ func (s *supervisor) run() {
 			}
 			select {
 			case m := <-s.box.Receive():
-				s.parked.Store(running)
+				s.d.parked.Store(running)
 				if m.kind == msgClose {
 					s.close(m.reply)
 					return
@@ -193,7 +192,7 @@ func (s *supervisor) run() {
 			case <-s.kick:
 			case <-tick:
 			}
-			s.parked.Store(running)
+			s.d.parked.Store(running)
 			if !timer.Stop() {
 				select {
 				case <-timer.C:
