@@ -43,8 +43,14 @@ func kernels(t testing.TB, arch string) []byte {
 // until it gave everything back.
 func openRig(t testing.TB, c Config) *rig.Device {
 	t.Helper()
+	return openRigWith(t, Open(0, c))
+}
+
+// openRigWith is openRig through the opener op.
+func openRigWith(t testing.TB, op device.Opener) *rig.Device {
+	t.Helper()
 	needGPU(t)
-	dev, err := rig.Open(context.Background(), Open(0, c))
+	dev, err := rig.Open(context.Background(), op)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,12 @@ for r in 1 2 3 4 5; do
   (cd nvdev && RIG_GPU=1 timeout 120 $F/nvdev.test -test.run '^$' -test.benchtime 300ms -test.timeout 110s -test.benchmem \
     -test.bench 'GPU(RigLaunch|RigLaunchPinnedRings|RigRoundTrip|RoundTrip|Chained|Chained1000)$') >> $O/bench.txt 2>&1
 done
+# The one-launch submissions beside anchor.c's loop in their own process
+# (testdata/anchor_loop.c): 24 rounds, each a turn of 100,000 launches.
+gcc -O2 -shared -fPIC -o /tmp/anchor_loop.so $F/anchor_loop.c
+echo "== beside C" >> $O/bench.txt
+(cd cudadev && RIG_GPU=1 RIG_ANCHOR_LOOP=/tmp/anchor_loop.so timeout 150 $F/cudadev.test -test.run '^$' -test.benchtime 24x -test.benchmem \
+  -test.bench 'GPU(Launch|RigLaunch|RigNullCall)BesideC$') >> $O/bench.txt 2>&1
 echo "== copies" >> $O/bench.txt
 (cd cudadev && RIG_GPU=1 timeout 60 $F/cudadev.test -test.run '^$' -test.benchtime 50x -test.bench 'GPU(CopyD2D|CopyH2D|Graph)$' -test.benchmem) >> $O/bench.txt 2>&1
 (cd nvdev && RIG_GPU=1 timeout 100 $F/nvdev.test -test.run '^$' -test.bench 'GPUCopy|GPUHeld' -test.benchtime 300ms -test.timeout 90s -test.benchmem) >> $O/bench.txt 2>&1
