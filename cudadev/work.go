@@ -183,9 +183,9 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 // submitLaunch is Submit for the commonest value: one launch, no waits,
 // untimed, after a value that ended on the compute stream, while the
 // stream calls run bare. It makes submit's calls (the launch, and the
-// word's write where the last one is 64 values back) in fewer steps, so
-// that less of the host's caches goes to them between libcuda's calls.
-// It answers false, having done nothing, for any other value, and where
+// word's write where the last one is 64 values back) in fewer steps:
+// streamed one-launch values feel each step between libcuda's calls
+// (BENCHMARKS.md, beside C). It answers false, having done nothing, for any other value, and where
 // CUDA refuses the launch, which enqueues nothing: submit then makes the
 // launch again and deals with CUDA's answer.
 func (d *gpu) submitLaunch(s *device.Submission) (device.SubmitAnswer, bool) {
