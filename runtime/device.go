@@ -35,10 +35,6 @@ type Device struct {
 	timed     atomic.Bool
 	observer  atomic.Pointer[observerBox]
 	spin      atomic.Int64 // nanoseconds a wait reads the word before it parks
-	// parked is how the supervisor parked (running, shallow or deep),
-	// beside the fields a submission touches, so that a submitter reads
-	// it without loading another line.
-	parked atomic.Int32
 
 	// state
 	closing atomic.Bool

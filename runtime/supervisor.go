@@ -107,6 +107,7 @@ type supervisor struct {
 	d       *Device
 	box     *mailbox.Box[message]
 	kick    chan struct{}
+	parked  atomic.Int32
 	waiters waiterHeap
 	count   atomic.Int64 // registered waiters, for Waiting
 	lost    *LostError   // the loss the supervisor has acted on
@@ -127,7 +128,7 @@ func (s *supervisor) poke() {
 // submitted is called by a submitter after it published a value: it pokes
 // the supervisor only if it parked deeply.
 func (s *supervisor) submitted() {
-	if s.d.parked.Load() == deep && s.d.parked.CompareAndSwap(deep, running) {
+	if s.parked.Load() == deep && s.parked.CompareAndSwap(deep, running) {
 		s.poke()
 	}
 }
@@ -171,9 +172,9 @@ func (s *supervisor) run() {
 			if now.Sub(busy) > idleDeep && d.deferred.Len() == 0 {
 				state = deep
 			}
-			s.d.parked.Store(state)
+			s.parked.Store(state)
 			if s.lost == nil && !device.AtLeast(d.read(), d.last.Load()) {
-				s.d.parked.Store(running)
+				s.parked.Store(running)
 				continue
 			}
 			var tick <-chan time.Time
@@ -183,7 +184,7 @@ func (s *supervisor) run() {
 			}
 			select {
 			case m := <-s.box.Receive():
-				s.d.parked.Store(running)
+				s.parked.Store(running)
 				if m.kind == msgClose {
 					s.close(m.reply)
 					return
@@ -192,7 +193,7 @@ func (s *supervisor) run() {
 			case <-s.kick:
 			case <-tick:
 			}
-			s.d.parked.Store(running)
+			s.parked.Store(running)
 			if !timer.Stop() {
 				select {
 				case <-timer.C:
