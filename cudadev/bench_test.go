@@ -102,10 +102,7 @@ func benchLaunch(b *testing.B, c Config) {
 	r := openRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	step := func() {
-		r.v++
-		s.Value = r.v
-		r.d.Room(&s)
-		r.d.Submit(&s)
+		r.next(&s)
 	}
 	for i := 0; i < 1000; i++ {
 		step()
@@ -139,10 +136,7 @@ func benchLaunchBatch(b *testing.B, c Config) {
 	r := openRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	step := func() {
-		r.v++
-		s.Value = r.v
-		r.d.Room(&s)
-		r.d.Submit(&s)
+		r.next(&s)
 	}
 	for i := 0; i < 1000; i++ {
 		step()
@@ -183,13 +177,10 @@ func benchRigLaunchBatch(b *testing.B, batch int) { benchRigLaunchIn(b, Config{}
 // benchRigLaunchIn submits launches of empty through rig, waiting with the
 // timer stopped after each batch of launches where batch > 0.
 func benchRigLaunchIn(b *testing.B, c Config, batch int) {
-	dev := openRig(b, c)
-	img, err := dev.LoadImage(kernels(b, dev.Arch()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := submission(b, dev, rig.Launch(resolve(b, img, "empty"), 0))
+	dev, _, fn := rigEmpty(b, c, nil)
+	s := submission(b, dev, rig.Launch(fn, 0))
 	var p rig.Point
+	var err error
 	step := func() {
 		run := s.Take()
 		run.Threads(0, 32, 1, 1)
@@ -256,10 +247,7 @@ func benchRoundTrip(b *testing.B, c Config) {
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	step := func() time.Duration {
 		start := time.Now()
-		r.v++
-		s.Value = r.v
-		r.d.Room(&s)
-		r.d.Submit(&s)
+		r.next(&s)
 		r.d.Commit(r.v)
 		for !device.AtLeast(r.d.Signaled(), r.v) {
 		}
@@ -279,12 +267,8 @@ func BenchmarkGPURigRoundTripCurrentContext(b *testing.B) {
 }
 
 func benchRigRoundTrip(b *testing.B, c Config) {
-	dev := openRig(b, c)
-	img, err := dev.LoadImage(kernels(b, dev.Arch()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := submission(b, dev, rig.Launch(resolve(b, img, "empty"), 0))
+	dev, _, fn := rigEmpty(b, c, nil)
+	s := submission(b, dev, rig.Launch(fn, 0))
 	step := func() time.Duration {
 		start := time.Now()
 		run := s.Take()
@@ -316,10 +300,7 @@ func benchPipelined(b *testing.B, c Config) {
 	r := openRaw(b, c)
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
 	step := func() {
-		r.v++
-		s.Value = r.v
-		r.d.Room(&s)
-		r.d.Submit(&s)
+		r.next(&s)
 		r.d.Commit(r.v)
 	}
 	for i := 0; i < 1000; i++ {

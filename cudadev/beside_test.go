@@ -113,7 +113,7 @@ func BenchmarkGPULaunchBesideC(b *testing.B) {
 // BenchmarkGPURigLaunchBesideC is BenchmarkGPURigLaunch (Take, Threads,
 // Submit) beside anchor.c's enqueue loop in the same process.
 func BenchmarkGPURigLaunchBesideC(b *testing.B) {
-	dev, d, fn := rigEmpty(b, nil)
+	dev, d, fn := rigEmpty(b, Config{}, nil)
 	c := newCLoop(b, d.t, d.ctx, fn.Entry().Data.(*kernel).fn, d.streams[0])
 	s := submission(b, dev, rig.Launch(fn, 0))
 	var err error
@@ -209,10 +209,7 @@ func driverChunk(r *raw, e *device.Entry) func(n int) time.Duration {
 	return func(n int) time.Duration {
 		t0 := time.Now()
 		for range n {
-			r.v++
-			s.Value = r.v
-			r.d.Room(&s)
-			r.d.Submit(&s)
+			r.next(&s)
 		}
 		d := time.Since(t0)
 		r.wait(r.v)
@@ -237,7 +234,7 @@ func (n nullSubmit) Commit(uint64) device.SubmitAnswer {
 // whose Submit does nothing, each followed by a bare cuLaunchKernel: what
 // rig's own path, run between libcuda's calls, costs them.
 func BenchmarkGPURigNullCallBesideC(b *testing.B) {
-	dev, d, fn := rigEmpty(b, func(d *gpu) device.Driver { return nullSubmit{d} })
+	dev, d, fn := rigEmpty(b, Config{}, func(d *gpu) device.Driver { return nullSubmit{d} })
 	k := fn.Entry().Data.(*kernel)
 	c := newCLoop(b, d.t, d.ctx, k.fn, d.streams[0])
 	s := submission(b, dev, rig.Launch(fn, 0))
@@ -257,30 +254,4 @@ func BenchmarkGPURigNullCallBesideC(b *testing.B) {
 		c.run(0)
 		return el
 	})
-}
-
-// rigEmpty opens GPU 0 through rig, with the driver wrap makes of the
-// device where wrap is not nil, and resolves empty; it answers the device
-// beside the rig device as well.
-func rigEmpty(b *testing.B, wrap func(*gpu) device.Driver) (*rig.Device, *gpu, *rig.Function) {
-	var d *gpu
-	op := Open(0, Config{})
-	mk := op.Make
-	op.Make = func(w *uint64) (device.Driver, error) {
-		drv, err := mk(w)
-		if err != nil {
-			return nil, err
-		}
-		d = drv.(*gpu)
-		if wrap != nil {
-			return wrap(d), nil
-		}
-		return drv, nil
-	}
-	dev := openRigWith(b, op)
-	img, err := dev.LoadImage(kernels(b, dev.Arch()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return dev, d, resolve(b, img, "empty")
 }

@@ -65,6 +65,32 @@ func openRigWith(t testing.TB, op device.Opener) *rig.Device {
 	return dev
 }
 
+// rigEmpty opens GPU 0 through rig with c, with the driver wrap makes of
+// the device where wrap is not nil, and resolves empty; it answers the
+// device beside the rig device as well.
+func rigEmpty(b *testing.B, c Config, wrap func(*gpu) device.Driver) (*rig.Device, *gpu, *rig.Function) {
+	var d *gpu
+	op := Open(0, c)
+	mk := op.Make
+	op.Make = func(w *uint64) (device.Driver, error) {
+		drv, err := mk(w)
+		if err != nil {
+			return nil, err
+		}
+		d = drv.(*gpu)
+		if wrap != nil {
+			return wrap(d), nil
+		}
+		return drv, nil
+	}
+	dev := openRigWith(b, op)
+	img, err := dev.LoadImage(kernels(b, dev.Arch()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dev, d, resolve(b, img, "empty")
+}
+
 func resolve(t testing.TB, img *rig.Image, name string) *rig.Function {
 	t.Helper()
 	f, err := img.Resolve(name)
@@ -205,6 +231,15 @@ func (r *raw) submit(waits []device.Wait, parts ...device.Part) uint64 {
 		r.t.Fatalf("submit: %s", a.Reason)
 	}
 	return r.v
+}
+
+// next submits s as the next value through Room and Submit, their
+// answers unread, as the benchmarks time it.
+func (r *raw) next(s *device.Submission) {
+	r.v++
+	s.Value = r.v
+	r.d.Room(s)
+	r.d.Submit(s)
 }
 
 // wait commits v and waits for the word to reach it, sleeping as rig's

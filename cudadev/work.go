@@ -185,9 +185,10 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 // stream calls run bare. It makes submit's calls (the launch, and the
 // word's write where the last one is 64 values back) in fewer steps:
 // streamed one-launch values feel each step between libcuda's calls
-// (BENCHMARKS.md, beside C). It answers false, having done nothing, for any other value, and where
-// CUDA refuses the launch, which enqueues nothing: submit then makes the
-// launch again and deals with CUDA's answer.
+// (BENCHMARKS.md, beside C). It answers false, having done nothing, for
+// any other value, and where CUDA refuses the launch, which enqueues
+// nothing: submit then makes the launch again and deals with CUDA's
+// answer.
 func (d *gpu) submitLaunch(s *device.Submission) (device.SubmitAnswer, bool) {
 	if len(s.Parts) != 1 || len(s.Waits) != 0 || s.Timed || d.end != device.Compute || d.failed != "" || !d.bare.Load() {
 		return device.SubmitAnswer{}, false
