@@ -101,15 +101,24 @@ func openDevices(ctx context.Context, specs []spec) ([]opened, []string, error) 
 	return out, notes, nil
 }
 
-// openSpec opens the device s names.
-func openSpec(ctx context.Context, s spec) (*rig.Device, error) {
+// opener is the opener of the device s names, or an *unavailableError.
+func (s spec) opener() (device.Opener, error) {
 	drv := drivers[s.Driver]
 	if drv == nil {
-		return nil, &unavailableError{s, errors.New("this build of rigbench has no such driver")}
+		return device.Opener{}, &unavailableError{s, errors.New("this build of rigbench has no such driver")}
 	}
 	op, err := drv.opener(s.Index)
 	if err != nil {
-		return nil, &unavailableError{s, err}
+		return device.Opener{}, &unavailableError{s, err}
+	}
+	return op, nil
+}
+
+// openSpec opens the device s names.
+func openSpec(ctx context.Context, s spec) (*rig.Device, error) {
+	op, err := s.opener()
+	if err != nil {
+		return nil, err
 	}
 	d, err := rig.Open(ctx, op)
 	if err != nil {

@@ -54,13 +54,9 @@ type rawDev struct {
 // openRaw opens the device s names through its driver, with a word of
 // rig's array.
 func openRaw(s spec, retry time.Duration) (*rawDev, error) {
-	drv := drivers[s.Driver]
-	if drv == nil {
-		return nil, &unavailableError{s, errors.New("this build of rigbench has no such driver")}
-	}
-	op, err := drv.opener(s.Index)
+	op, err := s.opener()
 	if err != nil {
-		return nil, &unavailableError{s, err}
+		return nil, err
 	}
 	slot, w, err := timeline.Take()
 	if err != nil {
