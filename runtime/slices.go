@@ -1,0 +1,143 @@
+package rig
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+)
+
+// Element is a type whose values are plain bytes of a fixed size: the
+// numbers Upload and Download move between Go slices and buffers.
+type Element interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 |
+		~float32 | ~float64 | ~complex64 | ~complex128
+}
+
+// Upload copies the elements of src into dst, starting at byte off, and
+// returns once they are there. It first waits for the work that uses dst
+// (its last write and the reads since), so that no earlier work sees the
+// new bytes. Where the host addresses dst (Bytes is not nil) it copies
+// directly; otherwise it stages the bytes in Pinned memory and copies them
+// with a submission on the device. A cancelled ctx returns ctx.Err(), with
+// dst's range left partly written or not at all.
+//
+// Upload is a convenience for setup and tests: it allocates. A hot path
+// keeps a Pinned or Mapped buffer and writes its Bytes, or submits its own
+// Copy parts.
+func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error {
+	b := asBytes(src)
+	if err := dst.checkRange("upload", off, len(b)); err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if err := dst.waitUses(ctx, true); err != nil {
+		return err
+	}
+	if host := dst.Bytes(); host != nil {
+		copy(host[off:], b)
+		return nil
+	}
+	return dst.stage(ctx, off, b, true)
+}
+
+// Download copies bytes of src, starting at byte off, into the elements of
+// dst (as many bytes as dst holds), and returns once they are there. It
+// first waits for the last work that writes src. Where the host addresses
+// src it copies directly; otherwise it stages through Pinned memory, as
+// Upload does. Download allocates: see Upload for the hot path.
+func Download[T Element](ctx context.Context, dst []T, src *Buffer, off int) error {
+	b := asBytes(dst)
+	if err := src.checkRange("download", off, len(b)); err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if err := src.waitUses(ctx, false); err != nil {
+		return err
+	}
+	if host := src.Bytes(); host != nil {
+		copy(b, host[off:off+len(b)])
+		return nil
+	}
+	return src.stage(ctx, off, b, false)
+}
+
+// asBytes is the memory of s as bytes.
+func asBytes[T Element](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(zero)))
+}
+
+// checkRange returns an error unless the n bytes at off lie in the buffer.
+func (b *Buffer) checkRange(what string, off, n int) error {
+	if off < 0 || n < 0 || off > b.s.n || n > b.s.n-off {
+		return fmt.Errorf("rig: %s of %d bytes at byte %d of a buffer of %d bytes: out of range", what, n, off, b.s.n)
+	}
+	return nil
+}
+
+// waitUses waits for the points of the work that uses the buffer: its last
+// write, and where writing, the reads since too. It returns an error
+// matching ErrFreed for a freed buffer.
+func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
+	s := b.s
+	var fixed [4]Point
+	points := fixed[:0]
+	s.mu.Lock()
+	if s.freed {
+		s.mu.Unlock()
+		return fmt.Errorf("rig: a buffer of %d bytes: %w", s.n, ErrFreed)
+	}
+	points = append(points, s.lastWrite)
+	if writing {
+		points = append(points, s.reads...)
+	}
+	s.mu.Unlock()
+	return WaitAll(ctx, points...)
+}
+
+// stage copies host bytes into the buffer at off (in) or out of it, through
+// a Pinned buffer of the device and a copy on its queues.
+func (b *Buffer) stage(ctx context.Context, off int, host []byte, in bool) error {
+	d := b.s.d
+	if !d.facts.Kinds.Has(device.Pinned) {
+		return fmt.Errorf("rig: copying %d bytes to or from a buffer of %s: the host does not address it and the device has no Pinned memory to stage through: %w", len(host), d.name, device.ErrNever)
+	}
+	st, err := d.Alloc(device.Pinned, len(host))
+	if err != nil {
+		return err
+	}
+	defer st.Free()
+	sb := st.Bytes()
+	if sb == nil {
+		return fmt.Errorf("rig: staging on %s: its Pinned memory is not addressed by the host", d.name)
+	}
+	part := Copy(1, uint64(off), 0, 0, uint64(len(host)))
+	if in {
+		copy(sb, host)
+		part = Copy(0, 0, 1, uint64(off), uint64(len(host)))
+	}
+	s, err := NewSubmission(d, part)
+	if err != nil {
+		return err
+	}
+	p, err := s.Take().Submit(ctx, st, b)
+	if err != nil {
+		return err
+	}
+	if err := p.Wait(ctx); err != nil {
+		return err
+	}
+	if !in {
+		copy(host, sb)
+	}
+	return nil
+}

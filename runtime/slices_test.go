@@ -1,0 +1,113 @@
+package rig_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// TestUploadDownload moves Go slices into buffers of each kind and back,
+// through the host's addresses where it has them and staged otherwise, and
+// runs a kernel on the uploaded data in between.
+func TestUploadDownload(t *testing.T) {
+	ctx := context.Background()
+	d := host(t, hostdev.Config{})
+	twice := fn(t, d, "twice")
+	for _, kind := range []device.Memory{device.Device, device.Pinned, device.Mapped} {
+		const n = 1000
+		b := alloc(t, d, kind, 4*n+8)
+		in := make([]float32, n)
+		for i := range in {
+			in[i] = float32(i) + 0.5
+		}
+		if err := rig.Upload(ctx, b, 8, in); err != nil {
+			t.Fatalf("%s: upload: %v", kind, err)
+		}
+		s := sub(t, d, rig.Launch(twice, 8, rig.ReadWrite(0, 0).Plus(8)))
+		r := s.Take()
+		r.Groups(0, n, 1, 1)
+		p, err := r.Submit(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Download waits for the launch, which writes b.
+		out := make([]float32, n)
+		if err := rig.Download(ctx, out, b, 8); err != nil {
+			t.Fatalf("%s: download: %v", kind, err)
+		}
+		if !p.Reached() {
+			t.Fatalf("%s: download returned before the launch that writes the buffer", kind)
+		}
+		for i := range out {
+			if out[i] != 2*in[i] {
+				t.Fatalf("%s: element %d is %v, not %v", kind, i, out[i], 2*in[i])
+			}
+		}
+		var head [2]uint32
+		if err := rig.Download(ctx, head[:], b, 0); err != nil || head != [2]uint32{} {
+			t.Fatalf("%s: the 8 bytes before the upload read %v (%v)", kind, head, err)
+		}
+	}
+}
+
+func TestUploadDownloadRefusals(t *testing.T) {
+	ctx := context.Background()
+	d := host(t, hostdev.Config{})
+	b := alloc(t, d, device.Device, 100)
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"past the end", rig.Upload(ctx, b, 4, make([]uint32, 25))},
+		{"negative offset", rig.Upload(ctx, b, -1, []byte{1})},
+		{"offset past the end", rig.Download(ctx, []byte{1}, b, 101)},
+		{"huge offset", rig.Download(ctx, []int64{1}, b, int(^uint(0)>>1))},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), "out of range") {
+			t.Errorf("%s: %v", c.name, c.err)
+		}
+	}
+	if err := rig.Upload(ctx, b, 100, []byte{}); err != nil {
+		t.Errorf("an empty upload at the end: %v", err)
+	}
+	_ = b.Free()
+	if err := rig.Upload(ctx, b, 0, []byte{1}); !errors.Is(err, rig.ErrFreed) {
+		t.Errorf("upload into a freed buffer: %v", err)
+	}
+	if err := rig.Download(ctx, []byte{1}, b, 0); !errors.Is(err, rig.ErrFreed) {
+		t.Errorf("download from a freed buffer: %v", err)
+	}
+}
+
+// TestUploadWaitsForReaders: an upload does not overwrite bytes that a
+// submitted launch still reads, and a cancelled upload writes nothing.
+func TestUploadWaitsForReaders(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	sleep := fn(t, d, "sleep")
+	b := alloc(t, d, device.Pinned, 16)
+	s := sub(t, d, rig.Launch(sleep, 8, rig.Uses(0, rig.Reads)))
+	p, err := sleepRun(s, 50*time.Millisecond).Submit(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if err := rig.Upload(ctx, b, 0, []byte{7}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an upload cancelled while a launch reads the buffer: %v", err)
+	}
+	if b.Bytes()[0] != 0 {
+		t.Fatal("a cancelled upload wrote the buffer")
+	}
+	if err := rig.Upload(context.Background(), b, 0, []byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Reached() {
+		t.Fatal("the upload wrote the buffer before the launch that reads it ended")
+	}
+}
