@@ -177,7 +177,7 @@ func (d *gpu) Entry(i device.Image, name string) (*device.Entry, error) {
 	if r := t.call(t.cuFuncGetAttribute, uintptr(unsafe.Pointer(&shared)), funcMaxDynamicShared, fn); r != 0 {
 		return nil, d.fail("reading the limits of "+name, r, nil)
 	}
-	end, err := d.paramsEnd(fn, name)
+	layout, end, err := d.paramLayout(fn, name)
 	if err != nil {
 		return nil, err
 	}
@@ -185,24 +185,30 @@ func (d *gpu) Entry(i device.Image, name string) (*device.Entry, error) {
 		return nil, err
 	}
 	k := &kernel{fn: fn, threads: int(threads), shared: int(shared), params: end}
-	e := &device.Entry{Name: name, Code: uint64(fn), Params: end, Threads: int(threads), Shared: int(shared), Data: k}
+	e := &device.Entry{Name: name, Code: uint64(fn), Params: end, Threads: int(threads), Shared: int(shared), Layout: layout, Data: k}
 	img.entries[name] = e
 	return e, nil
 }
 
-// paramsEnd is the end of fn's last parameter (cuFuncGetParamInfo).
-func (d *gpu) paramsEnd(fn uintptr, name string) (int, error) {
+// paramLayout returns where each of fn's parameters lies, and the end of
+// its last (cuFuncGetParamInfo).
+func (d *gpu) paramLayout(fn uintptr, name string) ([]device.Param, int, error) {
 	t := d.t
+	layout := []device.Param{}
 	end := 0
 	for i := 0; ; i++ {
 		var off, size uint64
 		r := t.call(t.cuFuncGetParamInfo, fn, uintptr(i), uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&size)))
 		if r == errInvalidValue {
-			return end, nil
+			return layout, end, nil
 		}
 		if r != 0 {
-			return 0, d.fail("reading the parameters of "+name, r, nil)
+			return nil, 0, d.fail("reading the parameters of "+name, r, nil)
 		}
+		if off > 1<<20 || size > 1<<20 {
+			return nil, 0, fmt.Errorf("cudadev: kernel %q: CUDA states parameter %d at byte %d, of %d bytes", name, i, off, size)
+		}
+		layout = append(layout, device.Param{Offset: int(off), Size: int(size)})
 		end = max(end, int(off+size))
 	}
 }

@@ -175,8 +175,18 @@ type Entry struct {
 	Threads int
 	// Shared is the most dynamic shared memory a group of it takes.
 	Shared int
+	// Layout is where each of the function's parameters lies in its
+	// parameter bytes, in the order of its signature, where the image
+	// states it; nil where it does not. rig sets parameters by index with
+	// it and checks their sizes.
+	Layout []Param
 	// Data is the driver's own launch state for the function.
 	Data any
+}
+
+// Param is where one parameter of a function lies in its parameter bytes.
+type Param struct {
+	Offset, Size int
 }
 
 // DMAKind says how another PCI function reaches memory.

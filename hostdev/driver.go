@@ -528,6 +528,9 @@ func (d *dev) Entry(img device.Image, name string) (*device.Entry, error) {
 			code = uint64(x.placed.addr) + uint64(i)*64
 		}
 		e := &device.Entry{Name: name, Code: code, Params: params, Threads: MaxThreads, Shared: MaxShared, Data: &kentry{def: def, img: x}}
+		if def != nil && def.layout != nil && def.params == params {
+			e.Layout = def.layout
+		}
 		x.entries[name] = e
 		return e, nil
 	}

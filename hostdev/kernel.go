@@ -3,6 +3,7 @@ package hostdev
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/rig-go/rig/device"
 	"math"
 	"sort"
 	"sync"
@@ -33,6 +34,8 @@ type kernelDef struct {
 	name   string
 	fn     Kernel
 	params int // parameter bytes it reads, or -1 where unknown
+	// layout is where each parameter lies, nil where unknown.
+	layout []device.Param
 }
 
 var registry struct {
@@ -55,7 +58,39 @@ func RegisterParams(name string, params int, fn Kernel) {
 	register(name, params, fn)
 }
 
+// RegisterArgs is Register for a kernel whose parameters are of the given
+// sizes in bytes, in order, each laid at the next offset that is a multiple
+// of its alignment (its size rounded up to a power of two, at most 8), as a
+// C compiler lays out scalar and pointer parameters. A launch can then set
+// parameters by index (rig's Run.SetUint32 and the like, and refs by
+// parameter), with their sizes checked.
+func RegisterArgs(name string, fn Kernel, sizes ...int) {
+	layout := make([]device.Param, len(sizes))
+	end := 0
+	for i, n := range sizes {
+		if n < 1 || n > MaxParams {
+			panic(fmt.Sprintf("hostdev: kernel %q: parameter %d of %d bytes", name, i, n))
+		}
+		a := 1
+		for a < n && a < 8 {
+			a *= 2
+		}
+		end = (end + a - 1) &^ (a - 1)
+		layout[i] = device.Param{Offset: end, Size: n}
+		end += n
+		if end > MaxParams {
+			panic(fmt.Sprintf("hostdev: kernel %q reads %d parameter bytes, more than %d", name, end, MaxParams))
+		}
+	}
+	registerDef(&kernelDef{name: name, fn: fn, params: end, layout: layout})
+}
+
 func register(name string, params int, fn Kernel) {
+	registerDef(&kernelDef{name: name, fn: fn, params: params})
+}
+
+func registerDef(def *kernelDef) {
+	name, fn := def.name, def.fn
 	if err := checkName(name); err != nil {
 		panic("hostdev: cannot register kernel: " + err.Error())
 	}
@@ -70,7 +105,7 @@ func register(name string, params int, fn Kernel) {
 	if _, dup := registry.m[name]; dup {
 		panic(fmt.Sprintf("hostdev: kernel %q is already registered", name))
 	}
-	registry.m[name] = &kernelDef{name: name, fn: fn, params: params}
+	registry.m[name] = def
 }
 
 // lookup is the registered kernel name, or nil.
@@ -202,13 +237,13 @@ func (k *Ctx) global() (i, t int) {
 // The built-in kernels. Their parameters are little-endian.
 func init() {
 	// empty does nothing.
-	RegisterParams("empty", 0, func(*Ctx) {})
+	RegisterArgs("empty", func(*Ctx) {})
 	// twice doubles the float32 x[i], i = Group[0]*Threads[0]+Thread[0],
 	// of the array whose address is the 8 bytes at 0.
-	RegisterParams("twice", 8, func(k *Ctx) {
+	RegisterArgs("twice", func(k *Ctx) {
 		x := k.Float32s(k.Uint64(0)+4*uint64(k.Index()), 1)
 		x[0] *= 2
-	})
+	}, 8)
 	// hang blocks until the device stops or faults: the injection of a
 	// hang.
 	RegisterParams("hang", 0, func(k *Ctx) { <-k.Stopped() })
@@ -231,27 +266,27 @@ func init() {
 	})
 	// sleep sleeps for the nanoseconds in the 8 bytes at 0, or until the
 	// device's work ends, in each thread.
-	RegisterParams("sleep", 8, func(k *Ctx) {
+	RegisterArgs("sleep", func(k *Ctx) {
 		t := time.NewTimer(time.Duration(k.Uint64(0)))
 		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-k.Stopped():
 		}
-	})
+	}, 8)
 	// copy moves the n bytes (at 16) from the address at 8 to the address
 	// at 0, spread over the launch's threads.
-	RegisterParams("copy", 24, func(k *Ctx) {
+	RegisterArgs("copy", func(k *Ctx) {
 		dst, src, n := k.Uint64(0), k.Uint64(8), k.Uint64(16)
 		i, t := k.global()
 		lo, hi := span(n, i, t)
 		if hi > lo {
 			copy(k.Bytes(dst+lo, int(hi-lo)), k.Bytes(src+lo, int(hi-lo)))
 		}
-	})
+	}, 8, 8, 8)
 	// fill sets the n bytes (at 8) at the address at 0 to the byte at 16,
 	// spread over the launch's threads.
-	RegisterParams("fill", 17, func(k *Ctx) {
+	RegisterArgs("fill", func(k *Ctx) {
 		dst, n, v := k.Uint64(0), k.Uint64(8), k.Params[16]
 		i, t := k.global()
 		lo, hi := span(n, i, t)
@@ -261,5 +296,5 @@ func init() {
 				b[j] = v
 			}
 		}
-	})
+	}, 8, 8, 1)
 }

@@ -215,7 +215,7 @@ func (d *gpu) Entry(img device.Image, name string) (*device.Entry, error) {
 		return nil, err
 	}
 	e := &device.Entry{Name: name, Code: l.Code, Params: k.ParamBytes, Threads: l.MaxThreads,
-		Shared: l.DynamicShared, Data: &kfunc{d: d, im: im, l: l}}
+		Shared: l.DynamicShared, Layout: paramLayout(k), Data: &kfunc{d: d, im: im, l: l}}
 	im.funcs[name] = e
 	return e, nil
 }
@@ -269,4 +269,20 @@ func (d *gpu) growLocal(perThread int) error {
 	}
 	d.local.Store(&localMem{mem: m, perThread: perThread, perTPC: perTPC})
 	return nil
+}
+
+// paramLayout is where each of k's parameters lies, in the order of its
+// signature, or nil where the cubin's parameter attributes do not state
+// every parameter once within its parameter bytes.
+func paramLayout(k *abi.Kernel) []device.Param {
+	layout := make([]device.Param, len(k.Params))
+	seen := make([]bool, len(k.Params))
+	for _, p := range k.Params {
+		if p.Ordinal < 0 || p.Ordinal >= len(layout) || seen[p.Ordinal] || p.Offset < 0 || p.Size < 0 || p.Offset > k.ParamBytes-p.Size {
+			return nil
+		}
+		seen[p.Ordinal] = true
+		layout[p.Ordinal] = device.Param{Offset: p.Offset, Size: p.Size}
+	}
+	return layout
 }

@@ -27,6 +27,10 @@ type Ref struct {
 	Offset uint64
 	// Access is how the part uses the buffer.
 	Access Access
+	// arg is 1 + the index of the parameter that At is taken from, at
+	// NewSubmission (ReadArg and the like); 0 where At is a byte, and
+	// negative for a ref to a negative index.
+	arg int
 }
 
 // Read is a ref to buffer buf that the part reads, its address at byte at.
@@ -54,6 +58,7 @@ type Part struct {
 	after  int
 	fn     *Function
 	params int
+	auto   bool // params is the function's own count (Kernel)
 	refs   []Ref
 
 	src, dst           int

@@ -38,6 +38,10 @@ func NewSubmission(d *Device, parts ...Part) (*Submission, error) {
 			if p.fn.img.d != d {
 				return nil, fmt.Errorf("rig: part %d: %q is a function of device %s, not %s", i, p.fn.Name(), p.fn.img.d.name, d.name)
 			}
+			if err := s.parts[i].resolveArgs(i); err != nil {
+				return nil, err
+			}
+			p = s.parts[i]
 			if p.params < 0 {
 				return nil, fmt.Errorf("rig: part %d: %d parameter bytes", i, p.params)
 			}
