@@ -1,0 +1,264 @@
+// Command load measures the example service under load: at each level of
+// concurrent clients it drives the service over HTTP with vegeta's
+// attacker (closed loop: each client sends its next request once the last
+// answered), then runs the same saxpy through the service's Go API with as
+// many goroutines and no HTTP, so that the HTTP layer's share shows. The
+// service runs in a child process, so that its CPU time is its own.
+//
+//	go run ./load -device auto -c 1,16,64,256 -duration 2s
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rig-go/rig/examples/server/service"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+func main() {
+	dev := flag.String("device", "auto", "the service's device: auto, host, nv:N or cuda:N")
+	levels := flag.String("c", "1,16,64,256", "the levels of concurrent clients, comma-separated")
+	duration := flag.Duration("duration", 2*time.Second, "how long each level runs")
+	n := flag.Int("n", 1024, "elements of x and y in a request (1024: 4 KiB each)")
+	serve := flag.String("serve", "", "run the service on this address (the child process)")
+	flag.Parse()
+	if *serve != "" {
+		if err := runService(*serve, *dev); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	var cs []int
+	for _, f := range strings.Split(*levels, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			fmt.Fprintf(os.Stderr, "-c %q: want counts of clients such as 1,16,64\n", *levels)
+			os.Exit(2)
+		}
+		cs = append(cs, c)
+	}
+	if err := measure(*dev, cs, *duration, *n); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// runService serves on addr until SIGTERM, and prints "ready" once it
+// listens.
+func runService(addr, dev string) error {
+	ctx := context.Background()
+	svc, driver, err := open(ctx, dev, 1024)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: svc.Handler()}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Printf("ready %s %s\n", ln.Addr(), driver)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	<-sig
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return svc.Close(sctx)
+}
+
+// open opens the service on the device dev names.
+func open(ctx context.Context, dev string, slots int) (*service.Service, string, error) {
+	o, driver, err := service.Pick(ctx, dev, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, "", err
+	}
+	svc, err := service.NewService(ctx, service.Config{Open: o, Driver: driver, Slots: slots})
+	return svc, driver, err
+}
+
+type result struct {
+	rate          float64
+	p50, p99, max time.Duration
+	cpu           time.Duration // per request
+	failed        int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("%.0f/s | %s | %s | %s | %s", r.rate, us(r.p50), us(r.p99), us(r.max), us(r.cpu))
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
+
+func measure(dev string, levels []int, duration time.Duration, n int) error {
+	x, y := make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i], y[i] = float32(i), 1
+	}
+	body := service.Body(x, y)
+
+	// Over HTTP, the service in a child process.
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	child := exec.Command(exe, "-serve", "127.0.0.1:0", "-device", dev)
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := child.Start(); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 3 || f[0] != "ready" {
+		_ = child.Process.Kill()
+		return fmt.Errorf("the service did not start: %q %v", line, err)
+	}
+	url, driver := "http://"+f[1]+"/saxpy?a=2", f[2]
+	httpRes := map[int]result{}
+	for _, c := range levels {
+		httpRes[c] = attack(url, body, c, duration, child.Process.Pid)
+	}
+	_ = child.Process.Signal(syscall.SIGTERM)
+	if err := child.Wait(); err != nil {
+		return fmt.Errorf("the service process: %v", err)
+	}
+
+	// The same work through the Go API, in this process.
+	svc, _, err := open(context.Background(), dev, 1024)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = svc.Close(context.Background()) }()
+	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), closed loop, %v a level\n\n", n, 4*n/1024, dev, driver, duration)
+	fmt.Println("| clients | HTTP: requests/s | p50 | p99 | max | server CPU/request | Go API: saxpys/s | p50 | p99 | max | CPU/saxpy | HTTP's share of the server's CPU |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, c := range levels {
+		d := direct(svc, body[:4*n], body[4*n:], c, duration)
+		h := httpRes[c]
+		share := "n/a"
+		if h.cpu > 0 {
+			share = fmt.Sprintf("%.0f%%", 100*(1-float64(d.cpu)/float64(h.cpu)))
+		}
+		fmt.Printf("| %d | %s | %s | %s |\n", c, h, d, share)
+		if h.failed+d.failed > 0 {
+			fmt.Printf("|   | %d HTTP requests failed | | | | | %d saxpys failed | | | | | |\n", h.failed, d.failed)
+		}
+	}
+	return nil
+}
+
+// attack drives url with c clients for duration, and reads the CPU time
+// of the process pid over it.
+func attack(url string, body []byte, c int, duration time.Duration, pid int) result {
+	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: url, Body: body})
+	a := vegeta.NewAttacker(vegeta.Workers(uint64(c)), vegeta.MaxWorkers(uint64(c)), vegeta.Connections(c), vegeta.KeepAlive(true))
+	var m vegeta.Metrics
+	cpu0 := procCPU(pid)
+	start := time.Now()
+	for res := range a.Attack(tr, vegeta.Rate{Freq: 0}, duration, "load") {
+		m.Add(res)
+	}
+	m.Close()
+	wall := time.Since(start)
+	cpu := procCPU(pid) - cpu0
+	ok := int(float64(m.Requests) * m.Success)
+	r := result{rate: float64(ok) / wall.Seconds(), p50: m.Latencies.P50, p99: m.Latencies.P99, max: m.Latencies.Max, failed: int(m.Requests) - ok}
+	if ok > 0 && cpu > 0 {
+		r.cpu = cpu / time.Duration(ok)
+	}
+	return r
+}
+
+// direct runs saxpys through the service's Go API on c goroutines for
+// duration.
+func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) result {
+	var wg sync.WaitGroup
+	lat := make([][]time.Duration, c)
+	fails := make([]int, c)
+	var ru0, ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	start := time.Now()
+	end := start.Add(duration)
+	for g := range c {
+		wg.Go(func() {
+			l := make([]time.Duration, 0, 1<<16)
+			ctx := context.Background()
+			fill := func(xb, yb []byte) error { copy(xb, x); copy(yb, y); return nil }
+			var sink float32
+			read := func(yb []byte) { sink += math.Float32frombits(binary.LittleEndian.Uint32(yb)) }
+			for {
+				t := time.Now()
+				if t.After(end) {
+					break
+				}
+				if err := svc.Saxpy(ctx, 2, len(x)/4, fill, read); err != nil {
+					fails[g]++
+					continue
+				}
+				l = append(l, time.Since(t))
+			}
+			lat[g] = l
+			_ = sink
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	r := result{failed: 0}
+	for _, f := range fails {
+		r.failed += f
+	}
+	if len(all) == 0 {
+		return r
+	}
+	r.rate = float64(len(all)) / wall.Seconds()
+	r.p50, r.p99, r.max = all[len(all)/2], all[len(all)*99/100], all[len(all)-1]
+	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
+	r.cpu = cpu / time.Duration(len(all))
+	return r
+}
+
+// procCPU is the user and system time of process pid, from /proc, or 0
+// where it cannot be read.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // clock ticks of 1/100 s
+}

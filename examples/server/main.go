@@ -1,0 +1,73 @@
+// Command server is an example service that runs GPU work through rig for
+// each HTTP request: a saxpy (y = a*x + y) of the request's vectors. It
+// opens the first GPU where one is (through the RM with nvdev, then through
+// CUDA with cudadev) and the host driver otherwise.
+//
+//	go run . -addr :8080
+//	curl -s --data-binary @body 'localhost:8080/saxpy?a=2' > y
+//
+// See README.md for the API, loss recovery and the load test.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rig-go/rig/examples/server/service"
+)
+
+func main() {
+	addr := flag.String("addr", "localhost:8080", "the address to listen on")
+	dev := flag.String("device", "auto", "auto, host, nv:N or cuda:N")
+	slots := flag.Int("slots", 256, "the requests whose work is on the device at once")
+	debug := flag.Bool("debug", false, "serve /debug/spin and /debug/fault")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(*addr, *dev, *slots, *debug, log); err != nil {
+		log.Error("server", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, spec string, slots int, debug bool, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	open, driver, err := service.Pick(ctx, spec, log)
+	if err != nil {
+		return err
+	}
+	svc, err := service.NewService(ctx, service.Config{Open: open, Driver: driver, Slots: slots, Debug: debug, Log: log})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: addr, Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe() }()
+	log.Info("serving", "addr", addr, "driver", driver)
+	select {
+	case err := <-served:
+		_ = svc.Close(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	// Graceful shutdown: stop accepting, let the requests in flight end,
+	// then close the device and wait until it gave everything back.
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if cerr := svc.Close(sctx); err == nil {
+		err = cerr
+	}
+	if errors.Is(<-served, http.ErrServerClosed) {
+		log.Info("stopped")
+	}
+	return err
+}

@@ -1,0 +1,448 @@
+// Package service is the example server's service: a saxpy per HTTP
+// request through rig, loss recovery, health, and graceful shutdown.
+package service
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// MaxElements is the most elements of x and y one request carries.
+const MaxElements = 16384
+
+// Service runs each request's saxpy on one rig device. Handlers run on
+// net/http's goroutines; each takes a slot (two Pinned buffers and a run
+// of the submission), writes the request's vectors into the slot's host
+// memory, submits one launch and waits for its point with the request's
+// context. Where the device is lost, requests answer 503 with the cause
+// and the service reopens the device in the background, except on a
+// driver whose faults end the GPU for the process (CUDA), where it reports
+// itself unhealthy so that an orchestrator restarts it.
+type Service struct {
+	log    *slog.Logger
+	open   func(ctx context.Context) (*rig.Device, error)
+	driver string
+	slots  int
+	debug  bool
+
+	cur      atomic.Pointer[backend]
+	healthy  atomic.Bool
+	reopenMu sync.Mutex
+	closed   atomic.Bool
+	inFlight sync.WaitGroup
+}
+
+// backend is one open device and what the service made on it.
+type backend struct {
+	dev   *rig.Device
+	saxpy *rig.Submission
+	spin  *rig.Submission
+	fault *rig.Submission
+	free  chan *slot
+}
+
+// slot is the memory of one request in flight.
+type slot struct {
+	x, y *rig.Buffer
+}
+
+// Config configures a Service.
+type Config struct {
+	// Open opens the device; the service calls it again to recover from a
+	// loss.
+	Open func(ctx context.Context) (*rig.Device, error)
+	// Driver is the device's driver: "host", "cuda" or "nv".
+	Driver string
+	// Slots bounds the requests whose work is on the device at once.
+	Slots int
+	// Debug enables /debug/spin and /debug/fault.
+	Debug bool
+	// Log receives the service's events; nil discards them.
+	Log *slog.Logger
+}
+
+// NewService opens the device and prepares its slots.
+func NewService(ctx context.Context, c Config) (*Service, error) {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Slots < 1 {
+		c.Slots = 256
+	}
+	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug}
+	b, err := s.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.cur.Store(b)
+	s.healthy.Store(true)
+	return s, nil
+}
+
+// start opens the device and makes a backend on it.
+func (s *Service) start(ctx context.Context) (*backend, error) {
+	dev, err := s.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.prepare(dev)
+	if err != nil {
+		_ = dev.Close()
+		<-dev.Done()
+		return nil, err
+	}
+	s.log.Info("device open", "device", dev.Name(), "arch", dev.Arch(), "slots", s.slots)
+	return b, nil
+}
+
+func (s *Service) prepare(dev *rig.Device) (*backend, error) {
+	bin, err := Image(s.driver, dev.Arch())
+	if err != nil {
+		return nil, err
+	}
+	img, err := dev.LoadImage(bin)
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{dev: dev, free: make(chan *slot, s.slots)}
+	subs := []struct {
+		to   **rig.Submission
+		name string
+		refs []rig.Ref
+	}{
+		{&b.saxpy, "saxpy", []rig.Ref{rig.ReadArg(0, 2), rig.ReadWriteArg(1, 3)}},
+		{&b.spin, "spin", nil},
+		{&b.fault, "crash", []rig.Ref{rig.WriteArg(0, 0)}},
+	}
+	for _, sb := range subs {
+		fn, err := img.Resolve(sb.name)
+		if err != nil {
+			return nil, err
+		}
+		if *sb.to, err = rig.NewSubmission(dev, rig.Kernel(fn, sb.refs...)); err != nil {
+			return nil, err
+		}
+	}
+	for range s.slots {
+		x, err := dev.Alloc(device.Pinned, 4*MaxElements)
+		if err != nil {
+			return nil, err
+		}
+		y, err := dev.Alloc(device.Pinned, 4*MaxElements)
+		if err != nil {
+			return nil, err
+		}
+		b.free <- &slot{x: x, y: y}
+	}
+	return b, nil
+}
+
+// Handler returns the service's HTTP handler:
+//
+//	POST /saxpy?a=A   body: x then y, n little-endian float32 each;
+//	                  answer: a*x + y, n float32
+//	GET  /healthz     200 while the process can serve, 500 once it cannot
+//	GET  /readyz      200 while a device serves, 503 otherwise
+//	POST /debug/spin?us=U, POST /debug/fault   with Config.Debug only
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /saxpy", s.handleSaxpy)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !s.healthy.Load() {
+			http.Error(w, "unhealthy: "+s.lossText(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		b := s.cur.Load()
+		if s.closed.Load() || b == nil || b.dev.Err() != nil {
+			http.Error(w, "not ready: "+s.lossText(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintf(w, "ready: %s\n", b.dev.Name())
+	})
+	if s.debug {
+		mux.HandleFunc("POST /debug/spin", s.handleSpin)
+		mux.HandleFunc("POST /debug/fault", s.handleFault)
+	}
+	return mux
+}
+
+func (s *Service) lossText() string {
+	if b := s.cur.Load(); b != nil {
+		if err := b.dev.Err(); err != nil {
+			return err.Error()
+		}
+	}
+	if s.closed.Load() {
+		return "shutting down"
+	}
+	return "no device"
+}
+
+func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
+	a, err := strconv.ParseFloat(r.URL.Query().Get("a"), 32)
+	if err != nil {
+		http.Error(w, "a: not a number", http.StatusBadRequest)
+		return
+	}
+	if r.ContentLength < 8 || r.ContentLength%8 != 0 || r.ContentLength > 8*MaxElements {
+		http.Error(w, fmt.Sprintf("the body must hold x and y, 1 to %d float32 each (a Content-Length that is a multiple of 8)", MaxElements), http.StatusBadRequest)
+		return
+	}
+	n := int(r.ContentLength / 8)
+	err = s.Saxpy(r.Context(), float32(a), n, func(x, y []byte) error {
+		if _, err := io.ReadFull(r.Body, x); err != nil {
+			return badRequest{fmt.Errorf("reading x: %w", err)}
+		}
+		if _, err := io.ReadFull(r.Body, y); err != nil {
+			return badRequest{fmt.Errorf("reading y: %w", err)}
+		}
+		return nil
+	}, func(y []byte) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(y)))
+		_, _ = w.Write(y)
+	})
+	if br, ok := err.(badRequest); ok {
+		http.Error(w, br.Error(), http.StatusBadRequest)
+		return
+	}
+	if err != nil {
+		s.fail(w, err)
+	}
+}
+
+type badRequest struct{ error }
+
+// Saxpy computes y = a*x + y on the device for vectors of n elements (1 to
+// MaxElements): fill writes x's and y's bytes (n little-endian float32
+// each) into the device's memory, and read is given the result's bytes,
+// valid until it returns. The wait for the device ends with ctx. An error
+// of fill is returned as it is.
+func (s *Service) Saxpy(ctx context.Context, a float32, n int, fill func(x, y []byte) error, read func(y []byte)) error {
+	if n < 1 || n > MaxElements {
+		return fmt.Errorf("saxpy of %d elements: want 1 to %d", n, MaxElements)
+	}
+	b, sl, err := s.take(ctx)
+	if err != nil {
+		return err
+	}
+	xb, yb := sl.x.Bytes()[:4*n], sl.y.Bytes()[:4*n]
+	if err := fill(xb, yb); err != nil {
+		b.free <- sl
+		return err
+	}
+	run := b.saxpy.Take()
+	run.Groups(0, (n+255)/256, 1, 1)
+	run.Threads(0, 256, 1, 1)
+	run.SetInt32(0, 0, int32(n))
+	run.SetFloat32(0, 1, a)
+	p, err := run.Submit(ctx, sl.x, sl.y)
+	if err != nil {
+		b.free <- sl
+		return err
+	}
+	if err := p.Wait(ctx); err != nil {
+		s.give(b, sl, p)
+		return err
+	}
+	read(yb)
+	b.free <- sl
+	return nil
+}
+
+func (s *Service) handleSpin(w http.ResponseWriter, r *http.Request) {
+	us, err := strconv.ParseUint(r.URL.Query().Get("us"), 10, 32)
+	if err != nil {
+		http.Error(w, "us: not a count of microseconds", http.StatusBadRequest)
+		return
+	}
+	b := s.cur.Load()
+	run := b.spin.Take()
+	run.SetUint64(0, 0, us*1000)
+	p, err := run.Submit(r.Context())
+	if err == nil {
+		err = p.Wait(r.Context())
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	_, _ = io.WriteString(w, "done\n")
+}
+
+func (s *Service) handleFault(w http.ResponseWriter, r *http.Request) {
+	b, sl, err := s.take(r.Context())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	p, err := b.fault.Take().Submit(r.Context(), sl.x)
+	if err == nil {
+		err = p.Wait(r.Context())
+	}
+	s.give(b, sl, p)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	_, _ = io.WriteString(w, "the faulting kernel did not fault\n")
+}
+
+// take returns the current backend and one of its free slots, waiting
+// while ctx allows.
+func (s *Service) take(ctx context.Context) (*backend, *slot, error) {
+	b := s.cur.Load()
+	if s.closed.Load() {
+		return nil, nil, errShutdown
+	}
+	if err := b.dev.Err(); err != nil {
+		s.recover(b)
+		return nil, nil, err
+	}
+	select {
+	case sl := <-b.free:
+		return b, sl, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+// give hands a slot back once the work that uses it is done: at once
+// where p is reached, and otherwise from a goroutine that waits for it,
+// so that a request that went away never lets another request write the
+// memory the device still reads.
+func (s *Service) give(b *backend, sl *slot, p rig.Point) {
+	if p.Reached() || b.dev.Err() != nil {
+		b.free <- sl
+		return
+	}
+	go func() {
+		_ = p.Wait(context.Background())
+		b.free <- sl
+	}()
+}
+
+var errShutdown = errors.New("the service is shutting down")
+
+// fail answers a request whose work failed: 503 with the cause for a lost
+// or closed device or a shutdown, nothing for a client that went away.
+func (s *Service) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client went away, or its deadline passed: no one reads an
+		// answer.
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case errors.Is(err, rig.ErrLost):
+		s.log.Error("device lost", "err", err)
+		if b := s.cur.Load(); b != nil {
+			s.recover(b)
+		}
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case errors.Is(err, rig.ErrClosed), errors.Is(err, errShutdown):
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	default:
+		s.log.Error("request failed", "err", err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// recover replaces the lost backend b: it closes its device, waits until
+// the device gave everything back, and opens it again, retrying while the
+// service runs. On CUDA, whose faults end the GPU for the process, it only
+// marks the service unhealthy.
+func (s *Service) recover(b *backend) {
+	if s.driver == "cuda" {
+		if s.healthy.CompareAndSwap(true, false) {
+			s.log.Error("device lost: a CUDA fault ends the GPU for the process; restart the process", "err", b.dev.Err())
+		}
+		return
+	}
+	if !s.reopenMu.TryLock() {
+		return
+	}
+	if s.cur.Load() != b {
+		s.reopenMu.Unlock()
+		return
+	}
+	s.inFlight.Add(1)
+	go func() {
+		defer s.inFlight.Done()
+		defer s.reopenMu.Unlock()
+		start := time.Now()
+		_ = b.dev.Close()
+		<-b.dev.Done()
+		for wait := time.Millisecond; !s.closed.Load(); wait = min(2*wait, time.Second) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			nb, err := s.start(ctx)
+			cancel()
+			if err == nil {
+				s.cur.Store(nb)
+				s.log.Info("device reopened after a loss", "device", nb.dev.Name(), "took", time.Since(start))
+				if s.closed.Load() {
+					_ = nb.dev.Close()
+				}
+				return
+			}
+			s.log.Error("reopening the device", "err", err)
+			time.Sleep(wait)
+		}
+	}()
+}
+
+// Close closes the device once the HTTP server has finished its requests
+// (http.Server.Shutdown), and returns once the device gave everything back
+// or ctx ends.
+func (s *Service) Close(ctx context.Context) error {
+	s.closed.Store(true)
+	s.reopenMu.Lock()
+	b := s.cur.Load()
+	s.reopenMu.Unlock()
+	err := b.dev.Close()
+	if errors.Is(err, rig.ErrLost) {
+		err = nil
+	}
+	select {
+	case <-b.dev.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.inFlight.Wait()
+	return err
+}
+
+// Saxpy computes a*x + y on the host: what the service answers.
+func Saxpy(a float32, x, y []float32) []float32 {
+	out := make([]float32, len(x))
+	for i := range x {
+		out[i] = a*x[i] + y[i]
+	}
+	return out
+}
+
+// Body is the request body of x and y.
+func Body(x, y []float32) []byte {
+	b := make([]byte, 0, 4*(len(x)+len(y)))
+	for _, v := range x {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	for _, v := range y {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	return b
+}

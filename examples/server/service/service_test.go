@@ -1,0 +1,244 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var names atomic.Int64
+
+// serve starts the service on a host device of a fresh name behind an
+// httptest server; both end with the test. active counts the handlers
+// running.
+func serve(t *testing.T, slots int) (*httptest.Server, *Service, *atomic.Int64) {
+	t.Helper()
+	name := fmt.Sprintf("server-test-%d", names.Add(1))
+	open := func(ctx context.Context) (*rig.Device, error) {
+		return rig.Open(ctx, hostdev.Open(hostdev.Config{Name: name}))
+	}
+	svc, err := NewService(context.Background(), Config{Open: open, Driver: "host", Slots: slots, Debug: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var active atomic.Int64
+	h := svc.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		active.Add(1)
+		defer active.Add(-1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		if err := svc.Close(context.Background()); err != nil {
+			t.Errorf("closing the service: %v", err)
+		}
+	})
+	return srv, svc, &active
+}
+
+func post(ctx context.Context, c *http.Client, url string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+func floats(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func vectors(n int, seed float32) (x, y []float32) {
+	x, y = make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i], y[i] = seed+float32(i), float32(2*i)-seed
+	}
+	return x, y
+}
+
+func TestSaxpy(t *testing.T) {
+	srv, _, _ := serve(t, 4)
+	for _, n := range []int{1, 255, 256, 1024, MaxElements} {
+		x, y := vectors(n, float32(n))
+		code, got, err := post(context.Background(), srv.Client(), srv.URL+"/saxpy?a=2.5", Body(x, y))
+		if err != nil || code != 200 {
+			t.Fatalf("n=%d: %d %s %v", n, code, got, err)
+		}
+		if want := Saxpy(2.5, x, y); !slices.Equal(floats(got), want) {
+			t.Fatalf("n=%d: the answer differs from the host's", n)
+		}
+	}
+	for _, c := range []struct {
+		name, query string
+		body        []byte
+		want        int
+	}{
+		{"no a", "", make([]byte, 8), 400},
+		{"an empty body", "?a=1", nil, 400},
+		{"an odd body", "?a=1", make([]byte, 12), 400},
+		{"too long a body", "?a=1", make([]byte, 8*MaxElements+8), 400},
+	} {
+		code, _, err := post(context.Background(), srv.Client(), srv.URL+"/saxpy"+c.query, c.body)
+		if err != nil || code != c.want {
+			t.Errorf("%s: %d (%v), want %d", c.name, code, err, c.want)
+		}
+	}
+}
+
+// TestConcurrent: many clients at once each get their own answer.
+func TestConcurrent(t *testing.T) {
+	srv, _, _ := serve(t, 16)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 64 {
+		wg.Go(func() {
+			for i := range 20 {
+				x, y := vectors(100+g, float32(g*100+i))
+				code, got, err := post(context.Background(), srv.Client(), srv.URL+"/saxpy?a=-1.5", Body(x, y))
+				if err != nil || code != 200 || !slices.Equal(floats(got), Saxpy(-1.5, x, y)) {
+					errs <- fmt.Errorf("client %d request %d: %d %v", g, i, code, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestClientGoesAway: a client that disconnects while its work runs frees
+// its handler's goroutine at once; the work's slot comes back once the
+// work ends.
+func TestClientGoesAway(t *testing.T) {
+	srv, _, active := serve(t, 2)
+	var took []time.Duration
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _, _ = post(ctx, srv.Client(), srv.URL+"/debug/spin?us=500000", nil)
+		}()
+		for active.Load() == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		time.Sleep(2 * time.Millisecond)
+		start := time.Now()
+		cancel()
+		for active.Load() != 0 {
+			if time.Since(start) > 5*time.Second {
+				t.Fatal("the handler of a client that went away still runs after 5 s")
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+		took = append(took, time.Since(start))
+		<-done
+	}
+	slices.Sort(took)
+	t.Logf("handler freed after the client went away: median %v, max %v (20 tries)", took[len(took)/2], took[len(took)-1])
+	if med := took[len(took)/2]; med > time.Millisecond {
+		t.Errorf("the median handler outlived its client by %v, more than 1 ms", med)
+	}
+}
+
+// TestFaultRecovery: a faulting kernel loses the device; requests answer
+// 503 with the cause, and the service reopens the device and serves again.
+func TestFaultRecovery(t *testing.T) {
+	srv, svc, _ := serve(t, 4)
+	c := srv.Client()
+	code, body, err := post(context.Background(), c, srv.URL+"/debug/fault", nil)
+	if err != nil || code != 503 || !strings.Contains(string(body), "lost") {
+		t.Fatalf("the faulting request: %d %q %v", code, body, err)
+	}
+	start := time.Now()
+	x, y := vectors(300, 1)
+	for {
+		code, got, err := post(context.Background(), c, srv.URL+"/saxpy?a=3", Body(x, y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == 200 {
+			if !slices.Equal(floats(got), Saxpy(3, x, y)) {
+				t.Fatal("a wrong answer after the recovery")
+			}
+			break
+		}
+		if code != 503 {
+			t.Fatalf("during the recovery: %d %s", code, got)
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the service did not serve again within 10 s of the fault")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Logf("served again %v after the fault", time.Since(start))
+	if !svc.healthy.Load() {
+		t.Fatal("the host driver's service reports itself unhealthy after a recovery")
+	}
+	resp, err := c.Get(srv.URL + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("readyz after the recovery: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// TestShutdown: Close waits for the requests in flight to end first, under
+// http.Server.Shutdown, and then gives the device back.
+func TestShutdown(t *testing.T) {
+	srv, svc, _ := serve(t, 2)
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := post(context.Background(), srv.Client(), srv.URL+"/debug/spin?us=100000", nil)
+		done <- code
+	}()
+	time.Sleep(20 * time.Millisecond)
+	srv.Config.SetKeepAlivesEnabled(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Config.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != 200 {
+		t.Fatalf("a request in flight at shutdown answered %d", code)
+	}
+	dev := svc.cur.Load().dev
+	if err := svc.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-dev.Done():
+	default:
+		t.Fatal("Close returned before the device gave everything back")
+	}
+}
