@@ -44,6 +44,7 @@ type Device struct {
 
 	budget   *reclaim.Budget
 	deferred reclaim.Deferred
+	stats    stats
 
 	// callMu is held, shared, across each counted driver call of the
 	// object paths (alloc, map, image, entry, growth, dma), and taken whole
