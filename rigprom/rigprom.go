@@ -1,0 +1,114 @@
+// Package rigprom publishes rig devices' counters as Prometheus metrics.
+//
+// It lives in a module of its own so that rig's core keeps its few
+// dependencies: a server that exports metrics imports rigprom, one that
+// does not pulls in no Prometheus code. A Collector reads each device's
+// Stats at scrape time, which takes no lock on rig's submit and wait paths.
+//
+//	c := rigprom.NewCollector(func() []*rig.Device { return []*rig.Device{dev} })
+//	prometheus.MustRegister(c)
+//	http.Handle("/metrics", promhttp.Handler())
+package rigprom
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rig-go/rig/device"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// Collector is a prometheus.Collector of the devices a function returns at
+// each scrape, so that a service that reopens a lost device publishes the
+// new one under the same name. Its metrics carry a "device" label.
+type Collector struct {
+	devices func() []*rig.Device
+
+	mu     sync.Mutex
+	losses map[string]float64       // losses per device name, counted once per Device
+	seen   map[*rig.Device]struct{} // lost devices counted
+}
+
+// NewCollector returns a collector of the devices devices returns; it is
+// called once per scrape, from the scraping goroutine.
+func NewCollector(devices func() []*rig.Device) *Collector {
+	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[*rig.Device]struct{}{}}
+}
+
+var (
+	submitted = prometheus.NewDesc("rig_submissions_total", "Values submitted to the device since it opened.", []string{"device"}, nil)
+	inFlight  = prometheus.NewDesc("rig_values_in_flight", "Values submitted whose points are not reached yet.", []string{"device"}, nil)
+	waits     = prometheus.NewDesc("rig_waits_total", "Waits on the device's points that were not reached when they began, by how they ended: spun (the word moved during the spin), parked (woken by the supervisor), cancelled (their context ended).", []string{"device", "how"}, nil)
+	rounds    = prometheus.NewDesc("rig_reclaim_rounds_total", "Rounds of reclamation run for refused allocations, entries and growths.", []string{"device"}, nil)
+	growths   = prometheus.NewDesc("rig_queue_growths_total", "Growths of the driver's queues.", []string{"device"}, nil)
+	memory    = prometheus.NewDesc("rig_memory_bytes", "Bytes of the device's live buffers and images, by kind of memory.", []string{"device", "kind"}, nil)
+	lost      = prometheus.NewDesc("rig_device_lost", "1 while the device is lost, with the loss's cause.", []string{"device", "cause"}, nil)
+	losses    = prometheus.NewDesc("rig_device_losses_total", "Losses of devices of this name seen by the collector.", []string{"device"}, nil)
+	submitLat = prometheus.NewDesc("rig_submit_seconds", "Time Run.Submit took, sampled one submission in 64.", []string{"device"}, nil)
+	wakeLat   = prometheus.NewDesc("rig_wake_seconds", "Time from the supervisor finding a parked waiter's point reached to the waiter running again.", []string{"device"}, nil)
+)
+
+// Describe sends the descriptions of the collector's metrics.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{submitted, inFlight, waits, rounds, growths, memory, lost, losses, submitLat, wakeLat} {
+		ch <- d
+	}
+}
+
+// Collect sends each device's metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	current := map[*rig.Device]bool{}
+	for _, d := range c.devices() {
+		if d == nil {
+			continue
+		}
+		s := d.Stats()
+		n := s.Device
+		current[d] = true
+		ch <- prometheus.MustNewConstMetric(submitted, prometheus.CounterValue, float64(s.Submitted), n)
+		ch <- prometheus.MustNewConstMetric(inFlight, prometheus.GaugeValue, float64(s.InFlight), n)
+		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsSpun), n, "spun")
+		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsParked), n, "parked")
+		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsCancelled), n, "cancelled")
+		ch <- prometheus.MustNewConstMetric(rounds, prometheus.CounterValue, float64(s.ReclaimRounds), n)
+		ch <- prometheus.MustNewConstMetric(growths, prometheus.CounterValue, float64(s.Growths), n)
+		for k, b := range s.Bytes {
+			ch <- prometheus.MustNewConstMetric(memory, prometheus.GaugeValue, float64(b), n, device.Memory(k).String())
+		}
+		if s.Lost != nil {
+			ch <- prometheus.MustNewConstMetric(lost, prometheus.GaugeValue, 1, n, s.Lost.Error())
+			c.mu.Lock()
+			if _, ok := c.seen[d]; !ok {
+				c.seen[d] = struct{}{}
+				c.losses[n]++
+			}
+			c.mu.Unlock()
+		}
+		ch <- histogram(submitLat, &s.SubmitLatency, n)
+		ch <- histogram(wakeLat, &s.WakeLatency, n)
+	}
+	c.mu.Lock()
+	for d := range c.seen {
+		if !current[d] {
+			delete(c.seen, d) // a lost device no longer published
+		}
+	}
+	for n, v := range c.losses {
+		ch <- prometheus.MustNewConstMetric(losses, prometheus.CounterValue, v, n)
+	}
+	c.mu.Unlock()
+}
+
+// histogram converts a rig histogram to a Prometheus one in seconds, with
+// cumulative buckets at rig's power-of-two bounds from 64 ns to 69 s.
+func histogram(desc *prometheus.Desc, h *rig.Histogram, name string) prometheus.Metric {
+	buckets := map[float64]uint64{}
+	var cum uint64
+	for i, n := range h.Buckets {
+		cum += n
+		if i >= 6 && i < rig.HistogramBuckets-1 {
+			buckets[h.UpperBound(i).Seconds()] = cum
+		}
+	}
+	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum.Seconds(), buckets, name)
+}

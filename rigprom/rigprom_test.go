@@ -1,0 +1,107 @@
+package rigprom
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+func open(t *testing.T, name string) *rig.Device {
+	t.Helper()
+	d, err := rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: name}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
+	return d
+}
+
+func launch(t *testing.T, d *rig.Device, kernel string) error {
+	t.Helper()
+	img, err := d.LoadImage(hostdev.ImageOf(kernel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := img.Resolve(kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rig.NewSubmission(d, rig.Launch(fn, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := s.Take().Submit(ctx)
+	if err != nil {
+		return err
+	}
+	return p.Wait(ctx)
+}
+
+func TestCollector(t *testing.T) {
+	d := open(t, "rigprom-a")
+	b, err := d.Alloc(device.Pinned, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	for range 3 {
+		if err := launch(t, d, "empty"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur := d
+	c := NewCollector(func() []*rig.Device { return []*rig.Device{cur} })
+	if err := testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP rig_submissions_total Values submitted to the device since it opened.
+# TYPE rig_submissions_total counter
+rig_submissions_total{device="rigprom-a"} 3
+# HELP rig_values_in_flight Values submitted whose points are not reached yet.
+# TYPE rig_values_in_flight gauge
+rig_values_in_flight{device="rigprom-a"} 0
+`), "rig_submissions_total", "rig_values_in_flight"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A loss shows with its cause, and is counted once across scrapes and
+	// after the device of the name is replaced.
+	if err := launch(t, d, "panic"); err == nil {
+		t.Fatal("a kernel that panics did not lose the device")
+	}
+	for range 2 {
+		if n := testutil.CollectAndCount(c, "rig_device_lost"); n != 1 {
+			t.Fatalf("%d rig_device_lost series for a lost device", n)
+		}
+	}
+	_ = d.Close()
+	<-d.Done()
+	cur = open(t, "rigprom-a")
+	if n := testutil.CollectAndCount(c, "rig_device_lost"); n != 0 {
+		t.Fatalf("%d rig_device_lost series after the device was replaced", n)
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP rig_device_losses_total Losses of devices of this name seen by the collector.
+# TYPE rig_device_losses_total counter
+rig_device_losses_total{device="rigprom-a"} 1
+`), "rig_device_losses_total"); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Fatal(problems, err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+}
