@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-go/rig/device"
 )
 
@@ -225,7 +223,7 @@ func (p *Path) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer unix.Close(fd) // the mapping keeps the file
+	defer closeFD(fd) // the mapping keeps the file
 	mp := rmMapMemoryWithFD{
 		Params: rmMapMemoryParams{Client: p.r.client, Device: p.device, Memory: mem, Length: length},
 		FD:     int32(fd),
@@ -235,11 +233,7 @@ func (p *Path) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	flags := unix.MAP_SHARED
-	if a != 0 {
-		flags |= unix.MAP_FIXED
-	}
-	got, err := mmap(a, length, unix.PROT_READ|unix.PROT_WRITE, flags, fd, 0)
+	got, err := mapFile(a, length, fd)
 	if err != nil {
 		return 0, fmt.Errorf("nvidia: mmap of RM memory 0x%x: %w", mem, err)
 	}
@@ -532,7 +526,7 @@ func (p *Path) allocPinned(n int) (m *Memory, err error) {
 			p.giveVA(pl, va, size)
 		}
 	}()
-	if _, err = mmap(uintptr(va), size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS|unix.MAP_FIXED, -1, 0); err != nil {
+	if _, err = mapShared(uintptr(va), size); err != nil {
 		return nil, fmt.Errorf("nvidia: mmap of %d bytes of host memory: %w", size, err)
 	}
 	rec.own = true
