@@ -28,7 +28,7 @@ type Options struct {
 	defaultMap bool
 }
 
-// GPU is what the path read of a GPU (the seed's gpu record).
+// GPU is what the path read of a GPU.
 type GPU struct {
 	// Generation holds the classes of the GPU's channels and engines.
 	Generation
@@ -55,7 +55,7 @@ func (g GPU) Arch() string {
 	return fmt.Sprintf("sm_%d%d", major, minor)
 }
 
-// Memory is memory a path gives a device (the seed's memory record).
+// Memory is memory a path gives a device.
 type Memory struct {
 	// Kind is Device, Pinned or Mapped memory; host memory MapHost maps is
 	// Pinned, with Borrowed set.
@@ -102,8 +102,7 @@ type memRecord struct {
 }
 
 // Path is the path to one GPU through NVIDIA's kernel driver
-// (/dev/nvidiactl, /dev/nvidia<minor> and /dev/nvidia-uvm): the seed's path
-// record, which the RM driver builds its channels on. Open makes it; the
+// (/dev/nvidiactl, /dev/nvidia<minor> and /dev/nvidia-uvm), which the RM driver builds its channels on. Open makes it; the
 // device's stop calls Stop; Close gives everything back once every Memory
 // is freed. Any goroutine may call its methods at any time.
 type Path struct {
@@ -156,7 +155,7 @@ var pathKey = &struct{ name string }{"nvidia"}
 // The paths of one GPU in a process share its device, subdevice and
 // address space, which go back with the last of them: a path opened while
 // an earlier one still waits for its memory to be freed uses the earlier
-// one's objects, as the seed allows once that path's device has stopped.
+// one's objects, which is safe once that path's device has stopped.
 func Open(index int, opts *Options) (_ *Path, err error) {
 	if index < 0 {
 		return nil, fmt.Errorf("nvidia: no GPU %d", index)
@@ -825,7 +824,7 @@ func (p *Path) Check() error {
 // channels: it ends the registrations of channels still registered, frees
 // the channel groups and channels the device made through RM and has not
 // freed, which makes the RM preempt their work, and unmaps the doorbell and
-// the flush word. It answers nil (the seed's Stopped) once none of the
+// the flush word. It returns nil once none of the
 // device's work runs, and an error that says why otherwise (Unknown).
 // Memory stays until freed; Close gives back the rest.
 func (p *Path) Stop() error {

@@ -17,8 +17,8 @@ type Timer struct {
 }
 
 // ReadTimer reads the GPU's timer through the usermode page's TIME_1 and
-// TIME_0 registers, between two reads of the host's clock: the path's clock
-// (the seed's clock), which a device measures at open and again as it
+// TIME_0 registers, between two reads of the host's clock: the path's clock,
+// which a device measures at open and again as it
 // settles stamps. It fails once Stop unmapped the page.
 func (p *Path) ReadTimer() (Timer, error) {
 	if p.usermodeMap == 0 {

@@ -9,8 +9,8 @@ import (
 // The GPU virtual address layout of the path (see the package doc).
 const (
 	// windows is the first GPU address of the windows onto shared and
-	// local memory that a device sets on its compute channel, 2^40 - 8 GiB
-	// (the seed's Rig_nv.windows). The path gives no memory from there to
+	// local memory that a device sets on its compute channel, 2^40 - 8 GiB.
+	// The path gives no memory from there to
 	// 2^40.
 	windows = 1<<40 - 8<<30
 
