@@ -3,8 +3,7 @@
 // a cubin with a kernel `empty` that takes no parameters, such as
 // kernels.sm_90.cubin beside it. On a machine with CUDA:
 //
-//   gcc -O2 -o /tmp/anchor_cuda anchor_cuda.c -I/usr/local/cuda/include \
-//       -L/usr/local/cuda/lib64/stubs -lcuda
+//   gcc -O2 -o /tmp/anchor_cuda anchor_cuda.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda
 //   /tmp/anchor_cuda kernels.sm_90.cubin
 //
 // It prints one line a figure, each named as the benchmarks' comments name
