@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The system calls of the package, which NVIDIA's kernel driver answers on
+// The system calls of the package, which NVIDIA's kernel driver serves on
 // Linux only; sys_other.go refuses each of them elsewhere.
 
 // sysIoctl is the ioctl system call. It repeats a call that a signal
