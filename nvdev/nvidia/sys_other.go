@@ -22,8 +22,6 @@ func closeFD(int) error { return errNotLinux }
 
 func rawClock() (int64, error) { return 0, errNotLinux }
 
-func mmap(uintptr, uint64, int, int, int, int64) (uintptr, error) { return 0, errNotLinux }
-
 func munmap(uintptr, uint64) error { return errNotLinux }
 
 func mapFile(uintptr, uint64, int) (uintptr, error) { return 0, errNotLinux }
