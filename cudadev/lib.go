@@ -172,6 +172,9 @@ func load() (*table, error) {
 }
 
 func openLib() (*table, error) {
+	if err := osSupported(); err != nil {
+		return nil, err
+	}
 	var why []string
 	var h uintptr
 	for _, n := range libNames {

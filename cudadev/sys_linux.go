@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// osSupported returns nil: the driver runs on Linux.
+func osSupported() error { return nil }
+
 // dlopen loads the shared library name with its symbols resolved now.
 func dlopen(name string) (uintptr, error) {
 	return purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)

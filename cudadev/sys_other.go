@@ -8,16 +8,17 @@ import (
 	"time"
 )
 
-// dlopen fails where the OS is not Linux: the driver loads libcuda.so
-// only, so GPU(i) and Count return this error at open.
-func dlopen(string) (uintptr, error) {
-	return 0, fmt.Errorf("the CUDA driver loads libcuda.so on Linux, not on %s", runtime.GOOS)
+// osSupported returns the error of every open where the OS is not Linux:
+// the driver loads libcuda.so, NVIDIA's CUDA library for Linux, so GPU(i),
+// Count and Buses fail with it.
+func osSupported() error {
+	return fmt.Errorf("cudadev: the CUDA driver runs on Linux only (it loads libcuda.so), not on %s", runtime.GOOS)
 }
 
-// dlsym is never reached where dlopen fails.
-func dlsym(uintptr, string) (uintptr, error) {
-	return 0, fmt.Errorf("no CUDA library on %s", runtime.GOOS)
-}
+// dlopen and dlsym are never reached where osSupported fails.
+func dlopen(string) (uintptr, error) { return 0, osSupported() }
+
+func dlsym(uintptr, string) (uintptr, error) { return 0, osSupported() }
 
 // napTime is Sleep's nap where the OS is not Linux.
 type napTime struct{}
