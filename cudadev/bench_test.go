@@ -12,14 +12,14 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// Benchmarks on the GPU, to run beside ../shared/anchors/anchor.c (see
-// BENCHMARKS.md): the driver's hot path alone (Room, Submit, Commit), and
+// Benchmarks on the GPU, to run beside the C anchor testdata/anchor_cuda.c
+// (see BENCHMARKS.md): the driver's hot path alone (Room, Submit, Commit), and
 // through rig (Take, Submit, Wait).
 
 func init() {
-	// RIG_CUDA_SCHED=auto keeps CUDA's default scheduling, to measure
+	// CUDADEV_SCHED=auto keeps CUDA's default scheduling, to measure
 	// what the blocking sync that the driver sets costs.
-	keepAutoSched = os.Getenv("RIG_CUDA_SCHED") == "auto"
+	keepAutoSched = os.Getenv("CUDADEV_SCHED") == "auto"
 }
 
 // BenchmarkGPUCall is one trivial libcuda call through a frame

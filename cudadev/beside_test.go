@@ -12,7 +12,7 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// The one-launch benchmarks beside C in one process: anchor.c's enqueue
+// The one-launch benchmarks beside C in one process: anchor_cuda.c's enqueue
 // loop (testdata/anchor_loop.c, built on the GPU machine as a shared
 // object that RIG_ANCHOR_LOOP names) and the Go path take turns, a chunk
 // of launches each, on the same stream, function and context, the first
@@ -22,7 +22,7 @@ import (
 // separate process's figure by 10% from run to run, falls out of the
 // ratio. A round of b.N is one turn each; run it with -test.benchtime Nx.
 
-// besideChunk is the launches of a turn, as many as anchor.c's enqueue.
+// besideChunk is the launches of a turn, as many as anchor_cuda.c's enqueue.
 const besideChunk = 100000
 
 // cLoop is anchor_loop.so's loop, bound to a stream and function.
@@ -60,7 +60,7 @@ func newCLoop(b *testing.B, t *table, ctx, fn, stream uintptr) *cLoop {
 }
 
 // run launches n times from C with the context current on the thread, as
-// anchor.c has it, waits for the stream, and answers the launches' time.
+// anchor_cuda.c has it, waits for the stream, and answers the launches' time.
 func (c *cLoop) run(n int) time.Duration {
 	prev := enterCtx(c.t, c.f, c.ctx)
 	c.f.c.A = [len(c.f.c.A)]uintptr{c.launch, c.sync, c.fn, c.stream, uintptr(n)}
@@ -102,7 +102,7 @@ func beside(b *testing.B, c *cLoop, goChunk func(n int) time.Duration) {
 }
 
 // BenchmarkGPULaunchBesideC is BenchmarkGPULaunch (Room + Submit) beside
-// anchor.c's enqueue loop in the same process.
+// anchor_cuda.c's enqueue loop in the same process.
 func BenchmarkGPULaunchBesideC(b *testing.B) {
 	r := openRaw(b, Config{})
 	e := r.entry("empty")
@@ -111,7 +111,7 @@ func BenchmarkGPULaunchBesideC(b *testing.B) {
 }
 
 // BenchmarkGPURigLaunchBesideC is BenchmarkGPURigLaunch (Take, Threads,
-// Submit) beside anchor.c's enqueue loop in the same process.
+// Submit) beside anchor_cuda.c's enqueue loop in the same process.
 func BenchmarkGPURigLaunchBesideC(b *testing.B) {
 	dev, d, fn := rigEmpty(b, Config{}, nil)
 	c := newCLoop(b, d.t, d.ctx, fn.Entry().Data.(*kernel).fn, d.streams[0])

@@ -121,8 +121,8 @@ func TestStructLayouts(t *testing.T) {
 // wraparound".
 func geq(word, value uint64) bool { return int64(word-value) >= 0 }
 
-// TestWaitCircular checks that the waits the driver encodes compare as the
-// seed asks (device.AtLeast), across the wrap of 64-bit values.
+// TestWaitCircular checks that the waits the driver encodes compare in
+// circular order (device.AtLeast), across the wrap of 64-bit values.
 func TestWaitCircular(t *testing.T) {
 	const top = ^uint64(0)
 	for _, c := range [][2]uint64{

@@ -1,5 +1,5 @@
 // Package cudadev is rig's driver of NVIDIA GPUs through the CUDA driver
-// library, libcuda (the seeds' Rig_cuda), built with CGO_ENABLED=0: it
+// library, libcuda, built with CGO_ENABLED=0: it
 // loads libcuda with purego and calls it through purego.SyscallN, or on
 // the hot path through internal/ccall.
 //
@@ -77,7 +77,7 @@
 // batches of at most 255 (cuStreamBatchMemOp; one wait is one
 // cuStreamWaitValue64), with CU_STREAM_WAIT_VALUE_GEQ, which cuda.h states
 // is "(int64_t)(*addr - value) >= 0 ... a cyclic comparison which ignores
-// wraparound" for 64-bit words: the seed's circular order. It then
+// wraparound" for 64-bit words: rig's circular order (device.AtLeast). It then
 // enqueues the value's parts in order on their streams. CUDA events order
 // the streams: a value starts on the stream the last value ended on where
 // it uses it, its other stream waits for that one after the waits, and a
@@ -175,7 +175,7 @@
 //
 // Capability answers an *abi.Record: the functions of the CUDA library
 // the device was opened with, the device's context and streams, and the
-// maker of CUDA graphs in its context (seed 003): graphs of kernel,
+// maker of CUDA graphs in its context: graphs of kernel,
 // memcpy, memset, event and empty nodes, instantiated, updated and
 // launched as fill parts. A graph that records a function of an image
 // keeps the image's module loaded until it is destroyed.

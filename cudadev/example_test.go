@@ -10,7 +10,7 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// The seed's example: doubles x, n floats on GPU 0, with the kernel
+// The example: doubles x, n floats on GPU 0, with the kernel
 //
 //	extern "C" __global__ void twice(float *x) {
 //	  x[blockIdx.x * blockDim.x + threadIdx.x] *= 2;

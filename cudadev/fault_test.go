@@ -16,7 +16,7 @@ import (
 )
 
 // CUDA keeps a fault for the process, so each fault runs in a child: the
-// test binary again, with -test.run and RIG_CUDA_FAULT naming the kernel.
+// test binary again, with -test.run and CUDADEV_FAULT_KERNEL naming the kernel.
 
 // faults are the fault kernels and the CUDA errors each may raise.
 var faults = []struct {
@@ -33,7 +33,7 @@ func TestGPUFaults(t *testing.T) {
 	for _, f := range faults {
 		t.Run(f.kernel, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestGPUFaultChild$", "-test.v", "-test.timeout=60s")
-			cmd.Env = append(os.Environ(), "RIG_CUDA_FAULT="+f.kernel, "RIG_GPU=1")
+			cmd.Env = append(os.Environ(), "CUDADEV_FAULT_KERNEL="+f.kernel, "RIG_GPU=1")
 			out, err := cmd.CombinedOutput()
 			text := string(out)
 			if err != nil || !strings.Contains(text, "fault-child: ok") {
@@ -60,7 +60,7 @@ func TestGPUFaults(t *testing.T) {
 // closes and gives everything back with no goroutine left, and a later
 // open of the GPU answers the fault's error.
 func TestGPUFaultChild(t *testing.T) {
-	kernel := os.Getenv("RIG_CUDA_FAULT")
+	kernel := os.Getenv("CUDADEV_FAULT_KERNEL")
 	if kernel == "" {
 		t.Skip("run by TestGPUFaults")
 	}

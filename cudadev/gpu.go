@@ -164,7 +164,7 @@ func Buses() ([]string, error) {
 // Config adjusts an opener.
 type Config struct {
 	// Hang bounds progress: rig loses the device once its word has not
-	// moved for Hang while work is pending. 0 is the seed's: none where a
+	// moved for Hang while work is pending. 0 is the default: none where a
 	// display's watchdog bounds the GPU's kernels, 30 s otherwise.
 	// Negative is none.
 	Hang time.Duration

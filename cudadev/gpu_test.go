@@ -21,7 +21,7 @@ import (
 
 var bg = context.Background()
 
-// TestExampleTwice is the seed's example: it doubles x on GPU 0.
+// TestExampleTwice is the README's example: it doubles x on GPU 0.
 func TestExampleTwice(t *testing.T) {
 	dev := openRig(t, Config{})
 	img, err := dev.LoadImage(kernels(t, dev.Arch()))

@@ -10,7 +10,7 @@ import (
 	"github.com/rig-go/rig/cudadev/abi"
 )
 
-// The graph maker of the capability record (seed 003, Graph Management):
+// The graph maker of the capability record:
 // graphs of kernel, memcpy, memset, event and empty nodes made in the
 // device's context, executable graphs, their updates, and their launch as
 // a fill part (rig.Fill(exec, 0)).

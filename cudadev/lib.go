@@ -172,11 +172,14 @@ func load() (*table, error) {
 }
 
 func openLib() (*table, error) {
+	if err := osSupported(); err != nil {
+		return nil, err
+	}
 	var why []string
 	var h uintptr
 	for _, n := range libNames {
 		var err error
-		h, err = purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err = dlopen(n)
 		if err == nil {
 			break
 		}
@@ -190,7 +193,7 @@ func openLib() (*table, error) {
 	for _, s := range symbols {
 		var addr uintptr
 		for _, n := range s.names {
-			if a, err := purego.Dlsym(h, n); err == nil && a != 0 {
+			if a, err := dlsym(h, n); err == nil && a != 0 {
 				addr = a
 				break
 			}
@@ -222,7 +225,7 @@ func versionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10
 
 // lookup answers the address of libcuda's function name, or 0.
 func (t *table) lookup(name string) uintptr {
-	a, err := purego.Dlsym(t.handle, name)
+	a, err := dlsym(t.handle, name)
 	if err != nil {
 		return 0
 	}

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-go/rig/cudadev/abi"
 	"github.com/rig-go/rig/device"
 )
@@ -69,7 +67,7 @@ type gpu struct {
 	// Sleep's state: only the supervisor calls Sleep.
 	sleepF    frame
 	sleepBare bareCall
-	nap       unix.Timespec
+	nap       napTime
 
 	faultMu sync.Mutex
 	fault   string // the fault a stream met, once Sleep or Stop saw one

@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-go/rig/device"
 )
 
@@ -53,8 +51,7 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 		}
 		// A nanosleep, not time.Sleep, which sleeps at least a
 		// millisecond when the runtime has nothing else to run.
-		d.nap = unix.Timespec{Nsec: int64(min(sleepStep, deadline.Sub(now)))}
-		_ = unix.Nanosleep(&d.nap, nil)
+		d.nap.sleep(min(sleepStep, deadline.Sub(now)))
 	}
 }
 

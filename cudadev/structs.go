@@ -77,8 +77,8 @@ const (
 	memOpWaitValue64 = 4
 	// waitValueGEQ is CU_STREAM_WAIT_VALUE_GEQ: cuda.h states "Wait until
 	// (int32_t)(*addr - value) >= 0 (or int64_t for 64 bit values). Note
-	// this is a cyclic comparison which ignores wraparound." That is the
-	// seed's circular order (device.AtLeast) for 64-bit words.
+	// this is a cyclic comparison which ignores wraparound." That is rig's
+	// circular order (device.AtLeast) for 64-bit words.
 	waitValueGEQ = 0
 )
 

@@ -2,8 +2,8 @@
 // runtime/) and the drivers that run its work: hostdev on CPU cores, cudadev
 // through libcuda, nvdev through NVIDIA's resource manager.
 //
-// The contract is the seeds' Rig_edge.Driver. A driver is opened by an
-// [Opener], which is given a timeline word and answers a [Driver]. rig then
+// The contract is [Driver]. A driver is opened by an [Opener], which is
+// given a timeline word and returns a [Driver]. rig then
 // calls the driver from three kinds of goroutine:
 //
 //   - the device's supervisor goroutine, which alone calls Sleep, and which
@@ -13,8 +13,8 @@
 //   - any goroutine, for Alloc, Free, Locate, Peer, MapPeer, MapHost, DMA,
 //     Image, Entry, Prepare, Unload, Signaled, Settle and Capability.
 //
-// A driver must allow these calls at the same time as each other, as the
-// seeds state ("Any domain may call any function").
+// A driver must allow these calls at the same time as each other: a
+// goroutine may call any of them while others are in flight.
 //
 // # Counted calls
 //
@@ -26,7 +26,7 @@
 //
 // # Answers
 //
-// The seeds' variant answers are small Go values: [RoomAnswer] (ok, later,
+// The variant answers are small Go values: [RoomAnswer] (ok, later,
 // grow, never with its reason) and [SubmitAnswer] (committed, pending,
 // failed with its reason) on the hot path, which allocate nothing; and
 // errors elsewhere, where a sentinel or a typed error carries the variant:

@@ -2,7 +2,7 @@ package device
 
 import "time"
 
-// Driver is one open device, as its opener made it: the seeds' Rig_edge.Driver.
+// Driver is one open device, as its opener made it.
 //
 // rig owns the driver from the opener's Make until it has freed every region
 // and unloaded every image after Stop. The package documentation says which
@@ -71,8 +71,8 @@ type Driver interface {
 	// of the loss first. (On CUDA a failed context runs no later write.)
 	Sleep(seen uint64, still time.Duration) error
 
-	// Stop stops the device without waiting for its work (the seeds'
-	// Stopping section). fault is the cause of a loss, or "" where rig did
+	// Stop stops the device without waiting for its work: it
+	// fences the device off so that no later work runs. fault is the cause of a loss, or "" where rig did
 	// not lose the device. rig calls it once, at Close or at an open of the
 	// same name, with no counted call in flight.
 	Stop(fault string) error
@@ -96,7 +96,7 @@ type Driver interface {
 	Settle(into []Stamp) ([]Stamp, error)
 }
 
-// Opener names a device and makes it: the seeds' Rig_edge.opener.
+// Opener names a device and makes it.
 type Opener struct {
 	// Name names the hardware, such as "CUDA" or "CUDA:1". rig keeps one
 	// device per name at a time.
@@ -199,7 +199,7 @@ const (
 	Bus
 )
 
-// DMA is how another PCI function reaches a region (the seeds' dma).
+// DMA is how another PCI function reaches a region.
 type DMA struct {
 	Kind DMAKind
 	// FD is the dma-buf's file descriptor (DMABuf), which the caller owns.

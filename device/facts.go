@@ -1,6 +1,6 @@
 package device
 
-// Facts is what a device declares of itself when it opens (Rig_edge.facts).
+// Facts is what a device declares of itself when it opens.
 type Facts struct {
 	// Arch is the multiprocessors' architecture, such as "sm_90", or
 	// "host" for the host driver.

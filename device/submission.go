@@ -1,7 +1,7 @@
 package device
 
-// Submission is one value's work as rig hands it to Room and Submit: the
-// seeds' struct rig_submission. rig owns it and reuses it: a driver must not
+// Submission is one value's work as rig hands it to Room and Submit.
+// rig owns it and reuses it: a driver must not
 // keep a pointer into it past the call.
 type Submission struct {
 	// Value is the value the work's completion writes into the word.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"golang.org/x/sys/cpu"
-	"golang.org/x/sys/unix"
 )
 
 // Config configures a host device. The zero Config is the default device.
@@ -67,9 +66,6 @@ func Open(c Config) device.Opener {
 		Make: func(word *uint64) (device.Driver, error) { return open(c, word) },
 	}
 }
-
-// pageSize is the host's page, the alignment of every allocation.
-var pageSize = unix.Getpagesize()
 
 // roundPage rounds n up to whole pages.
 func roundPage(n int) int { return (n + pageSize - 1) &^ (pageSize - 1) }
@@ -159,7 +155,7 @@ func open(c Config, word *uint64) (*dev, error) {
 	}
 	start := atomic.LoadUint64(word)
 	if c.OwnWord {
-		mem, err := unix.Mmap(-1, 0, pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+		mem, err := mapPages(pageSize)
 		if err != nil {
 			return nil, fmt.Errorf("hostdev: mapping the device's own word: %w", err)
 		}
@@ -318,10 +314,10 @@ func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 	if !d.charge(int64(size)) {
 		return nil, device.ErrNoMemory
 	}
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	mem, err := mapPages(size)
 	if err != nil {
 		d.used.Add(-int64(size))
-		if errors.Is(err, unix.ENOMEM) {
+		if errors.Is(err, device.ErrNoMemory) {
 			return nil, device.ErrNoMemory
 		}
 		return nil, fmt.Errorf("hostdev: mapping %d bytes: %w", size, err)
@@ -359,7 +355,7 @@ func (d *dev) Free(r device.Region) error {
 		d.delist(x)
 	}
 	if x.mapping != nil {
-		if err := unix.Munmap(x.mapping); err != nil {
+		if err := unmapPages(x.mapping); err != nil {
 			return fmt.Errorf("hostdev: unmapping %d bytes at %#x: %w", len(x.mapping), x.addr, err)
 		}
 	}

@@ -29,11 +29,11 @@ func TestStress(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range ds {
 			d := ds[i]
-			seed := rng.Uint64()
+			salt := rng.Uint64()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rng := rand.New(rand.NewPCG(seed, 1))
+				rng := rand.New(rand.NewPCG(salt, 1))
 				e := entry(t, d, "test.index")
 				sl := entry(t, d, "sleep")
 				r, _ := alloc(t, d, 1<<16)

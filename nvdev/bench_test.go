@@ -10,8 +10,9 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// Benchmarks on the GPU (RIG_GPU=1), to run beside ../shared/anchors/anchor.c
-// and cudadev's benchmarks; NOTES.md lists the command and the anchors.
+// Benchmarks on the GPU (RIG_GPU=1), to run beside the C anchor
+// cudadev/testdata/anchor_cuda.c and cudadev's benchmarks; BENCHMARKS.md
+// lists the commands and the anchors.
 // Each reports ns/op with its allocations.
 
 // benchRaw and benchRig open the device of a benchmark: GPU 0, or the

@@ -30,8 +30,8 @@ import (
 // objects), its debugger and its memory. A set the RM refuses to free stays,
 // with its memory, until Stop. Each regrowth at least doubles a ring (both
 // rings take the larger's entries), from 262,144 entries to at most 2^31,
-// so a device keeps at most 13 replaced sets, within the seed's 26. A path
-// or RM that lacks the memory answers Short, and the device keeps its
+// so a device keeps at most 13 replaced sets (the bound is 26). A path
+// or RM that lacks the memory returns Short, and the device keeps its
 // channels.
 
 // chanSet is a channel group, its two channels and its debugger.
@@ -122,7 +122,7 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 	tries := []uint64{uint64(minEntries)}
 	if d.live.Load() == nil && minEntries > fallbackEntries {
 		// The RM may bound a ring's entries: at make, a refusal of the
-		// seed's 262,144 retries with tinygrad's 65,536 (NOTES.md). A
+		// default 262,144 retries with tinygrad's 65,536 (docs/nvdev.md). A
 		// regrowth's smaller ring would not hold the parts it is for.
 		tries = append(tries, fallbackEntries)
 	}

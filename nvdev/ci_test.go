@@ -65,7 +65,7 @@ func (f *fake) mem(a, n uint64) []byte {
 	return f.bytesAt(a, n)
 }
 
-// twice runs the seed's kernel on the fake: it doubles the floats at the
+// twice runs the example's kernel on the fake: it doubles the floats at the
 // address in the parameters, one a thread.
 func (f *fake) twice(paramOffset int) {
 	f.onLaunch = func(q abi.Qmd, bank []byte) {
@@ -80,7 +80,7 @@ func (f *fake) twice(paramOffset int) {
 	}
 }
 
-// TestFakeExample runs the seed's example through rig on the fake: x goes
+// TestFakeExample runs the example through rig on the fake: x goes
 // up by a copy, twice doubles it, and it comes back down.
 func TestFakeExample(t *testing.T) {
 	f := newFake()
@@ -723,7 +723,7 @@ func TestWords(t *testing.T) {
 // and the next value's first part waits for idle first.
 func TestOwnRelease(t *testing.T) {
 	if !ownRelease.on {
-		t.Skip("launches release nothing (RIG_NV_RELEASE)")
+		t.Skip("launches release nothing (NVDEV_RELEASE)")
 	}
 	r := openRaw(t, Config{NoLinkLaunches: true})
 	e := r.entry("twice")

@@ -21,8 +21,8 @@ const (
 	qCopy    = device.Copy
 )
 
-// maxInFlight is the most values the device holds in flight (the seed's
-// 32,768), and records the size of its ring of marks, twice that, so that
+// maxInFlight is the most values the device holds in flight (32,768),
+// and records the size of its ring of marks, twice that, so that
 // the record of the value the word holds is never overwritten while Room
 // reads it.
 const (
@@ -42,7 +42,7 @@ const (
 	auxSegments = 8192
 )
 
-// gpu is an open device: the seed's Rig_nv.t.
+// gpu is an open device.
 type gpu struct {
 	p     path
 	rm    rmAPI
@@ -190,7 +190,7 @@ func hostBytes(m *nvidia.Memory, off, n int) []byte {
 // ptrAt is the pointer to host address a, which lies outside Go's heap.
 func ptrAt(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
 
-// makeDevice is the seed's make: the device of the GPU p reaches, whose
+// makeDevice makes the device of the GPU p reaches, whose
 // timeline word is the 8 bytes at word. A failed make frees what it
 // allocated; p stays the caller's.
 func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {

@@ -47,7 +47,7 @@ func fdinfoLine(text, key string) (string, bool) {
 // TestGPUDMA exports a buffer of 2 MiB of GPU 0's Device memory through
 // rig as a dma-buf for the GPU's own PCI function, checks it is NVIDIA's
 // dma-buf and covers the buffer, and checks that each refusal names its
-// cause and leaves the device running the seed's example. Run it with
+// cause and leaves the device running the example. Run it with
 // RIG_GPU=1.
 func TestGPUDMA(t *testing.T) {
 	dev := openRig(t, Config{})

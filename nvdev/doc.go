@@ -1,4 +1,4 @@
-// Package nvdev is the RM driver of NVIDIA GPUs (the seed's Rig_nv): it runs
+// Package nvdev is the RM driver of NVIDIA GPUs: it runs
 // rig's work on a GPU through NVIDIA's resource manager, with no CUDA, from
 // pure Go. rig.Open(nvdev.GPU(0)) opens the first NVIDIA GPU through
 // NVIDIA's kernel driver (nvdev/nvidia); the wire formats (methods, ring
@@ -16,8 +16,8 @@
 // notifier and its mark word are in Pinned memory. The channels' segment
 // rings and the launch ring, 1 MiB each, are Mapped memory where the BAR
 // has room and Pinned memory otherwise (Config.PinnedSegments,
-// Config.PinnedRings). The seed keeps the channels' rings in Pinned memory;
-// here they are where the path's own tests ran them, and GPPut with them.
+// Config.PinnedRings): the GPU fetches from Mapped memory faster than from
+// Pinned memory, and GPPut lives with the rings.
 //
 // make registers the channels with the path, schedules the group, asks the
 // RM for the highest clocks (PERF_BOOST), runs each channel's first words
@@ -59,9 +59,9 @@
 // (nvidia/p2p.go). DMA exports Device and Mapped memory as a dma-buf
 // (nvidia/dma.go). Each channel of a device has a runqueue of its own, so
 // that a channel stuck on an acquire never holds the other's (channels.go,
-// NOTES.md). Copies of bytes on COMPUTE:0 run on a copy engine the compute
-// channel binds on subchannel 4 (it ran on the H200), where the seed refuses
-// them; Config.NoComputeCopies gives the seed's refusal.
+// docs/nvdev.md). Copies of bytes on COMPUTE:0 run on a copy engine the compute
+// channel binds on subchannel 4 (it ran on the H200);
+// Config.NoComputeCopies refuses them instead.
 //
 // # Launches
 //
@@ -82,6 +82,6 @@
 // device's mu orders them against Stop. Image, Entry, Unload, Alloc, Free
 // and the capability's Local may run on any goroutine meanwhile: a lay sets
 // a flag the next compute submission reads, and a local memory growth is an
-// atomic pointer it reads. Locks nest as the seed orders them: an image's,
+// atomic pointer it reads. Locks nest in one order: an image's,
 // then the device's local memory lock, then the path's.
 package nvdev

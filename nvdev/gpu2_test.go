@@ -192,8 +192,8 @@ func TestGPU11TwoDevices(t *testing.T) {
 }
 
 func init() {
-	// RIG_NV_RELEASE=i makes devices use releaseForms[i] (NOTES.md).
-	if s := os.Getenv("RIG_NV_RELEASE"); s != "" {
+	// NVDEV_RELEASE=i makes devices use releaseForms[i] (docs/nvdev.md).
+	if s := os.Getenv("NVDEV_RELEASE"); s != "" {
 		if i, err := strconv.Atoi(s); err == nil && i >= 0 && i < len(releaseForms) {
 			ownRelease = releaseForms[i]
 		}

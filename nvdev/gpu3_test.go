@@ -21,9 +21,9 @@ import (
 // shortened hang bound, an open after each fault, the refusals, and no
 // libcuda. Each step logs what it saw.
 
-// pattern writes bytes that depend on seed and on their place in b.
-func pattern(b []byte, seed uint64) {
-	x := seed*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+// pattern writes bytes that depend on salt and on their place in b.
+func pattern(b []byte, salt uint64) {
+	x := salt*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x += 0x9e3779b97f4a7c15
@@ -32,7 +32,7 @@ func pattern(b []byte, seed uint64) {
 		binary.LittleEndian.PutUint64(b[i:], z^z>>31)
 	}
 	for ; i < len(b); i++ {
-		b[i] = byte(seed*31+uint64(i)) ^ 0x5a
+		b[i] = byte(salt*31+uint64(i)) ^ 0x5a
 	}
 }
 
@@ -179,7 +179,7 @@ func submitWait(t testing.TB, dev *rig.Device, d time.Duration, parts []rig.Part
 	}
 }
 
-// example runs the seed's example on dev: 1,048,576 floats up by a copy,
+// example runs the example on dev: 1,048,576 floats up by a copy,
 // doubled by twice, down by a copy, checked.
 func example(t testing.TB, dev *rig.Device) {
 	t.Helper()
@@ -219,7 +219,7 @@ func example(t testing.TB, dev *rig.Device) {
 			t.Fatalf("%s: example: x[%d] = %v, want %v", dev.Name(), i, got, 2*float32(i))
 		}
 	}
-	t.Logf("%s: the seed's example doubled %d floats in %v", dev.Name(), n, time.Since(t0))
+	t.Logf("%s: the example doubled %d floats in %v", dev.Name(), n, time.Since(t0))
 }
 
 // TestGPU13CopiesAndFills copies and fills 1 B to 1 GiB on both queues,
@@ -265,7 +265,7 @@ func TestGPU13CopiesAndFills(t *testing.T) {
 	}
 	src, dst := p1.Bytes(), p2.Bytes()
 	const margin = 8
-	seed := uint64(0)
+	salt := uint64(0)
 	var sizes []uint64
 	for _, n := range []uint64{1, 3, 4, 5, 4095, 4096, 4097, 1<<20 + 7, 64 << 20} {
 		if n < big {
@@ -276,8 +276,8 @@ func TestGPU13CopiesAndFills(t *testing.T) {
 
 	copyCase := func(q int, n uint64, o offs) {
 		t.Helper()
-		seed++
-		pattern(src[o.so:o.so+n], seed)
+		salt++
+		pattern(src[o.so:o.so+n], salt)
 		invert(dst[o.po:o.po+n], src[o.so:o.so+n])
 		for i := range uint64(margin) {
 			dst[o.po-margin+i], dst[o.po+n+i] = 0xc3, 0xc3
@@ -315,11 +315,11 @@ func TestGPU13CopiesAndFills(t *testing.T) {
 
 	fillCase := func(q int, k device.Memory, n, off uint64) {
 		t.Helper()
-		seed++
-		v := byte(0xa0 + seed%64)
+		salt++
+		v := byte(0xa0 + salt%64)
 		lo, hi := off-margin, off+n+margin
 		what := fmt.Sprintf("queue %d: fill of %d bytes of %v memory at +%d with 0x%x", q, n, k, off, v)
-		pattern(src[lo:hi], seed)
+		pattern(src[lo:hi], salt)
 		var el time.Duration
 		if k == device.Device {
 			// Up, the fill, down.
@@ -372,7 +372,7 @@ func TestGPU13CopiesAndFills(t *testing.T) {
 			fillCase(q, device.Pinned, big, 4096+6)
 		}
 	}
-	t.Logf("%d cases in %v", seed, time.Since(t0))
+	t.Logf("%d cases in %v", salt, time.Since(t0))
 	noCUDA(t)
 }
 
@@ -510,7 +510,7 @@ func TestGPU14WaitOtherDevice(t *testing.T) {
 
 // TestGPU15Hang spins past a hang bound of 300 ms: the device is lost with
 // "no progress for 300 ms", every waiter wakes with the loss, and once it
-// closed, rig.Open(GPU(0)) opens the GPU again and runs the seed's
+// closed, rig.Open(GPU(0)) opens the GPU again and runs the salt's
 // example twice. The flag is never written: the stop ends the spin.
 func TestGPU15Hang(t *testing.T) {
 	needGPU(t)
@@ -590,7 +590,7 @@ func TestGPU15Hang(t *testing.T) {
 
 // TestGPU16Faults runs each fault kernel in turn on a device of its own:
 // the device is lost with the fault the channels report, and once it
-// closed, a new rig.Open(GPU(0)) runs the seed's example.
+// closed, a new rig.Open(GPU(0)) runs the example.
 func TestGPU16Faults(t *testing.T) {
 	needGPU(t)
 	for _, name := range []string{"fault_illegal_address", "fault_misaligned", "trap"} {

@@ -153,11 +153,11 @@ func store64(t *testing.T, r *raw, name string) bool {
 	return true
 }
 
-// gpuConfig is c, with Config.PinnedRings set where RIG_NV_PINNED_RINGS
+// gpuConfig is c, with Config.PinnedRings set where NVDEV_PINNED_RINGS
 // is 1: the GPU tests then run with every ring the host writes in Pinned
 // memory.
 func gpuConfig(c Config) Config {
-	if os.Getenv("RIG_NV_PINNED_RINGS") == "1" {
+	if os.Getenv("NVDEV_PINNED_RINGS") == "1" {
 		c.PinnedRings = true
 	}
 	return c
@@ -188,7 +188,7 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// TestGPU2Example is the seed's example: twice doubles x on GPU 0, with
+// TestGPU2Example is the example: twice doubles x on GPU 0, with
 // no CUDA.
 func TestGPU2Example(t *testing.T) {
 	dev := openRig(t, Config{})

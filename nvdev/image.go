@@ -12,8 +12,8 @@ import (
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
-// Images. Image answers Place (n, lay) for a cubin nvdev/abi accepts, as the
-// seed says, and rig allocates n bytes of Device memory for it. The host
+// Images. Image returns Place (n, lay) for a cubin nvdev/abi accepts, and
+// rig allocates n bytes of Device memory for it. The host
 // does not address Device memory, so lay relocates the image for rig's
 // region, writes it into a staging buffer of Pinned memory, and has the
 // copy channel copy it into the region between values: a copy, a flush and

@@ -15,9 +15,9 @@ import (
 // or a fill of one row (or of rows without gaps) of at least 256 KiB
 // within the device's own Device memory runs as one of them on the compute
 // channel instead of the copy engine, where the device runs them: by
-// default on sm_80, sm_86, sm_87 and sm_89, as the seed says, and on sm_90,
+// default on sm_80, sm_86, sm_87 and sm_89, and on sm_90,
 // where 64 MiB took 35 µs by the kernel and 712 µs by the copy engine on
-// the H200 (NOTES.md); on any GPU a cubin runs on with
+// the H200 (docs/nvdev.md); on any GPU a cubin runs on with
 // Config.CopyKernels > 0, and nowhere with Config.CopyKernels < 0. A part of COPY:0 so routed
 // runs on the compute channel in its queue's order: the part before it on
 // COPY:0, if on the copy channel, releases a mark the kernel's channel

@@ -8,10 +8,10 @@ import (
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
-// path is what a device needs of a path to a GPU's RM: the seed's path
-// record as a method set. *nvidia.Path, the path through NVIDIA's kernel
-// driver, has it; a path through the GPU's own system processor (the seed's
-// Rig_nv_pci) would offer the same methods over the same data types. The
+// path is what a device needs of a path to a GPU's RM, as a method set.
+// *nvidia.Path, the path through NVIDIA's kernel driver, has it; a path
+// through the GPU's own system processor would offer the same methods over
+// the same data types. The
 // tests give a fake one.
 type path interface {
 	Index() int
@@ -43,7 +43,7 @@ type path interface {
 	Close() error
 }
 
-// rmAPI is the GPU's RM as a path reaches it (the seed's rm record):
+// rmAPI is the GPU's RM as a path reaches it:
 // *nvidia.RM has it.
 type rmAPI interface {
 	Client() nvidia.Handle
@@ -56,26 +56,25 @@ type rmAPI interface {
 	MMUFaults(debugger nvidia.Handle, p *nvidia.MMUFaultInfoParams) error
 }
 
-// Config tunes a device. The zero value is the seed's device.
+// Config tunes a device. The zero value is the default device.
 type Config struct {
 	// HangMs is the path's hang_ms: rig loses the device once its word has
 	// not moved for HangMs milliseconds while work is pending. 0 leaves the
 	// GPU's work to the RM's watchdog.
 	HangMs int
 	// RingEntries is the entries of each channel's ring, a power of two;
-	// 0 is the seed's 262,144.
+	// 0 is 262,144.
 	RingEntries int
 	// SegmentBytes is the bytes of each channel's segment ring, and
-	// LaunchBytes those of the launch ring; 0 is the seed's 1 MiB each.
+	// LaunchBytes those of the launch ring; 0 is 1 MiB each.
 	SegmentBytes, LaunchBytes int
 	// NoComputeCopies leaves the copy engine off the compute channel, so
-	// that the device refuses a copy of bytes on COMPUTE:0, as the seed
-	// does. By default the compute channel binds one on subchannel 4 and
+	// that the device refuses a copy of bytes on COMPUTE:0. By default the compute channel binds one on subchannel 4 and
 	// runs copies and fills in its queue's order.
 	NoComputeCopies bool
-	// PinnedSegments keeps the channels' segment rings in Pinned memory, as
-	// the seed does; by default they are Mapped memory where the BAR has
-	// room, which the channels fetch from faster (NOTES.md).
+	// PinnedSegments keeps the channels' segment rings in Pinned memory;
+	// by default they are Mapped memory where the BAR has
+	// room, which the channels fetch from faster (docs/nvdev.md).
 	PinnedSegments bool
 	// PinnedRings keeps every ring the host writes (the channels' rings
 	// and USERD, the segment and launch rings) and the driver's own kernels
@@ -83,7 +82,7 @@ type Config struct {
 	// BAR and wakes the channels without the read of the path's flush word
 	// (1.3 µs on the H200); the compute engine then fetches each launch
 	// from host memory, which costs the GPU about 2 µs a launch
-	// (NOTES.md).
+	// (docs/nvdev.md).
 	PinnedRings bool
 	// NoLinkLaunches sends each launch of a value with a wait for idle
 	// before it. By default a launch that follows a launch of the same
@@ -98,9 +97,9 @@ type Config struct {
 	NoOwnRelease bool
 	// CopyKernels chooses where a copy or a fill of one row of at least
 	// 256 KiB within the device's Device memory runs: 0 as the driver's
-	// kernel on the compute channel on sm_80, sm_86, sm_87 and sm_89, as
-	// the seed says, and on sm_90, where it ran 20 times as fast as the copy
-	// engine (NOTES.md); > 0 as the kernel wherever a cubin of kernels/
+	// kernel on the compute channel on sm_80, sm_86, sm_87 and sm_89,
+	// and on sm_90, where it ran 20 times as fast as the copy
+	// engine (docs/nvdev.md); > 0 as the kernel wherever a cubin of kernels/
 	// runs; < 0 on the copy engine.
 	CopyKernels int
 	// OneRunqueue allocates the copy channel on the channel group's
@@ -109,7 +108,7 @@ type Config struct {
 	// second runqueue where the RM gives it one, so that each channel's
 	// acquires are polled by a PBDMA of its own (channels.go says why).
 	// For measuring: on two H200s, two devices of two GPUs that wait on
-	// each other stopped for good with it (NOTES.md).
+	// each other stopped for good with it (docs/nvdev.md).
 	OneRunqueue bool
 
 	// Tests' knobs: tweak changes each launch's descriptor after the

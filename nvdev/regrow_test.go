@@ -106,9 +106,9 @@ func (s *serialFake) Check() error {
 }
 
 // TestRegrowCap checks the bound on the sets a device replaces: from the
-// seed's rings of 262,144 entries, each regrowth at least doubles the
+// default rings of 262,144 entries, each regrowth at least doubles the
 // ring that overflowed, never past 2^31, and never below either ring in
-// use, so that the regrowths from the seed's rings to rings of 2^31, each
+// use, so that the regrowths from the default rings to rings of 2^31, each
 // the least that overflows one ring, are at most 26; and parts of 2^31 - 1
 // entries, the most Room passes to Grow, fit the rings of 2^31.
 func TestRegrowCap(t *testing.T) {
@@ -132,7 +132,7 @@ func TestRegrowCap(t *testing.T) {
 			t.Fatalf("more than 26 regrowths from rings of %d entries", defaultRingEntries)
 		}
 	}
-	t.Logf("%d regrowths, each the least that overflows a ring, take the rings from %d entries to 2^31: a device replaces at most %d sets (the seed's bound: 26)",
+	t.Logf("%d regrowths, each the least that overflows a ring, take the rings from %d entries to 2^31: a device replaces at most %d sets (the bound: 26)",
 		sets, defaultRingEntries, sets)
 	for _, n := range []uint64{1<<31 - 1, 1 << 30, 1<<30 + 1} {
 		d.ch = [2]*channel{{entries: defaultRingEntries}, {entries: defaultRingEntries}}

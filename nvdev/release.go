@@ -3,11 +3,12 @@ package nvdev
 import "github.com/rig-go/rig/nvdev/abi"
 
 // The launch that releases its own value writes it through release slot 0
-// of its descriptor. The seed has such a value's high 32 bits equal those
-// of the value before, so a release of the low 32 bits moves the word from
+// of its descriptor. A launch releases its own value only where the value's
+// low 32 bits are not 0, so its high 32 bits equal those of the value
+// before, and a release of the low 32 bits moves the word from
 // v - 1 to v as well as one of 64; which structure and payload size the
 // compute engine takes with a 64-bit payload is what the GPU tests weigh
-// (TestGPU0OwnRelease, NOTES.md).
+// (TestGPU0OwnRelease, docs/nvdev.md).
 
 // releaseForm is a form of the descriptor's release: its structure size
 // (abi.ReleaseOneWord, abi.ReleaseFourWords, or 2 for two words) and

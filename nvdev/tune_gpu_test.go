@@ -13,7 +13,7 @@ import (
 // Benchmarks that weigh the driver's choices on the GPU (RIG_GPU=1): where
 // the rings the host writes lie, and what a linked launch's descriptor
 // asks of the compute engine. They have no anchor of their own: each runs
-// beside its default in one run, and NOTES.md quotes them.
+// beside its default in one run, and docs/nvdev.md quotes them.
 
 // places are the placements of the rings the host writes that
 // BenchmarkGPUPlace weighs.

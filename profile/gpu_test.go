@@ -94,8 +94,8 @@ func TestGPUSpans(t *testing.T) {
 			if len(spans) != n {
 				t.Fatalf("%d spans of %d timed values", len(spans), n)
 			}
-			// The seeds bound a stamp's error by half its measure's
-			// interval (5 µs) plus the timer's drift: allow 20 µs.
+			// A stamp's error is at most half its measure's interval
+			// (5 µs) plus the timer's drift: allow 20 µs.
 			const slack = 20_000
 			var worst int64
 			for i, sp := range spans {

@@ -59,7 +59,7 @@
 // Observer (SetObserver) sees each timed submission's parts and waits
 // inside the submit lock. Package profile builds on these.
 //
-// # Decisions where the seeds are silent
+// # Tuning choices
 //
 // A wait reads the word for up to 20 µs (SetWaitSpin) before it registers
 // with the supervisor, so that a GPU's round trip of a few microseconds

@@ -18,8 +18,9 @@ var (
 	// ErrClosed is returned by calls on a device after Close, and by waits
 	// that Close ended before their point was reached.
 	ErrClosed = errors.New("rig: device closed")
-	// ErrRefused is matched by a *RefusalError: the device never runs a
-	// part (the seeds' RIG_NEVER), and nothing was submitted.
+	// ErrRefused is matched by a *RefusalError: the device can never run a
+	// part, however long the caller waits (room will not come), and
+	// nothing was submitted.
 	ErrRefused = errors.New("rig: part refused")
 	// ErrNoFunction is matched when an image has no function of the name.
 	ErrNoFunction = errors.New("rig: no such function")

@@ -11,7 +11,7 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// The seed's example: a kernel twice doubles a buffer x of n floats in
+// The example: a kernel twice doubles a buffer x of n floats in
 // place, n a multiple of 256. On a GPU the image is a cubin compiled from
 //
 //	extern "C" __global__ void twice(float *x) {

@@ -5,9 +5,9 @@
 # compares figures taken seconds apart; scripts/ratios.py reads the logs.
 # Then the copies, the core's benchmarks, rigbench and the GPU tests.
 R=$(pwd); F=$R/.gpu-final; O=${OUT:-/tmp/out}; mkdir -p $O
-K=$F/cubins/kernels.sm_90.cubin
+K=$F/kernels.sm_90.cubin
 export PATH=$PATH:/usr/local/cuda/bin
-gcc -O2 -o /tmp/anchor $F/anchors/anchor.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda
+gcc -O2 -o /tmp/anchor $F/anchor_cuda.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda
 gcc -O2 -o /tmp/as $F/anchor_sched.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > $O/anchors.txt
 : > $O/bench.txt
@@ -15,7 +15,7 @@ for r in 1 2 3 4 5; do
   echo "== round $r" >> $O/anchors.txt
   timeout 60 /tmp/anchor $K >> $O/anchors.txt 2>&1; timeout 60 /tmp/as $K blocking >> $O/anchors.txt 2>&1
   echo "== round $r" >> $O/bench.txt
-  # The one-launch submissions run 100,000 times, as anchor.c's enqueue.
+  # The one-launch submissions run 100,000 times, as anchor_cuda.c's enqueue.
   (cd cudadev && RIG_GPU=1 timeout 60 $F/cudadev.test -test.run '^$' -test.benchtime 100000x -test.benchmem \
     -test.bench 'GPU(Launch|RigLaunch)$') >> $O/bench.txt 2>&1
   (cd cudadev && RIG_GPU=1 timeout 120 $F/cudadev.test -test.run '^$' -test.benchtime 20000x -test.benchmem \
@@ -23,7 +23,7 @@ for r in 1 2 3 4 5; do
   (cd nvdev && RIG_GPU=1 timeout 120 $F/nvdev.test -test.run '^$' -test.benchtime 300ms -test.timeout 110s -test.benchmem \
     -test.bench 'GPU(RigLaunch|RigLaunchPinnedRings|RigRoundTrip|RoundTrip|Chained|Chained1000)$') >> $O/bench.txt 2>&1
 done
-# The one-launch submissions beside anchor.c's loop in their own process
+# The one-launch submissions beside anchor_cuda.c's loop in their own process
 # (testdata/anchor_loop.c): 24 rounds, each a turn of 100,000 launches.
 gcc -O2 -shared -fPIC -o /tmp/anchor_loop.so $F/anchor_loop.c
 echo "== beside C" >> $O/bench.txt

@@ -1,5 +1,5 @@
 // Package abi is the record that compiled code uses on a CUDA device of
-// rig (the seeds' Rig_cuda_abi): the functions of the CUDA library the
+// rig: the functions of the CUDA library the
 // device was opened with, the device's context and streams, and the maker
 // of CUDA graphs in the device's context.
 //
@@ -100,9 +100,8 @@ type Memset struct {
 	Pitch          uint64
 }
 
-// Graphs makes graphs and events in a device's context (seed 003, Graph
-// Management). After a fault of the device's GPU every call answers the
-// fault's error.
+// Graphs makes graphs and events in a device's context. After a
+// fault of the device's GPU every call returns the fault's error.
 type Graphs interface {
 	// NewGraph makes an empty graph (cuGraphCreate).
 	NewGraph() (Graph, error)

@@ -1,4 +1,4 @@
-// anchor_loop: anchor.c's launch enqueue loop as a shared object, so that
+// anchor_loop: anchor_cuda.c's launch enqueue loop as a shared object, so that
 // BenchmarkGPU*LaunchBesideC can run C's loop in its own process, on the
 // same stream, function and context, alternating with its own launches.
 // The caller makes the stream's context current and passes libcuda's
@@ -19,7 +19,7 @@ static long long now(void) {
 }
 
 // anchor_enqueue launches f (one group of 32 threads, no parameters) n
-// times on stream as anchor.c's "C launch enqueue" does, then waits for
+// times on stream as anchor_cuda.c's "C launch enqueue" does, then waits for
 // the stream; it answers the nanoseconds the launches took, the wait
 // excluded.
 long long anchor_enqueue(launch_fn launch, sync_fn sync, void *f, void *stream, long long n) {

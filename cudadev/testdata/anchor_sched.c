@@ -1,4 +1,4 @@
-// anchor_sched: anchor.c's launch figures under a chosen scheduling of the
+// anchor_sched: anchor_cuda.c's launch figures under a chosen scheduling of the
 // primary context ("auto", CUDA's default, or "blocking", which cudadev
 // sets), and the host's cost of launches enqueued in batches that never
 // fill the stream, the yardstick of BenchmarkGPULaunchBatch.

@@ -45,7 +45,7 @@ const (
 	RemapDstOne        = 0 << 24 // NUM_DST_COMPONENTS_ONE
 )
 
-// The copy engine's limits, as the seed's driver splits its work: a line
+// The copy engine's limits, by which a driver splits its work: a line
 // of at most 2 GiB, at most 2^32 - 1 lines a launch, pitches below 2^32.
 const (
 	MaxLine  = 1 << 31

@@ -1,6 +1,6 @@
 // Package abi is what the RM driver (nvdev) and compiled code share of an
 // NVIDIA GPU, and what needs no GPU to test: the GPU's wire formats and the
-// cubin loader (the seed's Rig_nv_abi). It encodes for Ampere (sm_80,
+// cubin loader. It encodes for Ampere (sm_80,
 // sm_86), Ada (sm_89) and Hopper (sm_90).
 //
 // # The model
@@ -60,7 +60,7 @@
 //     prefetch (PrefetchSlack). Constant bank 0 is stamped per launch.
 //   - Every relocation must name a symbol the image defines, and so must
 //     every kernel's EIATTR_EXTERNS: an image that refers to vprintf or
-//     __assertfail is refused whole (UndefinedError), as the seed says.
+//     __assertfail is refused whole (UndefinedError): no CUDA supplies them.
 //   - A thread's local memory is its stack and 0x240 bytes above it, at
 //     the top of its window (SHADER_LOCAL_MEMORY_HIGH_SIZE), where the
 //     initial stack pointer 0xfffdc0 at constant bank 0 offset 0x28 puts

@@ -253,7 +253,7 @@ func (g *Generation) SharedConfig(n int) (uint32, bool) {
 }
 
 // MaxSize is the most groups along each axis of a launch's grid, and the
-// most threads along each axis of a group (the seed's Qmd.max_size): the
+// most threads along each axis of a group: the
 // descriptor's field widths and the architecture's limits.
 func (g *Generation) MaxSize() (grid, block [3]uint32) { return g.MaxGrid, g.MaxBlock }
 

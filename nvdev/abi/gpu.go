@@ -6,7 +6,7 @@ import (
 	"github.com/rig-go/rig/device"
 )
 
-// Gpu is the GPU as compiled code sees it (the seed's Rig_nv_abi.Gpu.t):
+// Gpu is the GPU as compiled code sees it:
 // the capability record an RM device declares in its facts under Key. It
 // holds the classes and counts the path read of the GPU, the windows the
 // device set on its compute channel, and Local, which grows the local
@@ -32,16 +32,16 @@ type Gpu struct {
 	Local func(perThread int) error
 }
 
-// Key is the key under which an RM device declares its Gpu
-// (Rig_nv_abi.key): rig.Capability(dev, abi.Key) answers it.
+// Key is the key under which an RM device declares its Gpu:
+// rig.Capability(dev, abi.Key) returns it.
 var Key = device.NewKey[*Gpu]("nvdev")
 
 // Declare declares in an RM device's facts the record its Capability
-// answers (the seed's Rig_nv_abi.declare).
+// returns.
 func Declare(f *device.Facts) { f.Capability = Key }
 
 // WindowsBase is the first of the GPU addresses at which a device's kernels
-// see their shared and local memory, 2^40 - 8 GiB (the seed's windows):
+// see their shared and local memory, 2^40 - 8 GiB:
 // the shared window, 4 GiB from a 4 GiB-aligned base as Hopper needs, then
 // the local window, which ends at 2^40. A path gives no memory there.
 const WindowsBase = 1<<40 - 8<<30

@@ -1,6 +1,6 @@
 // The RM driver's own kernels: a copy or a fill of one row of at least
 // 256 KiB within the device's Device memory runs as one of these on the
-// compute channel, where it beats the copy engine (seed 002, Submitting).
+// compute channel, where it beats the copy engine.
 // Built by build.sh with nvcc 13.0 into copy.sm_XX.cubin.
 //
 // Each thread moves 16-byte vectors in a grid-stride loop; the bytes before

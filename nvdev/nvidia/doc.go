@@ -1,7 +1,6 @@
 // Package nvidia is the path to an NVIDIA GPU through NVIDIA's kernel
 // driver: the RM's objects by ioctl on /dev/nvidiactl and /dev/nvidia<minor>,
-// GPU addresses through /dev/nvidia-uvm. It is the seed's Rig_nv_nvidia, in
-// pure Go: the RM driver (nvdev) builds its channels on a *Path.
+// GPU addresses through /dev/nvidia-uvm, in pure Go: the RM driver (nvdev) builds its channels on a *Path.
 //
 // # The RM's interface
 //
@@ -77,7 +76,7 @@
 //
 // The kernel driver maps BAR1 write-combined whatever the caller asks
 // (escape.c forces the caching type), so Mapped memory is write-combined
-// for the host, not uncached as the seed says: host reads of it are slow,
+// for the host, not uncached: host reads of it are slow,
 // and the flush word (Flush) orders the host's writes before the device
 // wakes its channels.
 //
@@ -118,8 +117,8 @@
 // The paths of one GPU share its device, subdevice and address space: UVM
 // takes one registration of a GPU, and one address space for it, in a
 // process. A device opened while its predecessor's memory awaits its free
-// thus uses the predecessor's objects, as the seed allows once that device
-// has stopped; the last path gives them back.
+// thus uses the predecessor's objects, which is safe once that device has
+// stopped; the last path gives them back.
 //
 // # Faults
 //
@@ -140,7 +139,7 @@
 // Flush, Alloc, MapsHost, MapHost, Free, Reaches, MapPeer, Bus, DMA,
 // Register, Unregister, Check, HangMs, ReadTimer, Stop, and where it can
 // tell, SharesSpace. A path through the GPU's own system processor
-// (the seed's Rig_nv_pci) would offer the same methods over the same data
+// would offer the same methods over the same data
 // types (Handle, Memory, GPU, RMError), so nvdev can declare that method
 // set as its interface and take either.
 package nvidia

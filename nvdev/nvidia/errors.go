@@ -6,7 +6,7 @@ import (
 	"syscall"
 )
 
-// The two kinds of refusal (the seed's refusal type). Every *RMError is one
+// The two kinds of refusal. Every *RMError is one
 // of them: errors.Is(err, ErrLacking) holds where the RM or the kernel lacked
 // memory or another resource the call takes, and errors.Is(err, ErrRefused)
 // for any other refusal.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // gpuState is what the paths of one GPU in a process share: the GPU's
@@ -165,7 +163,7 @@ func (g *gpuState) close(s *system) error {
 		g.device = 0
 	}
 	if g.devFD >= 0 {
-		errs = append(errs, unix.Close(g.devFD))
+		errs = append(errs, closeFD(g.devFD))
 		g.devFD = -1
 	}
 	return errors.Join(errs...)
@@ -188,7 +186,7 @@ func (g *gpuState) openDevFD(r rm, ctl int) (int, error) {
 	err = r.invoke(func() string { return "NV_ESC_REGISTER_FD" }, fd,
 		escape(escRegisterFD, unsafe.Sizeof(rf)), unsafe.Pointer(&rf), nil)
 	if err != nil {
-		_ = unix.Close(fd)
+		_ = closeFD(fd)
 		return -1, err
 	}
 	return fd, nil

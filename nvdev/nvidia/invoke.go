@@ -5,26 +5,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // ioctlFunc performs one ioctl of NVIDIA's kernel driver: request req on
 // the file fd with the parameter block at arg. Tests replace the real one
 // with a fake driver.
 type ioctlFunc func(fd int, req uintptr, arg unsafe.Pointer) syscall.Errno
-
-// sysIoctl is the ioctl system call. It repeats a call that a signal
-// interrupted before the driver did anything (EINTR); Go's own preemption
-// signals make that common.
-func sysIoctl(fd int, req uintptr, arg unsafe.Pointer) syscall.Errno {
-	for {
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
-		if e != unix.EINTR {
-			return e
-		}
-	}
-}
 
 // faultSink keeps the first fatal answer (RMError.Fatal) a path's calls
 // met, for Check.

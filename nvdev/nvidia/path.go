@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-go/rig/device"
 )
 
@@ -30,7 +28,7 @@ type Options struct {
 	defaultMap bool
 }
 
-// GPU is what the path read of a GPU (the seed's gpu record).
+// GPU is what the path read of a GPU.
 type GPU struct {
 	// Generation holds the classes of the GPU's channels and engines.
 	Generation
@@ -57,7 +55,7 @@ func (g GPU) Arch() string {
 	return fmt.Sprintf("sm_%d%d", major, minor)
 }
 
-// Memory is memory a path gives a device (the seed's memory record).
+// Memory is memory a path gives a device.
 type Memory struct {
 	// Kind is Device, Pinned or Mapped memory; host memory MapHost maps is
 	// Pinned, with Borrowed set.
@@ -104,8 +102,7 @@ type memRecord struct {
 }
 
 // Path is the path to one GPU through NVIDIA's kernel driver
-// (/dev/nvidiactl, /dev/nvidia<minor> and /dev/nvidia-uvm): the seed's path
-// record, which the RM driver builds its channels on. Open makes it; the
+// (/dev/nvidiactl, /dev/nvidia<minor> and /dev/nvidia-uvm), which the RM driver builds its channels on. Open makes it; the
 // device's stop calls Stop; Close gives everything back once every Memory
 // is freed. Any goroutine may call its methods at any time.
 type Path struct {
@@ -158,7 +155,7 @@ var pathKey = &struct{ name string }{"nvidia"}
 // The paths of one GPU in a process share its device, subdevice and
 // address space, which go back with the last of them: a path opened while
 // an earlier one still waits for its memory to be freed uses the earlier
-// one's objects, as the seed allows once that path's device has stopped.
+// one's objects, which is safe once that path's device has stopped.
 func Open(index int, opts *Options) (_ *Path, err error) {
 	if index < 0 {
 		return nil, fmt.Errorf("nvidia: no GPU %d", index)
@@ -225,7 +222,7 @@ func (p *Path) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer unix.Close(fd) // the mapping keeps the file
+	defer closeFD(fd) // the mapping keeps the file
 	mp := rmMapMemoryWithFD{
 		Params: rmMapMemoryParams{Client: p.r.client, Device: p.device, Memory: mem, Length: length},
 		FD:     int32(fd),
@@ -235,11 +232,7 @@ func (p *Path) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	flags := unix.MAP_SHARED
-	if a != 0 {
-		flags |= unix.MAP_FIXED
-	}
-	got, err := mmap(a, length, unix.PROT_READ|unix.PROT_WRITE, flags, fd, 0)
+	got, err := mapFile(a, length, fd)
 	if err != nil {
 		return 0, fmt.Errorf("nvidia: mmap of RM memory 0x%x: %w", mem, err)
 	}
@@ -532,7 +525,7 @@ func (p *Path) allocPinned(n int) (m *Memory, err error) {
 			p.giveVA(pl, va, size)
 		}
 	}()
-	if _, err = mmap(uintptr(va), size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS|unix.MAP_FIXED, -1, 0); err != nil {
+	if _, err = mapShared(uintptr(va), size); err != nil {
 		return nil, fmt.Errorf("nvidia: mmap of %d bytes of host memory: %w", size, err)
 	}
 	rec.own = true
@@ -831,7 +824,7 @@ func (p *Path) Check() error {
 // channels: it ends the registrations of channels still registered, frees
 // the channel groups and channels the device made through RM and has not
 // freed, which makes the RM preempt their work, and unmaps the doorbell and
-// the flush word. It answers nil (the seed's Stopped) once none of the
+// the flush word. It returns nil once none of the
 // device's work runs, and an error that says why otherwise (Unknown).
 // Memory stays until freed; Close gives back the rest.
 func (p *Path) Stop() error {

@@ -6,8 +6,8 @@ import (
 	"github.com/rig-go/rig/device"
 )
 
-// RM is a GPU's resource manager as a path reaches it (the seed's rm
-// record): the allocations, frees and commands a device sends, which this
+// RM is a GPU's resource manager as a path reaches it: the
+// allocations, frees and commands a device sends, which this
 // path answers through NVIDIA's kernel driver. Any goroutine may call its
 // methods at any time.
 //
@@ -54,8 +54,7 @@ func (m *RM) Alloc(parent Handle, class uint32, params []byte) (Handle, error) {
 }
 
 // Free frees object, under parent, and every object under it
-// (NV_ESC_RM_FREE). The RM frees objects before it stops: the seed's free
-// is Some.
+// (NV_ESC_RM_FREE). The RM frees the objects before the call returns.
 func (m *RM) Free(parent, object Handle) error {
 	if err := m.r.free(parent, object); err != nil {
 		return asFault(err)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Release is the release of the RM interface this package speaks: the
@@ -83,7 +81,7 @@ func releaseSystem(s *system) error {
 
 // openDevice opens one of the driver's device files.
 func openDevice(name string) (int, error) {
-	fd, err := unix.Open(name, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := openFile(name)
 	if err != nil {
 		return -1, fmt.Errorf("nvidia: open %s: %w", name, err)
 	}
@@ -134,7 +132,7 @@ func openSystem(ioctl ioctlFunc) (_ *system, err error) {
 		if uvmCall(uvm{conn: s.rm.conn, fd: mm}, "UVM_MM_INITIALIZE", uvmMMInitialize, &mi, &mi.RMStatus) == nil {
 			s.uvmMM = mm
 		} else {
-			_ = unix.Close(mm)
+			_ = closeFD(mm)
 		}
 	}
 	cards := make([]cardInfo, maxDevices)
@@ -162,7 +160,7 @@ func (s *system) close() error {
 	}
 	for _, fd := range []*int{&s.uvmMM, &s.uvm.fd, &s.ctl} {
 		if *fd >= 0 {
-			errs = append(errs, unix.Close(*fd))
+			errs = append(errs, closeFD(*fd))
 			*fd = -1
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rig-go/rig/device"
 )
 
@@ -19,8 +17,8 @@ type Timer struct {
 }
 
 // ReadTimer reads the GPU's timer through the usermode page's TIME_1 and
-// TIME_0 registers, between two reads of the host's clock: the path's clock
-// (the seed's clock), which a device measures at open and again as it
+// TIME_0 registers, between two reads of the host's clock: the path's clock,
+// which a device measures at open and again as it
 // settles stamps. It fails once Stop unmapped the page.
 func (p *Path) ReadTimer() (Timer, error) {
 	if p.usermodeMap == 0 {
@@ -60,14 +58,14 @@ func (p *Path) ReadTimerRM() (Timer, error) {
 	var off, width int64 = 0, -1
 	for range 4 {
 		a := device.Now()
-		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &ts); err != nil {
+		raw, err := rawClock()
+		if err != nil {
 			return Timer{}, err
 		}
 		b := device.Now()
 		if width < 0 || b-a < width {
 			width = b - a
-			off = a + (b-a)/2 - ts.Nano()
+			off = a + (b-a)/2 - raw
 		}
 	}
 	c := TimerCorrelationParams{CPUClkID: TimerClockPlatformAPI, SampleCount: 1}

@@ -4,15 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // The GPU virtual address layout of the path (see the package doc).
 const (
 	// windows is the first GPU address of the windows onto shared and
-	// local memory that a device sets on its compute channel, 2^40 - 8 GiB
-	// (the seed's Rig_nv.windows). The path gives no memory from there to
+	// local memory that a device sets on its compute channel, 2^40 - 8 GiB.
+	// The path gives no memory from there to
 	// 2^40.
 	windows = 1<<40 - 8<<30
 
@@ -146,49 +144,6 @@ func (t *spanSet) remove(s span) {
 // ptrAt is the address a outside Go's heap (memory the package mapped) as
 // an unsafe.Pointer. The collector ignores such pointers.
 func ptrAt(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
-
-// mmap is mmap(2) at the address hint a.
-func mmap(a uintptr, length uint64, prot, flags, fd int, offset int64) (uintptr, error) {
-	r, _, e := unix.Syscall6(unix.SYS_MMAP, a, uintptr(length), uintptr(prot), uintptr(flags), uintptr(fd), uintptr(offset))
-	if e != 0 {
-		return 0, e
-	}
-	return r, nil
-}
-
-// munmap is munmap(2).
-func munmap(a uintptr, length uint64) error {
-	_, _, e := unix.Syscall(unix.SYS_MUNMAP, a, uintptr(length), 0)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
-// reservation flags: addresses no one may use, which cost no memory.
-const reserveFlags = unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_NORESERVE
-
-// reserve reserves [a, a+size) of the host's addresses, failing with EEXIST
-// if anything is mapped there.
-func reserve(a uintptr, size uint64) error {
-	r, err := mmap(a, size, unix.PROT_NONE, reserveFlags|unix.MAP_FIXED_NOREPLACE, -1, 0)
-	if err != nil {
-		return err
-	}
-	if r != a {
-		// A kernel older than 4.17 takes MAP_FIXED_NOREPLACE as a hint.
-		_ = munmap(r, size)
-		return unix.EEXIST
-	}
-	return nil
-}
-
-// unreserveTo puts the reservation back over [a, a+size), dropping what
-// was mapped there.
-func unreserveTo(a uintptr, size uint64) error {
-	_, err := mmap(a, size, unix.PROT_NONE, reserveFlags|unix.MAP_FIXED, -1, 0)
-	return err
-}
 
 // reserveHost reserves the host-visible addresses at the first free place
 // from hostBase, and answers its start.

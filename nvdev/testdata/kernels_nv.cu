@@ -1,10 +1,11 @@
-// The kernels of ../../../shared/cubins/kernels.cu that an RM driver loads: every
+// The kernels of cudadev/testdata/kernels.cu that an RM driver loads: every
 // kernel but uses_printf and uses_assert, whose images refer to the driver-supplied
-// vprintf and __assertfail (the seed refuses such images). Built by build.sh.
+// vprintf and __assertfail (nvdev refuses such images: no CUDA supplies them).
+// Built by build.sh.
 
 extern "C" __global__ void empty() {}
 
-// The seed's example: doubles x in place, n a multiple of 256.
+// The example: doubles x in place, n a multiple of 256.
 extern "C" __global__ void twice(float *x) {
   x[blockIdx.x * blockDim.x + threadIdx.x] *= 2;
 }

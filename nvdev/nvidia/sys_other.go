@@ -1,0 +1,33 @@
+//go:build !linux
+
+package nvidia
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// errNotLinux is the error of every system call of the package where the
+// OS is not Linux: NVIDIA's RM is reached through the ioctls of its Linux
+// kernel driver only, so Open fails at the first file it opens.
+var errNotLinux = fmt.Errorf("the RM driver needs Linux (NVIDIA's kernel driver, /dev/nvidiactl), not %s", runtime.GOOS)
+
+func sysIoctl(int, uintptr, unsafe.Pointer) syscall.Errno { return syscall.EINVAL }
+
+func openFile(string) (int, error) { return -1, errNotLinux }
+
+func closeFD(int) error { return errNotLinux }
+
+func rawClock() (int64, error) { return 0, errNotLinux }
+
+func munmap(uintptr, uint64) error { return errNotLinux }
+
+func mapFile(uintptr, uint64, int) (uintptr, error) { return 0, errNotLinux }
+
+func mapShared(uintptr, uint64) (uintptr, error) { return 0, errNotLinux }
+
+func reserve(uintptr, uint64) error { return errNotLinux }
+
+func unreserveTo(uintptr, uint64) error { return errNotLinux }
