@@ -76,10 +76,10 @@ func floats(b []byte) []float32 {
 	return out
 }
 
-func vectors(n int, seed float32) (x, y []float32) {
+func vectors(n int, base float32) (x, y []float32) {
 	x, y = make([]float32, n), make([]float32, n)
 	for i := range x {
-		x[i], y[i] = seed+float32(i), float32(2*i)-seed
+		x[i], y[i] = base+float32(i), float32(2*i)-base
 	}
 	return x, y
 }
