@@ -50,7 +50,23 @@
 // A buffer is freed by Free or by the garbage collector (a cleanup), in
 // both cases only once every point that uses it is reached. An allocation
 // that the driver or the budget refuses runs up to four rounds of
-// reclamation (package reclaim) before it answers an *OutOfMemoryError.
+// reclamation (package reclaim) before it returns an *OutOfMemoryError; one
+// of more bytes than the whole budget, or of a length that rounding would
+// overflow, returns it at once.
+//
+// Host memory that Go code holds is never freed under it. The slice that
+// Buffer.Bytes returns stays valid for as long as it is reachable, after
+// Free and after the Buffer is collected: it never faults and never aliases
+// another buffer. Where the drivers allocate Pinned memory (and the host
+// driver Mapped memory) it is Go memory, page-aligned, that the device maps:
+// Free removes the device's mapping once the buffer's points are reached,
+// and the garbage collector frees the memory once neither the Buffer nor a
+// slice of it is reachable. Memory that cannot be Go memory (a GPU's own
+// memory mapped for the host) is replaced at Free by ordinary host memory
+// at the same addresses, which the driver never hands out again; the slice
+// then reads what the driver's documentation names. A MapHost buffer's
+// slice is the caller's own memory, which rig keeps reachable until the
+// buffer is freed.
 //
 // # Profiles
 //
