@@ -151,13 +151,15 @@ type Location struct {
 	// Host is the host address of its first byte, or 0 where the host does
 	// not address it.
 	//
-	// rig hands Go code a slice of these bytes (Buffer.Bytes), which may
-	// outlive the region, so a driver must never free the memory under
-	// it: either the memory is Go memory (page-aligned, of Go's heap) that
-	// the driver holds until Free and leaves to the garbage collector
-	// after, or, where it cannot be, Free replaces it by ordinary host
-	// memory at the same addresses, which stays mapped and is never another
-	// region's, and the driver documents what it reads.
+	// rig hands Go code a slice of these bytes (Buffer.Bytes), taken
+	// while the region is live, which may outlive the region, so a driver
+	// must never free the memory under it: either the memory is Go memory
+	// (whole pages of Go's heap) that the driver holds until Free and then
+	// leaves to the garbage collector, where a mapping of the device's own
+	// memory over those pages is replaced at Free by ordinary host memory;
+	// or, where it cannot be, Free replaces it by ordinary host memory at
+	// the same addresses, which stays mapped and is never another
+	// region's. The driver documents what the memory reads after Free.
 	Host uintptr
 }
 

@@ -57,16 +57,16 @@
 // Host memory that Go code holds is never freed under it. The slice that
 // Buffer.Bytes returns stays valid for as long as it is reachable, after
 // Free and after the Buffer is collected: it never faults and never aliases
-// another buffer. Where the drivers allocate Pinned memory (and the host
-// driver Mapped memory) it is Go memory, page-aligned, that the device maps:
-// Free removes the device's mapping once the buffer's points are reached,
-// and the garbage collector frees the memory once neither the Buffer nor a
-// slice of it is reachable. Memory that cannot be Go memory (a GPU's own
-// memory mapped for the host) is replaced at Free by ordinary host memory
-// at the same addresses, which the driver never hands out again; the slice
-// then reads what the driver's documentation names. A MapHost buffer's
-// slice is the caller's own memory, which rig keeps reachable until the
-// buffer is freed.
+// another buffer. Pinned memory (and the host driver's Mapped memory) is Go
+// memory, whole pages of Go's heap, that the device maps: Free removes the
+// device's mapping once the buffer's points are reached, and the garbage
+// collector frees the memory once neither the Buffer nor a slice of it is
+// reachable; the slice keeps the last bytes the device wrote. A GPU's own
+// memory that the host addresses (nvdev's Mapped memory) is mapped over
+// pages of Go's heap, and Free puts ordinary zeroed memory back there, so
+// the slice reads zeros after Free; each driver's documentation says what
+// its memory reads after Free. A MapHost buffer's slice is the caller's own
+// memory, which rig keeps reachable until the buffer is freed.
 //
 // # Profiles
 //
