@@ -312,10 +312,11 @@ func (d *dev) charge(n int64) bool {
 // is an anonymous mapping that Free unmaps, so that work that uses it after
 // Free faults the device. Pinned and Mapped memory, which the host
 // addresses, is Go memory (a page-aligned array of Go's heap): Free gives
-// back its budget and drops the device's hold on it, and the garbage
-// collector frees it once no slice of it is left, so that a slice that
-// Location.Host gave never reads freed memory or another region's. The
-// pages are not locked, so Pinned memory may be swapped like any other.
+// back its budget and takes it from the regions work may address, and the
+// garbage collector frees it once neither the region nor a slice of it is
+// left, so that a slice that Location.Host gave never reads freed memory
+// or another region's. The pages are not locked, so Pinned memory may be
+// swapped like any other.
 func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 	if m > device.Mapped {
 		return nil, fmt.Errorf("hostdev: alloc of %d bytes of unknown memory %v", n, m)
