@@ -246,11 +246,13 @@ func TestBytesOutlivesCollection(t *testing.T) {
 }
 
 // waitBudget waits until d's budget counts want bytes, which it does once
-// the frees deferred to the supervisor ran.
+// the frees deferred to the supervisor, and the cleanups of the buffers
+// nothing reaches, ran.
 func waitBudget(t *testing.T, d *rig.Device, want int64) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
+		runtime.GC()
 		used, _ := d.Budget()
 		if used == want {
 			return
