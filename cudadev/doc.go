@@ -123,7 +123,7 @@
 // that CUDA page-locks for every device (cuMemHostRegister, portable and
 // mapped), not write-combined, so that a slice of it stays valid after
 // Free: the last free unlocks the pages and the garbage collector frees
-// them once no slice of them is left. Mapped answers device.ErrNoMemory,
+// them once no slice of them is left. Mapped returns device.ErrNoMemory,
 // since CUDA maps no GPU memory for the host. MapHost page-locks ranges
 // for every device (cuMemHostRegister, portable and mapped) and counts the
 // regions over each range, a Pinned allocation's included, on any device

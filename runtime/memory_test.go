@@ -265,7 +265,7 @@ func waitBudget(t *testing.T, d *rig.Device, want int64) {
 }
 
 // TestAllocHuge asks for more than any budget holds, and for lengths whose
-// rounding overflows: each answers an error matching ErrOutOfMemory, at
+// rounding overflows: each returns an error matching ErrOutOfMemory, at
 // once, and the budget never counts a byte of them.
 func TestAllocHuge(t *testing.T) {
 	for _, c := range []struct {
