@@ -119,15 +119,17 @@
 //
 // # Memory
 //
-// Device memory is cuMemAlloc's; Pinned memory is cuMemHostAlloc's,
-// portable and mapped, not write-combined; Mapped answers
-// device.ErrNoMemory, since CUDA maps no GPU memory for the host. MapHost
-// page-locks ranges for every device (cuMemHostRegister, portable and
-// mapped) and counts the regions over each range, on any device of the
-// process; the last free unlocks it. A range inside memory CUDA locked for
-// another owner, such as a Pinned allocation, is mapped as it is,
-// uncounted. DMA exports the allocation as a dma-buf
-// (cuMemGetHandleForAddressRange).
+// Device memory is cuMemAlloc's; Pinned memory is whole pages of Go's heap
+// that CUDA page-locks for every device (cuMemHostRegister, portable and
+// mapped), not write-combined, so that a slice of it stays valid after
+// Free: the last free unlocks the pages and the garbage collector frees
+// them once no slice of them is left. Mapped returns device.ErrNoMemory,
+// since CUDA maps no GPU memory for the host. MapHost page-locks ranges
+// for every device (cuMemHostRegister, portable and mapped) and counts the
+// regions over each range, a Pinned allocation's included, on any device
+// of the process; the last free unlocks it. A range inside memory CUDA
+// locked for another owner is mapped as it is, uncounted. DMA exports the
+// allocation as a dma-buf (cuMemGetHandleForAddressRange).
 //
 // # Code
 //

@@ -619,7 +619,7 @@ func TestGPUHostMemory(t *testing.T) {
 	}
 	_ = b2.Free()
 	t.Logf("%d ranges, %d regions over them while both were mapped", n, counts)
-	// Inside an allocation CUDA locked: mapped as it is, uncounted.
+	// Inside Pinned memory: counted against the range its Alloc locked.
 	pb := pin.Bytes()
 	b3, err := dev.MapHost(pb[16:32])
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rig-go/rig/cudadev/abi"
 	"github.com/rig-go/rig/device"
@@ -89,7 +90,7 @@ type regionKind uint8
 
 const (
 	devMem     regionKind = iota + 1 // cuMemAlloc
-	pinnedMem                        // cuMemHostAlloc, portable and mapped
+	pinnedMem                        // Go memory that cuMemHostRegister locked, portable and mapped: counted
 	hostMap                          // MapHost that locked its range: counted
 	hostBorrow                       // MapHost inside memory CUDA locked for another owner
 	peerView                         // MapPeer of another device's region
@@ -102,7 +103,7 @@ type region struct {
 	size uint64 // the bytes it addresses
 	loc  device.Location
 	host uintptr    // the host address of host memory
-	rng  *hostRange // the counted range of a hostMap
+	rng  *hostRange // the counted range of a pinnedMem or a hostMap
 }
 
 // handle is the address by which CUDA names the region's memory in copies.
@@ -146,7 +147,12 @@ func (d *gpu) faulted() string {
 
 // Alloc is n bytes of d's memory m: GPU memory for Device, page-locked host
 // memory that every CUDA device addresses for Pinned, and ErrNoMemory for
-// Mapped, since CUDA maps no GPU memory for the host. Counted.
+// Mapped, since CUDA maps no GPU memory for the host. Pinned memory is Go
+// memory (whole pages of Go's heap) that CUDA page-locks and maps
+// (cuMemHostRegister, portable and mapped): Free unlocks it once no region
+// counts its range, and the garbage collector frees it once no slice of it
+// is left, so that a slice of it never faults nor aliases other memory.
+// Counted.
 func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
 		panic(fmt.Sprintf("cudadev: alloc of %d bytes: a region holds at least one byte", n))
@@ -168,16 +174,25 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 		p := f.out[0]
 		return &region{kind: devMem, size: uint64(n), loc: device.Location{Address: p, Handle: p}}, nil
 	case device.Pinned:
-		if r := f.c3(t.cuMemHostAlloc, f.outp(0), uintptr(n), hostAllocPortable|hostAllocDeviceMap); r != 0 {
-			return nil, d.fail("allocating Pinned memory", r, device.ErrNoMemory)
+		if uintptr(n) > ^uintptr(0)-pageSize {
+			return nil, device.ErrNoMemory
 		}
-		h := uintptr(f.out[0])
+		size := (uintptr(n) + pageSize - 1) &^ (pageSize - 1)
+		mem := goPages(int(size))
+		h := uintptr(unsafe.Pointer(&mem[0]))
+		hosts.mu.Lock()
+		defer hosts.mu.Unlock()
+		if r := f.c3(t.cuMemHostRegister, h, size, hostRegPortable|hostRegDeviceMap); r != 0 {
+			return nil, d.fail(fmt.Sprintf("page-locking %d bytes of Pinned memory", size), r, device.ErrNoMemory)
+		}
 		f.out[1] = 0
 		if r := f.c3(t.cuMemHostGetDevicePointer, f.outp(1), h, 0); r != 0 {
-			f.c1(t.cuMemFreeHost, h)
+			f.c1(t.cuMemHostUnregister, h)
 			return nil, d.fail("mapping Pinned memory", r, device.ErrNoMemory)
 		}
-		return &region{kind: pinnedMem, size: uint64(n), host: h,
+		rng := &hostRange{start: h, n: size, count: 1, pages: mem}
+		hosts.ranges = append(hosts.ranges, rng)
+		return &region{kind: pinnedMem, size: uint64(n), host: h, rng: rng,
 			loc: device.Location{Address: f.out[1], Handle: uint64(h), Host: h}}, nil
 	}
 	return nil, fmt.Errorf("cudadev: alloc of %s memory", m)
@@ -197,9 +212,9 @@ func (d *gpu) Free(r device.Region) error {
 	switch reg.kind {
 	case devMem:
 		f.c1(t.cuMemFree, uintptr(reg.loc.Address))
-	case pinnedMem, ownWord:
+	case ownWord:
 		f.c1(t.cuMemFreeHost, reg.host)
-	case hostMap:
+	case pinnedMem, hostMap:
 		hosts.mu.Lock()
 		rg := reg.rng
 		rg.count--
@@ -211,6 +226,9 @@ func (d *gpu) Free(r device.Region) error {
 					break
 				}
 			}
+			// Unlocked: the collector may free the pages once no slice
+			// of them is left.
+			rg.pages = nil
 		}
 		hosts.mu.Unlock()
 	}
@@ -266,11 +284,26 @@ func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 	return &region{kind: peerView, size: reg.size, loc: reg.loc}, nil
 }
 
-// hostRange is a range of host memory that MapHost page-locked, and the
-// number of regions over it, on any device.
+// hostRange is a range of host memory that MapHost or Alloc page-locked,
+// and the number of regions over it, on any device.
 type hostRange struct {
 	start, n uintptr
 	count    int
+	pages    []byte // the Go memory of a Pinned allocation, held while locked
+}
+
+// goPages is size bytes of Go memory that start a page, size a multiple of
+// the page: an array of its own, so that no other Go value shares the
+// pages CUDA locks. Go gives an array of whole pages a page of its own,
+// which goPages checks; it makes a page more and aligns where it did not.
+func goPages(size int) []byte {
+	b := make([]byte, size)
+	if uintptr(unsafe.Pointer(&b[0]))%pageSize == 0 {
+		return b
+	}
+	b = make([]byte, size+int(pageSize))
+	skip := int((pageSize - uintptr(unsafe.Pointer(&b[0]))%pageSize) % pageSize)
+	return b[skip : skip+size : skip+size]
 }
 
 var hosts struct {
@@ -400,7 +433,7 @@ func (d *gpu) DMA(r device.Region, fn string) (device.DMA, error) {
 		if d.dmaPinned == 0 {
 			return device.DMA{}, fmt.Errorf("cudadev: dma for %s: CUDA exports no dma-buf of page-locked host memory here (CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED is 0 or unknown)", fn)
 		}
-		base, size = reg.loc.Address, reg.size
+		base, size = reg.loc.Address, uint64(reg.rng.n)
 	default:
 		return device.DMA{}, fmt.Errorf("cudadev: dma for %s: only a region alloc made is exported", fn)
 	}

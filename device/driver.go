@@ -14,11 +14,13 @@ type Driver interface {
 
 	// Alloc is n bytes of the device's memory m, or ErrNoMemory if the
 	// device has none to give. n is positive and a multiple of 4 (rig's
-	// word). Counted.
+	// word). Host memory it makes obeys Location.Host's rule. Counted.
 	Alloc(m Memory, n int) (Region, error)
 	// Free gives back r: a region Alloc made, a mapping MapPeer or MapHost
 	// made, or the driver's own word (Facts.OwnWord). rig frees r once no
 	// work of the device that uses it can run, and may free it after Stop.
+	// The host memory of r stays valid for Go code that holds a slice of it
+	// (Location.Host).
 	Free(r Region) error
 	// Locate is where r lies.
 	Locate(r Region) Location
@@ -148,6 +150,16 @@ type Location struct {
 	Handle uint64
 	// Host is the host address of its first byte, or 0 where the host does
 	// not address it.
+	//
+	// rig hands Go code a slice of these bytes (Buffer.Bytes), taken
+	// while the region is live, which may outlive the region, so a driver
+	// must never free the memory under it: either the memory is Go memory
+	// (whole pages of Go's heap) that the driver holds until Free and then
+	// leaves to the garbage collector, where a mapping of the device's own
+	// memory over those pages is replaced at Free by ordinary host memory;
+	// or, where it cannot be, Free replaces it by ordinary host memory at
+	// the same addresses, which stays mapped and is never another
+	// region's. The driver documents what the memory reads after Free.
 	Host uintptr
 }
 

@@ -7,8 +7,11 @@
 //
 // # Model
 //
-// Memory is the host's, mapped with mmap: Device, Pinned and Mapped
-// memory alike, page-aligned, each allocation's whole pages taken from the
+// Memory is the host's: Device memory an anonymous mapping (mmap) that
+// Free unmaps, Pinned and Mapped memory a page-aligned array of Go's heap
+// that the garbage collector frees once neither the region nor a slice of
+// it is reachable, so that a slice of it never faults nor aliases another
+// region after Free. Each allocation's whole pages are taken from the
 // device's budget (Config.Budget). A region's device address is its host
 // address, and so is its handle; Location.Host is set for Pinned and
 // Mapped memory and MapHost's mappings, and is 0 for Device memory, with

@@ -3,6 +3,7 @@ package hostdev
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -192,17 +193,22 @@ const (
 
 // region is a device's memory: what Alloc, MapHost and MapPeer answer.
 //
-// A region holds its address, not a Go pointer: MapHost's pages may hold
-// other Go allocations, or none, around the caller's bytes, and the
-// garbage collector must see no pointer to them. bytes makes a slice of
-// the bytes work reaches, for as long as the work runs.
+// A region holds its address, not a Go pointer to its first byte: MapHost's
+// pages may hold other Go allocations, or none, around the caller's bytes,
+// and the garbage collector must see no pointer to them. bytes makes a
+// slice of the bytes work reaches, for as long as the work runs. Pinned and
+// Mapped memory that Alloc made is Go memory, which pages holds for as long
+// as the region is reachable (also from the launch ring's parts, after
+// Free); the collector frees it once neither the region nor a slice of it
+// is left.
 type region struct {
 	dev     *dev
 	kind    device.Memory
 	own     regionOwner
 	addr    uintptr // address of the first byte
 	size    int     // bytes work may address
-	mapping []byte  // the whole mapping to unmap (allocated, ownWord)
+	mapping []byte  // the whole mapping to unmap (allocated Device memory, ownWord)
+	pages   []byte  // the Go memory of allocated Pinned and Mapped memory
 	charge  int64   // bytes of the budget it takes
 	of      *region // the region a peer view shows
 	freed   atomic.Bool
@@ -296,10 +302,17 @@ func (d *dev) charge(n int64) bool {
 	}
 }
 
-// Alloc maps n bytes of anonymous host memory, whatever the kind m: Device,
-// Pinned and Mapped memory are all the host's, page-aligned, and take
-// their whole pages from the budget. The pages are not locked, so
-// Pinned memory may be swapped like any other.
+// Alloc is n bytes of host memory, whatever the kind m: Device, Pinned and
+// Mapped memory are all the host's, page-aligned, and take their whole
+// pages from the budget. Device memory, which the host does not address,
+// is an anonymous mapping that Free unmaps, so that work that uses it after
+// Free faults the device. Pinned and Mapped memory, which the host
+// addresses, is Go memory (a page-aligned array of Go's heap): Free gives
+// back its budget and takes it from the regions work may address, and the
+// garbage collector frees it once neither the region nor a slice of it is
+// left, so that a slice that Location.Host gave never reads freed memory
+// or another region's. The pages are not locked, so Pinned memory may be
+// swapped like any other.
 func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 	if m > device.Mapped {
 		return nil, fmt.Errorf("hostdev: alloc of %d bytes of unknown memory %v", n, m)
@@ -307,25 +320,45 @@ func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n <= 0 || n%4 != 0 {
 		return nil, fmt.Errorf("hostdev: alloc of %d bytes of %v memory: not a positive multiple of 4", n, m)
 	}
-	if n > int(d.cfg.Budget) {
+	if int64(n) > d.cfg.Budget || n > math.MaxInt-pageSize {
 		return nil, device.ErrNoMemory
 	}
 	size := roundPage(n)
 	if !d.charge(int64(size)) {
 		return nil, device.ErrNoMemory
 	}
-	mem, err := mapPages(size)
-	if err != nil {
-		d.used.Add(-int64(size))
-		if errors.Is(err, device.ErrNoMemory) {
-			return nil, device.ErrNoMemory
+	r := &region{dev: d, kind: m, own: allocated, size: n, charge: int64(size)}
+	if m == device.Device {
+		mem, err := mapPages(size)
+		if err != nil {
+			d.used.Add(-int64(size))
+			if errors.Is(err, device.ErrNoMemory) {
+				return nil, device.ErrNoMemory
+			}
+			return nil, fmt.Errorf("hostdev: mapping %d bytes: %w", size, err)
 		}
-		return nil, fmt.Errorf("hostdev: mapping %d bytes: %w", size, err)
+		r.mapping = mem
+		r.addr = uintptr(unsafe.Pointer(&mem[0]))
+	} else {
+		r.pages = goPages(size)
+		r.addr = uintptr(unsafe.Pointer(&r.pages[0]))
 	}
-	r := &region{dev: d, kind: m, own: allocated, size: n, mapping: mem, charge: int64(size)}
-	r.addr = uintptr(unsafe.Pointer(&mem[0]))
 	d.enlist(r)
 	return r, nil
+}
+
+// goPages is size bytes of Go memory that start a page, size a multiple of
+// the page: an array of its own, so that no other Go value shares its
+// pages. Go gives an array of whole pages a page of its own, which goPages
+// checks; it makes a page more and aligns where it did not.
+func goPages(size int) []byte {
+	b := make([]byte, size)
+	if uintptr(unsafe.Pointer(&b[0]))%uintptr(pageSize) == 0 {
+		return b
+	}
+	b = make([]byte, size+pageSize)
+	skip := (pageSize - int(uintptr(unsafe.Pointer(&b[0]))%uintptr(pageSize))) % pageSize
+	return b[skip : skip+size : skip+size]
 }
 
 // region is r as a region of d, or an error naming why it is not one.
@@ -340,7 +373,9 @@ func (d *dev) region(r device.Region, call string) (*region, error) {
 	return x, nil
 }
 
-// Free gives back r. It unmaps an allocation and the device's own word,
+// Free gives back r. It unmaps an allocation of Device memory and the
+// device's own word, leaves the Go memory of Pinned and Mapped memory to
+// the garbage collector (which frees it once no slice of it is left),
 // and forgets a mapping of MapHost or MapPeer, whose memory stays. It works
 // after Stop too.
 func (d *dev) Free(r device.Region) error {

@@ -3,6 +3,10 @@ package nvdev
 import (
 	"errors"
 	"fmt"
+	"math"
+	"os"
+	"sync"
+	"unsafe"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev/nvidia"
@@ -15,6 +19,14 @@ import (
 func (d *gpu) Facts() *device.Facts { return &d.facts }
 
 // Alloc is n bytes of memory of kind m, or device.ErrNoMemory.
+//
+// Pinned memory is Go memory (whole pages of Go's heap, of their own) that
+// the path maps for the GPU as it maps the caller's host memory (MapHost):
+// Free unmaps it for the GPU, and the garbage collector frees it once no
+// slice of it is left, so that a slice of it never faults nor aliases
+// other memory. Device and Mapped memory are the path's; Mapped memory
+// one that a slice may outlive (nvidia.Path.AllocHeld), whose host view
+// reads zeros after Free.
 func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("nvdev: alloc of %d bytes", n)
@@ -25,6 +37,14 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 		d.reapSets()
 		d.mu.Unlock()
 	}
+	if m == device.Pinned && d.p.MapsHost() {
+		return d.allocPinned(n)
+	}
+	if h, ok := d.p.(interface {
+		AllocHeld(device.Memory, int) (*nvidia.Memory, error)
+	}); ok && m == device.Mapped {
+		return h.AllocHeld(m, n)
+	}
 	mem, err := d.p.Alloc(m, n)
 	if err != nil {
 		return nil, err
@@ -32,9 +52,49 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	return mem, nil
 }
 
+// goPinned holds the Go memory of each live Pinned allocation, by its
+// *nvidia.Memory, until Free has unmapped it for the GPU.
+var goPinned sync.Map
+
+var pageSize = os.Getpagesize()
+
+// allocPinned is n bytes of Pinned memory, Go memory the path maps.
+func (d *gpu) allocPinned(n int) (device.Region, error) {
+	if n > math.MaxInt-pageSize {
+		return nil, fmt.Errorf("nvdev: alloc of %d bytes of Pinned memory: %w", n, device.ErrNoMemory)
+	}
+	mem := goPages((n + pageSize - 1) &^ (pageSize - 1))
+	m, err := d.p.MapHost(uintptr(unsafe.Pointer(&mem[0])), n)
+	if err != nil {
+		if errors.Is(err, device.ErrNoRoom) {
+			return nil, fmt.Errorf("nvdev: alloc of %d bytes of Pinned memory: %w: %w", n, device.ErrNoMemory, err)
+		}
+		return nil, err
+	}
+	goPinned.Store(m, mem)
+	return m, nil
+}
+
+// goPages is size bytes of Go memory that start a page, size a multiple of
+// the page: an array of its own, so that no other Go value shares the
+// pages the GPU maps. Go gives an array of whole pages a page of its own,
+// which goPages checks; it makes a page more and aligns where it did not.
+func goPages(size int) []byte {
+	b := make([]byte, size)
+	if uintptr(unsafe.Pointer(&b[0]))%uintptr(pageSize) == 0 {
+		return b
+	}
+	b = make([]byte, size+pageSize)
+	skip := (pageSize - int(uintptr(unsafe.Pointer(&b[0]))%uintptr(pageSize))) % pageSize
+	return b[skip : skip+size : skip+size]
+}
+
 // Free gives r back to the path. A view of another device's memory on one
 // GPU (MapPeer) holds nothing of its own; a view of another GPU's memory is
-// the path's mapping, which the path gives back.
+// the path's mapping, which the path gives back. The Go memory of Pinned
+// memory goes to the garbage collector once the path unmapped it; where
+// the path failed to, it stays held, so that the GPU never reaches memory
+// Go reuses.
 func (d *gpu) Free(r device.Region) error {
 	m, ok := r.(*nvidia.Memory)
 	if !ok || m == nil {
@@ -43,7 +103,11 @@ func (d *gpu) Free(r device.Region) error {
 	if _, view := m.Data.(peerView); view {
 		return nil
 	}
-	return d.p.Free(m)
+	err := d.p.Free(m)
+	if err == nil {
+		goPinned.Delete(m)
+	}
+	return err
 }
 
 // Locate is where r lies: its GPU address, which is also its handle, and

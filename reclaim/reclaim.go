@@ -13,6 +13,8 @@
 package reclaim
 
 import (
+	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,12 +34,23 @@ type Budget struct {
 func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 
 // Take counts n more bytes and answers 0, or counts nothing and answers the
-// bytes the budget lacks for them.
+// bytes the budget lacks for them. Without a limit it lacks the bytes past
+// the most an int64 counts. Its arithmetic does not overflow for any n;
+// it panics if n is negative, as counting it would give bytes back.
 func (b *Budget) Take(n int64) (lack int64) {
+	if n < 0 {
+		panic(fmt.Sprintf("reclaim: Take of %d bytes", n))
+	}
+	limit := b.limit
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
 	for {
 		u := b.used.Load()
-		if b.limit > 0 && u+n > b.limit {
-			return u + n - b.limit
+		if room := limit - u; n > room {
+			// u never exceeds limit, so room is not negative and n-room
+			// does not overflow.
+			return n - max(room, 0)
 		}
 		if b.used.CompareAndSwap(u, u+n) {
 			return 0
@@ -45,8 +58,14 @@ func (b *Budget) Take(n int64) (lack int64) {
 	}
 }
 
-// Give counts n bytes back.
-func (b *Budget) Give(n int64) { b.used.Add(-n) }
+// Give counts n bytes back, n from an earlier Take. It panics if n is
+// negative.
+func (b *Budget) Give(n int64) {
+	if n < 0 {
+		panic(fmt.Sprintf("reclaim: Give of %d bytes", n))
+	}
+	b.used.Add(-n)
+}
 
 // Used is the bytes counted now.
 func (b *Budget) Used() int64 { return b.used.Load() }

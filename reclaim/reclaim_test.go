@@ -1,6 +1,7 @@
 package reclaim
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,48 @@ func TestBudget(t *testing.T) {
 	}
 	if NewBudget(0).Take(1<<40) != 0 {
 		t.Fatal("a budget of no limit lacked")
+	}
+}
+
+// TestBudgetOverflow takes counts whose sums overflow an int64: each is
+// refused with a positive lack, and the count never moves.
+func TestBudgetOverflow(t *testing.T) {
+	for _, c := range []struct {
+		limit, used, take, lack int64
+	}{
+		{100, 60, math.MaxInt64, math.MaxInt64 - 40},
+		{100, 0, math.MaxInt64, math.MaxInt64 - 100},
+		{math.MaxInt64, 1, math.MaxInt64, 1},
+		{0, 1, math.MaxInt64, 1},
+		{0, math.MaxInt64 - 3, 4, 1},
+		{0, 1 << 62, 1 << 62, 1},
+		{0, 1 << 62, 1<<62 - 1, 0},
+	} {
+		b := NewBudget(c.limit)
+		if c.used > 0 && b.Take(c.used) != 0 {
+			t.Fatalf("limit %d: Take(%d) lacked", c.limit, c.used)
+		}
+		used := b.Used()
+		got := b.Take(c.take)
+		if got != c.lack {
+			t.Errorf("limit %d, %d used: Take(%d) lacks %d, want %d", c.limit, used, c.take, got, c.lack)
+		}
+		if got > 0 && b.Used() != used {
+			t.Errorf("limit %d: a refused Take(%d) moved the count from %d to %d", c.limit, c.take, used, b.Used())
+		}
+		if b.Used() < 0 {
+			t.Errorf("limit %d: the count went negative: %d", c.limit, b.Used())
+		}
+	}
+	for _, f := range []func(*Budget){func(b *Budget) { b.Take(-1) }, func(b *Budget) { b.Give(-1) }} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("a negative count did not panic")
+				}
+			}()
+			f(NewBudget(100))
+		}()
 	}
 }
 

@@ -3,6 +3,7 @@ package rig
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -37,7 +38,8 @@ type bufState struct {
 	region device.Region
 	loc    device.Location
 	off    uint64 // the caller's first byte's distance from the region's
-	pin    []byte // host memory a MapHost borrows, kept alive
+	pin    []byte // host memory a MapHost borrows, kept alive; never changed
+	host   []byte // the host's view of an allocation, or nil; never changed
 
 	// mu guards the hazards, the views and freed. Submissions take the
 	// locks of their buffers in id order, after their device's submit lock.
@@ -70,12 +72,25 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 	if !d.facts.Kinds.Has(kind) {
 		return nil, fmt.Errorf("rig: alloc of %d bytes on %s: the device has no %s memory: %w", n, d.name, kind, device.ErrNoMemory)
 	}
+	if limit := d.budget.Limit(); n > math.MaxInt-3 || (limit > 0 && int64(n) > limit) {
+		// No reclamation makes room for more than the whole budget, and
+		// no device holds the bytes of a length that rounding overflows.
+		lack := int64(n)
+		if limit > 0 {
+			lack -= limit
+		}
+		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("%d bytes of %s memory", n, kind), Lacking: max(lack, 1)}
+	}
 	size := (n + 3) &^ 3
 	r, err := d.allocRegion(kind, size)
 	if err != nil {
 		return nil, err
 	}
-	return d.track(&bufState{kind: kind, n: n, size: int64(size), region: r, loc: d.drv.Locate(r)})
+	s := &bufState{kind: kind, n: n, size: int64(size), region: r, loc: d.drv.Locate(r)}
+	if s.loc.Host != 0 {
+		s.host = hostBytes(s.loc.Host, n)
+	}
+	return d.track(s)
 }
 
 // allocRegion allocates size bytes through the driver, within the budget,
@@ -187,16 +202,25 @@ func (b *Buffer) Device() *Device { return b.s.d }
 func (b *Buffer) Address() uint64 { return b.s.loc.Address + b.s.off }
 
 // Bytes is the buffer's memory as the host addresses it, or nil where the
-// host does not address it (Device memory on a GPU). Reading it is safe
-// once the points of the work that wrote it are reached.
+// host does not address it (Device memory on a GPU). Each call returns the
+// same slice. Reading it is safe once the points of the work that wrote it
+// are reached, and work that the buffer may still run (its points not
+// reached) races with the host's reads and writes of it.
+//
+// The slice stays valid for as long as Go code holds it, also after Free
+// and after the Buffer is collected: the memory never goes back to the
+// device or to another buffer under it, and reading or writing it never
+// faults. Once the buffer is freed and its points are reached, the device
+// no longer uses the memory, and what the slice reads is the memory's last
+// contents (or, for the Mapped memory of a GPU that the driver unmaps, the
+// bytes its Free names, such as zeros); writes to it reach no device. The
+// memory itself goes back once neither the Buffer nor any slice of it is
+// reachable. A MapHost buffer's slice is the caller's own.
 func (b *Buffer) Bytes() []byte {
 	if b.s.pin != nil {
 		return b.s.pin
 	}
-	if b.s.loc.Host == 0 {
-		return nil
-	}
-	return hostBytes(b.s.loc.Host+uintptr(b.s.off), b.s.n)
+	return b.s.host
 }
 
 // LastUse is the latest point of work that used the buffer on its device
@@ -281,7 +305,6 @@ func (s *bufState) release() {
 	}
 	_ = s.d.drv.Free(s.region)
 	s.d.budget.Give(s.size)
-	s.pin = nil
 }
 
 // dropView frees the view device o holds of the buffer, at o's close.
@@ -330,8 +353,11 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	return v.region, v.loc, nil
 }
 
-// hostBytes is the n bytes of host memory at addr, memory outside Go's heap
-// that a driver mapped and keeps until the region is freed.
+// hostBytes is the n bytes of host memory at addr, which a driver's Locate
+// gave for a live region: Go memory the driver holds until Free (which the
+// slice then holds), or memory outside Go's heap that the driver keeps
+// addressable for as long as the process runs (device/driver.go's
+// Location.Host).
 func hostBytes(addr uintptr, n int) []byte {
 	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
 	return unsafe.Slice((*byte)(p), n)

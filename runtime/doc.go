@@ -50,7 +50,23 @@
 // A buffer is freed by Free or by the garbage collector (a cleanup), in
 // both cases only once every point that uses it is reached. An allocation
 // that the driver or the budget refuses runs up to four rounds of
-// reclamation (package reclaim) before it answers an *OutOfMemoryError.
+// reclamation (package reclaim) before it returns an *OutOfMemoryError; one
+// of more bytes than the whole budget, or of a length that rounding would
+// overflow, returns it at once.
+//
+// Host memory that Go code holds is never freed under it. The slice that
+// Buffer.Bytes returns stays valid for as long as it is reachable, after
+// Free and after the Buffer is collected: it never faults and never aliases
+// another buffer. Pinned memory (and the host driver's Mapped memory) is Go
+// memory, whole pages of Go's heap, that the device maps: Free removes the
+// device's mapping once the buffer's points are reached, and the garbage
+// collector frees the memory once neither the Buffer nor a slice of it is
+// reachable; the slice keeps the last bytes the device wrote. A GPU's own
+// memory that the host addresses (nvdev's Mapped memory) is mapped over
+// pages of Go's heap, and Free puts ordinary zeroed memory back there, so
+// the slice reads zeros after Free; each driver's documentation says what
+// its memory reads after Free. A MapHost buffer's slice is the caller's own
+// memory, which rig keeps reachable until the buffer is freed.
 //
 // # Profiles
 //

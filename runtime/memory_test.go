@@ -3,7 +3,9 @@ package rig_test
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +171,142 @@ func TestDMAOnHost(t *testing.T) {
 	}
 	if d.Err() != nil {
 		t.Fatalf("a refused dma lost the device: %v", d.Err())
+	}
+}
+
+// readAll sums b's bytes, failing t where reading b faults: debug's
+// SetPanicOnFault turns a read of unmapped memory into a panic the test
+// recovers, rather than a crash of the test binary.
+func readAll(t *testing.T, b []byte) (sum int) {
+	t.Helper()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("reading a slice that Bytes returned faulted: %v", r)
+		}
+	}()
+	for _, c := range b {
+		sum += int(c)
+	}
+	return sum
+}
+
+// TestBytesOutlivesFree reads, after Free, the slice Bytes returned before
+// it: of memory the device wrote, and of memory written through the slice.
+func TestBytesOutlivesFree(t *testing.T) {
+	const n = 3 << 12
+	for _, kind := range []device.Memory{device.Pinned, device.Mapped} {
+		t.Run(kind.String(), func(t *testing.T) {
+			d := host(t, hostdev.Config{})
+			b := alloc(t, d, kind, n)
+			mem := b.Bytes()
+			wait(t, fill(t, d, b, 7, device.Copy))
+			if err := b.Free(); err != nil {
+				t.Fatal(err)
+			}
+			waitBudget(t, d, 0)
+			if sum := readAll(t, mem); sum != 7*n {
+				t.Fatalf("the slice reads %d after Free, want %d", sum, 7*n)
+			}
+			mem[0] = 1 // a write after Free lands in memory no one else holds
+			if after := b.Bytes(); len(after) != 0 && readAll(t, after) != 7*n-6 {
+				t.Fatal("Bytes after Free returns other memory than before")
+			}
+		})
+	}
+}
+
+// TestBytesOutlivesCollection drops the Buffer while its slice is held:
+// the collector frees the buffer, and new buffers must not take the memory
+// the slice holds.
+func TestBytesOutlivesCollection(t *testing.T) {
+	const n = 1 << 16
+	d := host(t, hostdev.Config{})
+	mem := alloc(t, d, device.Pinned, n).Bytes()
+	for i := range mem {
+		mem[i] = 0xaa
+	}
+	for range 4 {
+		runtime.GC()
+	}
+	waitBudget(t, d, 0)
+	var held []*rig.Buffer
+	for range 8 {
+		b := alloc(t, d, device.Pinned, n)
+		wait(t, fill(t, d, b, 0x55, device.Copy))
+		for i := range b.Bytes() {
+			b.Bytes()[i] = 0x55
+		}
+		held = append(held, b)
+	}
+	if sum := readAll(t, mem); sum != 0xaa*n {
+		t.Fatalf("a slice of a collected buffer reads %d, want %d: it aliases a new buffer", sum, 0xaa*n)
+	}
+	runtime.KeepAlive(held)
+}
+
+// waitBudget waits until d's budget counts want bytes, which it does once
+// the frees deferred to the supervisor, and the cleanups of the buffers
+// nothing reaches, ran.
+func waitBudget(t *testing.T, d *rig.Device, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		used, _ := d.Budget()
+		if used == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget counts %d bytes, want %d", used, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestAllocHuge asks for more than any budget holds, and for lengths whose
+// rounding overflows: each returns an error matching ErrOutOfMemory, at
+// once, and the budget never counts a byte of them.
+func TestAllocHuge(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		budget int64
+	}{{"with a budget", 1 << 20}, {"default budget", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := host(t, hostdev.Config{Budget: c.budget})
+			stop := make(chan struct{})
+			negative := make(chan int64, 1)
+			go func() {
+				defer close(negative)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if used, _ := d.Budget(); used != 0 {
+						negative <- used
+						return
+					}
+				}
+			}()
+			for _, n := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt - 3, math.MaxInt - 4, math.MaxInt64 / 2, 1 << 50} {
+				start := time.Now()
+				_, err := d.Alloc(device.Pinned, n)
+				var oom *rig.OutOfMemoryError
+				if !errors.Is(err, rig.ErrOutOfMemory) || !errors.As(err, &oom) || oom.Lacking <= 0 {
+					t.Errorf("alloc of %d bytes: %v", n, err)
+				}
+				if took := time.Since(start); took > 2*time.Second {
+					t.Errorf("alloc of %d bytes took %v to fail", n, took)
+				}
+			}
+			close(stop)
+			if used, ok := <-negative; ok {
+				t.Fatalf("the budget counted %d bytes during huge allocations", used)
+			}
+			b := alloc(t, d, device.Pinned, 4096)
+			_ = b.Free()
+		})
 	}
 }

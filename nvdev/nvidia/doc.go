@@ -61,6 +61,14 @@
 //     BAR1 mapping is placed into it (RM_MAP_MEMORY then mmap with
 //     MAP_FIXED). Either has the same address for the GPU. A free puts the
 //     reservation back. Registered channels take 64 MiB each here.
+//   - Mapped memory that Go code may hold past its free (AllocHeld, the
+//     memory a device hands rig): its BAR1 mapping replaces pages of Go's
+//     heap of its own, at the same address for the GPU. A free puts
+//     ordinary zeroed memory back over them, so that a slice of the host's
+//     view that Go code still holds reads zeros and never faults, and Go's
+//     collector frees the pages once no slice of them is left. Where Go's
+//     heap lies past the windows, it takes host-visible addresses, and a
+//     free puts zeroed memory there and never gives the addresses back.
 //   - Device memory: vidmem at addresses from 2^40 to 2^47, past the
 //     windows, which the host never addresses, so nothing is reserved.
 //

@@ -98,6 +98,9 @@ type memRecord struct {
 	hostPtr unsafe.Pointer // the host's view of the first byte, for Pinned and Mapped
 	own     bool           // the path mapped host pages at va (Pinned, Mapped)
 	gpu     *gpuState      // the GPU whose memory it is (Device, Mapped), for MapPeer
+	goMem   []byte         // the Go memory whose pages a Mapped memory's host mapping replaced
+	held    bool           // Go code may hold the host's view past Free (AllocHeld)
+	kept    bool           // Free leaves va out of the pool (held Mapped memory outside Go's heap)
 	freed   bool
 }
 
@@ -339,6 +342,17 @@ var errStopped = errors.New("nvidia: path stopped")
 // write-combined for the host, as the kernel driver maps the BAR. Any other
 // failure is a *device.Fault. It panics if n is below 1.
 func (p *Path) Alloc(k device.Memory, n int) (*Memory, error) {
+	return p.alloc(k, n, false)
+}
+
+// AllocHeld is Alloc for memory that Go code may hold a slice of past its
+// Free: Mapped memory lies over pages of Go's heap (allocVidmem says how),
+// so that the slice never faults nor reaches other memory.
+func (p *Path) AllocHeld(k device.Memory, n int) (*Memory, error) {
+	return p.alloc(k, n, true)
+}
+
+func (p *Path) alloc(k device.Memory, n int, held bool) (*Memory, error) {
 	if n < 1 {
 		panic(fmt.Sprintf("nvidia: Alloc of %d bytes", n))
 	}
@@ -351,7 +365,7 @@ func (p *Path) Alloc(k device.Memory, n int) (*Memory, error) {
 	case k == device.Mapped && p.noMapped:
 		err = fmt.Errorf("nvidia: the BAR had no room for the flush word: %w", errNoAddresses)
 	case k == device.Device, k == device.Mapped:
-		m, err = p.allocVidmem(k, n)
+		m, err = p.allocVidmem(k, n, held)
 	case k == device.Pinned:
 		m, err = p.allocPinned(n)
 	default:
@@ -457,18 +471,35 @@ func (p *Path) giveVA(pl *pool, va, size uint64) {
 // allocVidmem allocates GPU memory (NV01_MEMORY_LOCAL_USER) and maps it for
 // the GPU, and for Mapped memory for the host through BAR1 at the same
 // address.
-func (p *Path) allocVidmem(k device.Memory, n int) (m *Memory, err error) {
+//
+// Mapped memory that Go code may hold past Free (held) lies over pages of
+// Go's heap (goRange), where they lie below the windows: the BAR mapping
+// replaces them until Free, which puts ordinary zeroed memory back, so that
+// a slice of the host's view that Go code still holds reads zeros, never
+// faults, and keeps the addresses from any other memory until the garbage
+// collector finds no slice of them. Elsewhere, held Mapped memory takes
+// the host-visible pool's addresses, and Free puts zeroed memory there and
+// never gives them back. Other Mapped memory takes the pool's addresses,
+// and Free puts the reservation back.
+func (p *Path) allocVidmem(k device.Memory, n int, held bool) (m *Memory, err error) {
 	page := pageFor(uint64(n))
 	size := roundUp(uint64(n), page)
 	host := k == device.Mapped
-	va, pl, err := p.takeVA(host, size, page)
-	if err != nil {
-		return nil, err
+	var goMem []byte
+	var va uint64
+	var pl *pool
+	if host && held {
+		goMem, va = p.goRange(size, page)
 	}
-	rec := &memRecord{va: va, length: size, page: page, pool: pl, gpu: p.gpuState}
+	if goMem == nil {
+		if va, pl, err = p.takeVA(host, size, page); err != nil {
+			return nil, err
+		}
+	}
+	rec := &memRecord{va: va, length: size, page: page, pool: pl, gpu: p.gpuState, goMem: goMem, held: held}
 	defer func() {
 		if err != nil {
-			p.giveVA(pl, va, size)
+			p.giveRange(rec)
 		}
 	}()
 	attr := uint32(attrAllowNoncontig) << attrPhysicalityShift
@@ -497,8 +528,8 @@ func (p *Path) allocVidmem(k device.Memory, n int) (m *Memory, err error) {
 	m = &Memory{Kind: k, Address: va, Size: n, Handle: h, Data: rec}
 	if host {
 		if _, err = p.mapCPU(h, size, uintptr(va)); err != nil {
-			// A failed MAP_FIXED may have dropped the reservation there.
-			return nil, errors.Join(err, unreserveTo(uintptr(va), size), p.r.free(p.device, h))
+			// A failed MAP_FIXED may have dropped what was mapped there.
+			return nil, errors.Join(err, rec.dropHost(), p.r.free(p.device, h))
 		}
 		rec.own = true
 		rec.hostPtr = ptrAt(uintptr(va))
@@ -620,12 +651,52 @@ func (p *Path) uvmFree(rec *memRecord) error {
 	return uvmCall(p.u, "UVM_FREE", uvmFree, &f, &f.RMStatus)
 }
 
+// goRange is size bytes of Go's heap at an address aligned to align, of
+// their own, and that address, which it adds to the ranges the GPU maps at
+// their own addresses; or nil where the pages lie past the windows or in
+// a range the GPU maps already.
+func (p *Path) goRange(size, align uint64) ([]byte, uint64) {
+	if size > 1<<62 {
+		return nil, 0
+	}
+	var b []byte
+	if align <= pageSize {
+		// Go gives an array of whole pages a page of its own.
+		b = make([]byte, size)
+	}
+	if b == nil || uint64(uintptr(unsafe.Pointer(&b[0])))%align != 0 {
+		b = make([]byte, size+align)
+	}
+	a := uint64(uintptr(unsafe.Pointer(&b[0])))
+	skip := roundUp(a, align) - a
+	b = b[skip : skip+size : skip+size]
+	s := span{a + skip, size}
+	p.sys.mu.Lock()
+	defer p.sys.mu.Unlock()
+	if s.end() > windows || p.sys.identity.overlaps(s) || p.sys.reserved(s) {
+		return nil, 0
+	}
+	p.sys.identity.add(s)
+	return b, s.addr
+}
+
+// dropHost replaces the host pages the path mapped at rec's addresses: by
+// ordinary zeroed memory where they are Go's heap or Mapped memory, whose
+// host view Go code may hold; by the reservation otherwise.
+func (rec *memRecord) dropHost() error {
+	if rec.goMem != nil || rec.kept {
+		_, err := mapPrivate(uintptr(rec.va), rec.length)
+		return err
+	}
+	return unreserveTo(uintptr(rec.va), rec.length)
+}
+
 // undo gives back the memory object h of a failed allocation and its host
 // pages, once UVM no longer maps it.
 func (p *Path) undo(rec *memRecord, h Handle) error {
 	var errs []error
 	if rec.own {
-		errs = append(errs, unreserveTo(uintptr(rec.va), rec.length))
+		errs = append(errs, rec.dropHost())
 	}
 	errs = append(errs, p.r.free(p.device, h))
 	return errors.Join(errs...)
@@ -729,8 +800,10 @@ func (p *Path) Free(m *Memory) error {
 		return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: %v", m.Kind, m.Address, err)}
 	}
 	if m.Kind == device.Mapped && rec.own {
-		// The BAR mapping goes before the memory does.
-		if err := unreserveTo(uintptr(rec.va), rec.length); err != nil {
+		// The BAR mapping goes before the memory does; zeroed memory
+		// takes its place, for slices of it that Go code still holds.
+		rec.kept = rec.held && rec.goMem == nil
+		if err := rec.dropHost(); err != nil {
 			return &device.Fault{Why: fmt.Sprintf("free of Mapped memory at 0x%x: unmap: %v", m.Address, err)}
 		}
 		rec.own = false
@@ -743,7 +816,11 @@ func (p *Path) Free(m *Memory) error {
 			return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: unmap: %v", m.Kind, m.Address, err)}
 		}
 	}
-	p.giveRange(rec)
+	if !rec.kept {
+		p.giveRange(rec)
+	}
+	// Go code's slices, not the path, hold the pages now.
+	rec.goMem = nil
 	p.mu.Lock()
 	p.live--
 	last := p.live == 0 && p.closed && !p.released

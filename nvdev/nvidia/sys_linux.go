@@ -76,6 +76,12 @@ func mapShared(a uintptr, length uint64) (uintptr, error) {
 	return mmap(a, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS|unix.MAP_FIXED, -1, 0)
 }
 
+// mapPrivate maps length bytes of zeroed private memory at a, replacing
+// what is there.
+func mapPrivate(a uintptr, length uint64) (uintptr, error) {
+	return mmap(a, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED, -1, 0)
+}
+
 // reservation flags: addresses no one may use, which cost no memory.
 const reserveFlags = unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_NORESERVE
 

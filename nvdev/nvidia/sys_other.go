@@ -28,6 +28,8 @@ func mapFile(uintptr, uint64, int) (uintptr, error) { return 0, errNotLinux }
 
 func mapShared(uintptr, uint64) (uintptr, error) { return 0, errNotLinux }
 
+func mapPrivate(uintptr, uint64) (uintptr, error) { return 0, errNotLinux }
+
 func reserve(uintptr, uint64) error { return errNotLinux }
 
 func unreserveTo(uintptr, uint64) error { return errNotLinux }
