@@ -21,7 +21,8 @@ func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
 // *device.Fault, which every later Sleep raises again.
 //
 // With still 0 (no one waits) it only looks, and values submitted from
-// then on raise no interrupt. Otherwise it marks waiters parked, spins on
+// then on raise no interrupt; so from a return with every value submitted
+// reached. Otherwise it marks waiters parked, spins on
 // the word for spinFor, then blocks on the device's non-stall event
 // (wake.go): until still where every value in flight raises the
 // interrupt, at most bridgeFor at a time while one that raises none is in
@@ -50,6 +51,11 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	for {
 		w := atomic.LoadUint64(d.word)
 		if w != seen {
+			if d.wk.ev != nil && device.AtLeast(w, d.wk.last.Load()) {
+				// Nothing in flight: the supervisor may park
+				// without another Sleep.
+				d.wk.parked.Store(false)
+			}
 			return nil
 		}
 		if d.notified() {

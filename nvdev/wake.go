@@ -18,6 +18,10 @@ import (
 // carry no interrupt, so that a closed loop of one goroutine, which never
 // parks, costs the GPU and the kernel nothing more.
 //
+// Sleep sets parked as it starts with waiters, and clears it as it
+// returns with every value submitted reached (the supervisor then parks
+// without calling Sleep) or when no one waits.
+//
 // The two sides meet as in Dekker's exclusion: Room stores the value it
 // plans into quiet before it reads parked; Sleep stores parked before it
 // reads quiet. Either Room sees parked, and the value raises the
@@ -68,6 +72,7 @@ type waker struct {
 	parked atomic.Bool   // set by Sleep while waiters are parked
 	quiet  atomic.Uint64 // the last value that may raise no interrupt
 	quietV uint64        // under mu: the last value submitted without one
+	last   atomic.Uint64 // the last value submitted
 	intrs  atomic.Uint64 // values submitted with an interrupt, for tests
 }
 
@@ -107,6 +112,7 @@ func (d *gpu) submittedInterrupt(v uint64, intr bool) {
 	if d.wk.ev == nil {
 		return
 	}
+	d.wk.last.Store(v)
 	if intr {
 		d.wk.intrs.Add(1)
 		d.wk.quiet.Store(d.wk.quietV)

@@ -1,6 +1,7 @@
 package nvdev
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,9 +201,48 @@ func TestWakeBridge(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Sleep did not return after the word moved")
 	}
+}
+
+// TestWakeParked checks when Sleep sets and clears parked: set by a Sleep
+// with waiters, kept as it returns with a value still in flight, cleared
+// as it returns with every value reached, and by a Sleep with no one
+// waiting.
+func TestWakeParked(t *testing.T) {
+	r := openRaw(t, Config{})
+	withEvent(r)
+	m := r.alloc(device.Pinned, 4096)
+	w := takeWord(t)
+	atomic.StoreUint64(w, 0)
+	parkWaiters(r)
 	if !r.d.wk.parked.Load() {
-		t.Error("Sleep with a waiter left parked clear")
+		t.Fatal("Sleep with waiters left parked clear")
 	}
+	r.f.pause()
+	v1 := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	v2 := r.submit([]device.Wait{{Word: w, Value: 1}}, fillPart(qCompute, m, 0, 8, 2))
+	done := sleepAsync(r, v1-1, time.Hour)
+	r.f.resume()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := r.d.Signaled(); got != v1 {
+		t.Fatalf("the word reads %d, want %d", got, v1)
+	}
+	if !r.d.wk.parked.Load() {
+		t.Error("Sleep returned with a value in flight and cleared parked")
+	}
+	atomic.StoreUint64(w, 1)
+	r.f.pump()
+	if err := r.d.Sleep(v1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.d.Signaled(); got != v2 {
+		t.Fatalf("the word reads %d, want %d", got, v2)
+	}
+	if r.d.wk.parked.Load() {
+		t.Error("Sleep returned with every value reached and left parked set")
+	}
+	parkWaiters(r)
 	noWaiters(r)
 	if r.d.wk.parked.Load() {
 		t.Error("Sleep with no one waiting left parked set")
