@@ -9,6 +9,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev/nvidia"
+	"golang.org/x/sys/unix"
 )
 
 // countEvent counts the Waits of an event that the interrupt ended.
@@ -153,4 +154,44 @@ func BenchmarkGPURoundTripInterrupt(b *testing.B) {
 	}
 	b.StopTimer()
 	median(b, lat)
+}
+
+// TestGPUWakeHost logs the machine's own wake-up lateness, with no GPU: a
+// goroutine blocked in ppoll on a pipe that another writes 2 ms later, as
+// Sleep blocks on the event, and a goroutine in time.Sleep of 2 ms. It
+// tells how much of the event's lateness (TestGPUWake) is the host's.
+func TestGPUWakeHost(t *testing.T) {
+	needGPU(t)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	const rounds = 40
+	var polled, slept []time.Duration
+	buf := make([]byte, 1)
+	for range rounds {
+		var at atomic.Int64
+		go func() {
+			time.Sleep(2 * time.Millisecond)
+			at.Store(time.Now().UnixNano())
+			_, _ = unix.Write(p[1], buf)
+		}()
+		fds := []unix.PollFd{{Fd: int32(p[0]), Events: unix.POLLIN}}
+		ts := unix.NsecToTimespec(int64(time.Second))
+		if _, err := unix.Ppoll(fds, &ts, nil); err != nil {
+			t.Fatal(err)
+		}
+		end := time.Now().UnixNano()
+		_, _ = unix.Read(p[0], buf)
+		polled = append(polled, time.Duration(end-at.Load()))
+		t0 := time.Now()
+		time.Sleep(2 * time.Millisecond)
+		slept = append(slept, time.Since(t0)-2*time.Millisecond)
+	}
+	slices.Sort(polled)
+	slices.Sort(slept)
+	t.Logf("ppoll on a pipe, lateness after the write: p50 %v, p99 %v, max %v; time.Sleep(2ms) overshoot: p50 %v, p99 %v, max %v",
+		polled[rounds/2], polled[rounds*99/100], polled[rounds-1], slept[rounds/2], slept[rounds*99/100], slept[rounds-1])
 }
