@@ -21,12 +21,12 @@ func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
 // *device.Fault, which every later Sleep raises again.
 //
 // With still 0 (no one waits) it only looks, and values submitted from
-// then on raise no interrupt; so from a return with every value submitted
-// reached. Otherwise it marks waiters parked, spins on
-// the word for spinFor, then blocks on the device's non-stall event
-// (wake.go): until still where every value in flight raises the
-// interrupt, at most bridgeFor at a time while one that raises none is in
-// flight. A device without an event sleeps pollFor at a time.
+// then on raise no interrupt; so they do after a return with every value
+// submitted reached. Otherwise it marks waiters parked, spins on the word
+// for spinFor, then blocks on the device's non-stall event (wake.go):
+// until still where every value in flight raises the interrupt, at most
+// bridgeFor at a time while one that raises none is in flight. A device
+// without an event sleeps pollFor at a time.
 func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	if f := d.fault.Load(); f != nil {
 		return f
@@ -224,11 +224,10 @@ func (d *gpu) debugLines() []string {
 // Stop stops the device without waiting for its work: it closes the
 // non-stall event, ends the channels' registrations and frees the channel
 // group, which makes the RM preempt their work, then asks the path to
-// stop. Where all of that
-// succeeded, it writes the last value submitted into the word and gives
-// the memory the device holds itself back to the path; otherwise that
-// memory stays, and the word reaches the value as the channels end. The
-// path closes once rig has freed the regions it holds.
+// stop. Where all of that succeeded, it writes the last value submitted
+// into the word and gives the memory the device holds itself back to the
+// path; otherwise that memory stays, and the word reaches the value as the
+// channels end. The path closes once rig has freed the regions it holds.
 func (d *gpu) Stop(string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
