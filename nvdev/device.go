@@ -117,6 +117,9 @@ type gpu struct {
 	local   atomic.Pointer[localMem]
 	old     []*nvidia.Memory
 
+	// wk wakes Sleep through the GPU's non-stall interrupt (wake.go).
+	wk waker
+
 	fault         atomic.Pointer[device.Fault]
 	stopped       atomic.Bool
 	clock0        nvidia.Timer
@@ -321,6 +324,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	} else {
 		d.facts.OwnWord = d.own
 	}
+	d.openEvents()
 	return d, nil
 }
 

@@ -57,6 +57,10 @@ type fake struct {
 	// chased task by task, sysMembars those with the system's; bank0Ahead
 	// those that prefetch constant bank 0.
 	gpuMembars, sysMembars, bank0Ahead int
+	// intr receives a token at each NON_STALL_INTERRUPT where set (a
+	// fakeEvent's); intrs counts them.
+	intr  chan struct{}
+	intrs int
 }
 
 type fakeMem struct {
@@ -428,6 +432,15 @@ func (f *fake) exec(c *fakeChan, w abi.Write) bool {
 	}
 	switch w.Subchannel {
 	case abi.SubHost:
+		if w.Method == abi.HostNonStallInterrupt {
+			f.intrs++
+			if f.intr != nil {
+				select {
+				case f.intr <- struct{}{}:
+				default:
+				}
+			}
+		}
 		if w.Method >= abi.HostSemAddrLo && w.Method <= abi.HostSemExecute {
 			c.sem[(w.Method-abi.HostSemAddrLo)/4] = w.Value
 		}

@@ -15,14 +15,18 @@ import (
 // Signaled is the value in the device's word.
 func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
 
-// spinFor is how long Sleep spins on the word before it sleeps a
-// millisecond at a time.
-const spinFor = 50 * time.Microsecond
-
 // Sleep returns once the word differs from seen, or after still. It asks
 // the path for its report as it starts, and reads the word and the
-// channels' error notifiers every millisecond; a notifier's error raises a
+// channels' error notifiers as it wakes; a notifier's error raises a
 // *device.Fault, which every later Sleep raises again.
+//
+// With still 0 (no one waits) it only looks, and values submitted from
+// then on raise no interrupt; so they do after a return with every value
+// submitted reached. Otherwise it marks waiters parked, spins on the word
+// for spinFor, then blocks on the device's non-stall event (wake.go):
+// until still where every value in flight raises the interrupt, at most
+// bridgeFor at a time while one that raises none is in flight. A device
+// without an event sleeps pollFor at a time.
 func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	if f := d.fault.Load(); f != nil {
 		return f
@@ -30,9 +34,28 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	if err := d.p.Check(); err != nil {
 		return d.keep(asFault(err))
 	}
+	if still <= 0 {
+		if d.wk.parked.Load() {
+			d.wk.parked.Store(false)
+		}
+		if d.notified() {
+			return d.keep(d.notifierFault())
+		}
+		return nil
+	}
+	if d.wk.ev != nil && !d.wk.parked.Load() {
+		d.wk.parked.Store(true)
+	}
 	t0 := time.Now()
+	spinEnd := spinFor
 	for {
-		if atomic.LoadUint64(d.word) != seen {
+		w := atomic.LoadUint64(d.word)
+		if w != seen {
+			if d.wk.ev != nil && device.AtLeast(w, d.wk.last.Load()) {
+				// Nothing in flight: the supervisor may park
+				// without another Sleep.
+				d.wk.parked.Store(false)
+			}
 			return nil
 		}
 		if d.notified() {
@@ -42,11 +65,25 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 		if el >= still {
 			return nil
 		}
-		if el < spinFor {
+		if el < spinEnd {
 			runtime.Gosched()
 			continue
 		}
-		time.Sleep(min(time.Millisecond, still-el))
+		if d.wk.ev == nil {
+			time.Sleep(min(pollFor, still-el))
+			continue
+		}
+		wait := still - el
+		if !device.AtLeast(w, d.wk.quiet.Load()) {
+			wait = min(wait, bridgeFor)
+		}
+		fired, err := d.wk.ev.Wait(wait)
+		if err != nil {
+			return d.keep(asFault(err))
+		}
+		if fired {
+			spinEnd = time.Since(t0) + wakeSpin
+		}
 	}
 }
 
@@ -184,13 +221,13 @@ func (d *gpu) debugLines() []string {
 	return lines
 }
 
-// Stop stops the device without waiting for its work: it ends the
-// channels' registrations and frees the channel group, which makes the RM
-// preempt their work, then asks the path to stop. Where all of that
-// succeeded, it writes the last value submitted into the word and gives
-// the memory the device holds itself back to the path; otherwise that
-// memory stays, and the word reaches the value as the channels end. The
-// path closes once rig has freed the regions it holds.
+// Stop stops the device without waiting for its work: it closes the
+// non-stall event, ends the channels' registrations and frees the channel
+// group, which makes the RM preempt their work, then asks the path to
+// stop. Where all of that succeeded, it writes the last value submitted
+// into the word and gives the memory the device holds itself back to the
+// path; otherwise that memory stays, and the word reaches the value as the
+// channels end. The path closes once rig has freed the regions it holds.
 func (d *gpu) Stop(string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -209,8 +246,13 @@ func (d *gpu) Stop(string) error {
 			clean = false
 		}
 	}
-	perr := d.p.Stop()
 	var errs []error
+	if d.wk.ev != nil {
+		if err := d.wk.ev.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	perr := d.p.Stop()
 	if clean || perr == nil {
 		atomic.StoreUint64(d.word, d.last)
 		var mems []*nvidia.Memory

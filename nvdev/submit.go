@@ -53,6 +53,7 @@ const (
 	pcasWords  = abi.LaunchWords
 	localWords = abi.LocalMemoryWords
 	icWords    = 1 // InvalidateShaderCaches
+	intrWords  = 2 // NonStallInterrupt
 )
 
 // cursor is a channel's state during a walk.
@@ -80,6 +81,9 @@ type walk struct {
 	// own is set where the submission's last part, a launch, releases the
 	// value itself (the descriptor's release slot).
 	own bool
+	// intr is set where the value raises the non-stall interrupt after
+	// its release (wake.go).
+	intr bool
 	// upAcquire is the upload mark the compute channel acquired.
 	upAcquire uint64
 	last      bool // the walk is at the submission's last part
@@ -106,6 +110,15 @@ type partPlan struct {
 func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	a := d.room(s)
+	if a.Kind != device.RoomOK {
+		d.unplanInterrupt()
+	}
+	return a
+}
+
+// room is Room under mu.
+func (d *gpu) room(s *device.Submission) device.RoomAnswer {
 	if d.stopped.Load() {
 		return never(-1, "the device is stopped")
 	}
@@ -146,7 +159,7 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 	}
 
 	p := &d.plan
-	*p = walk{d: d, s: s, icache: d.icache.Load(), local: d.local.Load()}
+	*p = walk{d: d, s: s, icache: d.icache.Load(), local: d.local.Load(), intr: d.planInterrupt(s.Value)}
 	p.run()
 	var g need
 	grow := false
@@ -307,7 +320,7 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	if !d.planned || p.s != s || p.emit {
 		return device.SubmitAnswer{Kind: device.Failed, Reason: "submit without room"}
 	}
-	w := walk{d: d, s: s, emit: true, icache: p.icache, local: p.local}
+	w := walk{d: d, s: s, emit: true, icache: p.icache, local: p.local, intr: p.intr}
 	if s.Timed {
 		var used uint8
 		for q := range p.cur {
@@ -340,6 +353,7 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	d.last, d.lastEnder, d.lastOwn = s.Value, w.ender, w.own
 	d.layPending = false
 	d.recs[s.Value%records] = d.record()
+	d.submittedInterrupt(s.Value, w.intr)
 	d.wake(mask)
 	return device.SubmitAnswer{Kind: device.Committed}
 }
@@ -352,7 +366,7 @@ func (w *walk) run() {
 	w.upAcquire = d.upAcquired
 	if n := len(s.Parts); n > 0 {
 		w.ender = d.parts[n-1].ch
-		w.own = !s.Timed && uint32(s.Value) != 0 && !d.cfg.NoOwnRelease && ownRelease.on &&
+		w.own = !s.Timed && !w.intr && uint32(s.Value) != 0 && !d.cfg.NoOwnRelease && ownRelease.on &&
 			(s.Parts[n-1].Kind == device.Launch || d.parts[n-1].kernel)
 		for i := 0; w.own && i < n; i++ {
 			w.own = d.parts[i].ch == qCompute
@@ -405,6 +419,9 @@ func (w *walk) run() {
 	}
 	if !w.own {
 		w.release(w.ender, d.wordGPU, s.Value)
+	}
+	if w.intr {
+		w.interrupt(w.ender)
 	}
 	for c := range w.cur {
 		if w.cur[c].used {
@@ -554,6 +571,14 @@ func (w *walk) release(c int, addr, v uint64) {
 		w.done(c, abi.Release(b, w.d.gen, addr, v), abi.ReleaseWords)
 	}
 	cur.prev = prevIdle
+}
+
+// interrupt raises channel c's non-stall interrupt once the host has
+// run the words before.
+func (w *walk) interrupt(c int) {
+	if b := w.take(c, intrWords); b != nil {
+		w.done(c, abi.NonStallInterrupt(b), intrWords)
+	}
 }
 
 // closeSegment closes the words written since the open segment's start

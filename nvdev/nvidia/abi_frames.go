@@ -211,7 +211,8 @@ type rmAPIVersionParams struct {
 	VersionString [64]byte
 }
 
-// allocOSEventParams mirrors nv_ioctl_alloc_os_event_t (nv-ioctl.h).
+// allocOSEventParams mirrors nv_ioctl_alloc_os_event_t (nv-ioctl.h), and
+// nv_ioctl_free_os_event_t, of the same layout.
 type allocOSEventParams struct {
 	_      structs.HostLayout
 	Client Handle

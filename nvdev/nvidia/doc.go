@@ -101,6 +101,18 @@
 // after the store of its entry (6.4 µs with a read of the flush word
 // between), through either BAR.
 //
+// # Waking the host
+//
+// NonStallEvent gives an Event: a file of /dev/nvidiactl of its own,
+// registered as an OS event (NV_ESC_ALLOC_OS_EVENT), and an
+// NV01_EVENT_OS_EVENT object under the subdevice for an engine's non-stall
+// interrupts (NV01_EVENT_NONSTALL_INTR, without event data). A channel's
+// NON_STALL_INTERRUPT method makes the file readable; Event.Wait blocks in
+// ppoll on it, with a timeout, and the poll itself consumes the
+// notification. On the lent H200 both the graphics engine's notifier and
+// the host's (FIFO_EVENT_MTHD) fired for the methods of either channel of
+// a graphics group.
+//
 // # Ownership and lifetime
 //
 // A *Path owns its files, objects and registrations. The device's stop
@@ -145,9 +157,10 @@
 // Control, Token, Schedule, Boost, SMErrors, MMUFaults), Key, Index,
 // Device, Subdevice, VASpace, GPU, Budget, CacheBytes, Doorbell, Ring,
 // Flush, Alloc, MapsHost, MapHost, Free, Reaches, MapPeer, Bus, DMA,
-// Register, Unregister, Check, HangMs, ReadTimer, Stop, and where it can
-// tell, SharesSpace. A path through the GPU's own system processor
-// would offer the same methods over the same data
+// Register, Unregister, Check, HangMs, ReadTimer, Stop, where it can
+// tell, SharesSpace, and where it can wake the host, NonStallEvent. A path
+// through the GPU's own system processor would offer the same methods
+// over the same data
 // types (Handle, Memory, GPU, RMError), so nvdev can declare that method
 // set as its interface and take either.
 package nvidia

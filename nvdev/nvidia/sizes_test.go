@@ -30,6 +30,7 @@ func TestSizes580(t *testing.T) {
 		{"nv_ioctl_wait_open_complete_t", unsafe.Sizeof(waitOpenCompleteParams{}), 8},
 		{"nv_ioctl_rm_api_version_t", unsafe.Sizeof(rmAPIVersionParams{}), 72},
 		{"nv_ioctl_alloc_os_event_t", unsafe.Sizeof(allocOSEventParams{}), 16},
+		{"NV0005_ALLOC_PARAMETERS", unsafe.Sizeof(EventAllocParams{}), 24},
 		{"nv_ioctl_export_to_dma_buf_fd_t", unsafe.Sizeof(exportDMABufParams{}), 2608},
 
 		{"NV0080_ALLOC_PARAMETERS", unsafe.Sizeof(DeviceAllocParams{}), 56},

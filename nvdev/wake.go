@@ -1,0 +1,123 @@
+package nvdev
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/rig-go/rig/nvdev/nvidia"
+)
+
+// Waking the supervisor: the GPU's non-stall interrupt.
+//
+// A value submitted while a waiter is parked ends with its channel's
+// semaphore release (with its wait for idle, never the launch's own
+// release, which no wait for idle follows) and then NON_STALL_INTERRUPT,
+// which the RM delivers to the device's event (nvidia.Event, a file of
+// /dev/nvidiactl): Sleep blocks on that file, and the interrupt wakes it
+// microseconds after the release. Values submitted while no one is parked
+// carry no interrupt, so that a closed loop of one goroutine, which never
+// parks, costs the GPU and the kernel nothing more.
+//
+// Sleep sets parked as it starts with waiters, and clears it as it
+// returns with every value submitted reached (the supervisor then parks
+// without calling Sleep) or when no one waits.
+//
+// The two sides meet as in Dekker's exclusion: Room stores the value it
+// plans into quiet before it reads parked; Sleep stores parked before it
+// reads quiet. Either Room sees parked, and the value raises the
+// interrupt, or Sleep sees the value in quiet and does not block on the
+// event alone until the word reaches it: it waits on the event at most
+// bridgeFor at a time. Submit puts quiet back to the last value that
+// really went without an interrupt (quietV); so does a Room that answers
+// other than RoomOK.
+
+// nonStallNotifier is the subdevice notifier whose non-stall interrupts
+// wake the device: that of the graphics engine, whose runlist serves both
+// channels of the device's group.
+var nonStallNotifier uint32 = nvidia.NotifierGraphics
+
+// Sleep's timing.
+const (
+	// spinFor is how long Sleep spins on the word, yielding, before it
+	// blocks on the event: on the lent H200 a Sleep woken by the event
+	// saw the value 80 to 90 µs (median) after a spinning host would
+	// have, most of it the wake-up of an idle virtual CPU (docs/nvdev.md).
+	spinFor = 50 * time.Microsecond
+	// wakeSpin is how long Sleep spins after the event fired with the
+	// word still unmoved: the release may reach the host after the
+	// interrupt.
+	wakeSpin = 5 * time.Microsecond
+	// bridgeFor is the longest Sleep blocks on the event while a value
+	// that raises no interrupt is in flight; pollFor is the longest a
+	// device without an event sleeps at a time.
+	bridgeFor = 100 * time.Microsecond
+	pollFor   = 100 * time.Microsecond
+)
+
+// events is the device's non-stall event (*nvidia.Event).
+type events interface {
+	Wait(timeout time.Duration) (bool, error)
+	Close() error
+}
+
+// eventPath is a path that gives non-stall events.
+type eventPath interface {
+	NonStallEvent(notifier uint32) (*nvidia.Event, error)
+}
+
+// waker is the device's side of the interrupt protocol.
+type waker struct {
+	ev    events // nil where the path gives none
+	evErr error  // the path's refusal of the event, if any
+
+	parked atomic.Bool   // set by Sleep while waiters are parked
+	quiet  atomic.Uint64 // the last value that may raise no interrupt
+	quietV uint64        // under mu: the last value submitted without one
+	last   atomic.Uint64 // the last value submitted
+	intrs  atomic.Uint64 // values submitted with an interrupt, for tests
+}
+
+// openEvents makes the device's event where the path gives one; a refusal
+// leaves the device to poll, with the reason in evErr.
+func (d *gpu) openEvents() {
+	if ep, ok := d.p.(eventPath); ok {
+		ev, err := ep.NonStallEvent(nonStallNotifier)
+		if err != nil {
+			d.wk.evErr = err
+			return
+		}
+		d.wk.ev = ev
+	}
+}
+
+// planInterrupt is Room's half of the protocol for value v, under mu: it
+// answers whether v must raise the interrupt.
+func (d *gpu) planInterrupt(v uint64) bool {
+	if d.wk.ev == nil {
+		return false
+	}
+	d.wk.quiet.Store(v)
+	return d.wk.parked.Load()
+}
+
+// unplanInterrupt undoes planInterrupt for a value Room did not admit.
+func (d *gpu) unplanInterrupt() {
+	if d.wk.ev != nil {
+		d.wk.quiet.Store(d.wk.quietV)
+	}
+}
+
+// submittedInterrupt records, under mu, that v was submitted, with the
+// interrupt or without.
+func (d *gpu) submittedInterrupt(v uint64, intr bool) {
+	if d.wk.ev == nil {
+		return
+	}
+	d.wk.last.Store(v)
+	if intr {
+		d.wk.intrs.Add(1)
+		d.wk.quiet.Store(d.wk.quietV)
+		return
+	}
+	d.wk.quietV = v
+}

@@ -1,0 +1,262 @@
+package nvdev
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/nvdev/abi"
+)
+
+// fakeEvent is the device's non-stall event on the fake: the fake's
+// NON_STALL_INTERRUPT sends on c. Each Wait's timeout goes to waits.
+type fakeEvent struct {
+	c      chan struct{}
+	waits  chan time.Duration
+	closed bool
+}
+
+func (e *fakeEvent) Wait(timeout time.Duration) (bool, error) {
+	select {
+	case e.waits <- timeout:
+	default:
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-e.c:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	}
+}
+
+func (e *fakeEvent) Close() error { e.closed = true; return nil }
+
+// withEvent gives r's device a fake event.
+func withEvent(r *raw) *fakeEvent {
+	e := &fakeEvent{c: make(chan struct{}, 1), waits: make(chan time.Duration, 1024)}
+	r.d.wk.ev = e
+	r.f.intr = e.c
+	return e
+}
+
+// parkWaiters has the device's Sleep see waiters parked, as the
+// supervisor's Sleep with a waiter does.
+func parkWaiters(r *raw) { _ = r.d.Sleep(r.d.Signaled(), time.Microsecond) }
+
+// noWaiters has Sleep see no one waiting.
+func noWaiters(r *raw) { _ = r.d.Sleep(r.d.Signaled(), 0) }
+
+// TestWakeInterrupt checks which values raise the non-stall interrupt: a
+// value submitted while waiters are parked ends with its release, then
+// NON_STALL_INTERRUPT, on the channel that ends it, and its launch does
+// not release it; a value submitted while no one is parked raises none
+// and is left in quiet.
+func TestWakeInterrupt(t *testing.T) {
+	r := openRaw(t, Config{NoLinkLaunches: true})
+	ev := withEvent(r)
+	e := r.entry("twice")
+	x := r.alloc(device.Device, 1024)
+	m := r.alloc(device.Pinned, 4096)
+	for _, c := range []struct {
+		name   string
+		parked bool
+		parts  []device.Part
+		ch     string
+	}{
+		{"launch, no one parked", false, []device.Part{launch(e, 1, 32, u64s(x.Address))}, "channel 0"},
+		{"launch, waiters parked", true, []device.Part{launch(e, 1, 32, u64s(x.Address))}, "channel 0"},
+		{"copy fill, waiters parked", true, []device.Part{fillPart(qCopy, m, 0, 8, 1)}, "channel 1"},
+		{"copy fill, no one parked", false, []device.Part{fillPart(qCopy, m, 0, 8, 1)}, "channel 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.parked {
+				parkWaiters(r)
+			} else {
+				noWaiters(r)
+			}
+			quiet := r.d.wk.quiet.Load()
+			intrs, own := r.f.intrs, r.f.ownReleases
+			r.f.trace = map[string][]abi.Write{}
+			v := r.submit(nil, c.parts...)
+			r.wait(v)
+			got := r.f.trace[c.ch]
+			n := len(got)
+			raised := n >= 2 && got[n-1].Method == abi.HostNonStallInterrupt && got[n-2].Method == abi.HostSemExecute &&
+				got[n-2].Value&7 == abi.SemRelease
+			if raised != c.parked || r.f.intrs-intrs != b2i(c.parked) {
+				t.Errorf("the %s's last writes %v, %d interrupts; want the release and an interrupt: %v", c.ch, got[max(n-2, 0):], r.f.intrs-intrs, c.parked)
+			}
+			if c.parked {
+				if r.f.ownReleases != own {
+					t.Error("the launch released the value that raises the interrupt")
+				}
+				if q := r.d.wk.quiet.Load(); q != quiet {
+					t.Errorf("quiet %d after a value that raises the interrupt, want %d", q, quiet)
+				}
+				select {
+				case <-ev.c:
+				default:
+					t.Error("the event did not fire")
+				}
+			} else if q := r.d.wk.quiet.Load(); q != v {
+				t.Errorf("quiet %d after a value that raises none, want %d", q, v)
+			}
+		})
+	}
+	// Room that answers other than RoomOK, here for entries beyond the
+	// ring, leaves quiet as it was.
+	noWaiters(r)
+	q := r.d.wk.quiet.Load()
+	e0, e1 := abi.Segment(m.Address, 2, abi.Subroutine, false).Words()
+	words := make([]uint32, 0, 2*r.d.ch[qCompute].entries)
+	for range r.d.ch[qCompute].entries {
+		words = append(words, e0, e1)
+	}
+	s := device.Submission{Value: r.v + 1, Parts: []device.Part{{Kind: device.Words, Queue: qCompute, Words: words}}}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room of more entries than the ring holds: %+v", a)
+	}
+	if got := r.d.wk.quiet.Load(); got != q {
+		t.Errorf("quiet %d after a room that answered RoomGrow, want %d", got, q)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sleepAsync runs Sleep(seen, still) on a goroutine and answers its error.
+func sleepAsync(r *raw, seen uint64, still time.Duration) chan error {
+	done := make(chan error, 1)
+	go func() { done <- r.d.Sleep(seen, still) }()
+	return done
+}
+
+// TestWakeOnEvent checks that Sleep, with every value in flight raising
+// the interrupt, blocks on the event for as long as it may, and returns
+// once the interrupt arrives with the word moved.
+func TestWakeOnEvent(t *testing.T) {
+	r := openRaw(t, Config{})
+	ev := withEvent(r)
+	m := r.alloc(device.Pinned, 4096)
+	parkWaiters(r)
+	r.f.pause()
+	v := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	done := sleepAsync(r, v-1, time.Hour)
+	select {
+	case w := <-ev.waits:
+		if w < time.Minute {
+			t.Errorf("Sleep waited on the event for %v, not the rest of its hour", w)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sleep never waited on the event")
+	}
+	r.f.resume()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sleep did not return after the interrupt")
+	}
+	if got := r.d.Signaled(); got != v {
+		t.Errorf("the word reads %d, want %d", got, v)
+	}
+}
+
+// TestWakeBridge checks that Sleep, with a value in flight that raises no
+// interrupt (submitted before anyone parked), waits on the event at most
+// bridgeFor at a time, and returns once the word moves.
+func TestWakeBridge(t *testing.T) {
+	r := openRaw(t, Config{})
+	ev := withEvent(r)
+	m := r.alloc(device.Pinned, 4096)
+	noWaiters(r)
+	r.f.pause()
+	v := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	done := sleepAsync(r, v-1, time.Hour)
+	for range 3 {
+		select {
+		case w := <-ev.waits:
+			if w > bridgeFor {
+				t.Fatalf("Sleep waited on the event for %v with a quiet value in flight; want at most %v", w, bridgeFor)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Sleep never waited on the event")
+		}
+	}
+	r.f.resume()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sleep did not return after the word moved")
+	}
+}
+
+// TestWakeParked checks when Sleep sets and clears parked: set by a Sleep
+// with waiters, kept as it returns with a value still in flight, cleared
+// as it returns with every value reached, and by a Sleep with no one
+// waiting.
+func TestWakeParked(t *testing.T) {
+	r := openRaw(t, Config{})
+	withEvent(r)
+	m := r.alloc(device.Pinned, 4096)
+	w := takeWord(t)
+	atomic.StoreUint64(w, 0)
+	parkWaiters(r)
+	if !r.d.wk.parked.Load() {
+		t.Fatal("Sleep with waiters left parked clear")
+	}
+	r.f.pause()
+	v1 := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	v2 := r.submit([]device.Wait{{Word: w, Value: 1}}, fillPart(qCompute, m, 0, 8, 2))
+	done := sleepAsync(r, v1-1, time.Hour)
+	r.f.resume()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := r.d.Signaled(); got != v1 {
+		t.Fatalf("the word reads %d, want %d", got, v1)
+	}
+	if !r.d.wk.parked.Load() {
+		t.Error("Sleep returned with a value in flight and cleared parked")
+	}
+	atomic.StoreUint64(w, 1)
+	r.f.pump()
+	if err := r.d.Sleep(v1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.d.Signaled(); got != v2 {
+		t.Fatalf("the word reads %d, want %d", got, v2)
+	}
+	if r.d.wk.parked.Load() {
+		t.Error("Sleep returned with every value reached and left parked set")
+	}
+	parkWaiters(r)
+	noWaiters(r)
+	if r.d.wk.parked.Load() {
+		t.Error("Sleep with no one waiting left parked set")
+	}
+}
+
+// TestWakeStopClosesEvent checks that Stop closes the event.
+func TestWakeStopClosesEvent(t *testing.T) {
+	r := openRaw(t, Config{})
+	ev := withEvent(r)
+	if err := r.d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	if !ev.closed {
+		t.Error("Stop left the event open")
+	}
+}
