@@ -4,10 +4,8 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log"
-	"math"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
@@ -24,15 +22,18 @@ func main() {
 	}
 	defer dev.Close()
 
-	// x: n float32s in Pinned memory, which both the host and the device
-	// address, so the program writes and reads it through Bytes.
+	// x: n float32s of the device's own memory, filled from a Go slice.
 	const n = 1024
-	x, err := dev.Alloc(device.Pinned, 4*n)
+	x, err := dev.Alloc(device.Device, 4*n)
 	if err != nil {
 		log.Fatal(err)
 	}
-	for i := range n {
-		binary.LittleEndian.PutUint32(x.Bytes()[4*i:], math.Float32bits(float32(i)))
+	in := make([]float32, n)
+	for i := range in {
+		in[i] = float32(i)
+	}
+	if err := rig.Upload(ctx, x, 0, in); err != nil {
+		log.Fatal(err)
 	}
 
 	// The kernel twice doubles x[i], one thread for each float. On the host
@@ -51,11 +52,11 @@ func main() {
 		log.Fatal(err)
 	}
 
-	// A submission is a reusable template of parts. This one launches twice
-	// with 8 bytes of parameters (the kernel's one pointer); rig.Write(0, 0)
-	// says the launch writes buffer 0 (the first buffer given to Submit)
-	// and stores that buffer's device address at parameter byte 0.
-	s, err := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
+	// A submission is a reusable template of parts. This one launches twice;
+	// rig.ReadWriteArg(0, 0) passes buffer 0 (the first buffer given to
+	// Submit) as the kernel's parameter 0, and says the kernel reads and
+	// writes it, so that later work that uses x waits for this launch.
+	s, err := rig.NewSubmission(dev, rig.Kernel(twice, rig.ReadWriteArg(0, 0)))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -74,8 +75,10 @@ func main() {
 		log.Fatal(err)
 	}
 
-	at := func(i int) float32 {
-		return math.Float32frombits(binary.LittleEndian.Uint32(x.Bytes()[4*i:]))
+	// Download waits for the work that writes x, then copies it out.
+	out := make([]float32, n)
+	if err := rig.Download(ctx, out, x, 0); err != nil {
+		log.Fatal(err)
 	}
-	fmt.Println(at(0), at(1), at(255), at(1023))
+	fmt.Println(out[0], out[1], out[255], out[1023])
 }
