@@ -298,6 +298,9 @@ func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 		if !isHost || ke == nil {
 			return never(i, "part %d launches %q, an entry of another driver", i, p.Entry.Name)
 		}
+		if ke.img != nil && ke.img.gone.Load() {
+			return never(i, "part %d launches %q of an unloaded image", i, p.Entry.Name)
+		}
 		g, t := p.Groups, p.Threads
 		if g[0] == 0 || g[1] == 0 || g[2] == 0 || t[0] == 0 || t[1] == 0 || t[2] == 0 {
 			return never(i, "part %d launches %q over groups %v of threads %v: an axis of size 0", i, p.Entry.Name, g, t)

@@ -198,6 +198,10 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			d.mu.Unlock()
 			return Point{}, err
 		}
+		if err := s.launchable(); err != nil {
+			d.mu.Unlock()
+			return Point{}, err
+		}
 		r.lockBuffers()
 		hostWait, err := r.hazards(d)
 		if err == nil && hostWait.d == nil {
