@@ -62,7 +62,7 @@ func (d *Device) SetTimed(on bool) Point {
 }
 
 // SetObserver sets the observer of the device's timed submissions; nil
-// removes it.
+// removes it. An observer that panics is removed (see Observer).
 func (d *Device) SetObserver(o Observer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
