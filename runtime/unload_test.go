@@ -3,7 +3,9 @@ package rig_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rig-go/rig/device"
@@ -66,6 +68,7 @@ func TestUnloadRacesLaunches(t *testing.T) {
 		}
 		s := sub(t, d, rig.Launch(empty, 0))
 		start := make(chan struct{})
+		var ran atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)
 		for range 4 {
@@ -73,11 +76,14 @@ func TestUnloadRacesLaunches(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				for range 100000 {
+				for i := range 100000 {
 					p, err := s.Take().Submit(context.Background())
 					if err == nil {
-						err = p.Wait(context.Background())
-						if err == nil {
+						ran.Add(1)
+						if i%8 != 0 {
+							continue
+						}
+						if err = p.Wait(context.Background()); err == nil {
 							continue
 						}
 					}
@@ -89,10 +95,15 @@ func TestUnloadRacesLaunches(t *testing.T) {
 			}()
 		}
 		close(start)
+		// Unload while the launches stream in.
+		for ran.Load() < int64(8*round) {
+			runtime.Gosched()
+		}
 		if err := img.Unload(); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()
+		wait(t, d.Last())
 		close(errs)
 		for err := range errs {
 			t.Errorf("round %d: a launch racing Unload returned %v, want nil or ErrFreed", round, err)
