@@ -186,8 +186,8 @@ func never(i int, format string, args ...any) device.RoomAnswer {
 }
 
 // Room answers whether the launch ring holds s now. It answers RoomNever
-// for parts the device never runs, naming the part and the limit it
-// broke; RoomLater while Config.Ring values are in flight or the ring's
+// for parts the device never runs (a launch of an unloaded image's kernel
+// among them), naming the part and the limit it broke; RoomLater while Config.Ring values are in flight or the ring's
 // arenas lack room until values complete; and RoomGrow where s needs more
 // than an arena holds. It allocates nothing but a refusal's reason.
 func (d *dev) Room(s *device.Submission) device.RoomAnswer {
