@@ -34,6 +34,9 @@ func TestKernelGoexit(t *testing.T) {
 		{"launch beside a copy", 64, func(g, _ *rig.Function) []rig.Part {
 			return []rig.Part{rig.Launch(g, 0), rig.FillBytes(0, 0, 64, 1), rig.Launch(g, 0)}
 		}},
+		{"copy after the launch", 4, func(g, _ *rig.Function) []rig.Part {
+			return []rig.Part{rig.Launch(g, 0), rig.FillBytes(0, 0, 64, 1).After(0)}
+		}},
 		{"fill on COPY:0", 1, func(_, _ *rig.Function) []rig.Part { return []rig.Part{rig.Fill(goexitFill, 0)} }},
 		{"fill on COMPUTE:0", 1, func(_, _ *rig.Function) []rig.Part {
 			return []rig.Part{rig.Fill(goexitFill, 0).On(device.Compute)}
