@@ -19,7 +19,9 @@
 //
 // libcuda is loaded by its standard name (libcuda.so.1, then libcuda.so)
 // at the first call of Count, Buses or an opener's make; a load that fails
-// is tried again at the next call. Every function of CUDA 12.4 the driver
+// is tried again at the next call, and its error gives dlopen's reason for
+// each name. dlerror's message belongs to the OS thread, so the load locks
+// the goroutine to its thread from dlopen to dlerror. Every function of CUDA 12.4 the driver
 // calls is resolved once, by its exported, versioned name
 // (cuStreamWriteValue64_v2 and its kind), into one table; lib.go is the one
 // place that calls libcuda and turns a CUresult into an *Error, printed
@@ -156,8 +158,13 @@
 // A fault of the GPU's work (an illegal or misaligned address, a trap)
 // loses the device with CUDA's error name and text, as Sleep, which asks
 // CUDA each millisecond whether a stream met an error (cuStreamQuery), or
-// the next call finds it. Since CUDA keeps the fault for the process, the
-// GPU cannot be opened again: its next make answers the fault's error.
+// the next call finds it. A fault of the GPU's work ends the GPU for the
+// process: CUDA keeps it in the GPU's primary context as a sticky error,
+// which no call clears and every later call of the context returns, and
+// the process keeps that context. The GPU cannot be opened again until the
+// process restarts: its next make returns an error that names the fault
+// and matches ErrFaulted, and so does the make of a GPU whose context a
+// fault ended outside rig.
 // After a failure every later Submit enqueues none of its parts and
 // answers the same failure, while its value is still written after its
 // waits where the context still runs. Sleep spins on the word, yielding,

@@ -125,8 +125,8 @@ func TestGPUFaultChild(t *testing.T) {
 		t.Fatal("the GPU opened again after a fault")
 	}
 	first := err.Error()
-	if !strings.Contains(first, "CUDA_ERROR_") {
-		t.Fatalf("the open after the fault answered %v", err)
+	if !strings.Contains(first, "CUDA_ERROR_") || !errors.Is(err, ErrFaulted) {
+		t.Fatalf("the open after the fault answered %v, want CUDA's error and ErrFaulted", err)
 	}
 	println("fault-child: open again:", first)
 	println("fault-child: ok")

@@ -1,6 +1,7 @@
 package cudadev
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -248,7 +249,7 @@ func open(i int, c Config, word *uint64) (*gpu, error) {
 		}
 	}
 	if g.fault != "" {
-		return nil, fmt.Errorf("cudadev: GPU %d (%s) faulted earlier in the process: %s", i, g.bus, g.fault)
+		return nil, faultedError(i, g.bus, errors.New(g.fault))
 	}
 	d := &gpu{t: t, info: g, index: i, ordinal: g.ordinal}
 	if err := d.make(c, word); err != nil {
@@ -447,7 +448,7 @@ func (d *gpu) make(c Config, word *uint64) error {
 	if r := t.call(t.cuCtxGetLimit, uintptr(unsafe.Pointer(&lim)), limitMaxL2FetchGranularity); r == 0 && lim == 64 {
 		t.call(t.cuCtxSetLimit, limitMaxL2FetchGranularity, 128)
 	} else if r.sticky() {
-		return fmt.Errorf("cudadev: GPU %d: %w", d.index, t.err(r))
+		return faultedError(d.index, d.info.bus, t.err(r))
 	}
 
 	for q := range d.streams {

@@ -3,6 +3,7 @@ package cudadev
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
@@ -175,18 +176,9 @@ func openLib() (*table, error) {
 	if err := osSupported(); err != nil {
 		return nil, err
 	}
-	var why []string
-	var h uintptr
-	for _, n := range libNames {
-		var err error
-		h, err = dlopen(n)
-		if err == nil {
-			break
-		}
-		why = append(why, err.Error())
-	}
-	if h == 0 {
-		return nil, fmt.Errorf("cudadev: loading the CUDA library: %s", strings.Join(why, "; "))
+	h, err := dlopenFirst(libNames)
+	if err != nil {
+		return nil, err
 	}
 	t := &table{handle: h}
 	var missing []string
@@ -218,6 +210,28 @@ func openLib() (*table, error) {
 		return nil, fmt.Errorf("cudadev: the CUDA library is CUDA %s; rig needs CUDA 12.4 (driver 550) or later", versionString(t.version))
 	}
 	return t, nil
+}
+
+// dlopenFirst opens the first library of names that loads, or returns an
+// error with each one's reason. dlerror's message belongs to the thread
+// whose dlopen failed, so the goroutine stays on its thread from each
+// dlopen to its dlerror (purego.Dlopen calls both).
+func dlopenFirst(names []string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	why := make([]string, 0, len(names))
+	for _, n := range names {
+		h, err := dlopen(n)
+		if err == nil {
+			return h, nil
+		}
+		text := err.Error()
+		if text == "" {
+			text = n + ": dlopen failed and dlerror gave no reason"
+		}
+		why = append(why, text)
+	}
+	return 0, fmt.Errorf("cudadev: loading the CUDA library: %s", strings.Join(why, "; "))
 }
 
 // versionString prints a CUDA version such as 12040 as "12.4".
@@ -300,6 +314,20 @@ func (e *Error) Is(target error) bool {
 // Fault reports whether the error is a fault of the GPU's work, after
 // which the GPU cannot be used for the rest of the process.
 func (e *Error) Fault() bool { return result(e.Code).sticky() }
+
+// ErrFaulted is matched by the error of an open of a GPU whose work
+// faulted earlier in the process. CUDA keeps a fault of a context's work
+// (a sticky error, such as CUDA_ERROR_ILLEGAL_ADDRESS) in the GPU's
+// primary context, which no call clears and which the process keeps, so
+// every later call of that context returns it: the GPU cannot run work
+// again until the process restarts.
+var ErrFaulted = errors.New("CUDA keeps a fault of a GPU's work for the rest of the process (a sticky error): the GPU runs nothing more until the process restarts")
+
+// faultedError is the error of an open of GPU i, at bus, whose work
+// faulted earlier in the process with fault, CUDA's error.
+func faultedError(i int, bus string, fault error) error {
+	return fmt.Errorf("cudadev: GPU %d (%s) faulted earlier in the process with %w; %w", i, bus, fault, ErrFaulted)
+}
 
 // err converts r into an *Error with CUDA's name and text for it.
 func (t *table) err(r result) *Error {

@@ -26,6 +26,10 @@
 // addresses in its parameters (Ctx.Bytes), which must lie in a live region
 // of the device: an address outside faults the device, as a GPU's MMU
 // does. A kernel that panics faults the device too, and so does Ctx.Fault.
+// So does a kernel or fill that calls runtime.Goexit: it ends the device's
+// goroutine that ran it, which first finishes what that goroutine owed the
+// value in flight and starts another in its place, so that the word still
+// reaches the last value at Stop.
 // Faults of the host's own MMU in a kernel, such as a read of freed
 // memory, panic rather than crash the process (debug.SetPanicOnFault), and
 // fault the device.

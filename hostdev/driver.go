@@ -473,7 +473,7 @@ type image struct {
 	placed  *region // the Device memory rig laid the image into, or nil
 	mu      sync.Mutex
 	entries map[string]*device.Entry
-	gone    bool // unloaded
+	gone    atomic.Bool // unloaded; Room refuses launches of its kernels
 }
 
 // kentry is an Entry's Data: the kernel a launch runs.
@@ -539,7 +539,7 @@ func (d *dev) Entry(img device.Image, name string) (*device.Entry, error) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.gone {
+	if x.gone.Load() {
 		return nil, fmt.Errorf("hostdev: entry %q of an unloaded image", name)
 	}
 	if e := x.entries[name]; e != nil {
@@ -582,10 +582,10 @@ func (d *dev) Unload(img device.Image) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.gone {
+	if x.gone.Load() {
 		return errors.New("hostdev: unload of an image unloaded before")
 	}
-	x.gone = true
+	x.gone.Store(true)
 	x.entries = nil
 	return nil
 }

@@ -243,7 +243,8 @@ func (d *dev) await(w *device.Wait, timer *time.Timer) bool {
 
 // runValue runs the parts of the value sl: those of COMPUTE:0 on the
 // calling goroutine, those of COPY:0 on the copier. It answers when each
-// queue ended its parts.
+// queue ended its parts. Where a part ends the sequencer's goroutine with
+// runtime.Goexit, seqExit finishes the value and starts a new sequencer.
 func (d *dev) runValue(sl *slot, w *worker) (ends [2]int64) {
 	copying := sl.queues&(1<<device.Copy) != 0
 	if copying {
@@ -253,6 +254,12 @@ func (d *dev) runValue(sl *slot, w *worker) (ends [2]int64) {
 			copying = false
 		}
 	}
+	returned := false
+	defer func() {
+		if !returned {
+			d.seqExit(sl, copying)
+		}
+	}()
 	if sl.queues&(1<<device.Compute) != 0 {
 		d.runQueue(sl, device.Compute, w)
 		if sl.timed {
@@ -263,7 +270,51 @@ func (d *dev) runValue(sl *slot, w *worker) (ends [2]int64) {
 		<-d.copyDone
 		ends[device.Copy] = d.copyEnd
 	}
+	returned = true
 	return ends
+}
+
+// goexitFault is the fault of a kernel or fill that called runtime.Goexit
+// while doing something.
+func goexitFault(doing string) *device.Fault {
+	return device.Faultf("%s: runtime.Goexit ended the goroutine that ran it", doing)
+}
+
+// seqExit runs on the sequencer's goroutine while runtime.Goexit, called
+// by a part of the value sl on COMPUTE:0, ends it. The part faulted the
+// device (job.run and runPart record it), so no later value runs; seqExit
+// does what the sequencer owed the value: it closes the launch and waits
+// for its helpers, tells the copier that COMPUTE:0's parts are done and
+// waits for COPY:0's, and counts the value completed, storing nothing into
+// the word. It then starts a new sequencer, which drops the later values
+// and writes the last one at Stop, or writes it itself where the device
+// stopped.
+func (d *dev) seqExit(sl *slot, copying bool) {
+	d.faultWith(goexitFault("a part on COMPUTE:0"))
+	d.launch[device.Compute].close()
+	for i := range sl.parts {
+		if p := &sl.parts[i]; p.queue == device.Compute {
+			p.done.Store(true)
+		}
+	}
+	select {
+	case d.pokes[device.Copy] <- struct{}{}:
+	default:
+	}
+	if copying {
+		<-d.copyDone
+	}
+	d.mu.Lock()
+	d.running = false
+	if d.stopped.Load() {
+		d.writeLast()
+		d.mu.Unlock()
+		return
+	}
+	d.q.completed.Store(d.q.completed.Load() + 1)
+	d.mu.Unlock()
+	d.done.Add(1)
+	go d.sequencer()
 }
 
 // copier is COPY:0's goroutine.
@@ -274,15 +325,42 @@ func (d *dev) copier() {
 	for {
 		select {
 		case sl := <-d.copyIn:
-			d.runQueue(sl, device.Copy, w)
-			if sl.timed {
-				d.copyEnd = device.Now()
-			}
-			d.copyDone <- struct{}{}
+			d.copyValue(sl, w)
 		case <-d.stop:
 			return
 		}
 	}
+}
+
+// copyValue runs COPY:0's parts of sl and hands the value back to the
+// sequencer. Where a fill ends the copier's goroutine with runtime.Goexit,
+// it does so all the same, and starts a new copier.
+func (d *dev) copyValue(sl *slot, w *worker) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		d.faultWith(goexitFault("a part on COPY:0"))
+		for i := range sl.parts {
+			if p := &sl.parts[i]; p.queue == device.Copy {
+				p.done.Store(true)
+			}
+		}
+		select {
+		case d.pokes[device.Compute] <- struct{}{}:
+		default:
+		}
+		d.copyDone <- struct{}{}
+		d.done.Add(1)
+		go d.copier()
+	}()
+	d.runQueue(sl, device.Copy, w)
+	if sl.timed {
+		d.copyEnd = device.Now()
+	}
+	d.copyDone <- struct{}{}
+	returned = true
 }
 
 // runQueue runs the parts of sl on queue q, in order, each after the part
@@ -364,8 +442,16 @@ func (d *dev) runPart(p *part, w *worker, q int) {
 			copy(dst.bytes(p.dstOff+r*p.dstPitch, n), src.bytes(p.srcOff+r*p.srcPitch, n))
 		}
 	case device.Fill:
-		defer d.recoverPart("running a fill")
+		returned := false
+		defer func() {
+			if v := recover(); v != nil {
+				d.faultWith(panicFault("running a fill", v))
+			} else if !returned {
+				d.faultWith(goexitFault("running a fill"))
+			}
+		}()
 		p.fill(p.arg)
+		returned = true
 	}
 }
 
@@ -417,17 +503,29 @@ func (d *dev) runLaunch(p *part, w *worker, q int) {
 		}
 	}
 	j.run(d, w)
-	// Close the job, and wait for the helpers that took it.
+	j.close()
+	j.p = nil
+}
+
+// close closes the job to helpers, and waits for the helpers that took it.
+func (j *job) close() {
 	for {
 		s := j.state.Load()
 		if j.state.CompareAndSwap(s, s&^1) {
 			if s>>1 != 0 {
 				<-j.fin
 			}
-			break
+			return
 		}
 	}
-	j.p = nil
+}
+
+// leave ends a helper's run of j, telling the job's closer where it was
+// the last.
+func (j *job) leave() {
+	if j.state.Add(^uint64(1)) == 0 { // minus 2
+		j.fin <- struct{}{}
+	}
 }
 
 // helper is a goroutine that runs groups of the launches it is handed.
@@ -441,14 +539,28 @@ func (d *dev) helper() {
 			if !j.join() {
 				continue
 			}
-			j.run(d, w)
-			if j.state.Add(^uint64(1)) == 0 { // minus 2
-				j.fin <- struct{}{}
-			}
+			d.help(j, w)
 		case <-d.stop:
 			return
 		}
 	}
+}
+
+// help runs groups of j on a helper. Where a kernel ends the helper's
+// goroutine with runtime.Goexit, it leaves the job all the same, and
+// starts a new helper.
+func (d *dev) help(j *job, w *worker) {
+	returned := false
+	defer func() {
+		if !returned {
+			j.leave()
+			d.done.Add(1)
+			go d.helper()
+		}
+	}()
+	j.run(d, w)
+	returned = true
+	j.leave()
 }
 
 // join enters j if it is open.
@@ -468,9 +580,12 @@ func (j *job) join() bool {
 func (j *job) run(d *dev, w *worker) {
 	p := j.p
 	c := &w.ctx
+	returned := false
 	defer func() {
 		if v := recover(); v != nil {
 			d.faultWith(panicFault(fmt.Sprintf("kernel %q", p.kern.name), v))
+		} else if !returned {
+			d.faultWith(goexitFault(fmt.Sprintf("kernel %q", p.kern.name)))
 		}
 		c.Params, c.Shared = nil, nil
 	}()
@@ -486,7 +601,7 @@ func (j *job) run(d *dev, w *worker) {
 	for !d.dead() {
 		g := j.next.Add(1) - 1
 		if g >= j.total {
-			return
+			break
 		}
 		c.Group = [3]int{int(g % gx), int(g / gx % gy), int(g / (gx * gy))}
 		clear(c.Shared)
@@ -499,6 +614,7 @@ func (j *job) run(d *dev, w *worker) {
 			}
 		}
 	}
+	returned = true
 }
 
 // Sleep blocks until the word differs from seen, a fault, Stop, or still

@@ -186,8 +186,8 @@ func never(i int, format string, args ...any) device.RoomAnswer {
 }
 
 // Room answers whether the launch ring holds s now. It answers RoomNever
-// for parts the device never runs, naming the part and the limit it
-// broke; RoomLater while Config.Ring values are in flight or the ring's
+// for parts the device never runs (a launch of an unloaded image's kernel
+// among them), naming the part and the limit it broke; RoomLater while Config.Ring values are in flight or the ring's
 // arenas lack room until values complete; and RoomGrow where s needs more
 // than an arena holds. It allocates nothing but a refusal's reason.
 func (d *dev) Room(s *device.Submission) device.RoomAnswer {
@@ -297,6 +297,9 @@ func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 		ke, isHost := p.Entry.Data.(*kentry)
 		if !isHost || ke == nil {
 			return never(i, "part %d launches %q, an entry of another driver", i, p.Entry.Name)
+		}
+		if ke.img != nil && ke.img.gone.Load() {
+			return never(i, "part %d launches %q of an unloaded image", i, p.Entry.Name)
 		}
 		g, t := p.Groups, p.Threads
 		if g[0] == 0 || g[1] == 0 || g[2] == 0 || t[0] == 0 || t[1] == 0 || t[2] == 0 {

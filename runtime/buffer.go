@@ -330,12 +330,19 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	if ok {
 		return v.region, v.loc, nil
 	}
+	if err := s.gone(o); err != nil {
+		return nil, device.Location{}, err
+	}
 	if err := o.begin(); err != nil {
 		return nil, device.Location{}, err
 	}
 	r, err := o.drv.MapPeer(s.d.drv, s.region)
 	o.end()
 	if err != nil {
+		if gone := s.gone(o); gone != nil {
+			// Freed or closed while it was mapped.
+			return nil, device.Location{}, gone
+		}
 		return nil, device.Location{}, fmt.Errorf("rig: device %s cannot use a buffer of device %s: %w", o.name, s.d.name, o.fault(err))
 	}
 	v = view{region: r, loc: o.drv.Locate(r)}
@@ -351,6 +358,22 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	}
 	o.objMu.Unlock()
 	return v.region, v.loc, nil
+}
+
+// gone returns an error matching ErrFreed where the buffer was freed, or
+// ErrClosed where its device was closed, for a use on device o; nil
+// otherwise.
+func (s *bufState) gone(o *Device) error {
+	s.mu.Lock()
+	freed := s.freed
+	s.mu.Unlock()
+	switch {
+	case freed:
+		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used on %s: %w", s.n, s.d.name, o.name, ErrFreed)
+	case s.d.closing.Load() || s.released.Load():
+		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used on %s after its device closed: %w", s.n, s.d.name, o.name, ErrClosed)
+	}
+	return nil
 }
 
 // hostBytes is the n bytes of host memory at addr, which a driver's Locate

@@ -29,6 +29,11 @@ type imageState struct {
 	mu       sync.Mutex
 	funcs    map[string]*Function
 	unloaded bool
+	// gone is set by Unload inside the device's submit lock, where
+	// Submit reads it before it publishes a launch of the image: a launch
+	// either is refused or records its value in lastUse before Unload
+	// reads lastUse to decide when to unload.
+	gone     atomic.Bool
 	used     atomic.Bool
 	lastUse  atomic.Uint64 // the last value that launched a function of it
 	released atomic.Bool
@@ -143,8 +148,11 @@ func (im *Image) Prepare(names ...string) error {
 	return nil
 }
 
-// Unload unloads the image once no work that runs it can run. Launching
-// its functions afterwards is an error; a second Unload does nothing.
+// Unload unloads the image once no work that runs it can run. A Submit
+// that launches one of its functions afterwards returns an error matching
+// ErrFreed, whether its submission was made before or after the Unload;
+// a Submit that returned before Unload began runs, and the image is
+// unloaded once its point is reached. A second Unload does nothing.
 func (im *Image) Unload() error {
 	s := im.s
 	s.mu.Lock()
@@ -155,6 +163,9 @@ func (im *Image) Unload() error {
 	s.unloaded = true
 	s.mu.Unlock()
 	d := s.d
+	d.mu.Lock()
+	s.gone.Store(true)
+	d.mu.Unlock()
 	d.objMu.Lock()
 	if d.images == nil {
 		d.objMu.Unlock()
@@ -173,6 +184,22 @@ func (im *Image) Unload() error {
 	}
 	d.deferred.Add(s)
 	d.sup.poke()
+	return nil
+}
+
+// launchable returns an error matching ErrFreed where a launch of the
+// submission runs a function of an image that Unload marked gone. The
+// device's submit lock is held.
+func (s *Submission) launchable() error {
+	for _, img := range s.imgs {
+		if img.gone.Load() {
+			for i, p := range s.parts {
+				if p.fn != nil && p.fn.img == img {
+					return fmt.Errorf("rig: part %d launches %q of an unloaded image on %s: %w", i, p.fn.Name(), s.d.name, ErrFreed)
+				}
+			}
+		}
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package rig
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"github.com/rig-go/rig/device"
 )
@@ -15,7 +16,35 @@ type Observer interface {
 	// submit lock, after the driver's Submit answered, for each submission
 	// while the device is timed. It must be quick, must not call the
 	// device, and must not keep s or anything it points to.
+	//
+	// An observer that panics, or calls runtime.Goexit, is removed from
+	// the device, and the submit lock is released; the work it observed
+	// was submitted all the same. After a panic, Submit returns the
+	// submission's point with an *ObserverPanicError.
 	Submitted(d *Device, s *device.Submission)
+}
+
+// ObserverPanicError is the error Submit returns beside a valid point when
+// the device's Observer panicked while it saw the submission. The work was
+// submitted, and the point is reached once it completes; the observer was
+// removed, so later submissions see no error of it.
+type ObserverPanicError struct {
+	// Device is the device's name.
+	Device string
+	// Value is the value the observer panicked with.
+	Value any
+	// Stack is the panicking goroutine's stack, as debug.Stack formats it.
+	Stack []byte
+}
+
+func (e *ObserverPanicError) Error() string {
+	return fmt.Sprintf("rig: the observer of device %s panicked and was removed: %v", e.Device, e.Value)
+}
+
+// Unwrap returns the panic's value where it is an error.
+func (e *ObserverPanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
 }
 
 type observerBox struct{ o Observer }
@@ -33,7 +62,7 @@ func (d *Device) SetTimed(on bool) Point {
 }
 
 // SetObserver sets the observer of the device's timed submissions; nil
-// removes it.
+// removes it. An observer that panics is removed (see Observer).
 func (d *Device) SetObserver(o Observer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -47,11 +76,34 @@ func (d *Device) SetObserver(o Observer) {
 // Timed reports whether the device stamps its values.
 func (d *Device) Timed() bool { return d.timed.Load() }
 
-// observe hands a timed submission to the observer, inside the submit lock.
-func (d *Device) observe(s *device.Submission) {
-	if b := d.observer.Load(); b != nil {
-		b.o.Submitted(d, s)
+// observe hands a timed submission to the observer, inside the submit
+// lock, and returns an *ObserverPanicError where the observer panicked.
+// An observer that panics or calls runtime.Goexit is removed; at a Goexit,
+// which no recover stops, observe releases the submit lock itself, since
+// the submitting goroutine ends before its Submit returns.
+func (d *Device) observe(s *device.Submission) (err error) {
+	b := d.observer.Load()
+	if b == nil {
+		return nil
 	}
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		d.observer.CompareAndSwap(b, nil)
+		v := recover()
+		if v == nil {
+			// runtime.Goexit: the goroutine ends.
+			d.mu.Unlock()
+			d.sup.submitted()
+			return
+		}
+		err = &ObserverPanicError{Device: d.name, Value: v, Stack: debug.Stack()}
+	}()
+	b.o.Submitted(d, s)
+	returned = true
+	return nil
 }
 
 // Settle appends the stamps of timed values whose work completed, on the

@@ -202,6 +202,10 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			d.mu.Unlock()
 			return Point{}, err
 		}
+		if err := s.launchable(); err != nil {
+			d.mu.Unlock()
+			return Point{}, err
+		}
 		r.lockBuffers()
 		hostWait, err := r.hazards(d)
 		if err == nil && hostWait.d == nil {
@@ -242,15 +246,17 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			r.unlockBuffers()
 			a := d.drv.Submit(&r.sub)
 			d.last.Store(v)
-			if r.sub.Timed {
-				d.observe(&r.sub)
-			}
 			var lost error
 			switch a.Kind {
 			case device.Committed:
 				d.committed.Store(v)
 			case device.Failed:
 				lost = d.lose(a.Reason, &device.Fault{Why: a.Reason})
+			}
+			if r.sub.Timed {
+				if err := d.observe(&r.sub); err != nil && lost == nil {
+					lost = err
+				}
 			}
 			d.mu.Unlock()
 			d.sup.submitted()
