@@ -78,7 +78,9 @@ type laneState struct {
 	cancel context.CancelCauseFunc
 }
 
-// bench runs the lanes: a submitter and a waiter goroutine for each. The
+// bench runs the lanes: a submitter and a waiter goroutine for each, or
+// in closed loop of depth 1 one goroutine that submits and waits in turn
+// (the load of a server's request goroutines). The
 // submitter submits as fast as the lane's -depth window allows, or, with
 // -rate, at the arrivals a pacer releases to it; the waiter waits for each submission in order and
 // records its latency, from the intended send time in open loop and from
@@ -134,6 +136,48 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	}
 	var wg sync.WaitGroup
 	for i, l := range lanes {
+		st, wctx := states[i], waitCtxs[i]
+		// finish waits for f and records it.
+		finish := func(f flight[T]) {
+			st.since.Store(mono())
+			err := l.wait(wctx, f.t)
+			now := mono()
+			st.since.Store(0)
+			if err != nil {
+				if errors.Is(context.Cause(wctx), errTimeout) {
+					err = fmt.Errorf("%w after %v", errTimeout, cfg.Timeout)
+					if l.state != nil {
+						err = fmt.Errorf("%w (%s)", err, l.state(f.t))
+					}
+				}
+				fail(fmt.Errorf("wait on %s: %w", l.device, err))
+				return
+			}
+			m.lat.record(i, now-f.intended)
+			done.Add(1)
+			moved.Add(f.bytes)
+			lv.done.Add(1)
+		}
+		if pace == nil && cfg.Depth == 1 {
+			// Closed loop of depth 1: the lane's one goroutine submits
+			// and waits in turn, as a request's goroutine would.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for runCtx.Err() == nil && (cfg.N == 0 || issued.Add(1) <= cfg.N) {
+					intended := mono()
+					t, b, err := l.submit(runCtx)
+					if err != nil {
+						if runCtx.Err() == nil || !errors.Is(err, runCtx.Err()) {
+							fail(fmt.Errorf("submit on %s: %w", l.device, err))
+						}
+						return
+					}
+					finish(flight[T]{t: t, intended: intended, bytes: b})
+				}
+			}()
+			continue
+		}
 		items := make(chan flight[T], cfg.Depth)
 		window := make(chan struct{}, cfg.Depth)
 		wg.Add(2)
@@ -177,27 +221,9 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 		}()
 		go func() { // the waiter
 			defer wg.Done()
-			st, wctx := states[i], waitCtxs[i]
 			for f := range items {
-				st.since.Store(mono())
-				err := l.wait(wctx, f.t)
-				now := mono()
-				st.since.Store(0)
+				finish(f)
 				<-window
-				if err != nil {
-					if errors.Is(context.Cause(wctx), errTimeout) {
-						err = fmt.Errorf("%w after %v", errTimeout, cfg.Timeout)
-						if l.state != nil {
-							err = fmt.Errorf("%w (%s)", err, l.state(f.t))
-						}
-					}
-					fail(fmt.Errorf("wait on %s: %w", l.device, err))
-					continue
-				}
-				m.lat.record(i, now-f.intended)
-				done.Add(1)
-				moved.Add(f.bytes)
-				lv.done.Add(1)
 			}
 		}()
 	}
