@@ -70,6 +70,7 @@ type gpu struct {
 	sleepF    frame
 	sleepBare bareCall
 	nap       unix.Timespec
+	sleeper   sleeper
 
 	faultMu sync.Mutex
 	fault   string // the fault a stream met, once Sleep or Stop saw one
