@@ -64,9 +64,9 @@
 // A wait reads the word for up to 20 µs (SetWaitSpin) before it registers
 // with the supervisor, so that a GPU's round trip of a few microseconds
 // wakes its waiter without a goroutine handoff; only a few waits of a
-// device spin at once (half of GOMAXPROCS, or twice GOMAXPROCS where the
-// device's work runs on the process's goroutines and a spin yields at each
-// read), and the others register at once, so that thousands of waiting
+// device spin at once (half of GOMAXPROCS, or eight times GOMAXPROCS
+// where the device's work runs on the process's goroutines and a spin
+// yields at each read), and the others register at once, so that thousands of waiting
 // goroutines cost no CPU. The supervisor wakes registered waiters in value
 // order. Where they exist and the word moved in the last 200 µs it reads
 // the word for up to 20 µs before it sleeps in the driver. A submitter

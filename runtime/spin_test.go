@@ -24,7 +24,7 @@ func TestWaitSpinBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 64
-	budget := 2 * runtime.GOMAXPROCS(0)
+	budget := 8 * runtime.GOMAXPROCS(0)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for range n {
@@ -45,5 +45,44 @@ func TestWaitSpinBounded(t *testing.T) {
 	}
 	if parked < n-budget {
 		t.Errorf("%d of %d waiters parked, want at least %d: the rest spin on the word (budget %d)", parked, n, n-budget, budget)
+	}
+}
+
+// TestRoomWaitInLine: many submitters of launches of 20 µs on queues of
+// four values, most of them short of room at any time, each submitting
+// and waiting in turn:
+// every submission gets a value of its own and its point is reached.
+func TestRoomWaitInLine(t *testing.T) {
+	d := host(t, hostdev.Config{Ring: 4})
+	s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8))
+	const goroutines, each = 32, 20
+	start := d.Last().Value()
+	var mu sync.Mutex
+	seen := map[uint64]bool{}
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				p, err := sleepRun(s, 20*time.Microsecond).Submit(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := p.Wait(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if seen[p.Value()] {
+					t.Errorf("value %d given twice", p.Value())
+				}
+				seen[p.Value()] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if got := d.Last().Value() - start; got != goroutines*each || len(seen) != goroutines*each {
+		t.Errorf("%d values submitted, %d seen, want %d", got, len(seen), goroutines*each)
 	}
 }
