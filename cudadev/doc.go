@@ -156,20 +156,27 @@
 // # Failure and stopping
 //
 // A fault of the GPU's work (an illegal or misaligned address, a trap)
-// loses the device with CUDA's error name and text, as Sleep, which asks
-// CUDA each millisecond whether a stream met an error (cuStreamQuery), or
-// the next call finds it. A fault of the GPU's work ends the GPU for the
-// process: CUDA keeps it in the GPU's primary context as a sticky error,
-// which no call clears and every later call of the context returns, and
-// the process keeps that context. The GPU cannot be opened again until the
-// process restarts: its next make returns an error that names the fault
-// and matches ErrFaulted, and so does the make of a GPU whose context a
-// fault ended outside rig.
+// loses the device with CUDA's error name and text, as Sleep, whose
+// synchronisation returns it (or cuStreamQuery, each millisecond where it
+// polls), or the next call finds it. A fault of the GPU's work ends the
+// GPU for the process: CUDA keeps it in the GPU's primary context as a
+// sticky error, which no call clears and every later call of the context
+// returns, and the process keeps that context. The GPU cannot be opened
+// again until the process restarts: its next make returns an error that
+// names the fault and matches ErrFaulted, and so does the make of a GPU
+// whose context a fault ended outside rig.
 // After a failure every later Submit enqueues none of its parts and
 // answers the same failure, while its value is still written after its
-// waits where the context still runs. Sleep spins on the word, yielding,
-// for 200 µs, then sleeps in nanosleeps of 20 µs (time.Sleep sleeps a
-// millisecond or more when the runtime has nothing else to run).
+// waits where the context still runs. Sleep reads the word, yielding, for
+// 20 µs, then blocks through CUDA's blocking primitives: it records an
+// event made with CU_EVENT_BLOCKING_SYNC behind each stream's work, and a
+// helper goroutine per stream, locked to its OS thread with the context
+// current, waits for it in cuEventSynchronize, which sleeps in the kernel
+// until the GPU's interrupt; Sleep still returns after its bound where the
+// work runs longer. Where no recorded work is left that would move the
+// word, it looks at the word in nanosleeps of 20 µs (time.Sleep sleeps a
+// millisecond or more when the runtime has nothing else to run). The
+// helpers end at Stop, once the synchronisation in flight returns.
 //
 // Stop does not wait for the work: where it ended (both streams idle, or a
 // fault ended the context's work) it writes the last value into the word;

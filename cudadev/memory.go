@@ -69,6 +69,7 @@ type gpu struct {
 	sleepF    frame
 	sleepBare bareCall
 	nap       napTime
+	sleeper   sleeper
 
 	faultMu sync.Mutex
 	fault   string // the fault a stream met, once Sleep or Stop saw one

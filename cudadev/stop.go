@@ -1,59 +1,13 @@
 package cudadev
 
 import (
-	"runtime"
 	"sync/atomic"
-	"time"
 
 	"github.com/rig-go/rig/device"
 )
 
 // Signaled is the value in the device's word, read with acquire order.
 func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
-
-// spinFor is how long Sleep spins on the word, yielding, before it sleeps
-// in steps of sleepStep: a value's work of a few microseconds is seen as
-// soon as it completes.
-const (
-	spinFor   = 200 * time.Microsecond
-	sleepStep = 20 * time.Microsecond
-	queryEach = time.Millisecond
-)
-
-// Sleep blocks until the word differs from seen, and returns at the latest
-// after still. It asks CUDA each millisecond whether the streams met an
-// error (cuStreamQuery), and answers a *device.Fault with CUDA's error once
-// one has, and at every later call.
-func (d *gpu) Sleep(seen uint64, still time.Duration) error {
-	if why := d.faulted(); why != "" {
-		return &device.Fault{Why: why}
-	}
-	start := time.Now()
-	deadline := start.Add(still)
-	next := start
-	for {
-		if atomic.LoadUint64(d.word) != seen {
-			return nil
-		}
-		now := time.Now()
-		if !now.Before(next) {
-			if err := d.query(); err != nil {
-				return err
-			}
-			next = now.Add(queryEach)
-		}
-		if !now.Before(deadline) {
-			return nil
-		}
-		if now.Sub(start) < spinFor {
-			runtime.Gosched()
-			continue
-		}
-		// A nanosleep, not time.Sleep, which sleeps at least a
-		// millisecond when the runtime has nothing else to run.
-		d.nap.sleep(min(sleepStep, deadline.Sub(now)))
-	}
-}
 
 // query asks CUDA whether a stream met an error, and answers its fault.
 func (d *gpu) query() error {
@@ -127,6 +81,7 @@ func (d *gpu) Stop(string) error {
 			}
 		}
 	}
+	d.sleeper.stop()
 	for q, s := range d.streams {
 		f.c1(t.cuStreamDestroy, s)
 		d.streams[q] = 0

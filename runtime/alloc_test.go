@@ -2,6 +2,7 @@ package rig_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/rig-go/rig/device"
@@ -43,5 +44,62 @@ func TestSteadyStateAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("a Wait on a reached point allocates %v times", n)
+	}
+}
+
+// TestParkedWaitAllocs: a wait that parks with the supervisor allocates
+// nothing in steady state, also where garbage collections come between
+// waits (a sync.Pool of waiters, which each collection empties, made a
+// waiter and its channel for such waits).
+func TestParkedWaitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	d := host(t, hostdev.Config{})
+	d.SetWaitSpin(0)
+	s := sub(t, d, rig.Launch(fn(t, d, "test_gate"), 0))
+	ctx := context.Background()
+	release := make(chan struct{})
+	defer close(release)
+	go func() {
+		for range release {
+			gate <- struct{}{}
+		}
+	}()
+	// The run's pool and the driver's may allocate after a collection:
+	// only the wait is counted, with the allocations of the goroutines
+	// that run meanwhile (the kernel's, the supervisor's); less than one
+	// a wait, where a waiter and its channel made two.
+	var waitAllocs uint64
+	step := func(count bool) {
+		p, err := s.Take().Submit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		if count {
+			runtime.ReadMemStats(&before)
+		}
+		release <- struct{}{}
+		if err := p.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if count {
+			runtime.ReadMemStats(&after)
+			waitAllocs += after.Mallocs - before.Mallocs
+		}
+	}
+	for range 100 {
+		step(false)
+	}
+	const runs = 50
+	for range runs {
+		runtime.GC()
+		runtime.GC()
+		step(true)
+	}
+	t.Logf("%d parked waits between garbage collections: %d allocations", runs, waitAllocs)
+	if waitAllocs >= runs {
+		t.Fatalf("%d parked waits between garbage collections allocate %d times", runs, waitAllocs)
 	}
 }

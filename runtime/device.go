@@ -35,6 +35,9 @@ type Device struct {
 	timed     atomic.Bool
 	observer  atomic.Pointer[observerBox]
 	spin      atomic.Int64 // nanoseconds a wait reads the word before it parks
+	spinners  spinGate     // the waits that read the word now
+	roomWait  roomLine     // the submitters that wait for room
+	stock     waiterStock  // waiters for reuse
 
 	// state
 	closing atomic.Bool
@@ -166,6 +169,7 @@ func open(op device.Opener) (*Device, error) {
 	d.committed.Store(d.base)
 	d.sup = newSupervisor(d)
 	d.spin.Store(int64(DefaultWaitSpin))
+	d.spinners.init(f.OnHost)
 	return d, nil
 }
 

@@ -79,7 +79,16 @@
 //
 // A wait reads the word for up to 20 µs (SetWaitSpin) before it registers
 // with the supervisor, so that a GPU's round trip of a few microseconds
-// wakes its waiter without a goroutine handoff. With work pending and no
+// wakes its waiter without a goroutine handoff; only a few waits of a
+// device spin at once (half of GOMAXPROCS, or eight times GOMAXPROCS
+// where the device's work runs on the process's goroutines and a spin
+// yields at each read), and the others register at once, so that thousands of waiting
+// goroutines cost no CPU. The supervisor wakes registered waiters in value
+// order. Where they exist and the word moved in the last 200 µs it reads
+// the word for up to 20 µs before it sleeps in the driver. A submitter
+// that finds the driver's queues full waits for as many values to
+// complete as submitters wait before it, rather than all of them for the
+// next one. With work pending and no
 // waiter the supervisor polls the driver for faults every millisecond
 // rather than sleeping in it, and a submission wakes a parked supervisor
 // only after a second without work. A device-side wait on a point that its

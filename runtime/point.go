@@ -3,7 +3,6 @@ package rig
 import (
 	"context"
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/rig-go/rig/device"
@@ -76,35 +75,20 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 			return err
 		}
 	}
-	// A short spin on the word before parking: work that ends within the
-	// spin wakes its waiter without the supervisor. Where the device's
-	// work runs on the process's goroutines (Facts.OnHost) the spin yields
-	// at every read; otherwise it reads the word back to back and yields
-	// every spinYield reads: a yield at each read (runtime.Gosched) made
-	// the round trip on the H200 1.4 µs longer through nvdev, 0.4 µs
-	// through cudadev.
-	if spin := time.Duration(d.spin.Load()); spin > 0 {
-		yieldMask := uint(spinYield - 1)
-		if d.facts.OnHost {
-			yieldMask = 0
-		}
-		start := time.Now()
-		for i := uint(1); ; i++ {
-			if device.AtLeast(d.read(), v) {
-				return d.passedAnswer(v)
-			}
-			if i&yieldMask == 0 {
-				runtime.Gosched()
-			}
-			if i%spinCheck == 0 && time.Since(start) > spin {
-				break
-			}
+	// A short spin on the word before parking, by a few waiters at once
+	// (spinGate): work that ends within the spin wakes its waiter without
+	// the supervisor. The others park at once.
+	if spin := time.Duration(d.spin.Load()); spin > 0 && d.spinners.enter() {
+		reached := d.spinFor(v, spin)
+		d.spinners.leave()
+		if reached {
+			return d.passedAnswer(v)
 		}
 	}
-	w := waiterPool.Get().(*waiter)
+	w := d.stock.get()
 	w.v, w.key, w.idx = v, v-d.base, -1
 	if err := d.sup.box.Send(ctx, message{kind: msgRegister, w: w}); err != nil {
-		waiterPool.Put(w)
+		d.stock.put(w)
 		if errors.Is(err, mailbox.ErrClosed) {
 			if device.AtLeast(d.read(), v) {
 				return d.passedAnswer(v)
@@ -118,7 +102,7 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	}
 	select {
 	case err := <-w.ch:
-		waiterPool.Put(w)
+		d.stock.put(w)
 		return err
 	case <-ctx.Done():
 		// The supervisor may answer w before it takes the cancellation,
@@ -174,5 +158,6 @@ var _ = [1]struct{}{}[spinYield&(spinYield-1)]
 // SetWaitSpin sets how long a wait on the device's points reads the word
 // before it parks: a GPU's round trip of a few microseconds then wakes its
 // waiter with no goroutine handoff, at the cost of that much CPU per wait
-// that outlasts it. 0 parks at once.
+// that outlasts it. Only a few waits spin at once, whatever the spin; the
+// others park at once. 0 parks at once.
 func (d *Device) SetWaitSpin(spin time.Duration) { d.spin.Store(int64(max(spin, 0))) }

@@ -461,7 +461,10 @@ func (d *Device) progress(ctx context.Context) error {
 		// Nothing in flight: the driver's queues free on their own.
 		return ctx.Err()
 	}
-	return Point{d: d, v: cur + 1}.Wait(ctx)
+	ahead := d.roomWait.join()
+	defer d.roomWait.leave()
+	// Never past the last value submitted, which frees every room.
+	return Point{d: d, v: cur + min(ahead, d.last.Load()-cur)}.Wait(ctx)
 }
 
 // grow asks the driver to grow its queues, running a round of reclamation

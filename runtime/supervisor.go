@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +20,8 @@ import (
 // every waiter whose value the word passed, give back deferred frees that
 // are due, and then, by what it found:
 //
-//   - waiters registered: sleep in the driver for at most sleepStill, so
+//   - waiters registered: spin on a word that moves quickly for a while
+//     (spinFirst), then sleep in the driver for at most sleepStill, so
 //     that the word's moves wake them at once;
 //   - work pending but no waiter: ask the driver for faults (a Sleep of no
 //     time) every pollEvery, and bound the work's progress by HangMs;
@@ -77,8 +77,6 @@ type waiter struct {
 	idx int
 	ch  chan error
 }
-
-var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
 
 type waiterHeap []*waiter
 
@@ -216,6 +214,9 @@ func (s *supervisor) run() {
 				continue
 			}
 			still = min(still, left)
+		}
+		if still > 0 && s.spinFirst(cur, now.Sub(moved)) {
+			continue
 		}
 		if err := d.drv.Sleep(cur, still); err != nil {
 			if f, ok := device.AsFault(err); ok {

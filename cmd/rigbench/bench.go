@@ -19,9 +19,17 @@ type measure struct {
 	firstErr    error
 	interrupted bool // the run's context ended before the run did
 	lat         *latency
-	mallocs     uint64
-	allocBytes  uint64
+	// late is the load generator's own lateness in open loop: from an
+	// arrival's intended send time to when its submitter took it up.
+	late       *latency
+	mallocs    uint64
+	allocBytes uint64
+	// cpu is the process's CPU time (user + system) over the run.
+	cpu time.Duration
 }
+
+// newMeasure is a measure of nothing yet.
+func newMeasure() *measure { return &measure{lat: newLatency(), late: newLatency()} }
 
 // add adds o's figures to m's: m then measures both runs, one after the
 // other.
@@ -35,8 +43,10 @@ func (m *measure) add(o *measure) {
 	}
 	m.interrupted = m.interrupted || o.interrupted
 	m.lat.absorb(o.lat)
+	m.late.absorb(o.late)
 	m.mallocs += o.mallocs
 	m.allocBytes += o.allocBytes
+	m.cpu += o.cpu
 }
 
 // live is what the progress line reads while a run goes on.
@@ -68,16 +78,18 @@ type laneState struct {
 	cancel context.CancelCauseFunc
 }
 
-// bench runs the lanes: a submitter and a waiter goroutine for each. The
-// submitter submits at the configured rate or as fast as the lane's
-// -depth window allows; the waiter waits for each submission in order and
+// bench runs the lanes: a submitter and a waiter goroutine for each, or
+// in closed loop of depth 1 one goroutine that submits and waits in turn
+// (the load of a server's request goroutines). The
+// submitter submits as fast as the lane's -depth window allows, or, with
+// -rate, at the arrivals a pacer releases to it; the waiter waits for each submission in order and
 // records its latency, from the intended send time in open loop and from
 // the call of submit otherwise. Submitting stops when ctx ends (-duration,
 // Ctrl-C), after -n submissions, or at the first error; the waiters then
 // wait for what is in flight, each wait bounded by -timeout, and bench
-// answers what was measured.
+// answers what was measured, with the process's CPU time over the run.
 func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *measure {
-	m := &measure{lat: newLatency()}
+	m := newMeasure()
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 
@@ -105,14 +117,18 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 
 	var issued atomic.Int64
 	var done, moved atomic.Int64
-	interval := 0.0
-	if cfg.Rate > 0 {
-		interval = float64(len(lanes)) / cfg.Rate * 1e9
-	}
 
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpu0 := cpuTime()
 	start := mono()
+	var pace *pacer
+	if cfg.Rate > 0 {
+		pace = newPacer(start, cfg.Rate, len(lanes))
+		paceCtx, stopPace := context.WithCancel(runCtx)
+		defer stopPace()
+		go pace.run(paceCtx)
+	}
 	lv.start.CompareAndSwap(0, time.Now().UnixNano())
 	if cfg.Duration > 0 {
 		t := time.AfterFunc(cfg.Duration, stopRun)
@@ -120,16 +136,55 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	}
 	var wg sync.WaitGroup
 	for i, l := range lanes {
+		st, wctx := states[i], waitCtxs[i]
+		// finish waits for f and records it.
+		finish := func(f flight[T]) {
+			st.since.Store(mono())
+			err := l.wait(wctx, f.t)
+			now := mono()
+			st.since.Store(0)
+			if err != nil {
+				if errors.Is(context.Cause(wctx), errTimeout) {
+					err = fmt.Errorf("%w after %v", errTimeout, cfg.Timeout)
+					if l.state != nil {
+						err = fmt.Errorf("%w (%s)", err, l.state(f.t))
+					}
+				}
+				fail(fmt.Errorf("wait on %s: %w", l.device, err))
+				return
+			}
+			m.lat.record(i, now-f.intended)
+			done.Add(1)
+			moved.Add(f.bytes)
+			lv.done.Add(1)
+		}
+		if pace == nil && cfg.Depth == 1 {
+			// Closed loop of depth 1: the lane's one goroutine submits
+			// and waits in turn, as a request's goroutine would.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for runCtx.Err() == nil && (cfg.N == 0 || issued.Add(1) <= cfg.N) {
+					intended := mono()
+					t, b, err := l.submit(runCtx)
+					if err != nil {
+						if runCtx.Err() == nil || !errors.Is(err, runCtx.Err()) {
+							fail(fmt.Errorf("submit on %s: %w", l.device, err))
+						}
+						return
+					}
+					finish(flight[T]{t: t, intended: intended, bytes: b})
+				}
+			}()
+			continue
+		}
 		items := make(chan flight[T], cfg.Depth)
 		window := make(chan struct{}, cfg.Depth)
 		wg.Add(2)
 		go func() { // the submitter
 			defer wg.Done()
 			defer close(items)
-			timer := time.NewTimer(time.Hour)
-			timer.Stop()
-			offset := interval * float64(i) / float64(len(lanes))
-			for k := 0; ; k++ {
+			for k := int64(0); ; k++ {
 				if runCtx.Err() != nil {
 					return
 				}
@@ -137,18 +192,19 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 					return
 				}
 				var intended int64
-				if interval > 0 {
-					intended = start + int64(offset+interval*float64(k))
-					if !sleepUntil(runCtx, timer, intended) {
+				if pace != nil {
+					var ok bool
+					if intended, ok = pace.wait(runCtx, i, k); !ok {
 						return
 					}
+					m.late.record(i, mono()-intended)
 				}
 				select {
 				case window <- struct{}{}:
 				case <-runCtx.Done():
 					return
 				}
-				if interval == 0 {
+				if pace == nil {
 					intended = mono()
 				}
 				t, b, err := l.submit(runCtx)
@@ -165,32 +221,15 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 		}()
 		go func() { // the waiter
 			defer wg.Done()
-			st, wctx := states[i], waitCtxs[i]
 			for f := range items {
-				st.since.Store(mono())
-				err := l.wait(wctx, f.t)
-				now := mono()
-				st.since.Store(0)
+				finish(f)
 				<-window
-				if err != nil {
-					if errors.Is(context.Cause(wctx), errTimeout) {
-						err = fmt.Errorf("%w after %v", errTimeout, cfg.Timeout)
-						if l.state != nil {
-							err = fmt.Errorf("%w (%s)", err, l.state(f.t))
-						}
-					}
-					fail(fmt.Errorf("wait on %s: %w", l.device, err))
-					continue
-				}
-				m.lat.record(i, now-f.intended)
-				done.Add(1)
-				moved.Add(f.bytes)
-				lv.done.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
 	end := mono()
+	m.cpu = cpuTime() - cpu0
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	close(watchStop)
@@ -205,32 +244,6 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	m.mallocs = after.Mallocs - before.Mallocs
 	m.allocBytes = after.TotalAlloc - before.TotalAlloc
 	return m
-}
-
-// sleepUntil sleeps until mono reads at, or ctx ends (false). It sleeps on
-// the timer down to the last 50 µs, which it spends yielding, since timers
-// wake late by tens of microseconds.
-func sleepUntil(ctx context.Context, timer *time.Timer, at int64) bool {
-	for {
-		left := at - mono()
-		if left <= 0 {
-			return true
-		}
-		if left > 50_000 {
-			timer.Reset(time.Duration(left - 50_000))
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				timer.Stop()
-				return false
-			}
-			continue
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		runtime.Gosched()
-	}
 }
 
 // watchdog cancels the wait of each lane that has waited longer than

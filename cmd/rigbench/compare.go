@@ -70,7 +70,9 @@ type rounds struct {
 
 // failed is a measure of nothing but err, which ended a run.
 func failed(err error) *measure {
-	return &measure{lat: newLatency(), errors: 1, firstErr: err}
+	m := newMeasure()
+	m.errors, m.firstErr = 1, err
+	return m
 }
 
 // runRounds runs rig's lanes, and the baseline's where base is not nil,
@@ -90,7 +92,7 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 			n = 1 // until interrupted: the baseline never runs
 		}
 	}
-	out := rounds{m: &measure{lat: newLatency()}}
+	out := rounds{m: newMeasure()}
 	m := out.m
 	lv, blv := &live{}, &live{}
 	baseFail := func(err error) {
@@ -137,7 +139,7 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 		b := bench(ctx, &rc, blanes, blv)
 		pg.end()
 		if out.bm == nil {
-			out.bm = &measure{lat: newLatency()}
+			out.bm = newMeasure()
 		}
 		out.bm.add(b)
 		if err := base.finish(); err != nil {

@@ -18,7 +18,10 @@ type config struct {
 	Workload string
 	// Size is the bytes of a copy or fill, or of twice's array; 0 where
 	// -size was not given (the workload's default).
-	Size     int64
+	Size int64
+	// Levels are the -c levels, in order: the run measures each in turn.
+	Levels []int
+	// C is the submitting goroutines per device of the level that runs.
 	C        int
 	Depth    int
 	Rate     float64 // submissions/s over all submitters; 0: as fast as possible
@@ -48,8 +51,11 @@ func usagef(format string, args ...any) error {
 // says.
 const defaultDuration = 3 * time.Second
 
-// maxSubmitters bounds -c.
-const maxSubmitters = 4096
+// maxSubmitters bounds -c, and maxLevels the levels it lists.
+const (
+	maxSubmitters = 100_000
+	maxLevels     = 64
+)
 
 // parseFlags parses rigbench's command line. It answers flag.ErrHelp for
 // -h, having written the usage to out, and a *usageError for a bad line.
@@ -70,7 +76,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.Workload, "workload", "empty", "the work: "+strings.Join(workloadNames(), ", "))
 	size := sizeFlag{}
 	fs.Var(&size, "size", "bytes of a copy or fill, or of twice's array, such as 4096, 64KiB, 1MiB (K, M, G are powers of 1024) (default: 4KiB for twice, 64KiB for mixed, 1MiB for copies and fills)")
-	fs.IntVar(&c.C, "c", 1, "submitting goroutines per device (for mixed: in all)")
+	fs.Func("c", "submitting goroutines per device (for mixed: in all), or a list of such levels, such as 1,4,16,64, which the run measures in turn, a report line each (default 1)", func(v string) error {
+		levels, err := parseLevels(v)
+		c.Levels = levels
+		return err
+	})
 	fs.IntVar(&c.Depth, "depth", 8, "submissions each submitter keeps in flight")
 	rate := rateFlag{}
 	fs.Var(&rate, "rate", "target submissions per second over all submitters, open loop (latency from the intended send time), such as 5000 or 20k; 0 for as fast as possible")
@@ -97,6 +107,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if len(c.Levels) == 0 {
+		c.Levels = []int{1}
+	}
+	c.C = c.Levels[0]
 	c.Size, c.Rate = size.n, rate.v
 	if set["n"] && !set["duration"] {
 		c.Duration = 0
@@ -113,8 +127,8 @@ func (c *config) check(set map[string]bool) error {
 		return usagef("unknown workload %q: want one of %s", c.Workload, strings.Join(workloadNames(), ", "))
 	}
 	switch {
-	case c.C < 1 || c.C > maxSubmitters:
-		return usagef("-c %d: want 1 to %d submitters", c.C, maxSubmitters)
+	case len(c.Levels) > 1 && (c.Compare || c.Trace != "" || c.Plot != ""):
+		return usagef("-c lists %d levels: -compare, -trace and -plot take one level", len(c.Levels))
 	case c.Depth < 1 || c.Depth > 1<<16:
 		return usagef("-depth %d: want 1 to %d submissions in flight", c.Depth, 1<<16)
 	case c.Duration < 0:
@@ -200,6 +214,24 @@ func parseSpec(t string) (spec, error) {
 		return spec{}, fmt.Errorf("device %q: the index %q is not a number from 0 to 1023", t, idx)
 	}
 	return spec{Driver: drv, Index: n}, nil
+}
+
+// parseLevels parses -c: a count of submitters, or several separated by
+// commas.
+func parseLevels(v string) ([]int, error) {
+	var out []int
+	for t := range strings.SplitSeq(v, ",") {
+		t = strings.TrimSpace(t)
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 || n > maxSubmitters {
+			return nil, fmt.Errorf("%q is not a count of submitters from 1 to %d", t, maxSubmitters)
+		}
+		out = append(out, n)
+	}
+	if len(out) > maxLevels {
+		return nil, fmt.Errorf("%d levels, over %d", len(out), maxLevels)
+	}
+	return out, nil
 }
 
 // sizeFlag is a count of bytes with an optional binary unit.

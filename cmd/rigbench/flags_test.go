@@ -13,7 +13,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	def := config{Workload: "empty", C: 1, Depth: 8, Duration: defaultDuration, Timeout: 10 * time.Second, Rounds: 5, Baseline: "auto"}
+	def := config{Workload: "empty", Levels: []int{1}, C: 1, Depth: 8, Duration: defaultDuration, Timeout: 10 * time.Second, Rounds: 5, Baseline: "auto"}
 	with := func(f func(c *config)) config {
 		c := def
 		f(&c)
@@ -35,7 +35,10 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-workload", "d2d", "-size", "64KiB"}, with(func(c *config) { c.Workload, c.Size = "d2d", 64<<10 })},
 		{[]string{"-workload", "fill", "-size", "3M"}, with(func(c *config) { c.Workload, c.Size = "fill", 3<<20 })},
 		{[]string{"-workload", "twice", "-size", "1024"}, with(func(c *config) { c.Workload, c.Size = "twice", 1024 })},
-		{[]string{"-workload", "mixed", "-c", "4", "-depth", "1"}, with(func(c *config) { c.Workload, c.C, c.Depth = "mixed", 4, 1 })},
+		{[]string{"-workload", "mixed", "-c", "4", "-depth", "1"}, with(func(c *config) { c.Workload, c.Levels, c.C, c.Depth = "mixed", []int{4}, 4, 1 })},
+		{[]string{"-c", "1,4, 16,64"}, with(func(c *config) { c.Levels, c.C = []int{1, 4, 16, 64}, 1 })},
+		{[]string{"-c", "10,100,1000,10000", "-depth", "1"}, with(func(c *config) { c.Levels, c.C, c.Depth = []int{10, 100, 1000, 10000}, 10, 1 })},
+		{[]string{"-c", "8", "-compare"}, with(func(c *config) { c.Levels, c.C, c.Compare = []int{8}, 8, true })},
 		{[]string{"-rate", "20k"}, with(func(c *config) { c.Rate = 20e3 })},
 		{[]string{"-rate", "1.5M"}, with(func(c *config) { c.Rate = 1.5e6 })},
 		{[]string{"-rate", "250"}, with(func(c *config) { c.Rate = 250 })},
@@ -63,8 +66,15 @@ func TestParseFlagsErrors(t *testing.T) {
 		want string // in the message
 	}{
 		{[]string{"-workload", "nope"}, "unknown workload"},
-		{[]string{"-c", "0"}, "-c 0"},
-		{[]string{"-c", "100000"}, "-c 100000"},
+		{[]string{"-c", "0"}, `flag -c: "0" is not a count`},
+		{[]string{"-c", "100001"}, `"100001" is not a count`},
+		{[]string{"-c", "1,,4"}, `"" is not a count`},
+		{[]string{"-c", "1,x"}, `"x" is not a count`},
+		{[]string{"-c", "4,-1"}, `"-1" is not a count`},
+		{[]string{"-c", strings.Repeat("1,", 64) + "1"}, "65 levels"},
+		{[]string{"-c", "1,4", "-compare"}, "take one level"},
+		{[]string{"-c", "1,4", "-trace", "t.json"}, "take one level"},
+		{[]string{"-c", "1,4", "-plot", "p.svg"}, "take one level"},
 		{[]string{"-depth", "0"}, "-depth 0"},
 		{[]string{"-duration", "-1s"}, "-duration"},
 		{[]string{"-duration", "soon"}, "invalid value"},
@@ -121,7 +131,7 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{[]string{"-h"}, 0, "usage: rigbench"},
 		{[]string{"-workload", "nope"}, 2, "unknown workload"},
-		{[]string{"-c", "-1"}, 2, "-c -1"},
+		{[]string{"-c", "-1"}, 2, `flag -c: "-1" is not a count`},
 		{[]string{"-device", "nv:1023", "-duration", "10ms"}, 2, "device nv:1023 is not available"},
 		{[]string{"-device", "cuda:1023", "-duration", "10ms"}, 2, "device cuda:1023 is not available"},
 		{[]string{"-device", "host", "-device", "cuda:1023", "-duration", "10ms"}, 2, "device cuda:1023 is not available"},

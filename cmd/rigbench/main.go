@@ -1,7 +1,9 @@
 // Command rigbench load-tests rig's devices: it submits a workload from
 // goroutines, as fast as possible or at a target rate, and reports
 // submissions/s, bytes/s, the latency from submit to reached point at p50,
-// p90, p99, p99.9 and max, the allocations per submission and the device's
+// p90, p99, p99.9 and max, the allocations per submission, the process's
+// CPU time (user + system, from getrusage over the measured interval) per
+// submission and per second, so that spinning shows, and the device's
 // facts.
 //
 //	go run ./cmd/rigbench                      # the default device, 3 s of empty launches
@@ -9,6 +11,11 @@
 //	go run ./cmd/rigbench -rate 20k -plot lat.svg -trace trace.json -json
 //	go run ./cmd/rigbench -device host -device host:1 -workload mixed -compare
 //	go run ./cmd/rigbench -device cuda:0 -workload d2d -compare    # rig over cudadev alone
+//	go run ./cmd/rigbench -device host -c 10,100,1000,10000 -depth 1 -duration 2s
+//
+// -c takes a count of submitting goroutines, or a list of them: the run
+// measures each level in turn on the same devices, and prints a line for
+// each (JSON: {"schema", "levels": [a report per level]}).
 //
 // -device names the devices: host (host:N for more host devices), cuda:N
 // (cudadev, through libcuda) and nv:N (nvdev, through NVIDIA's kernel
@@ -19,7 +26,13 @@
 // With -rate the run is open loop: each submission has an intended send
 // time, and its latency counts from that time, so that a stall of the
 // device shows in the latency of every submission it delayed, rather than
-// hiding behind a submitter that waited (coordinated omission). Without
+// hiding behind a submitter that waited (coordinated omission). One pacer
+// goroutine keeps every submitter's schedule by absolute deadlines: it
+// sleeps in the kernel until 50 µs before the next arrival (Go's timers
+// wake up to a millisecond late where the process has nothing else to
+// run), yields for the rest, and releases together every arrival due by
+// then; the report states its lateness, from intended send time to when
+// the submitter took the arrival up. Without
 // -rate each submitter keeps -depth submissions in flight, and latency
 // counts from the call of Submit.
 //
@@ -108,7 +121,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if e.size == 0 {
 		e.size = wl.size
 	}
-	rep := &Report{Schema: schema, Workload: cfg.Workload, What: wl.what, Notes: notes,
+	var reps []*Report
+	code := 0
+	for _, c := range cfg.Levels {
+		cfg.C = c
+		rep, lc := runLevel(ctx, cfg, e, notes, stderr)
+		if rep == nil {
+			return lc
+		}
+		reps = append(reps, rep)
+		code = max(code, lc)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	switch {
+	case cfg.JSON && len(cfg.Levels) == 1:
+		err = reps[0].writeJSON(stdout)
+	case cfg.JSON:
+		err = writeLevelsJSON(stdout, reps)
+	case len(cfg.Levels) == 1:
+		err = reps[0].writeText(stdout)
+	default:
+		err = writeLevelsText(stdout, reps)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rigbench: writing the report: %v\n", err)
+		code = 1
+	}
+	return code
+}
+
+// runLevel runs the workload at the level cfg.C on e's devices and returns
+// its report and exit code; a nil report where the run could not start,
+// having said why on stderr.
+func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr io.Writer) (*Report, int) {
+	wl := workloads[cfg.Workload]
+	var err error
+	rep := &Report{Schema: schema, Workload: cfg.Workload, What: wl.what, Notes: append([]string(nil), notes...),
 		Config: ConfigReport{Submitters: cfg.C, Depth: cfg.Depth, Rate: cfg.Rate, DurationNs: int64(cfg.Duration),
 			N: cfg.N, TimeoutNs: int64(cfg.Timeout), GOMAXPROCS: runtime.GOMAXPROCS(0)}}
 	if wl.sized {
@@ -123,7 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	lanes, err := wl.lanes(e)
 	if err != nil {
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
-		return 1
+		return nil, 1
 	}
 	rs := &rigSide{
 		lanes: lanes,
@@ -154,7 +204,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.Trace != "" {
 		if prof, err = profile.Start(rigDevs...); err != nil {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)
-			return 1
+			return nil, 1
 		}
 	}
 	var base *baseline
@@ -215,16 +265,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	if cfg.JSON {
-		err = rep.writeJSON(stdout)
-	} else {
-		err = rep.writeText(stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "rigbench: writing the report: %v\n", err)
-		code = 1
-	}
-	return code
+	return rep, code
 }
 
 // finishTrace stops the profile, exports it to -trace and adds its summary

@@ -146,11 +146,52 @@ func TestRunMixedTrace(t *testing.T) {
 	t.Logf("%d flows of waits across the devices", names["s host"]+names["s host:1"])
 }
 
-// TestRunRate runs open loop at a rate, and checks the count it reached.
+// TestRunRate runs open loop at a rate, and checks the count it reached
+// and that the report states the load generator's lateness for each one.
 func TestRunRate(t *testing.T) {
 	r := runJSON(t, context.Background(), "-device", "host", "-rate", "2000", "-duration", "250ms", "-c", "2")
 	if n := r.Rig.Submissions; n < 150 || n > 520 {
 		t.Errorf("%d submissions at 2000/s for 250ms", n)
+	}
+	if l := r.Rig.Lateness; l == nil || l.Count < r.Rig.Submissions {
+		t.Errorf("lateness %+v for %d submissions", l, r.Rig.Submissions)
+	}
+}
+
+// TestRunLevels runs two -c levels: a report of each, in order, each with
+// the CPU time the process used.
+func TestRunLevels(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"-device", "host", "-c", "1,3", "-depth", "1", "-duration", "100ms", "-json"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var ls Levels
+	if err := json.Unmarshal(out.Bytes(), &ls); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if ls.Schema != schema || len(ls.Levels) != 2 {
+		t.Fatalf("schema %q, %d levels", ls.Schema, len(ls.Levels))
+	}
+	for i, want := range []int{1, 3} {
+		r := ls.Levels[i]
+		g := r.Rig
+		if r.Config.Submitters != want || g.Submissions == 0 || g.Errors != 0 {
+			t.Errorf("level %d: submitters %d, %+v", i, r.Config.Submitters, g)
+		}
+		if g.CPUNs <= 0 || g.CPUPerSubmissionNs <= 0 || g.CPUPerSecond <= 0 {
+			t.Errorf("level %d: CPU %d ns, %v ns per submission, %v per s", i, g.CPUNs, g.CPUPerSubmissionNs, g.CPUPerSecond)
+		}
+		if g.Lateness != nil {
+			t.Errorf("level %d: a lateness in closed loop", i)
+		}
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"-device", "host", "-c", "2,1", "-duration", "50ms"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	s := out.String()
+	if i, j := strings.Index(s, "\n-c 2: "), strings.Index(s, "\n-c 1: "); i < 0 || j < i || !strings.Contains(s, "CPU ") {
+		t.Errorf("the text lacks a line per level, in order:\n%s", s)
 	}
 }
 

@@ -99,9 +99,11 @@ func TestRunDriverBaselineExclusive(t *testing.T) {
 // both sides.
 func TestRunDriverBaselineInterrupt(t *testing.T) {
 	exclusiveHost(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 450*time.Millisecond)
+	// rig's round takes 1 s, and the context ends half-way through the
+	// baseline's: a loaded machine (the race detector) still reaches it.
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	r := runJSON(t, ctx, "-device", "host", "-duration", "600ms", "-rounds", "2", "-compare", "-baseline", "driver")
+	r := runJSON(t, ctx, "-device", "host", "-duration", "2s", "-rounds", "2", "-compare", "-baseline", "driver")
 	if r.Rig.Submissions == 0 || r.Rig.Errors != 0 {
 		t.Errorf("rig %+v", r.Rig)
 	}

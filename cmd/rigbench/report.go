@@ -87,8 +87,17 @@ type Result struct {
 	// heap allocations during the run over its submissions.
 	AllocsPerSubmission     float64 `json:"allocs_per_submission"`
 	AllocBytesPerSubmission float64 `json:"alloc_bytes_per_submission"`
-	Errors                  int64   `json:"errors"`
-	FirstError              string  `json:"first_error,omitempty"`
+	// CPUNs is the process's CPU time (user + system, from getrusage)
+	// over the run; CPUPerSubmissionNs is it over the submissions, and
+	// CPUPerSecond over the run's time: the cores the process kept busy.
+	CPUNs              int64   `json:"cpu_ns"`
+	CPUPerSubmissionNs float64 `json:"cpu_per_submission_ns"`
+	CPUPerSecond       float64 `json:"cpu_per_s"`
+	// Lateness is the load generator's own, with -rate: from each
+	// arrival's intended send time to when its submitter took it up.
+	Lateness   *Latency `json:"lateness,omitempty"`
+	Errors     int64    `json:"errors"`
+	FirstError string   `json:"first_error,omitempty"`
 	// Interrupted is true where Ctrl-C ended the run early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -112,9 +121,17 @@ func result(name string, m *measure) Result {
 		r.BytesPerS = float64(m.bytes) / s
 	}
 	r.Latency = summarize(m.lat.merged())
+	if late := summarize(m.late.merged()); late.Count > 0 {
+		r.Lateness = &late
+	}
+	r.CPUNs = int64(m.cpu)
+	if s := m.elapsed.Seconds(); s > 0 {
+		r.CPUPerSecond = m.cpu.Seconds() / s
+	}
 	if m.done > 0 {
 		r.AllocsPerSubmission = float64(m.mallocs) / float64(m.done)
 		r.AllocBytesPerSubmission = float64(m.allocBytes) / float64(m.done)
+		r.CPUPerSubmissionNs = float64(m.cpu) / float64(m.done)
 	}
 	return r
 }
@@ -215,6 +232,70 @@ func (r *Report) writeText(w io.Writer) error {
 	return err
 }
 
+// Levels is the JSON report of a run of several -c levels: a Report for
+// each level, in the order -c lists them.
+type Levels struct {
+	Schema string    `json:"schema"`
+	Levels []*Report `json:"levels"`
+}
+
+// writeLevelsJSON writes the reports of a run's levels as indented JSON.
+func writeLevelsJSON(w io.Writer, reps []*Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Levels{Schema: schema, Levels: reps})
+}
+
+// writeLevelsText writes the reports of a run's levels for a reader: the
+// workload, configuration and devices once, from the first, then a line
+// for each level (two where it met errors), then the notes of every level
+// once.
+func writeLevelsText(w io.Writer, reps []*Report) error {
+	var b strings.Builder
+	r := reps[0]
+	c := r.Config
+	mode := "as fast as possible"
+	if c.Rate > 0 {
+		mode = fmt.Sprintf("open loop at %s/s", count(c.Rate))
+	}
+	fmt.Fprintf(&b, "rigbench %s: %s\n", r.Workload, r.What)
+	fmt.Fprintf(&b, "  submitters of depth %d, %s, each level for %v, GOMAXPROCS %d\n", c.Depth, mode, time.Duration(c.DurationNs), c.GOMAXPROCS)
+	for _, d := range r.Devices {
+		fmt.Fprintf(&b, "device %s: %s, arch %s, completion by %s\n", d.Spec, d.Name, d.Arch, d.Completion)
+	}
+	seen := map[string]bool{}
+	var notes []string
+	for _, r := range reps {
+		x := &r.Rig
+		l := x.Latency
+		fmt.Fprintf(&b, "-c %d: %s/s (%s in %s)  p50 %s  p99 %s  max %s  CPU %s per submission, %.2f s per s  allocs %.2f per submission",
+			r.Config.Submitters, count(x.PerSecond), count(float64(x.Submissions)), profile.Nanos(x.ElapsedNs),
+			profile.Nanos(l.P50), profile.Nanos(l.P99), profile.Nanos(l.Max),
+			profile.Nanos(int64(x.CPUPerSubmissionNs)), x.CPUPerSecond, x.AllocsPerSubmission)
+		if t := x.Lateness; t != nil {
+			fmt.Fprintf(&b, "  lateness p50 %s  p99 %s", profile.Nanos(t.P50), profile.Nanos(t.P99))
+		}
+		if x.Interrupted {
+			b.WriteString(" (interrupted)")
+		}
+		b.WriteString("\n")
+		if x.Errors > 0 {
+			fmt.Fprintf(&b, "  errors %d, the first: %s\n", x.Errors, x.FirstError)
+		}
+		for _, n := range r.Notes {
+			if !seen[n] {
+				seen[n] = true
+				notes = append(notes, n)
+			}
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 func writeResult(b *strings.Builder, r *Result) {
 	fmt.Fprintf(b, "%s: %s submissions in %s: %s/s", r.Name, count(float64(r.Submissions)), profile.Nanos(r.ElapsedNs), count(r.PerSecond))
 	if r.BytesPerS > 0 {
@@ -230,6 +311,11 @@ func writeResult(b *strings.Builder, r *Result) {
 			profile.Nanos(l.P50), profile.Nanos(l.P90), profile.Nanos(l.P99), profile.Nanos(l.P999), profile.Nanos(l.Max),
 			profile.Nanos(l.Min), profile.Nanos(int64(l.Mean)))
 	}
+	if l := r.Lateness; l != nil {
+		fmt.Fprintf(b, "  the load generator's lateness p50 %s  p99 %s  max %s\n", profile.Nanos(l.P50), profile.Nanos(l.P99), profile.Nanos(l.Max))
+	}
+	fmt.Fprintf(b, "  CPU time (user + system) %s: %s per submission, %.2f s per s\n",
+		profile.Nanos(r.CPUNs), profile.Nanos(int64(r.CPUPerSubmissionNs)), r.CPUPerSecond)
 	fmt.Fprintf(b, "  allocations %.2f per submission (%.1f B)\n", r.AllocsPerSubmission, r.AllocBytesPerSubmission)
 	if r.Errors > 0 {
 		fmt.Fprintf(b, "  errors %d, the first: %s\n", r.Errors, r.FirstError)

@@ -22,7 +22,8 @@ func sampleReport() *Report {
 			HostAddresses: true, Alignment: 4096, CacheBytes: 1 << 20, Bus: "0000:41:00.0", FaultDomain: "cuda"}},
 		Rig: Result{Name: "rig", ElapsedNs: 1_000_000_123, Submissions: 1000, PerSecond: 999.9, BytesPerS: 2e9,
 			Latency:             Latency{Count: 1000, Min: 1000, Mean: 2500.25, P50: 2000, P90: 3000, P99: 8000, P999: 20000, Max: 30000},
-			AllocsPerSubmission: 0.5, AllocBytesPerSubmission: 12.5, Errors: 1, FirstError: "wait on host: wait timed out after 10s", Interrupted: true},
+			AllocsPerSubmission: 0.5, AllocBytesPerSubmission: 12.5, CPUNs: 1_500_000_000, CPUPerSubmissionNs: 1.5e6, CPUPerSecond: 1.5,
+			Lateness: &Latency{Count: 1000, Min: 10, Mean: 30, P50: 25_000, P90: 40_000, P99: 90_000, P999: 200_000, Max: 400_000}, Errors: 1, FirstError: "wait on host: wait timed out after 10s", Interrupted: true},
 		Baseline:     &base,
 		BaselineNote: "a note",
 		Ratio:        &Ratio{PerSecond: 0.49995, P50: 1.43, P99: 2},
@@ -63,7 +64,8 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		"rig.name", "rig.elapsed_ns", "rig.submissions", "rig.submissions_per_s", "rig.bytes_per_s",
 		"rig.latency.count", "rig.latency.min_ns", "rig.latency.mean_ns", "rig.latency.p50_ns", "rig.latency.p90_ns",
 		"rig.latency.p99_ns", "rig.latency.p99_9_ns", "rig.latency.max_ns",
-		"rig.allocs_per_submission", "rig.alloc_bytes_per_submission", "rig.errors", "rig.first_error", "rig.interrupted",
+		"rig.allocs_per_submission", "rig.alloc_bytes_per_submission", "rig.cpu_ns", "rig.cpu_per_submission_ns", "rig.cpu_per_s",
+		"rig.lateness.p50_ns", "rig.lateness.max_ns", "rig.errors", "rig.first_error", "rig.interrupted",
 		"baseline.submissions_per_s", "baseline_note", "ratio.submissions_per_s", "ratio.latency_p50", "ratio.latency_p99",
 		"profile.spans", "profile.devices", "trace", "plot", "notes", "devices",
 	} {
@@ -110,6 +112,8 @@ func TestReportText(t *testing.T) {
 		"rig: 1000 submissions in 1.00s: 1000/s, 1.86GiB/s (interrupted)",
 		"latency p50 2.00µs  p90 3.00µs  p99 8.00µs  p99.9 20.0µs  max 30.0µs",
 		"allocations 0.50 per submission (12.5 B)",
+		"the load generator's lateness p50 25.0µs  p99 90.0µs  max 400µs",
+		"CPU time (user + system) 1.50s: 1.50ms per submission, 1.50 s per s",
 		"errors 1, the first: wait on host: wait timed out",
 		"baseline (a bare goroutine pipeline): 2000 submissions",
 		"rig / baseline: 0.50x the submissions/s, 1.43x the p50 latency, 2.00x the p99 latency",
@@ -121,6 +125,32 @@ func TestReportText(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("the text lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestLevelsText writes a run of two levels: the header once, a line per
+// level with its CPU time, and each note once.
+func TestLevelsText(t *testing.T) {
+	a, b := sampleReport(), sampleReport()
+	b.Config.Submitters = 64
+	b.Rig.PerSecond, b.Rig.CPUPerSubmissionNs, b.Rig.CPUPerSecond, b.Rig.Errors = 250e3, 7_900, 1.98, 0
+	var buf bytes.Buffer
+	if err := writeLevelsText(&buf, []*Report{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	s := buf.String()
+	for _, want := range []string{
+		"rigbench d2d: a copy of 1MiB",
+		"submitters of depth 8, open loop at 5000/s, each level for 3s",
+		"\n-c 2: 1000/s (1000 in 1.00s)  p50 2.00µs  p99 8.00µs  max 30.0µs  CPU 1.50ms per submission, 1.50 s per s  allocs 0.50 per submission  lateness p50 25.0µs  p99 90.0µs (interrupted)\n  errors 1,",
+		"\n-c 64: 250k/s (1000 in 1.00s)  p50 2.00µs  p99 8.00µs  max 30.0µs  CPU 7.90µs per submission, 1.98 s per s",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the text lacks %q:\n%s", want, s)
+		}
+	}
+	if n := strings.Count(s, "note: the default device is the host's"); n != 1 {
+		t.Errorf("the note appears %d times:\n%s", n, s)
 	}
 }
 
