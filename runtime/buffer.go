@@ -63,6 +63,9 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte: %w", n, kind, d.name, ErrInvalid)
 	}
+	if kind > device.Mapped {
+		return nil, fmt.Errorf("rig: alloc of %d bytes on %s: %d is no kind of memory: %w", n, d.name, kind, ErrInvalid)
+	}
 	if err := d.begin(); err != nil {
 		return nil, err
 	}

@@ -286,7 +286,11 @@ func (r *Run) Release() {
 // on another device's point runs on the device where its facts allow, and
 // on the host before the submission otherwise. While the device's queues
 // are full it blocks until the device progresses or ctx ends. The run goes
-// back to its submission's pool, whatever the answer.
+// back to its submission's pool, whatever the answer. Errors of the run's
+// own arguments (dimensions and part indices set on it, missing or nil
+// buffers, a run submitted twice) match ErrInvalid; a part the device
+// never runs, and a copy or ref past its buffer's Len, are refused with a
+// *RefusalError. A nil ctx panics, as it does in the standard library.
 func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	if !r.held.CompareAndSwap(true, false) {
 		return Point{}, fmt.Errorf("rig: submit of a run that went back to its pool (a run is submitted or released once): %w", ErrInvalid)
