@@ -21,7 +21,7 @@ func TestOrderAfter(t *testing.T) {
 		bufs[i] = b
 	}
 	x, y := bufs[0], bufs[1]
-	w := func(refs ...Ref) Part { return Words(nil, refs...) } // COMPUTE:0
+	w := func(refs ...Ref) Part { return Words(nil, refs...) }   // COMPUTE:0
 	f := func(refs ...Ref) Part { return Fill(nil, 0, refs...) } // COPY:0
 	cases := []struct {
 		name  string
