@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/rig-go/rig/device"
 )
@@ -162,8 +161,10 @@ type Run struct {
 	// their devices must commit for the waits to end.
 	owed []Point
 	err  error
-	// held is true from Take to Submit or Release.
-	held atomic.Bool
+	// held is true from Take to Submit or Release. A run belongs to one
+	// goroutine: a plain bool catches a second Submit or Release without
+	// an atomic operation on the hot path.
+	held bool
 }
 
 // Take hands out a run of the submission, its groups and threads 1 along
@@ -179,7 +180,7 @@ func (s *Submission) Take() *Run {
 		p.Groups, p.Threads, p.Shared = [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0
 		clear(r.params[i])
 	}
-	r.held.Store(true)
+	r.held = true
 	return r
 }
 
@@ -274,7 +275,8 @@ func (r *Run) Params(i int) []byte {
 
 // Release hands the run back without submitting it.
 func (r *Run) Release() {
-	if r.held.CompareAndSwap(true, false) {
+	if r.held {
+		r.held = false
 		r.s.pool.Put(r)
 	}
 }
@@ -292,9 +294,10 @@ func (r *Run) Release() {
 // never runs, and a copy or ref past its buffer's Len, are refused with a
 // *RefusalError. A nil ctx panics, as it does in the standard library.
 func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
-	if !r.held.CompareAndSwap(true, false) {
+	if !r.held {
 		return Point{}, fmt.Errorf("rig: submit of a run that went back to its pool (a run is submitted or released once): %w", ErrInvalid)
 	}
+	r.held = false
 	defer r.s.pool.Put(r)
 	if r.err != nil {
 		return Point{}, r.err
