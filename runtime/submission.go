@@ -284,7 +284,9 @@ func (r *Run) Release() {
 // Submit submits the run's work with its buffers (refs index them), and
 // answers the point its completion reaches. It computes the hazards of the
 // buffers: the work waits for the last write of each buffer it reads, and
-// for the last write and the reads since of each buffer it writes; a wait
+// for the last write and the reads since of each buffer it writes, and
+// inside the run each part waits for the earlier parts, on any queue, that
+// write a buffer it uses or use a buffer it writes (Part.After); a wait
 // on another device's point runs on the device where its facts allow, and
 // on the host before the submission otherwise. While the device's queues
 // are full it blocks until the device progresses or ctx ends. The run goes
