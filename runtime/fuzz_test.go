@@ -55,7 +55,7 @@ func FuzzSubmission(f *testing.F) {
 			return err
 		}
 		var err error
-		if d, err = rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: "fuzz-" + itoa(names.Add(1))})); err != nil {
+		if d, err = rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: "fuzz-" + itoa(names.Add(1)), Ring: 64, Grow: true})); err != nil {
 			return err
 		}
 		for _, k := range []string{"empty", "twice", "copy"} {
