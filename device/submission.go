@@ -59,7 +59,15 @@ type Part struct {
 	// Queue indexes Facts.Queues.
 	Queue int
 	// After is 1 + the index of an earlier part of the submission that this
-	// part runs after, on top of its queue's order; 0 for none.
+	// part runs after, on top of its queue's order; 0 for none. The part
+	// starts only once that part has completed and its writes are visible,
+	// whatever the two parts' queues: a driver must honour an After across
+	// queues as it honours its queue order. rig sets it from the parts'
+	// buffers (the latest earlier part on the other queue that writes a
+	// buffer the part uses, or uses a buffer it writes) merged with the
+	// caller's Part.After; since a part also starts only once the parts
+	// before it on its queue have completed, one After is exact for a
+	// device of two queues, and rig opens submissions on no device of more.
 	After int
 
 	// Launch: the function, its groups, threads per group, dynamic shared

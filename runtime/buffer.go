@@ -63,7 +63,10 @@ var bufIDs atomic.Uint64
 // an error matching ErrOutOfMemory after the last.
 func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte", n, kind, d.name)
+		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte: %w", n, kind, d.name, ErrInvalid)
+	}
+	if kind > device.Mapped {
+		return nil, fmt.Errorf("rig: alloc of %d bytes on %s: %d is no kind of memory: %w", n, d.name, kind, ErrInvalid)
 	}
 	if err := d.begin(); err != nil {
 		return nil, err
@@ -168,7 +171,7 @@ func (d *Device) track(s *bufState) (*Buffer, error) {
 // in length and place until the buffer is freed: rig keeps it reachable.
 func (d *Device) MapHost(b []byte) (*Buffer, error) {
 	if len(b) < 1 {
-		return nil, fmt.Errorf("rig: map of host memory on %s: a buffer holds at least one byte", d.name)
+		return nil, fmt.Errorf("rig: map of host memory on %s: a buffer holds at least one byte: %w", d.name, ErrInvalid)
 	}
 	if !d.facts.MapsHost {
 		return nil, fmt.Errorf("rig: map of host memory on %s: %w", d.name, device.ErrNever)

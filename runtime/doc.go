@@ -97,6 +97,7 @@
 //
 // Copies and fills default to "COPY:0" and launches and words to
 // "COMPUTE:0"; Part.On moves a part. Waits honour their context, and so
-// does a submission held back by full queues. Close does not wait for the
+// does a submission held back by full queues; a nil context panics, as it
+// does in the standard library. Close does not wait for the
 // device's work; Done tells when its memory is back.
 package rig

@@ -26,6 +26,10 @@ var (
 	ErrNoFunction = errors.New("rig: no such function")
 	// ErrFreed is returned when a freed buffer or an unloaded image is used.
 	ErrFreed = errors.New("rig: used after free")
+	// ErrInvalid is matched by the errors of calls whose arguments no
+	// device accepts: a nil device or function, an index, length or count
+	// out of its bounds, a run submitted after it went back to its pool.
+	ErrInvalid = errors.New("rig: invalid argument")
 )
 
 // LostError is the error of a lost device.

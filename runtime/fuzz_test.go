@@ -19,27 +19,45 @@ func FuzzSubmission(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 64, 2, 3, 200, 7})
 	f.Add([]byte{2, 1, 1, 0, 0, 0, 9, 4, 3, 1, 2, 3, 4, 5})
 	f.Add([]byte{0, 1, 5, 0, 255, 255, 255, 255, 3, 3, 3})
+	f.Add([]byte{5, 0, 0, 0, 0, 0, 0, 0, 0, 16, 1, 255, 255, 255, 255, 255, 255, 255, 156, 0, 0, 0, 0, 0, 0, 0, 200})
+	f.Add([]byte{6, 1, 0, 0, 0, 0, 0, 0, 0, 8, 127, 255, 255, 255, 255, 255, 255, 252, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{7, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255})
 	var (
 		d    *rig.Device
 		fns  []*rig.Function
 		bufs []*rig.Buffer
 	)
-	// reopen opens a fresh device after a loss: a kernel that strays out
-	// of its buffers faults the host device, as it would a GPU.
-	var opened []*rig.Device
+	// shut closes d and waits until it has given back what it held, so
+	// that a fuzz run of an hour keeps one device's memory.
+	shut := func() error {
+		if d == nil {
+			return nil
+		}
+		_ = d.Close()
+		select {
+		case <-d.Done():
+		case <-time.After(10 * time.Second):
+			return errors.New("a closed device did not give its memory back")
+		}
+		d, fns, bufs = nil, fns[:0], bufs[:0]
+		return nil
+	}
 	f.Cleanup(func() {
-		for _, o := range opened {
-			_ = o.Close()
-			<-o.Done()
+		if err := shut(); err != nil {
+			f.Error(err)
 		}
 	})
+	// reopen opens a fresh device after a loss, closing the lost one: a
+	// kernel that strays out of its buffers faults the host device, as it
+	// would a GPU.
 	reopen := func() error {
-		var err error
-		if d, err = rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: "fuzz-" + itoa(names.Add(1))})); err != nil {
+		if err := shut(); err != nil {
 			return err
 		}
-		opened = append(opened, d)
-		fns = fns[:0]
+		var err error
+		if d, err = rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: "fuzz-" + itoa(names.Add(1)), Ring: 64, Grow: true})); err != nil {
+			return err
+		}
 		for _, k := range []string{"empty", "twice", "copy"} {
 			img, err := d.LoadImage(hostdev.ImageOf(k))
 			if err != nil {
@@ -51,7 +69,6 @@ func FuzzSubmission(f *testing.F) {
 			}
 			fns = append(fns, f)
 		}
-		bufs = bufs[:0]
 		for _, c := range []struct {
 			kind device.Memory
 			n    int
@@ -69,7 +86,6 @@ func FuzzSubmission(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if d.Err() != nil {
-			_ = d.Close()
 			if err := reopen(); err != nil {
 				t.Fatal(err)
 			}
@@ -82,11 +98,19 @@ func FuzzSubmission(f *testing.F) {
 			data = data[1:]
 			return int(b)
 		}
+		// big is an integer of eight bytes, of any size or sign.
+		big := func() uint64 {
+			var v uint64
+			for range 8 {
+				v = v<<8 | uint64(next())
+			}
+			return v
+		}
 		var parts []rig.Part
 		var dims [][7]int
 		for len(data) > 0 && len(parts) < 6 {
 			var p rig.Part
-			switch next() % 5 {
+			switch next() % 8 {
 			case 0, 1:
 				f := fns[next()%len(fns)]
 				params := next() % 40
@@ -101,6 +125,13 @@ func FuzzSubmission(f *testing.F) {
 				p = rig.FillBytes(next()%len(bufs), uint64(next()*8), uint64(next()*8), byte(next()))
 			case 4:
 				p = rig.Words([]uint32{uint32(next()), uint32(next())})
+			case 5:
+				p = rig.Copy(next()%len(bufs), big(), next()%len(bufs), big(), big())
+			case 6:
+				p = rig.Launch(fns[next()%len(fns)], int(big()), rig.ReadWrite(int(big()), int(big())).Plus(big()))
+			case 7:
+				p = rig.CopyRows(rig.Rows{Src: next() % len(bufs), Dst: next() % len(bufs), SrcOffset: big(), DstOffset: big(),
+					RowBytes: big(), Rows: big(), SrcPitch: big(), DstPitch: big()})
 			}
 			if q := next(); q%7 == 0 {
 				p = p.On(q % 3)
@@ -113,6 +144,9 @@ func FuzzSubmission(f *testing.F) {
 		}
 		s, err := rig.NewSubmission(d, parts...)
 		if err != nil {
+			if !errors.Is(err, rig.ErrInvalid) {
+				t.Fatalf("NewSubmission's error does not match ErrInvalid: %v", err)
+			}
 			return
 		}
 		r := s.Take()
@@ -130,10 +164,10 @@ func FuzzSubmission(f *testing.F) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("the submission neither ran nor was refused: %v", err)
 		}
-		if err != nil && !errors.Is(err, rig.ErrLost) && !errors.Is(err, rig.ErrRefused) {
-			t.Fatalf("neither refused nor lost: %v", err)
+		if err != nil && !errors.Is(err, rig.ErrLost) && !errors.Is(err, rig.ErrRefused) && !errors.Is(err, rig.ErrInvalid) {
+			t.Fatalf("neither refused, invalid nor lost: %v", err)
 		}
-		if errors.Is(err, rig.ErrRefused) && d.Err() != nil {
+		if (errors.Is(err, rig.ErrRefused) || errors.Is(err, rig.ErrInvalid)) && d.Err() != nil {
 			t.Fatalf("a refusal lost the device: %v", d.Err())
 		}
 	})

@@ -47,7 +47,7 @@ func (f *Function) Layout() []device.Param { return f.entry.Layout }
 
 // resolveArgs sets part i's parameter count where Kernel made it, and turns
 // its refs by parameter into refs by byte. It copies the refs it changes.
-func (p *Part) resolveArgs(i int) error {
+func (p *Part) resolveArgs() error {
 	e := p.fn.entry
 	if p.auto {
 		p.params = e.Params
@@ -58,17 +58,17 @@ func (p *Part) resolveArgs(i int) error {
 			continue
 		}
 		if r.arg < 0 {
-			return fmt.Errorf("rig: part %d: a ref to buffer %d in a negative parameter of %q", i, r.Buf, e.Name)
+			return fmt.Errorf("a ref to buffer %d in a negative parameter of %q", r.Buf, e.Name)
 		}
 		k := r.arg - 1
 		if e.Layout == nil {
-			return fmt.Errorf("rig: part %d: the image of %q states no layout of its parameters: give the address's byte instead (Read, Write, ReadWrite)", i, e.Name)
+			return fmt.Errorf("the image of %q states no layout of its parameters: give the address's byte instead (Read, Write, ReadWrite)", e.Name)
 		}
 		if k >= len(e.Layout) {
-			return fmt.Errorf("rig: part %d: a ref to buffer %d in parameter %d of %q, which has %d parameters", i, r.Buf, k, e.Name, len(e.Layout))
+			return fmt.Errorf("a ref to buffer %d in parameter %d of %q, which has %d parameters", r.Buf, k, e.Name, len(e.Layout))
 		}
 		if pa := e.Layout[k]; pa.Size != 8 {
-			return fmt.Errorf("rig: part %d: parameter %d of %q is %d bytes, and a buffer's address 8", i, k, e.Name, pa.Size)
+			return fmt.Errorf("parameter %d of %q is %d bytes, and a buffer's address 8", k, e.Name, pa.Size)
 		}
 		if !cloned {
 			p.refs = slices.Clone(p.refs)
@@ -121,30 +121,30 @@ func (r *Run) SetBytes(i, k int, b []byte) {
 // size bytes long, and records the error for Submit otherwise.
 func (r *Run) param(i, k, size int) []byte {
 	if i < 0 || i >= len(r.sub.Parts) {
-		r.fail(fmt.Errorf("rig: parameter %d of part %d: the submission has %d parts", k, i, len(r.sub.Parts)))
+		r.fail(fmt.Errorf("rig: parameter %d of part %d: the submission has %d parts: %w", k, i, len(r.sub.Parts), ErrInvalid))
 		return nil
 	}
 	e := r.sub.Parts[i].Entry
 	if r.sub.Parts[i].Kind != device.Launch || e == nil {
-		r.fail(fmt.Errorf("rig: parameter %d of part %d: the part is a %s, not a launch", k, i, r.sub.Parts[i].Kind))
+		r.fail(fmt.Errorf("rig: parameter %d of part %d: the part is a %s, not a launch: %w", k, i, r.sub.Parts[i].Kind, ErrInvalid))
 		return nil
 	}
 	if e.Layout == nil {
-		r.fail(fmt.Errorf("rig: parameter %d of part %d: the image of %q states no layout of its parameters: write Params(%d) instead", k, i, e.Name, i))
+		r.fail(fmt.Errorf("rig: parameter %d of part %d: the image of %q states no layout of its parameters: write Params(%d) instead: %w", k, i, e.Name, i, ErrInvalid))
 		return nil
 	}
 	if k < 0 || k >= len(e.Layout) {
-		r.fail(fmt.Errorf("rig: parameter %d of part %d: %q has %d parameters", k, i, e.Name, len(e.Layout)))
+		r.fail(fmt.Errorf("rig: parameter %d of part %d: %q has %d parameters: %w", k, i, e.Name, len(e.Layout), ErrInvalid))
 		return nil
 	}
 	pa := e.Layout[k]
 	if pa.Size != size {
-		r.fail(fmt.Errorf("rig: parameter %d of %q (part %d) is %d bytes, and the value set is %d", k, e.Name, i, pa.Size, size))
+		r.fail(fmt.Errorf("rig: parameter %d of %q (part %d) is %d bytes, and the value set is %d: %w", k, e.Name, i, pa.Size, size, ErrInvalid))
 		return nil
 	}
 	b := r.params[i]
 	if pa.Offset > len(b)-size {
-		r.fail(fmt.Errorf("rig: parameter %d of %q (part %d) lies at bytes %d to %d, past the part's %d parameter bytes", k, e.Name, i, pa.Offset, pa.Offset+size, len(b)))
+		r.fail(fmt.Errorf("rig: parameter %d of %q (part %d) lies at bytes %d to %d, past the part's %d parameter bytes: %w", k, e.Name, i, pa.Offset, pa.Offset+size, len(b), ErrInvalid))
 		return nil
 	}
 	return b[pa.Offset : pa.Offset+size]

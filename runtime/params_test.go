@@ -3,6 +3,7 @@ package rig_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -153,5 +154,18 @@ func TestKernelArgsNoAlloc(t *testing.T) {
 		r.SetBytes(0, 6, struct3)
 	}); n != 0 {
 		t.Fatalf("setting parameters allocates %v times", n)
+	}
+}
+
+func TestKernelArgErrorsMatchErrInvalid(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	out := alloc(t, d, device.Pinned, 64)
+	r := sub(t, d, rig.Kernel(fn(t, d, "args"), rig.WriteArg(0, 0))).Take()
+	r.SetUint64(0, 2, 1)
+	if _, err := r.Submit(context.Background(), out); !errors.Is(err, rig.ErrInvalid) {
+		t.Fatalf("a parameter of the wrong size: %v, want an error matching ErrInvalid", err)
+	}
+	if _, err := rig.NewSubmission(d, rig.Kernel(fn(t, d, "args"), rig.ReadArg(0, 2))); !errors.Is(err, rig.ErrInvalid) {
+		t.Fatalf("a ref to a 4-byte parameter: %v, want an error matching ErrInvalid", err)
 	}
 }

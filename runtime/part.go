@@ -2,6 +2,16 @@ package rig
 
 import "github.com/rig-go/rig/device"
 
+// Limits of a submission's integers, which NewSubmission checks.
+const (
+	// MaxBuffers is one more than the largest buffer index a ref may hold:
+	// a run is submitted with at most MaxBuffers buffers.
+	MaxBuffers = 4096
+	// MaxParams is the most parameter bytes a launch passes: CUDA's limit
+	// on Volta and later, which no driver exceeds.
+	MaxParams = 32764
+)
+
 // Access is how a part uses a buffer.
 type Access uint8
 
@@ -70,6 +80,9 @@ type Part struct {
 	fillFn             any
 	fillArg            uintptr
 	words              []uint32
+	// srcEnd and dstEnd are one past the last byte a copy reads and
+	// writes, which Submit checks against the buffers' lengths.
+	srcEnd, dstEnd uint64
 }
 
 // Launch runs fn, with params bytes of parameters, over the groups and
@@ -135,4 +148,11 @@ func (p Part) On(q int) Part { p.queue = q; return p }
 
 // After makes the part run after part i of its submission as well as after
 // the parts before it on its own queue.
+//
+// Submit orders the parts of a submission by their refs as it orders
+// submissions, whatever their queues: a part runs after the earlier parts
+// that write a buffer it uses and after the earlier parts that use a
+// buffer it writes, where two buffer indices naming one buffer are one
+// buffer. Parts with no such conflict run side by side. After is for an
+// order that no ref states.
 func (p Part) After(i int) Part { p.after = i + 1; return p }

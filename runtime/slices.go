@@ -76,10 +76,11 @@ func asBytes[T Element](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(zero)))
 }
 
-// checkRange returns an error unless the n bytes at off lie in the buffer.
+// checkRange returns an error matching ErrInvalid unless the n bytes at
+// off lie in the buffer.
 func (b *Buffer) checkRange(what string, off, n int) error {
 	if off < 0 || n < 0 || off > b.s.n || n > b.s.n-off {
-		return fmt.Errorf("rig: %s of %d bytes at byte %d of a buffer of %d bytes: out of range", what, n, off, b.s.n)
+		return fmt.Errorf("rig: %s of %d bytes at byte %d of a buffer of %d bytes: out of range: %w", what, n, off, b.s.n, ErrInvalid)
 	}
 	return nil
 }

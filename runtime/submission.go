@@ -3,7 +3,9 @@ package rig
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -20,52 +22,39 @@ type Submission struct {
 	nbuf   int
 	access []Access      // per buffer index, every part's use together
 	imgs   []*imageState // the images of its launches, each once
+	cross  bool          // its parts lie on more than one queue
 	pool   sync.Pool
 }
 
 // NewSubmission makes a template of parts for device d. It checks what can
 // be checked without the device: refs within the launches' parameters,
-// buffer indices, functions of d. What only the driver knows (queues,
-// sizes, limits) it refuses at Submit, with a *RefusalError.
+// buffer indices below MaxBuffers, parameter bytes within the function's
+// and MaxParams, copies whose rows end within 2^64 bytes, functions of d;
+// its errors match ErrInvalid. What only the driver knows (queues, sizes,
+// limits) and what depends on the buffers of a run (a copy past a buffer's
+// Len) it refuses at Submit, with a *RefusalError.
+//
+// rig orders the parts of a submission by their refs with one After per
+// part (device.Part.After), which is exact for two queues: NewSubmission
+// refuses a device whose driver declares more.
 func NewSubmission(d *Device, parts ...Part) (*Submission, error) {
+	if d == nil {
+		return nil, fmt.Errorf("rig: a submission for a nil device: %w", ErrInvalid)
+	}
+	if n := len(d.facts.Queues); n > 2 {
+		return nil, fmt.Errorf("rig: a submission for %s, whose driver declares %d queues: rig orders the parts of a submission across two queues at most: %w", d.name, n, ErrInvalid)
+	}
 	s := &Submission{d: d, parts: append([]Part(nil), parts...)}
-	for i, p := range s.parts {
-		switch p.kind {
-		case device.Launch:
-			if p.fn == nil {
-				return nil, fmt.Errorf("rig: part %d: a launch of no function", i)
-			}
-			if p.fn.img.d != d {
-				return nil, fmt.Errorf("rig: part %d: %q is a function of device %s, not %s", i, p.fn.Name(), p.fn.img.d.name, d.name)
-			}
-			if err := s.parts[i].resolveArgs(i); err != nil {
-				return nil, err
-			}
-			p = s.parts[i]
-			if p.params < 0 {
-				return nil, fmt.Errorf("rig: part %d: %d parameter bytes", i, p.params)
-			}
-		case device.CopyRows, device.Fill, device.Words:
-		default:
-			return nil, fmt.Errorf("rig: part %d: not a part (make parts with Launch, Copy, FillBytes, Fill or Words)", i)
-		}
-		if p.after < 0 || p.after > len(parts) {
-			return nil, fmt.Errorf("rig: part %d runs after part %d, which the submission lacks", i, p.after-1)
+	for i := range s.parts {
+		p := &s.parts[i]
+		if err := p.check(i, d, len(parts)); err != nil {
+			return nil, fmt.Errorf("rig: part %d: %s: %w", i, err, ErrInvalid)
 		}
 		for _, r := range p.refs {
-			if r.Buf < 0 {
-				return nil, fmt.Errorf("rig: part %d: a ref to buffer %d", i, r.Buf)
-			}
-			if r.Access == 0 || r.Access > ReadsWrites {
-				return nil, fmt.Errorf("rig: part %d: a ref to buffer %d of no access", i, r.Buf)
-			}
-			if r.At >= 0 && (p.kind != device.Launch || r.At+8 > p.params) {
-				return nil, fmt.Errorf("rig: part %d: the address of buffer %d at bytes %d to %d lies outside the %d bytes of parameters", i, r.Buf, r.At, r.At+8, p.params)
-			}
-			if r.At < -1 {
-				return nil, fmt.Errorf("rig: part %d: a ref at byte %d", i, r.At)
-			}
 			s.nbuf = max(s.nbuf, r.Buf+1)
+		}
+		if p.queue != s.parts[0].queue {
+			s.cross = true
 		}
 	}
 	s.access = make([]Access, s.nbuf)
@@ -80,23 +69,105 @@ func NewSubmission(d *Device, parts ...Part) (*Submission, error) {
 	return s, nil
 }
 
+// check is what is wrong with part i of a submission of n parts for d, or
+// nil; it sets the ends of a copy's rows.
+func (p *Part) check(i int, d *Device, n int) error {
+	switch p.kind {
+	case device.Launch:
+		if p.fn == nil {
+			return errors.New("a launch of no function")
+		}
+		if p.fn.img == nil || p.fn.entry == nil {
+			return errors.New("a launch of a zero Function (Image.Resolve makes functions)")
+		}
+		if p.fn.img.d != d {
+			return fmt.Errorf("%q is a function of device %s, not %s", p.fn.Name(), p.fn.img.d.name, d.name)
+		}
+		if err := p.resolveArgs(); err != nil {
+			return err
+		}
+		if p.params < 0 || p.params > MaxParams {
+			return fmt.Errorf("%d parameter bytes, outside 0 to %d", p.params, MaxParams)
+		}
+		if k := p.fn.entry.Params; k > 0 && p.params > k {
+			return fmt.Errorf("%d parameter bytes, and %q reads %d", p.params, p.fn.Name(), k)
+		}
+	case device.CopyRows:
+		var ok bool
+		if p.dstEnd, ok = rowsEnd(p.dstOff, p.rows, p.dstPitch, p.rowBytes); !ok {
+			return fmt.Errorf("a copy of %d rows of %d bytes, %d bytes apart, from byte %d of its destination: past 2^64 bytes", p.rows, p.rowBytes, p.dstPitch, p.dstOff)
+		}
+		if !p.filling {
+			if p.srcEnd, ok = rowsEnd(p.srcOff, p.rows, p.srcPitch, p.rowBytes); !ok {
+				return fmt.Errorf("a copy of %d rows of %d bytes, %d bytes apart, from byte %d of its source: past 2^64 bytes", p.rows, p.rowBytes, p.srcPitch, p.srcOff)
+			}
+		}
+	case device.Fill, device.Words:
+	default:
+		return errors.New("not a part (make parts with Launch, Copy, FillBytes, Fill or Words)")
+	}
+	if p.after < 0 || p.after > n {
+		return fmt.Errorf("it runs after part %d, which the submission lacks", p.after-1)
+	}
+	for _, r := range p.refs {
+		if r.Buf < 0 || r.Buf >= MaxBuffers {
+			return fmt.Errorf("a ref to buffer %d, outside 0 to %d", r.Buf, MaxBuffers-1)
+		}
+		if r.Access == 0 || r.Access > ReadsWrites {
+			return fmt.Errorf("a ref to buffer %d of no access", r.Buf)
+		}
+		if r.At < -1 {
+			return fmt.Errorf("a ref to buffer %d at byte %d", r.Buf, r.At)
+		}
+		if r.At >= 0 && (p.kind != device.Launch || r.At > p.params-8) {
+			return fmt.Errorf("the address of buffer %d at byte %d lies outside the %d bytes of parameters", r.Buf, r.At, p.params)
+		}
+	}
+	return nil
+}
+
+// rowsEnd is one past the last byte of rows rows of n bytes, pitch bytes
+// apart, from byte off, and whether it lies within 2^64; 0 where the rows
+// hold no byte.
+func rowsEnd(off, rows, pitch, n uint64) (uint64, bool) {
+	if rows == 0 || n == 0 {
+		return 0, true
+	}
+	hi, lo := bits.Mul64(rows-1, pitch)
+	end, c1 := bits.Add64(lo, n, 0)
+	end, c2 := bits.Add64(end, off, 0)
+	return end, hi == 0 && c1 == 0 && c2 == 0
+}
+
 // Device is the submission's device.
 func (s *Submission) Device() *Device { return s.d }
 
 // Run is one use of a submission: its groups, threads, shared memory and
 // parameters, then Submit. A run belongs to the goroutine that took it
-// until Submit or Release hands it back.
+// until Submit or Release hands it back; the run must not be used after.
+// A second Submit of a run back in its pool returns an error matching
+// ErrInvalid and a second Release does nothing, but once another Take has
+// handed the run out again, rig cannot tell the two holders apart.
 type Run struct {
 	s      *Submission
 	sub    device.Submission
 	params [][]byte
 	bufs   []*bufState // the distinct buffers, in id order
 	acc    []Access    // their uses, beside bufs
-	waits  []device.Wait
+	// slot is, per buffer index, the index of its buffer in bufs; last
+	// is, per distinct buffer and queue, the last part that writes it and
+	// the last part that uses it (-1 for none), while order walks.
+	slot  []int32
+	last  [][2][2]int32
+	waits []device.Wait
 	// owed are the points of other devices that the waits name, which
 	// their devices must commit for the waits to end.
 	owed []Point
 	err  error
+	// held is true from Take to Submit or Release. A run belongs to one
+	// goroutine: a plain bool catches a second Submit or Release without
+	// an atomic operation on the hot path.
+	held bool
 }
 
 // Take hands out a run of the submission, its groups and threads 1 along
@@ -112,6 +183,7 @@ func (s *Submission) Take() *Run {
 		p.Groups, p.Threads, p.Shared = [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0
 		clear(r.params[i])
 	}
+	r.held = true
 	return r
 }
 
@@ -136,50 +208,101 @@ func (s *Submission) newRun() *Run {
 	}
 	r.bufs = make([]*bufState, 0, s.nbuf)
 	r.acc = make([]Access, 0, s.nbuf)
+	if s.cross {
+		r.slot = make([]int32, s.nbuf)
+		r.last = make([][2][2]int32, s.nbuf)
+	}
 	return r
 }
 
-// Groups sets the groups of launch part i along each axis.
-func (r *Run) Groups(i, x, y, z int) { r.dims(i, &r.sub.Parts[i].Groups, "groups", x, y, z) }
+// part is launch part i's device part, or nil after recording the error of
+// an index out of range for Submit.
+func (r *Run) part(i int, what string) *device.Part {
+	if i < 0 || i >= len(r.sub.Parts) {
+		r.err = fmt.Errorf("rig: %s of part %d of a submission of %d parts: %w", what, i, len(r.sub.Parts), ErrInvalid)
+		return nil
+	}
+	return &r.sub.Parts[i]
+}
 
-// Threads sets the threads per group of launch part i along each axis.
-func (r *Run) Threads(i, x, y, z int) { r.dims(i, &r.sub.Parts[i].Threads, "threads", x, y, z) }
+// Groups sets the groups of launch part i along each axis. An index or a
+// count out of range is an error that Submit returns.
+func (r *Run) Groups(i, x, y, z int) {
+	if p := r.part(i, "groups"); p != nil {
+		r.dims(i, &p.Groups, "groups", x, y, z)
+	}
+}
+
+// Threads sets the threads per group of launch part i along each axis. An
+// index or a count out of range is an error that Submit returns.
+func (r *Run) Threads(i, x, y, z int) {
+	if p := r.part(i, "threads"); p != nil {
+		r.dims(i, &p.Threads, "threads", x, y, z)
+	}
+}
 
 func (r *Run) dims(i int, to *[3]uint32, what string, x, y, z int) {
 	for a, n := range [3]int{x, y, z} {
 		if n < 0 || n > 1<<32-1 {
-			r.err = fmt.Errorf("rig: part %d: %d %s along axis %d", i, n, what, a)
+			r.err = fmt.Errorf("rig: part %d: %d %s along axis %d: %w", i, n, what, a, ErrInvalid)
 			return
 		}
 	}
 	*to = [3]uint32{uint32(x), uint32(y), uint32(z)}
 }
 
-// Shared sets the dynamic shared memory of each group of launch part i.
+// Shared sets the dynamic shared memory of each group of launch part i. An
+// index or a size out of range is an error that Submit returns.
 func (r *Run) Shared(i, bytes int) {
-	if bytes < 0 || bytes > 1<<32-1 {
-		r.err = fmt.Errorf("rig: part %d: %d bytes of dynamic shared memory", i, bytes)
+	p := r.part(i, "shared memory")
+	if p == nil {
 		return
 	}
-	r.sub.Parts[i].Shared = uint32(bytes)
+	if bytes < 0 || bytes > 1<<32-1 {
+		r.err = fmt.Errorf("rig: part %d: %d bytes of dynamic shared memory: %w", i, bytes, ErrInvalid)
+		return
+	}
+	p.Shared = uint32(bytes)
 }
 
-// Params is the parameter bytes of launch part i, to write before Submit.
-// The refs' addresses are written over them at Submit.
-func (r *Run) Params(i int) []byte { return r.params[i] }
+// Params is the parameter bytes of launch part i, to write before Submit,
+// or nil for a part that is no launch. The refs' addresses are written
+// over them at Submit. An index out of range returns nil and is an error
+// that Submit returns.
+func (r *Run) Params(i int) []byte {
+	if r.part(i, "parameters") == nil {
+		return nil
+	}
+	return r.params[i]
+}
 
 // Release hands the run back without submitting it.
-func (r *Run) Release() { r.s.pool.Put(r) }
+func (r *Run) Release() {
+	if r.held {
+		r.held = false
+		r.s.pool.Put(r)
+	}
+}
 
 // Submit submits the run's work with its buffers (refs index them), and
 // answers the point its completion reaches. It computes the hazards of the
 // buffers: the work waits for the last write of each buffer it reads, and
-// for the last write and the reads since of each buffer it writes; a wait
+// for the last write and the reads since of each buffer it writes, and
+// inside the run each part waits for the earlier parts, on any queue, that
+// write a buffer it uses or use a buffer it writes (Part.After); a wait
 // on another device's point runs on the device where its facts allow, and
 // on the host before the submission otherwise. While the device's queues
 // are full it blocks until the device progresses or ctx ends. The run goes
-// back to its submission's pool, whatever the answer.
+// back to its submission's pool, whatever the answer. Errors of the run's
+// own arguments (dimensions and part indices set on it, missing or nil
+// buffers, a run submitted twice) match ErrInvalid; a part the device
+// never runs, and a copy or ref past its buffer's Len, are refused with a
+// *RefusalError. A nil ctx panics, as it does in the standard library.
 func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
+	if !r.held {
+		return Point{}, fmt.Errorf("rig: submit of a run that went back to its pool (a run is submitted or released once): %w", ErrInvalid)
+	}
+	r.held = false
 	defer r.s.pool.Put(r)
 	if r.err != nil {
 		return Point{}, r.err
@@ -187,11 +310,12 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	s := r.s
 	d := s.d
 	if len(buffers) < s.nbuf {
-		return Point{}, fmt.Errorf("rig: the submission uses %d buffers, and %d were given", s.nbuf, len(buffers))
+		return Point{}, fmt.Errorf("rig: the submission uses %d buffers, and %d were given: %w", s.nbuf, len(buffers), ErrInvalid)
 	}
 	if err := r.bind(buffers); err != nil {
 		return Point{}, err
 	}
+	r.order()
 	grows := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -288,14 +412,15 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 
 // bind resolves the run's buffers for its device: their regions, the
 // addresses the launches' parameters hold, and the distinct buffers in id
-// order with their uses.
+// order with their uses. It refuses refs and copies past their buffers'
+// lengths.
 func (r *Run) bind(buffers []*Buffer) error {
 	s, d := r.s, r.s.d
 	r.bufs, r.acc = r.bufs[:0], r.acc[:0]
 	for i, a := range s.access {
 		b := buffers[i]
-		if b == nil {
-			return fmt.Errorf("rig: buffer %d is nil", i)
+		if b == nil || b.s == nil {
+			return fmt.Errorf("rig: buffer %d is nil: %w", i, ErrInvalid)
 		}
 		st := b.s
 		j := 0
@@ -312,22 +437,34 @@ func (r *Run) bind(buffers []*Buffer) error {
 		copy(r.acc[j+1:], r.acc[j:])
 		r.bufs[j], r.acc[j] = st, a
 	}
+	if s.cross {
+		for i := range s.access {
+			r.slot[i] = r.index(buffers[i].s)
+		}
+	}
 	for i := range s.parts {
 		p := &s.parts[i]
 		dp := &r.sub.Parts[i]
 		for _, ref := range p.refs {
+			st := buffers[ref.Buf].s
+			if ref.Offset > uint64(st.n) {
+				return r.refuse(i, fmt.Sprintf("its ref to buffer %d adds %d bytes to the address of a buffer of %d", ref.Buf, ref.Offset, st.n))
+			}
 			if ref.At < 0 {
 				continue
 			}
-			_, loc, err := buffers[ref.Buf].s.on(d)
+			_, loc, err := st.on(d)
 			if err != nil {
 				return err
 			}
-			binary.LittleEndian.PutUint64(r.params[i][ref.At:], loc.Address+buffers[ref.Buf].s.off+ref.Offset)
+			binary.LittleEndian.PutUint64(r.params[i][ref.At:], loc.Address+st.off+ref.Offset)
 		}
 		if p.kind == device.CopyRows {
 			if !p.filling {
 				st := buffers[p.src].s
+				if p.srcEnd > uint64(st.n) {
+					return r.refuse(i, fmt.Sprintf("it reads bytes up to %d of buffer %d, which holds %d", p.srcEnd, p.src, st.n))
+				}
 				reg, _, err := st.on(d)
 				if err != nil {
 					return err
@@ -335,6 +472,9 @@ func (r *Run) bind(buffers []*Buffer) error {
 				dp.Src, dp.SrcOffset = reg, st.off+p.srcOff
 			}
 			st := buffers[p.dst].s
+			if p.dstEnd > uint64(st.n) {
+				return r.refuse(i, fmt.Sprintf("it writes bytes up to %d of buffer %d, which holds %d", p.dstEnd, p.dst, st.n))
+			}
 			reg, _, err := st.on(d)
 			if err != nil {
 				return err
@@ -343,6 +483,75 @@ func (r *Run) bind(buffers []*Buffer) error {
 		}
 	}
 	return nil
+}
+
+// index is the index of st in r.bufs, which holds it.
+func (r *Run) index(st *bufState) int32 {
+	lo, hi := 0, len(r.bufs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.bufs[m].id < st.id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return int32(lo)
+}
+
+// refuse is the refusal of part i for reason.
+func (r *Run) refuse(i int, reason string) error {
+	return &RefusalError{Device: r.s.d.name, Part: i, Kind: r.sub.Parts[i].Kind, Reason: reason}
+}
+
+// order sets each part's After from the buffers bound: the latest earlier
+// part on the other queue that writes a buffer the part uses or uses a
+// buffer it writes, or the part the caller's After names where that one is
+// later. Queue order does the rest: a part starts once the parts before it
+// on its queue have completed, so that waiting for the latest conflicting
+// part of the other queue waits for every earlier one. A part with no such
+// part keeps the caller's After. Parts on a queue other than 0 and 1 keep
+// theirs, and the driver refuses them.
+func (r *Run) order() {
+	s := r.s
+	if !s.cross {
+		return
+	}
+	for k := range r.bufs {
+		r.last[k] = [2][2]int32{{-1, -1}, {-1, -1}}
+	}
+	for i := range s.parts {
+		p := &s.parts[i]
+		dp := &r.sub.Parts[i]
+		dp.After = p.after
+		q := p.queue
+		if q < 0 || q > 1 || p.after > i {
+			continue
+		}
+		o := 1 - q
+		a := int32(-1)
+		if p.after > 0 && s.parts[p.after-1].queue == o {
+			a = int32(p.after - 1)
+		}
+		for _, ref := range p.refs {
+			l := &r.last[r.slot[ref.Buf]][o]
+			if ref.Access&Writes != 0 {
+				a = max(a, l[1])
+			} else {
+				a = max(a, l[0])
+			}
+		}
+		for _, ref := range p.refs {
+			l := &r.last[r.slot[ref.Buf]][q]
+			if ref.Access&Writes != 0 {
+				l[0] = int32(i)
+			}
+			l[1] = int32(i)
+		}
+		if a >= 0 {
+			dp.After = int(a) + 1
+		}
+	}
 }
 
 func (r *Run) lockBuffers() {
