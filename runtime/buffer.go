@@ -126,6 +126,7 @@ func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error
 
 // reclaimRound is round i of reclamation on the device.
 func (d *Device) reclaimRound(i int) {
+	d.stats.reclaimRounds.Add(1)
 	switch i {
 	case 0:
 	case 1:
@@ -153,6 +154,7 @@ func (d *Device) waitQuiet(limit time.Duration) {
 func (d *Device) track(s *bufState) (*Buffer, error) {
 	s.id = bufIDs.Add(1)
 	s.d = d
+	d.stats.bytes[s.kind].Add(s.size)
 	d.objMu.Lock()
 	if d.buffers == nil {
 		d.objMu.Unlock()
@@ -308,6 +310,7 @@ func (s *bufState) release() {
 	}
 	_ = s.d.drv.Free(s.region)
 	s.d.budget.Give(s.size)
+	s.d.stats.bytes[s.kind].Add(-s.size)
 }
 
 // dropView frees the view device o holds of the buffer, at o's close.

@@ -74,6 +74,7 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 			return nil, fmt.Errorf("rig: image on %s: laying it out: %w", d.name, d.fault(err))
 		}
 		st.img, st.place, st.size = img, r, int64(size)
+		d.stats.bytes[device.Device].Add(st.size)
 	}
 	d.objMu.Lock()
 	if d.images == nil {
@@ -219,6 +220,7 @@ func (s *imageState) unload() error {
 	if s.place != nil {
 		_ = s.d.drv.Free(s.place)
 		s.d.budget.Give(s.size)
+		s.d.stats.bytes[device.Device].Add(-s.size)
 	}
 	if err != nil {
 		return fmt.Errorf("rig: unload on %s: %w", s.d.name, s.d.fault(err))
@@ -235,6 +237,7 @@ func (s *imageState) release() {
 	if s.place != nil {
 		_ = s.d.drv.Free(s.place)
 		s.d.budget.Give(s.size)
+		s.d.stats.bytes[device.Device].Add(-s.size)
 	}
 }
 

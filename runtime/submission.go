@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/rig-go/rig/device"
 )
@@ -309,6 +310,10 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	}
 	s := r.s
 	d := s.d
+	var t0 time.Time
+	if d.last.Load()%SubmitSample == 0 {
+		t0 = time.Now() // Stats.SubmitLatency samples one submission in SubmitSample
+	}
 	if len(buffers) < s.nbuf {
 		return Point{}, fmt.Errorf("rig: the submission uses %d buffers, and %d were given: %w", s.nbuf, len(buffers), ErrInvalid)
 	}
@@ -384,6 +389,9 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			}
 			d.mu.Unlock()
 			d.sup.submitted()
+			if !t0.IsZero() {
+				d.stats.submit.record(time.Since(t0))
+			}
 			return Point{d: d, v: v}, lost
 		case device.RoomLater:
 			r.unlockBuffers()
@@ -685,6 +693,7 @@ func (d *Device) grow(ask int) error {
 	err := d.drv.Grow()
 	d.end()
 	if err == nil {
+		d.stats.growths.Add(1)
 		return nil
 	}
 	if sh, ok := err.(*device.Short); ok {

@@ -1,0 +1,64 @@
+package rig_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// TestStats: a device's counters follow its submissions, its memory by
+// kind, its reclamation rounds and its loss.
+func TestStats(t *testing.T) {
+	ctx := context.Background()
+	d := host(t, hostdev.Config{Budget: 1 << 20})
+	s := sub(t, d, rig.Launch(fn(t, d, "empty"), 0))
+	var p rig.Point
+	for range 3 * rig.SubmitSample {
+		var err error
+		if p, err = s.Take().Submit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait(t, p)
+	st := d.Stats()
+	if st.Device != d.Name() || st.Submitted != 3*rig.SubmitSample || st.InFlight != 0 {
+		t.Fatalf("after %d values waited for: %+v", 3*rig.SubmitSample, st)
+	}
+	if n := st.SubmitLatency.Count; n < 2 || n > 4 {
+		t.Fatalf("%d submissions of %d timed, want one in %d", n, 3*rig.SubmitSample, rig.SubmitSample)
+	}
+
+	pinned := alloc(t, d, device.Pinned, 1000)
+	dev := alloc(t, d, device.Device, 4096)
+	if b := d.Stats().Bytes; b[device.Pinned] != 1000 || b[device.Device] < 4096 {
+		t.Fatalf("bytes by kind %v with 1000 of Pinned and 4096 of Device", b)
+	}
+	_ = pinned.Free()
+	_ = dev.Free()
+	if b := d.Stats().Bytes; b[device.Pinned] != 0 {
+		t.Fatalf("bytes by kind %v after the Pinned buffer was freed", b)
+	}
+
+	// An allocation past what the budget has left runs the rounds of
+	// reclamation.
+	held := alloc(t, d, device.Device, 700<<10)
+	defer held.Free()
+	if _, err := d.Alloc(device.Device, 700<<10); !errors.Is(err, rig.ErrOutOfMemory) {
+		t.Fatalf("an allocation past the budget: %v", err)
+	}
+	if n := d.Stats().ReclaimRounds; n == 0 {
+		t.Fatal("an allocation past the budget counted no round of reclamation")
+	}
+
+	panics := sub(t, d, rig.Launch(fn(t, d, "panic"), 0))
+	if p, err := panics.Take().Submit(ctx); err == nil {
+		_ = p.Wait(ctx)
+	}
+	if st := d.Stats(); !errors.Is(st.Lost, rig.ErrLost) {
+		t.Fatalf("a lost device's stats say %v", st.Lost)
+	}
+}
