@@ -202,13 +202,13 @@ func (d *cDecls) typedef(header string, toks []string) (int, error) {
 			if !isIdent(toks[j]) || (j > i && toks[j-1] == "*") {
 				continue
 			}
+			d.where[toks[j]] = header
 			switch kind {
 			case "struct":
 				if s != nil {
 					c := *s
 					c.Name = toks[j]
 					d.structs[toks[j]] = &c
-					d.where[toks[j]] = header
 				}
 			case "enum":
 				d.enums[toks[j]] = true
@@ -243,6 +243,9 @@ func (d *cDecls) typedef(header string, toks []string) (int, error) {
 // where it holds something the parser does not take) and the tokens taken.
 func parseBody(header string, toks []string) (*cStruct, int, error) {
 	n := skipBalanced(toks)
+	if n < 2 || toks[n-1] != "}" {
+		return nil, n, nil // unclosed
+	}
 	body := toks[1 : n-1]
 	s := &cStruct{Header: header}
 	for len(body) > 0 {
@@ -421,7 +424,8 @@ func tokenize(src string) []string {
 // eval evaluates an integer constant expression of macros, numbers,
 // parentheses, casts to the Nv integer types, and + - * / % << >> | & ~.
 func (d *cDecls) eval(expr string) (int64, error) {
-	p := &exprParser{d: d, toks: tokenize(expr)}
+	budget := maxEvalSteps
+	p := &exprParser{d: d, toks: tokenize(expr), budget: &budget}
 	v, err := p.or(0)
 	if err != nil {
 		return 0, fmt.Errorf("%q: %v", expr, err)
@@ -433,12 +437,18 @@ func (d *cDecls) eval(expr string) (int64, error) {
 }
 
 type exprParser struct {
-	d    *cDecls
-	toks []string
-	i    int
+	d      *cDecls
+	toks   []string
+	i      int
+	budget *int // the terms left to evaluate, shared with the macros' parsers
 }
 
-const maxMacroDepth = 32
+// maxMacroDepth bounds the nesting of macros, and maxEvalSteps the terms of
+// one expression with its macros expanded.
+const (
+	maxMacroDepth = 32
+	maxEvalSteps  = 1 << 16
+)
 
 func (p *exprParser) peek() string {
 	if p.i < len(p.toks) {
@@ -513,6 +523,9 @@ func (p *exprParser) unary(depth int) (int64, error) {
 	if depth > maxMacroDepth {
 		return 0, fmt.Errorf("macros nest too deep")
 	}
+	if *p.budget--; *p.budget < 0 {
+		return 0, fmt.Errorf("expression too large")
+	}
 	t := p.peek()
 	p.i++
 	switch {
@@ -554,7 +567,7 @@ func (p *exprParser) unary(depth int) (int64, error) {
 		if !ok {
 			return 0, fmt.Errorf("unknown name %s", t)
 		}
-		sub := &exprParser{d: p.d, toks: tokenize(m)}
+		sub := &exprParser{d: p.d, toks: tokenize(m), budget: p.budget}
 		v, err := sub.or(depth + 1)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %v", t, err)
