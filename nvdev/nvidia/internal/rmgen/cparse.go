@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -30,16 +31,18 @@ type cStruct struct {
 
 // cDecls is what the generator knows of a set of headers.
 type cDecls struct {
-	macros  map[string]string   // object macros: name to replacement text
-	structs map[string]*cStruct // typedef names and "struct tag" to their struct
-	enums   map[string]bool     // typedef names of enums
-	aliases map[string]string   // typedef T NAME: NAME to T
-	where   map[string]string   // typedef names and aliases to their header
+	macros  map[string]string    // object macros: name to replacement text
+	funcs   map[string]funcMacro // function-like macros of one parameter
+	structs map[string]*cStruct  // typedef names and "struct tag" to their struct
+	enums   map[string]bool      // typedef names of enums
+	aliases map[string]string    // typedef T NAME: NAME to T
+	where   map[string]string    // typedef names and aliases to their header
 }
 
 func newDecls() *cDecls {
 	return &cDecls{
 		macros:  map[string]string{},
+		funcs:   map[string]funcMacro{},
 		structs: map[string]*cStruct{},
 		enums:   map[string]bool{},
 		aliases: map[string]string{},
@@ -143,11 +146,29 @@ func (d *cDecls) directive(t string) {
 	for end < len(rest) && isIdentByte(rest[end]) {
 		end++
 	}
-	if end == 0 || (end < len(rest) && rest[end] == '(') {
-		return // a function-like macro
+	if end == 0 {
+		return
+	}
+	if end < len(rest) && rest[end] == '(' {
+		// A function-like macro: only those of one parameter are kept.
+		rp := strings.IndexByte(rest, ')')
+		param := strings.TrimSpace(rest[end+1 : max(rp, end+1)])
+		if rp < 0 || !isIdent(param) || strings.ContainsAny(param, ", ") {
+			return
+		}
+		d.funcs[rest[:end]] = funcMacro{param: param, body: strings.TrimSpace(rest[rp+1:])}
+		return
 	}
 	d.macros[rest[:end]] = strings.TrimSpace(rest[end:])
 }
+
+// funcMacro is a function-like macro of one parameter. Where a header
+// defines one in several conditional branches, the last definition holds:
+// the headers put Linux's last.
+type funcMacro struct{ param, body string }
+
+// fieldRange matches a bit field macro's "hi:lo".
+var fieldRange = regexp.MustCompile(`^\(?\s*(\d+)\s*:\s*(\d+)\s*\)?$`)
 
 // typedef reads the declaration after "typedef" and returns the tokens it
 // took, through its semicolon.
@@ -194,6 +215,9 @@ func (d *cDecls) typedef(header string, toks []string) (int, error) {
 			}
 		} else {
 			n = skipBalanced(toks[i:])
+			if kind == "enum" {
+				d.enumValues(toks[i : i+n])
+			}
 		}
 		i += n
 		end := semi(i)
@@ -237,6 +261,54 @@ func (d *cDecls) typedef(header string, toks []string) (int, error) {
 		}
 	}
 	return end, nil
+}
+
+// enumValues records an enum's members as macros of their values, as far
+// as they evaluate.
+func (d *cDecls) enumValues(toks []string) {
+	if len(toks) < 2 {
+		return
+	}
+	next := int64(0)
+	for _, m := range splitTop(toks[1:len(toks)-1], ",") {
+		if len(m) == 0 || !isIdent(m[0]) {
+			return
+		}
+		if len(m) > 2 && m[1] == "=" {
+			v, err := d.eval(strings.Join(m[2:], " "))
+			if err != nil {
+				return
+			}
+			next = v
+		} else if len(m) != 1 {
+			return
+		}
+		d.macros[m[0]] = strconv.FormatInt(next, 10)
+		next++
+	}
+}
+
+// splitTop splits tokens at sep outside parentheses.
+func splitTop(toks []string, sep string) [][]string {
+	var out [][]string
+	depth, start := 0, 0
+	for i, t := range toks {
+		switch t {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case sep:
+			if depth == 0 {
+				out = append(out, toks[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if start < len(toks) {
+		out = append(out, toks[start:])
+	}
+	return out
 }
 
 // parseBody reads a struct's braced member list and returns the struct (nil
@@ -410,6 +482,9 @@ func tokenize(src string) []string {
 			j = min(j+1, len(src))
 			toks = append(toks, src[i:j])
 			i = j
+		case c == '\'' && i+2 < len(src) && src[i+2] == '\'' && src[i+1] != '\\':
+			toks = append(toks, src[i:i+3])
+			i += 3
 		case strings.HasPrefix(src[i:], "<<") || strings.HasPrefix(src[i:], ">>"):
 			toks = append(toks, src[i:i+2])
 			i += 2
@@ -555,6 +630,8 @@ func (p *exprParser) unary(depth int) (int64, error) {
 		}
 		p.i++
 		return v, nil
+	case len(t) == 3 && t[0] == '\'' && t[2] == '\'':
+		return int64(t[1]), nil
 	case t[0] >= '0' && t[0] <= '9':
 		s := strings.TrimRight(t, "uUlL")
 		v, err := strconv.ParseUint(s, 0, 64)
@@ -562,6 +639,58 @@ func (p *exprParser) unary(depth int) (int64, error) {
 			return 0, err
 		}
 		return int64(v), nil
+	case isIdent(t) && p.peek() == "(":
+		// lo(FIELD), the low bit of a bit field macro's hi:lo, or a
+		// function-like macro's call with one argument.
+		start := p.i + 1
+		end := start
+		for depth := 1; end < len(p.toks); end++ {
+			if p.toks[end] == "(" {
+				depth++
+			} else if p.toks[end] == ")" {
+				if depth--; depth == 0 {
+					break
+				}
+			}
+		}
+		if end >= len(p.toks) {
+			return 0, fmt.Errorf("%s: missing )", t)
+		}
+		arg := p.toks[start:end]
+		p.i = end + 1
+		if t == "lo" {
+			if len(arg) != 1 {
+				return 0, fmt.Errorf("lo takes one macro")
+			}
+			m := fieldRange.FindStringSubmatch(p.d.macros[arg[0]])
+			if m == nil {
+				return 0, fmt.Errorf("%s is not a bit field hi:lo", arg[0])
+			}
+			return strconv.ParseInt(m[2], 10, 64)
+		}
+		fm, ok := p.d.funcs[t]
+		if !ok {
+			return 0, fmt.Errorf("unknown function-like macro %s", t)
+		}
+		var body []string
+		for _, b := range tokenize(fm.body) {
+			if b == fm.param {
+				body = append(body, "(")
+				body = append(body, arg...)
+				body = append(body, ")")
+				continue
+			}
+			body = append(body, b)
+		}
+		sub := &exprParser{d: p.d, toks: body, budget: p.budget}
+		v, err := sub.or(depth + 1)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %v", t, err)
+		}
+		if sub.i != len(sub.toks) {
+			return 0, fmt.Errorf("%s: trailing %q", t, sub.toks[sub.i:])
+		}
+		return v, nil
 	case isIdent(t):
 		m, ok := p.d.macros[t]
 		if !ok {

@@ -9,11 +9,14 @@
 //   - zz_rm_generated.go: the Go structs, with explicit padding and
 //     structs.HostLayout, and the array-length constants they use;
 //   - zz_rm_generated_test.go: a test that checks by reflection that each
-//     Go struct has the C struct's size and each field its offset;
+//     Go struct has the C struct's size and each field its offset, and one
+//     that checks the package's hand-written constants (escapes, ioctls,
+//     classes, controls, flags) against the values of their macros;
 //   - zz_status_generated.go: the NV_STATUS names and the Status constants.
 //
 // The table (table.go) says which C struct becomes which Go type, under
-// which Go field names and types, with the package's own doc text. Only
+// which Go field names and types, with the package's own doc text, and
+// which hand-written constant stands for which C expression. Only
 // names, types, sizes, offsets and values come from the headers; none of
 // their comments or strings is copied.
 //
@@ -47,6 +50,7 @@ type gen struct {
 	byC     map[string]*structSpec
 	consts  []constSpec
 	status  []statusSpec
+	checks  []checkSpec
 	layouts map[string]*layout
 	sources map[string]string // header path in the checkout to its text
 	release string
@@ -66,7 +70,7 @@ func run(src, out string) error {
 	if src == "" {
 		return fmt.Errorf("no headers: pass -src or set OPEN_GPU_KERNEL_MODULES to a checkout of github.com/NVIDIA/open-gpu-kernel-modules at release %s", supportedRelease)
 	}
-	g := &gen{decls: newDecls(), structs: structTable, consts: constTable, status: statusTable, layouts: map[string]*layout{}, sources: map[string]string{}}
+	g := &gen{decls: newDecls(), structs: structTable, consts: constTable, status: statusTable, checks: checkTable, layouts: map[string]*layout{}, sources: map[string]string{}}
 	var err error
 	if g.release, err = readRelease(src); err != nil {
 		return err
@@ -110,7 +114,11 @@ func headers(g *gen) []string {
 	for _, s := range g.structs {
 		hs = append(hs, s.Header)
 	}
-	return append(hs, statusHeader)
+	hs = append(hs, statusHeader)
+	if g.checks != nil {
+		hs = append(hs, checkHeaders...)
+	}
+	return hs
 }
 
 func findHeader(src, h string) (path string, text string, err error) {
@@ -236,6 +244,22 @@ type generatedField struct {
 	offset uintptr
 }
 `)
+	if len(g.checks) > 0 {
+		test.WriteString("\n")
+		test.WriteString(wrap("// ", "TestConstantsMatchHeaders checks the hand-written constants the generator's check table names against the values of their macros."))
+		test.WriteString("func TestConstantsMatchHeaders(t *testing.T) {\n\tfor _, c := range []struct {\n\t\tname string\n\t\tgot  uint64\n\t\twant uint64\n\t\texpr string\n\t}{\n")
+		for _, c := range g.checks {
+			v, err := g.decls.eval(c.Expr)
+			if err != nil {
+				return nil, fmt.Errorf("check %s: %v", c.Go, err)
+			}
+			if v < 0 {
+				return nil, fmt.Errorf("check %s: %s is negative", c.Go, c.Expr)
+			}
+			fmt.Fprintf(&test, "\t\t{%q, %s, %#x, %q},\n", c.Go, c.Go, v, c.Expr)
+		}
+		test.WriteString("\t} {\n\t\tif c.got != c.want {\n\t\t\tt.Errorf(\"%s = %#x, want %s = %#x\", c.name, c.got, c.expr, c.want)\n\t\t}\n\t}\n}\n")
+	}
 	st, err := g.statusFile()
 	if err != nil {
 		return nil, err

@@ -135,8 +135,13 @@ func TestEval(t *testing.T) {
 		"define BIG12 (BIG13 + BIG13)", "define BIG13 (BIG14 + BIG14)", "define BIG14 (BIG15 + BIG15)",
 		"define BIG15 (BIG16 + BIG16)", "define BIG16 1",
 		"define FN(x) x", "undef A",
+		"define BIT(b) (1U<<(b))", "define TWO(a, b) a", "define FIELD 24:23", "define ONEBIT (7:7)",
+		"define MAGIC 'F'",
 	} {
 		d.directive(m)
+	}
+	if err := d.parseHeader("e.h", "typedef enum { E0, E1, E5 = BIT(2) + 1, E6 } ENUM_T;"); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		expr string
@@ -150,6 +155,16 @@ func TestEval(t *testing.T) {
 		{"-3 + ~0", -4, ""},
 		{"7 / 2 % 3", 0, ""},
 		{"(1 + 2) * 3 - 1 & 6", 0, ""},
+		{"BIT(3) | BIT(A)", 0x18, ""},
+		{"FN(B + 1)", 9, ""},
+		{"1 << lo(FIELD)", 1 << 23, ""},
+		{"lo(ONEBIT)", 7, ""},
+		{"MAGIC", 'F', ""},
+		{"E0 + E1 * 10 + E5 * 100 + E6 * 1000", 6510, ""},
+		{"lo(A)", 0, "not a bit field"},
+		{"lo(FIELD, A)", 0, "lo takes one macro"},
+		{"TWO(1, 2)", 0, "unknown function-like macro TWO"},
+		{"BIT(1", 0, "missing )"},
 		{"SELF", 0, "too deep"},
 		{"BIG", 0, "too large"},
 		{"FN", 0, "unknown name FN"},
@@ -233,6 +248,7 @@ func TestFiles(t *testing.T) {
 	g := testGen(t, []*structSpec{inner, params}, []constSpec{{Go: "count", Macro: "COUNT", Header: "test.h", Want: 6}})
 	g.release = "580.1"
 	g.status = []statusSpec{{"statusGeneric", "NV_ERR_GENERIC"}}
+	g.checks = []checkSpec{{"count", "COUNT"}, {"shifted", "SHIFTED"}}
 	g.sources = map[string]string{"src/common/sdk/nvidia/inc/nvstatuscodes.h": "NV_STATUS_CODE(NV_ERR_GENERIC, 0x0000FFFF, \"Failure: Generic Error\")\n"}
 	files, err := g.files("")
 	if err != nil {
@@ -256,6 +272,10 @@ func TestFiles(t *testing.T) {
 	}
 	if test := string(files["zz_rm_generated_test.go"]); !strings.Contains(test, `{reflect.TypeFor[testInner](), 16, []generatedField{{"Flags", 0}, {"Route", 8}}},`) {
 		t.Errorf("zz_rm_generated_test.go:\n%s", test)
+	}
+	if test := string(files["zz_rm_generated_test.go"]); !strings.Contains(test, `{"count", count, 0x6, "COUNT"},`) ||
+		!strings.Contains(test, `{"shifted", shifted, 0x10, "SHIFTED"},`) {
+		t.Errorf("zz_rm_generated_test.go lacks the constants' checks:\n%s", test)
 	}
 	st := string(files["zz_status_generated.go"])
 	if !strings.Contains(st, "statusGeneric = 0x0000ffff // NV_ERR_GENERIC") || !strings.Contains(st, `0x0000FFFF: "NV_ERR_GENERIC",`) {
