@@ -93,7 +93,7 @@ func run(src, out string) error {
 			return err
 		}
 	}
-	files, err := g.files(src)
+	files, err := g.files()
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func readRelease(src string) (string, error) {
 }
 
 // files lays out every table entry and returns the generated files.
-func (g *gen) files(src string) (map[string][]byte, error) {
+func (g *gen) files() (map[string][]byte, error) {
 	g.byC = map[string]*structSpec{}
 	for _, s := range g.structs {
 		if _, dup := g.byC[s.C]; dup {

@@ -250,7 +250,7 @@ func TestFiles(t *testing.T) {
 	g.status = []statusSpec{{"statusGeneric", "NV_ERR_GENERIC"}}
 	g.checks = []checkSpec{{"count", "COUNT"}, {"shifted", "SHIFTED"}}
 	g.sources = map[string]string{"src/common/sdk/nvidia/inc/nvstatuscodes.h": "NV_STATUS_CODE(NV_ERR_GENERIC, 0x0000FFFF, \"Failure: Generic Error\")\n"}
-	files, err := g.files("")
+	files, err := g.files()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestFiles(t *testing.T) {
 		t.Error("a status text reached the output")
 	}
 	g.consts[0].Want = 7
-	if _, err := g.files(""); err == nil || !strings.Contains(err.Error(), "COUNT is 6, the table says 7") {
+	if _, err := g.files(); err == nil || !strings.Contains(err.Error(), "COUNT is 6, the table says 7") {
 		t.Errorf("a constant off the table's value: %v", err)
 	}
 }
