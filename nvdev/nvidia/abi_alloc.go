@@ -1,7 +1,5 @@
 package nvidia
 
-import "structs"
-
 // Classes the path and its devices allocate (class/cl*.h). The classes that
 // differ between generations are in classes.go.
 const (
@@ -27,76 +25,12 @@ const (
 	EngineCopy0    = 0x09 // NV2080_ENGINE_TYPE_COPY0; COPYn is EngineCopy0 + n
 )
 
-// DeviceAllocParams mirrors NV0080_ALLOC_PARAMETERS (class/cl0080.h), the
-// parameters of NV01_DEVICE_0.
-type DeviceAllocParams struct {
-	_               structs.HostLayout
-	DeviceID        uint32 // the GPU's deviceInstance (NV0000_CTRL_GPU_GET_ID_INFO_V2)
-	ClientShare     Handle // hClientShare
-	TargetClient    Handle // hTargetClient
-	TargetDevice    Handle // hTargetDevice
-	Flags           uint32
-	_               [4]byte
-	VASpaceSize     uint64
-	VAStartInternal uint64
-	VALimitInternal uint64
-	VAMode          uint32 // NV_DEVICE_ALLOCATION_VAMODE_*
-	_               [4]byte
-}
-
 // VA modes of a device (NV_DEVICE_ALLOCATION_VAMODE_*, nvos.h).
 const (
 	VAModeOptionalMultiple = 0 // NV_DEVICE_ALLOCATION_VAMODE_OPTIONAL_MULTIPLE_VASPACES
 	VAModeSingle           = 1 // NV_DEVICE_ALLOCATION_VAMODE_SINGLE_VASPACE
 	VAModeMultiple         = 2 // NV_DEVICE_ALLOCATION_VAMODE_MULTIPLE_VASPACES
 )
-
-// SubdeviceAllocParams mirrors NV2080_ALLOC_PARAMETERS (class/cl2080.h).
-type SubdeviceAllocParams struct {
-	_           structs.HostLayout
-	SubDeviceID uint32
-}
-
-// MemoryVirtualAllocParams mirrors NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS
-// (class/cl0070.h), the parameters of NV01_MEMORY_VIRTUAL.
-type MemoryVirtualAllocParams struct {
-	_       structs.HostLayout
-	Offset  uint64
-	Limit   uint64
-	VASpace Handle // hVASpace: 0 for the device's default space
-	_       [4]byte
-}
-
-// MemoryAllocParams mirrors NV_MEMORY_ALLOCATION_PARAMS (nvos.h), 128
-// bytes: the parameters of NV01_MEMORY_LOCAL_USER and NV01_MEMORY_SYSTEM.
-type MemoryAllocParams struct {
-	_             structs.HostLayout
-	Owner         uint32
-	Type          uint32 // NVOS32_TYPE_*
-	Flags         uint32 // NVOS32_ALLOC_FLAGS_*
-	Width         uint32
-	Height        uint32
-	Pitch         int32
-	Attr          uint32 // NVOS32_ATTR_*
-	Attr2         uint32 // NVOS32_ATTR2_*
-	Format        uint32
-	ComprCovg     uint32
-	ZcullCovg     uint32
-	_             [4]byte
-	RangeLo       uint64
-	RangeHi       uint64
-	Size          uint64
-	Alignment     uint64
-	Offset        uint64
-	Limit         uint64
-	Address       uint64 // P64
-	CtagOffset    uint32
-	VASpace       Handle // hVASpace
-	InternalFlags uint32
-	Tag           uint32
-	NumaNode      int32
-	_             [4]byte
-}
 
 // NV_MEMORY_ALLOCATION_PARAMS fields (nvos.h).
 const (
@@ -157,61 +91,14 @@ const (
 	os46DMAOffsetFixedShift = 15 // NVOS46_FLAGS_DMA_OFFSET_FIXED 15:15
 )
 
-// VASpaceAllocParams mirrors NV_VASPACE_ALLOCATION_PARAMETERS (nvos.h), 56
-// bytes on release 580, which added pasid: the parameters of
-// FERMI_VASPACE_A.
-type VASpaceAllocParams struct {
-	_               structs.HostLayout
-	Index           uint32
-	Flags           uint32 // NV_VASPACE_ALLOCATION_FLAGS_*
-	VASize          uint64
-	VAStartInternal uint64
-	VALimitInternal uint64
-	BigPageSize     uint32
-	_               [4]byte
-	VABase          uint64
-	PASID           uint32
-	_               [4]byte
-}
-
 // NV_VASPACE_ALLOCATION_FLAGS (nvos.h).
 const (
 	VASpaceExternallyOwned = 1 << 3 // NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED
 	VASpacePageFaulting    = 1 << 6 // NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING
 )
 
-// CtxShareAllocParams mirrors NV_CTXSHARE_ALLOCATION_PARAMETERS (nvos.h),
-// the parameters of FERMI_CONTEXT_SHARE_A.
-type CtxShareAllocParams struct {
-	_        structs.HostLayout
-	VASpace  Handle // hVASpace
-	Flags    uint32 // NV_CTXSHARE_ALLOCATION_FLAGS_*
-	SubctxID uint32
-}
-
 // CtxShareAsync is NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC.
 const CtxShareAsync = 1
-
-// ChannelGroupAllocParams mirrors NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS
-// (nvos.h), the parameters of KEPLER_CHANNEL_GROUP_A.
-type ChannelGroupAllocParams struct {
-	_                          structs.HostLayout
-	ObjectError                Handle // hObjectError
-	ObjectEccError             Handle // hObjectEccError
-	VASpace                    Handle // hVASpace
-	EngineType                 uint32 // NV2080_ENGINE_TYPE_*
-	IsCallingContextVgpuPlugin uint8  // bIsCallingContextVgpuPlugin
-	_                          [3]byte
-}
-
-// MemoryDescParams mirrors NV_MEMORY_DESC_PARAMS (alloc/alloc_channel.h).
-type MemoryDescParams struct {
-	_            structs.HostLayout
-	Base         uint64
-	Size         uint64
-	AddressSpace uint32
-	CacheAttrib  uint32
-}
 
 // ChannelRunqueueOne is NVOS04_FLAGS_GROUP_CHANNEL_RUNQUEUE_ONE
 // (alloc/alloc_channel.h, bit 4 of ChannelAllocParams.Flags): the channel
@@ -220,75 +107,3 @@ type MemoryDescParams struct {
 // first. Channels on different runqueues of a group feed their engines at
 // once; GR's copy engines run on either.
 const ChannelRunqueueOne = 1 << 4
-
-// maxSubdevices is NV_MAX_SUBDEVICES (nvlimits.h).
-const maxSubdevices = 8
-
-// ChannelAllocParams mirrors NV_CHANNEL_ALLOC_PARAMS
-// (alloc/alloc_channel.h), 368 bytes on release 580: the parameters of a
-// GPFIFO channel class such as HOPPER_CHANNEL_GPFIFO_A.
-type ChannelAllocParams struct {
-	_                   structs.HostLayout
-	ObjectError         Handle // hObjectError: the error notifier's memory
-	ObjectBuffer        Handle // hObjectBuffer
-	GPFIFOOffset        uint64 // gpFifoOffset: the ring's GPU address
-	GPFIFOEntries       uint32
-	Flags               uint32 // NVOS04_FLAGS_*
-	ContextShare        Handle // hContextShare
-	VASpace             Handle // hVASpace: 0 for a channel of a group
-	UserdMemory         [maxSubdevices]Handle
-	UserdOffset         [maxSubdevices]uint64
-	EngineType          uint32
-	CID                 uint32
-	SubDeviceID         uint32
-	ObjectEccError      Handle
-	InstanceMem         MemoryDescParams
-	UserdMem            MemoryDescParams
-	RamfcMem            MemoryDescParams
-	MthdbufMem          MemoryDescParams
-	PhysChannelGroup    Handle
-	InternalFlags       uint32
-	ErrorNotifierMem    MemoryDescParams
-	EccErrorNotifierMem MemoryDescParams
-	ProcessID           uint32
-	SubProcessID        uint32
-	EncryptIV           [3]uint32 // CC_CHAN_ALLOC_IV_SIZE_DWORD
-	DecryptIV           [3]uint32
-	HMACNonce           [8]uint32 // CC_CHAN_ALLOC_NONCE_SIZE_DWORD
-	TPCConfigID         uint32
-	_                   [4]byte
-}
-
-// HopperUsermodeAllocParams mirrors NV_HOPPER_USERMODE_A_PARAMS (nvos.h).
-type HopperUsermodeAllocParams struct {
-	_           structs.HostLayout
-	Bar1Mapping uint8 // bBar1Mapping: map through BAR1 rather than BAR0
-	Priv        uint8 // bPriv
-}
-
-// GRAllocParams mirrors NV_GR_ALLOCATION_PARAMETERS (nvos.h), the optional
-// parameters of a compute class.
-type GRAllocParams struct {
-	_       structs.HostLayout
-	Version uint32
-	Flags   uint32
-	Size    uint32
-	Caps    uint32
-}
-
-// CopyAllocParams mirrors NVB0B5_ALLOCATION_PARAMETERS (class/clb0b5sw.h),
-// the optional parameters of a copy class.
-type CopyAllocParams struct {
-	_          structs.HostLayout
-	Version    uint32
-	EngineType uint32
-}
-
-// DebuggerAllocParams mirrors NV83DE_ALLOC_PARAMETERS (class/cl83de.h),
-// the parameters of GT200_DEBUGGER.
-type DebuggerAllocParams struct {
-	_                      structs.HostLayout
-	DebuggerClientObsolete Handle // hDebuggerClient_Obsolete
-	AppClient              Handle // hAppClient
-	Class3DObject          Handle // hClass3dObject: the compute object
-}

@@ -70,6 +70,37 @@ func TestStatusNames(t *testing.T) {
 	}
 }
 
+// Each Status constant is the value nvstatuscodes.h gives the name it
+// carries.
+func TestStatusConstants(t *testing.T) {
+	for _, c := range []struct {
+		status uint32
+		name   string
+	}{
+		{StatusOK, "NV_OK"},
+		{StatusGPUIsLost, "NV_ERR_GPU_IS_LOST"},
+		{StatusGPUInFullchipReset, "NV_ERR_GPU_IN_FULLCHIP_RESET"},
+		{StatusInsufficientResources, "NV_ERR_INSUFFICIENT_RESOURCES"},
+		{StatusInvalidArgument, "NV_ERR_INVALID_ARGUMENT"},
+		{StatusInvalidObjectHandle, "NV_ERR_INVALID_OBJECT_HANDLE"},
+		{StatusInvalidObjectParent, "NV_ERR_INVALID_OBJECT_PARENT"},
+		{StatusInvalidParamStruct, "NV_ERR_INVALID_PARAM_STRUCT"},
+		{StatusNoMemory, "NV_ERR_NO_MEMORY"},
+		{StatusNotSupported, "NV_ERR_NOT_SUPPORTED"},
+		{StatusRCError, "NV_ERR_RC_ERROR"},
+		{StatusResetRequired, "NV_ERR_RESET_REQUIRED"},
+		{StatusGPUNotFullPower, "NV_ERR_GPU_NOT_FULL_POWER"},
+		{StatusGPUInDebugMode, "NV_ERR_GPU_IN_DEBUG_MODE"},
+		{StatusObjectNotFound, "NV_ERR_OBJECT_NOT_FOUND"},
+		{StatusInsufficientPerms, "NV_ERR_INSUFFICIENT_PERMISSIONS"},
+		{statusInvalidDevice, "NV_ERR_INVALID_DEVICE"},
+	} {
+		if got := StatusName(c.status); got != c.name {
+			t.Errorf("0x%x is %s, want %s", c.status, got, c.name)
+		}
+	}
+}
+
 func TestRMErrorKinds(t *testing.T) {
 	for _, c := range []struct {
 		e       RMError

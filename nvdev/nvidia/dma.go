@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"structs"
 	"syscall"
 	"unsafe"
 
@@ -19,41 +18,12 @@ import (
 // object it names into a client of its own, so the dma-buf holds the memory
 // until it is released, whatever becomes of the caller's handle.
 const (
-	// dmabufMaxHandles is NV_DMABUF_EXPORT_MAX_HANDLES: the memory objects
-	// one call names at most.
-	dmabufMaxHandles = 128
 	// dmabufMappingDefault is NV_DMABUF_EXPORT_MAPPING_TYPE_DEFAULT: an
 	// importer reaches video memory through BAR1 (through the coherent link
 	// on coherent systems). NV_DMABUF_EXPORT_MAPPING_TYPE_FORCE_PCIE (1) is
 	// for coherent systems only.
 	dmabufMappingDefault = 0
 )
-
-// exportDMABufParams mirrors nv_ioctl_export_to_dma_buf_fd_t (nv-ioctl.h),
-// NV_ESC_EXPORT_TO_DMABUF_FD's block: 2,608 bytes on x86-64 and arm64. The
-// call makes one dma-buf of TotalSize bytes from TotalObjects pieces, each
-// Sizes[i] bytes of the memory object Handles[i] from Offsets[i]; a call
-// with FD -1 makes the dma-buf and places NumObjects pieces from Index, and
-// later calls with its FD place the rest.
-type exportDMABufParams struct {
-	_            structs.HostLayout
-	FD           int32  // fd: -1 to make the dma-buf; its descriptor on return
-	Client       Handle // hClient: the client of the handles
-	TotalObjects uint32 // totalObjects: the pieces of the dma-buf
-	NumObjects   uint32 // numObjects: the pieces this call places
-	Index        uint32 // index: the first piece this call places
-	_            [4]byte
-	TotalSize    uint64 // totalSize: the dma-buf's bytes, the sum of all Sizes
-	MappingType  uint8  // mappingType: NV_DMABUF_EXPORT_MAPPING_TYPE_*
-	AllowMmap    uint8  // bAllowMmap: NV_TRUE only where the GPU has no FB of its own
-	_            [2]byte
-	Handles      [dmabufMaxHandles]Handle // handles: the memory objects
-	_            [4]byte
-	Offsets      [dmabufMaxHandles]uint64 // offsets: host-page aligned
-	Sizes        [dmabufMaxHandles]uint64 // sizes: whole host pages
-	Status       uint32
-	_            [4]byte
-}
 
 // DMA exports the GPU memory m, which Alloc gave, as a dma-buf through which
 // the PCI function at the bus address fn (such as "0000:41:00.0") reaches

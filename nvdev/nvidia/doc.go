@@ -7,7 +7,9 @@
 // The parameter blocks of the escapes, allocations, controls and UVM calls
 // are release 580's, as open-gpu-kernel-modules' 580 headers lay them out
 // on x86-64: each Go struct names the C struct and header it mirrors,
-// spells its padding out, and has its size tested. Open refuses a driver of
+// spells its padding out, and has its size tested. internal/rmgen writes
+// them, the array lengths they use and the status table from those
+// headers (go generate; generate.go says how). Open refuses a driver of
 // another release. Release 580 is where NVOS46 grew to 64 bytes,
 // NV_VASPACE_ALLOCATION_PARAMETERS to 56 and NV_CHANNEL_ALLOC_PARAMS to 368.
 //

@@ -18,26 +18,6 @@ var (
 // ErrClosed is the answer of a path's calls after Close.
 var ErrClosed = errors.New("nvidia: path closed")
 
-// Some RM status values (nvstatuscodes.h) the package acts on.
-const (
-	StatusOK                    = 0x00000000 // NV_OK
-	StatusGPUIsLost             = 0x0000000f // NV_ERR_GPU_IS_LOST
-	StatusGPUInFullchipReset    = 0x00000010 // NV_ERR_GPU_IN_FULLCHIP_RESET
-	StatusInsufficientResources = 0x0000001a // NV_ERR_INSUFFICIENT_RESOURCES
-	StatusInvalidArgument       = 0x0000001f // NV_ERR_INVALID_ARGUMENT
-	StatusInvalidObjectHandle   = 0x00000033 // NV_ERR_INVALID_OBJECT_HANDLE
-	StatusInvalidObjectParent   = 0x00000036 // NV_ERR_INVALID_OBJECT_PARENT
-	StatusInvalidParamStruct    = 0x0000003a // NV_ERR_INVALID_PARAM_STRUCT
-	StatusNoMemory              = 0x00000051 // NV_ERR_NO_MEMORY
-	StatusNotSupported          = 0x00000056 // NV_ERR_NOT_SUPPORTED
-	StatusRCError               = 0x00000060 // NV_ERR_RC_ERROR
-	StatusResetRequired         = 0x00000062 // NV_ERR_RESET_REQUIRED
-	StatusGPUNotFullPower       = 0x00000012 // NV_ERR_GPU_NOT_FULL_POWER
-	StatusGPUInDebugMode        = 0x00000011 // NV_ERR_GPU_IN_DEBUG_MODE
-	StatusObjectNotFound        = 0x00000057 // NV_ERR_OBJECT_NOT_FOUND
-	StatusInsufficientPerms     = 0x0000001b // NV_ERR_INSUFFICIENT_PERMISSIONS
-)
-
 // StatusName is the RM's name of status, such as "NV_ERR_NO_MEMORY", or
 // its number in hex where nvstatuscodes.h of release 580 has no name for it.
 func StatusName(status uint32) string {

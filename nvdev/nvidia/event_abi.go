@@ -1,7 +1,5 @@
 package nvidia
 
-import "structs"
-
 // The GPU's non-stall interrupts as a file the host waits on.
 //
 // A channel raises its engine's non-stall interrupt with the host method
@@ -38,14 +36,3 @@ const (
 	escAllocOSEvent = nvIoctlBase + 6 // NV_ESC_ALLOC_OS_EVENT: nv_ioctl_alloc_os_event_t
 	escFreeOSEvent  = nvIoctlBase + 7 // NV_ESC_FREE_OS_EVENT: nv_ioctl_free_os_event_t
 )
-
-// EventAllocParams mirrors NV0005_ALLOC_PARAMETERS (class/cl0005.h), the
-// parameters of an event object (NV01_EVENT_OS_EVENT and its kin).
-type EventAllocParams struct {
-	_            structs.HostLayout
-	ParentClient Handle // hParentClient: 0 for the allocating client
-	SrcResource  Handle // hSrcResource: the object whose notifier fires it
-	Class        uint32 // hClass: the event's class again
-	NotifyIndex  uint32 // index 15:0, subdevice 23:16, NV01_EVENT_* flags
-	Data         uint64 // for NV01_EVENT_OS_EVENT, the OS event's file number
-}
