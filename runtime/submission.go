@@ -253,6 +253,9 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 				lost = d.lose(a.Reason, &device.Fault{Why: a.Reason})
 			}
 			d.mu.Unlock()
+			if k, ok := d.drv.(device.Kicker); ok && lost == nil {
+				d.kicks.kick(k, v)
+			}
 			d.sup.submitted()
 			return Point{d: d, v: v}, lost
 		case device.RoomLater:
