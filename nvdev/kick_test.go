@@ -1,0 +1,262 @@
+package nvdev
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// submitOnly submits parts as the next value, with no Kick.
+func (r *raw) submitOnly(parts ...device.Part) uint64 {
+	r.t.Helper()
+	s := device.Submission{Value: r.v + 1, Parts: parts}
+	for a := r.d.Room(&s); a.Kind != device.RoomOK; a = r.d.Room(&s) {
+		if a.Kind != device.RoomGrow {
+			r.t.Fatalf("room of value %d: %+v", s.Value, a)
+		}
+		if err := r.d.Grow(); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	r.v++
+	if a := r.d.Submit(&s); a.Kind != device.Committed {
+		r.t.Fatalf("submit: %+v", a)
+	}
+	return r.v
+}
+
+func (f *fake) ringCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rings
+}
+
+// TestKickRings: Submit only stores, and neither GPPut nor the doorbell
+// moves until Kick, which makes the channel see every value submitted
+// before it with one doorbell; a Kick with nothing new rings nothing.
+// With submitKicks, Submit rings itself, as the device did before Kick.
+func TestKickRings(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("submitKicks=%v", own), func(t *testing.T) {
+			r := openRaw(t, Config{submitKicks: own})
+			e := r.entry("empty")
+			r.wait(r.submit(nil, launch(e, 1, 32, nil)))
+			rings := r.f.ringCount()
+			put := atomic.LoadUint32(r.d.ch[qCompute].gpPut)
+			w := r.d.Signaled()
+			const n = 5
+			for range n {
+				r.submitOnly(launch(e, 1, 32, nil))
+			}
+			r.f.pump()
+			if own {
+				if got := r.f.ringCount() - rings; got != n {
+					t.Errorf("%d doorbells for %d submissions that kick themselves", got, n)
+				}
+				r.wait(r.v)
+				r.d.Kick(r.v)
+				if got := r.f.ringCount() - rings; got != n {
+					t.Errorf("a Kick after submissions that kicked rang %d doorbells", got-n)
+				}
+				return
+			}
+			if got := r.f.ringCount(); got != rings {
+				t.Errorf("%d doorbells before Kick", got-rings)
+			}
+			if got := atomic.LoadUint32(r.d.ch[qCompute].gpPut); got != put {
+				t.Errorf("GPPut moved from %d to %d before Kick", put, got)
+			}
+			if got := r.d.Signaled(); got != w {
+				t.Errorf("the word moved from %d to %d before Kick", w, got)
+			}
+			r.d.Kick(r.v)
+			if got := r.f.ringCount() - rings; got != 1 {
+				t.Errorf("one Kick for %d values rang %d doorbells, want 1", n, got)
+			}
+			r.wait(r.v)
+			r.d.Kick(r.v)
+			if got := r.f.ringCount() - rings; got != 1 {
+				t.Errorf("a Kick with nothing new rang %d doorbells", got-1)
+			}
+		})
+	}
+}
+
+// TestKickAfterStop: a Kick after Stop rings nothing and touches nothing
+// Stop freed.
+func TestKickAfterStop(t *testing.T) {
+	r := openRaw(t, Config{})
+	e := r.entry("empty")
+	r.submitOnly(launch(e, 1, 32, nil))
+	rings := r.f.ringCount()
+	if err := r.d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	r.d.Kick(r.v)
+	if got := r.f.ringCount(); got != rings {
+		t.Errorf("a Kick after Stop rang %d doorbells", got-rings)
+	}
+}
+
+// TestKickUploadBetween: an image's upload, which stores GPPut itself,
+// between values submitted and their Kick leaves none of them behind, and
+// GPPut never goes back.
+func TestKickUploadBetween(t *testing.T) {
+	r := openRaw(t, Config{})
+	e := r.entry("empty")
+	r.submitOnly(launch(e, 1, 32, nil))
+	r.submitOnly(copyPart(qCopy, r.alloc(device.Device, 256), r.alloc(device.Device, 256), 0, 0, 256))
+	r.entry("empty") // a second image: its upload kicks both channels
+	r.d.Kick(r.v)
+	r.wait(r.v)
+	for _, ch := range r.d.ch {
+		if got, want := uint64(atomic.LoadUint32(ch.gpPut)), ch.put%ch.entries; got != want {
+			t.Errorf("the %s channel's GPPut is %d, want %d", ch.name, got, want)
+		}
+	}
+}
+
+// TestKickSubmitters races 64 submitters through rig on the fake: every
+// value is run (each point is reached) and bursts share doorbells.
+func TestKickSubmitters(t *testing.T) {
+	f := newFake()
+	dev, err := rig.Open(bg, f.opener(Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dev.Close(); <-dev.Done() }()
+	s := fakeEmpty(t, dev)
+	rings := f.ringCount()
+	const goroutines, each = 64, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				run := s.Take()
+				run.Threads(0, 32, 1, 1)
+				p, err := run.Submit(bg)
+				if err == nil {
+					ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+					err = p.Wait(ctx)
+					cancel()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if last := dev.Last(); !last.Reached() {
+		t.Fatalf("the last value %d is not reached", last.Value())
+	}
+	t.Logf("%d doorbells for %d submissions", f.ringCount()-rings, goroutines*each)
+}
+
+// fakeEmpty is a submission of one launch of the test cubin's empty
+// kernel on dev.
+func fakeEmpty(t testing.TB, dev *rig.Device) *rig.Submission {
+	t.Helper()
+	img, err := dev.LoadImage(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := img.Resolve("empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rig.NewSubmission(dev, rig.Launch(fn, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkGPUSubmitters is rigbench's closed loop on GPU 0 through rig:
+// c goroutines each submit a launch of empty and wait for its point, b.N
+// submissions in all, where the kicks are combined after the submit lock
+// (kick) and where each Submit kicks under it, as before (submit). It
+// reports submissions/s and the latency's p50, p99 and max (ns).
+func BenchmarkGPUSubmitters(b *testing.B) {
+	for _, c := range []int{1, 16, 64} {
+		for _, own := range []bool{false, true} {
+			name := "kick"
+			if own {
+				name = "submit"
+			}
+			b.Run(fmt.Sprintf("c=%d/%s", c, name), func(b *testing.B) {
+				benchSubmitters(b, Config{submitKicks: own}, c)
+			})
+		}
+	}
+}
+
+func benchSubmitters(b *testing.B, c Config, goroutines int) {
+	s := rigEmpty(b, c)
+	ctx := ctxFor(b, 120*time.Second)
+	step := func() (time.Duration, error) {
+		start := time.Now()
+		run := s.Take()
+		run.Threads(0, 32, 1, 1)
+		p, err := run.Submit(ctx)
+		if err == nil {
+			err = p.Wait(ctx)
+		}
+		return time.Since(start), err
+	}
+	for range 1000 {
+		if _, err := step(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	lats := make([][]time.Duration, goroutines)
+	errs := make([]error, goroutines)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	t0 := time.Now()
+	for g := range goroutines {
+		lats[g] = make([]time.Duration, 0, b.N/goroutines+1)
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				d, err := step()
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				lats[g] = append(lats[g], d)
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	b.StopTimer()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	if len(all) == 0 {
+		return
+	}
+	b.ReportMetric(float64(len(all))/el.Seconds(), "subs/s")
+	b.ReportMetric(float64(all[len(all)/2].Nanoseconds()), "ns-p50")
+	b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "ns-p99")
+	b.ReportMetric(float64(all[len(all)-1].Nanoseconds()), "ns-max")
+}
