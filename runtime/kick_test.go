@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,4 +163,129 @@ func TestKickRace(t *testing.T) {
 	if n := k.kicks.Load(); n > goroutines*each {
 		t.Fatalf("%d kicks for %d submissions", n, goroutines*each)
 	}
+}
+
+// spinDrv is a driver whose Submit costs what nvdev's did before Kick: a
+// spin as long as the read of the flush word through the BAR (1.3 µs on
+// the H200), under the submit lock, then the value is reached.
+type spinDrv struct {
+	*fake
+	spin time.Duration
+	last atomic.Uint64 // the last value submitted
+}
+
+func (s *spinDrv) Room(*device.Submission) device.RoomAnswer { return device.RoomAnswer{} }
+func (s *spinDrv) Submit(sub *device.Submission) device.SubmitAnswer {
+	s.last.Store(sub.Value)
+	if !s.held {
+		spinFor(s.spin)
+		s.store(sub.Value)
+	}
+	return device.SubmitAnswer{}
+}
+
+// spinKickDrv is spinDrv as a Kicker: Submit only stores, and Kick spins
+// and reaches every value submitted.
+type spinKickDrv struct{ spinDrv }
+
+func (s *spinKickDrv) Kick(uint64) {
+	spinFor(s.spin)
+	s.store(s.last.Load())
+}
+
+func spinFor(d time.Duration) {
+	for t0 := time.Now(); time.Since(t0) < d; {
+	}
+}
+
+// BenchmarkSubmitters is a closed loop of submitters (submit, wait) on
+// drivers that spin 1.3 µs for each kick: within Submit, under the submit
+// lock (submit), or in a Kick after it, combined (kick). It reports
+// submissions/s and the latency's p50, p99 and max.
+func BenchmarkSubmitters(b *testing.B) {
+	for _, c := range []int{1, 16, 64} {
+		for _, kick := range []bool{true, false} {
+			name := "submit"
+			if kick {
+				name = "kick"
+			}
+			b.Run(fmt.Sprintf("c=%d/%s", c, name), func(b *testing.B) {
+				benchSpin(b, c, kick, 1300*time.Nanosecond)
+			})
+		}
+	}
+}
+
+// BenchmarkSubmitOverhead is the closed loop of one submitter on drivers
+// that cost nothing: what the kick's combining adds to a submission.
+func BenchmarkSubmitOverhead(b *testing.B) {
+	b.Run("kick", func(b *testing.B) { benchSpin(b, 1, true, 0) })
+	b.Run("submit", func(b *testing.B) { benchSpin(b, 1, false, 0) })
+}
+
+func benchSpin(b *testing.B, c int, kick bool, spin time.Duration) {
+	var drv device.Driver = &spinDrv{fake: newFake(), spin: spin}
+	if kick {
+		k := &spinKickDrv{spinDrv{fake: newFake(), spin: spin}}
+		k.held = true
+		drv = k
+	}
+	d, err := Open(context.Background(), device.Opener{Name: "spin-" + b.Name(), Make: func(w *uint64) (device.Driver, error) {
+		drv.Facts().Word = w
+		return drv, nil
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = d.Close(); <-d.Done() }()
+	s, err := NewSubmission(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchClosedLoop(b, s, c)
+}
+
+func benchClosedLoop(b *testing.B, s *Submission, goroutines int) {
+	ctx := context.Background()
+	var next atomic.Int64
+	lats := make([][]time.Duration, goroutines)
+	errs := make([]error, goroutines)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	t0 := time.Now()
+	for g := range goroutines {
+		lats[g] = make([]time.Duration, 0, b.N/goroutines+1)
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				start := time.Now()
+				p, err := s.Take().Submit(ctx)
+				if err == nil {
+					err = p.Wait(ctx)
+				}
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				lats[g] = append(lats[g], time.Since(start))
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	b.StopTimer()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	if len(all) == 0 {
+		return
+	}
+	b.ReportMetric(float64(len(all))/el.Seconds(), "subs/s")
+	b.ReportMetric(float64(all[len(all)/2].Nanoseconds()), "ns-p50")
+	b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "ns-p99")
+	b.ReportMetric(float64(all[len(all)-1].Nanoseconds()), "ns-max")
 }
