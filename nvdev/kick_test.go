@@ -124,7 +124,8 @@ func TestKickUploadBetween(t *testing.T) {
 }
 
 // TestKickSubmitters races 64 submitters through rig on the fake: every
-// value is run (each point is reached) and bursts share doorbells.
+// value runs (each point is reached, each fill lands) and bursts share
+// doorbells.
 func TestKickSubmitters(t *testing.T) {
 	f := newFake()
 	dev, err := rig.Open(bg, f.opener(Config{}))
@@ -132,26 +133,79 @@ func TestKickSubmitters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = dev.Close(); <-dev.Done() }()
-	s := fakeEmpty(t, dev)
 	rings := f.ringCount()
-	const goroutines, each = 64, 50
+	n := submitters(t, dev, 64, 30, 0)
+	t.Logf("%d doorbells for %d submissions", f.ringCount()-rings, n)
+}
+
+// TestGPUSubmitters races 64 submitters through rig on GPU 0 for 3 s:
+// each submits an empty launch, or a fill of its own Pinned bytes on
+// COPY:0 followed by that launch, and waits for its point; every point is
+// reached and every fill lands. A kick that let the GPU fetch an entry
+// before its words reached it would fault the channel.
+func TestGPUSubmitters(t *testing.T) {
+	dev := openRig(t, Config{})
+	n := submitters(t, dev, 64, 0, 3*time.Second)
+	t.Logf("%d submissions in 3 s", n)
+}
+
+// submitters runs goroutines submitters on dev, each each times or for
+// dur, and answers the submissions.
+func submitters(t *testing.T, dev *rig.Device, goroutines, each int, dur time.Duration) int {
+	t.Helper()
+	fn := emptyFn(t, dev)
+	s, err := rig.NewSubmission(dev, rig.Launch(fn, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
+	var total atomic.Int64
 	errs := make(chan error, goroutines)
-	for range goroutines {
+	end := time.Now().Add(dur)
+	for g := range goroutines {
+		buf, err := dev.Alloc(device.Pinned, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fills of the submitter's byte and of 0, each before a launch.
+		var fills [2]*rig.Submission
+		for k, v := range []byte{byte(g + 1), 0} {
+			if fills[k], err = rig.NewSubmission(dev, rig.FillBytes(0, 0, 64, v).On(1), rig.Launch(fn, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		wg.Go(func() {
-			for range each {
-				run := s.Take()
-				run.Threads(0, 32, 1, 1)
-				p, err := run.Submit(bg)
+			for i := 0; (each > 0 && i < each) || (each == 0 && time.Now().Before(end)); i++ {
+				var p rig.Point
+				var err error
+				b := [2]byte{byte(g + 1), 0}[i%4/2]
+				if i%2 == 0 {
+					run := s.Take()
+					run.Threads(0, 32, 1, 1)
+					p, err = run.Submit(bg)
+				} else {
+					run := fills[i%4/2].Take()
+					run.Threads(1, 32, 1, 1)
+					p, err = run.Submit(bg, buf)
+				}
 				if err == nil {
 					ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 					err = p.Wait(ctx)
 					cancel()
 				}
+				if err == nil && i%2 == 1 {
+					for j, x := range buf.Bytes() {
+						if x != b {
+							err = fmt.Errorf("submitter %d, submission %d: byte %d of its fill reads 0x%x, want 0x%x", g, i, j, x, b)
+							break
+						}
+					}
+				}
 				if err != nil {
 					errs <- err
 					return
 				}
+				total.Add(1)
 			}
 		})
 	}
@@ -163,12 +217,11 @@ func TestKickSubmitters(t *testing.T) {
 	if last := dev.Last(); !last.Reached() {
 		t.Fatalf("the last value %d is not reached", last.Value())
 	}
-	t.Logf("%d doorbells for %d submissions", f.ringCount()-rings, goroutines*each)
+	return int(total.Load())
 }
 
-// fakeEmpty is a submission of one launch of the test cubin's empty
-// kernel on dev.
-func fakeEmpty(t testing.TB, dev *rig.Device) *rig.Submission {
+// emptyFn is the test cubin's empty kernel on dev.
+func emptyFn(t testing.TB, dev *rig.Device) *rig.Function {
 	t.Helper()
 	img, err := dev.LoadImage(cubin(t))
 	if err != nil {
@@ -178,11 +231,7 @@ func fakeEmpty(t testing.TB, dev *rig.Device) *rig.Submission {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := rig.NewSubmission(dev, rig.Launch(fn, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return fn
 }
 
 // BenchmarkGPUSubmitters is rigbench's closed loop on GPU 0 through rig:
