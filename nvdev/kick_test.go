@@ -309,3 +309,55 @@ func benchSubmitters(b *testing.B, c Config, goroutines int) {
 	b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "ns-p99")
 	b.ReportMetric(float64(all[len(all)-1].Nanoseconds()), "ns-max")
 }
+
+// BenchmarkGPUHold is what rig's submit lock holds on GPU 0 now, Room and
+// Submit of a launch of empty (ns-hold, median), against the Kick that
+// follows it outside the lock (ns-kick, median): the stores, against the
+// store of GPPut, the read of the flush word and the doorbell.
+func BenchmarkGPUHold(b *testing.B) { benchHold(b, Config{}) }
+
+func benchHold(b *testing.B, c Config) {
+	r := benchRaw(b, c)
+	e := r.entry("empty")
+	s := device.Submission{Parts: []device.Part{launch(e, 1, 32, nil)}}
+	hold := make([]time.Duration, 0, 1<<16)
+	kick := make([]time.Duration, 0, 1<<16)
+	for range 100 {
+		rawValue(r, &s)
+	}
+	r.wait(r.v)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%512 == 511 {
+			r.wait(r.v)
+		}
+		r.v++
+		s.Value = r.v
+		t0 := time.Now()
+		for a := r.d.Room(&s); a.Kind != device.RoomOK; a = r.d.Room(&s) {
+			if a.Kind != device.RoomLater {
+				b.Fatalf("room: %+v", a)
+			}
+			r.pump()
+		}
+		r.d.Submit(&s)
+		t1 := time.Now()
+		r.d.Kick(r.v)
+		t2 := time.Now()
+		if len(hold) < cap(hold) {
+			hold, kick = append(hold, t1.Sub(t0)), append(kick, t2.Sub(t1))
+		}
+	}
+	b.StopTimer()
+	r.wait(r.v)
+	for _, m := range []struct {
+		lat  []time.Duration
+		unit string
+	}{{hold, "ns-hold"}, {kick, "ns-kick"}} {
+		if len(m.lat) > 0 {
+			slices.Sort(m.lat)
+			b.ReportMetric(float64(m.lat[len(m.lat)/2].Nanoseconds()), m.unit)
+		}
+	}
+}
