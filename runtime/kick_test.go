@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -288,4 +289,110 @@ func benchClosedLoop(b *testing.B, s *Submission, goroutines int) {
 	b.ReportMetric(float64(all[len(all)/2].Nanoseconds()), "ns-p50")
 	b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "ns-p99")
 	b.ReportMetric(float64(all[len(all)-1].Nanoseconds()), "ns-max")
+}
+
+// lagDrv is a driver whose device reaches each value lag after the host
+// made it see the value (a GPU's round trip), and whose making it see
+// costs a spin (the flush read): within Submit, under the submit lock, or
+// in a Kick after it where kick. It keeps its own word, which Signaled
+// computes from the times the values were seen.
+type lagDrv struct {
+	*fake
+	spin, lag time.Duration
+	t0        time.Time
+	last      atomic.Uint64 // the last value submitted
+	seen      [4096]struct{ v, at atomic.Uint64 }
+	head      atomic.Uint64 // seen entries written (one writer at a time)
+	reached   atomic.Uint64 // seen entries the device reached
+}
+
+type lagKickDrv struct{ lagDrv }
+
+func (s *lagKickDrv) Kick(uint64) { s.see() }
+
+func (s *lagDrv) Room(*device.Submission) device.RoomAnswer { return device.RoomAnswer{} }
+func (s *lagDrv) Submit(sub *device.Submission) device.SubmitAnswer {
+	s.last.Store(sub.Value)
+	if !s.held {
+		s.see()
+	}
+	return device.SubmitAnswer{}
+}
+
+// see spins, then makes the device see the last value submitted.
+func (s *lagDrv) see() {
+	spinFor(s.spin)
+	h := s.head.Load()
+	e := &s.seen[h%uint64(len(s.seen))]
+	e.v.Store(s.last.Load())
+	e.at.Store(uint64(time.Since(s.t0)))
+	s.head.Store(h + 1)
+}
+
+func (s *lagDrv) Signaled() uint64 {
+	now := uint64(time.Since(s.t0))
+	for {
+		r, h := s.reached.Load(), s.head.Load()
+		if r == h {
+			break
+		}
+		e := &s.seen[r%uint64(len(s.seen))]
+		v, at := e.v.Load(), e.at.Load()
+		if at+uint64(s.lag) > now {
+			break
+		}
+		if s.reached.CompareAndSwap(r, r+1) {
+			for {
+				o := s.own.Load()
+				if device.AtLeast(o, v) || s.own.CompareAndSwap(o, v) {
+					break
+				}
+			}
+		}
+	}
+	return s.own.Load()
+}
+
+func (s *lagDrv) Sleep(seen uint64, still time.Duration) error {
+	for t0 := time.Now(); s.Signaled() == seen && time.Since(t0) < still; {
+		runtime.Gosched()
+	}
+	return nil
+}
+
+// BenchmarkSubmittersLag is BenchmarkSubmitters on drivers whose device
+// reaches a value 5 µs after it saw it, as a GPU does, so that the
+// submitters wait for their points as they would on nvdev.
+func BenchmarkSubmittersLag(b *testing.B) {
+	for _, c := range []int{1, 16, 64} {
+		for _, kick := range []bool{true, false} {
+			name := "submit"
+			if kick {
+				name = "kick"
+			}
+			b.Run(fmt.Sprintf("c=%d/%s", c, name), func(b *testing.B) {
+				const spin, lag = 1300 * time.Nanosecond, 5 * time.Microsecond
+				l := &lagDrv{fake: newFake(), spin: spin, lag: lag, t0: time.Now()}
+				var drv device.Driver = l
+				if kick {
+					k := &lagKickDrv{lagDrv{fake: newFake(), spin: spin, lag: lag, t0: time.Now()}}
+					k.held = true
+					l, drv = &k.lagDrv, k
+				}
+				l.keepOwnWord(0)
+				d, err := Open(context.Background(), device.Opener{Name: "lag-" + b.Name(), Make: func(*uint64) (device.Driver, error) {
+					return drv, nil
+				}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = d.Close(); <-d.Done() }()
+				s, err := NewSubmission(d)
+				if err != nil {
+					b.Fatal(err)
+				}
+				benchClosedLoop(b, s, c)
+			})
+		}
+	}
 }
