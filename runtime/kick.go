@@ -14,15 +14,15 @@ import (
 // flush word through the BAR and the doorbell, about 1.5 µs), and runs
 // after the lock is released, so that submitters do not queue behind
 // one another's round trips on the bus. Concurrent submitters share a
-// Kick: each raises want to its value, and one goroutine at a time (the
-// one that set busy) kicks up to the want it reads, which covers every
-// value whose submitter raised want before. A submitter returns once done
-// covers its value, by its own Kick or another's, so that Submit still
-// returns only once the device sees the value; one that finds busy set
-// yields until the Kick in flight ends. Its value is then covered (the
-// kicker read want after it was raised) or it kicks itself: it waits at
-// most for the Kick in flight and one of its own, and a burst of N
-// submitters costs two Kicks, not N.
+// Kick: one goroutine at a time (the one that set busy) kicks up to the
+// larger of its value and want, which covers every value whose submitter
+// raised want before. A submitter that finds busy set raises want to its
+// value and yields until the Kick in flight ends; its value is then
+// covered (the kicker read want after it was raised) or it sets busy and
+// kicks itself. Submit so returns only once the device sees the value,
+// having waited at most for the Kick in flight and one of its own, and a
+// burst of N submitters costs two Kicks, not N. Alone, a submitter sets
+// busy at once and kicks its value.
 type kicks struct {
 	_    [64]byte // off the cache lines of the submit lock and of last
 	want atomic.Uint64
@@ -36,26 +36,32 @@ type kicks struct {
 // submitted, combining with the other submitters of the device. The
 // caller holds no lock.
 func (k *kicks) kick(drv device.Kicker, v uint64) {
-	for {
-		w := k.want.Load()
-		if device.AtLeast(w, v) || k.want.CompareAndSwap(w, v) {
-			break
-		}
-	}
-	for {
-		if device.AtLeast(k.done.Load(), v) {
-			return
-		}
-		if k.busy.CompareAndSwap(false, true) {
-			// want is at least v: every value up to it was submitted
-			// before its submitter raised want.
-			if w := k.want.Load(); !device.AtLeast(k.done.Load(), w) {
-				drv.Kick(w)
-				k.done.Store(w)
+	if !k.busy.CompareAndSwap(false, true) {
+		for {
+			w := k.want.Load()
+			if device.AtLeast(w, v) || k.want.CompareAndSwap(w, v) {
+				break
 			}
-			k.busy.Store(false)
-			return
 		}
-		runtime.Gosched()
+		for {
+			if device.AtLeast(k.done.Load(), v) {
+				return
+			}
+			if k.busy.CompareAndSwap(false, true) {
+				break
+			}
+			runtime.Gosched()
+		}
 	}
+	// Values are submitted in order, each before its submitter raises
+	// want: every value up to w is submitted. done only grows.
+	w := k.want.Load()
+	if !device.AtLeast(w, v) {
+		w = v
+	}
+	if !device.AtLeast(k.done.Load(), w) {
+		drv.Kick(w)
+		k.done.Store(w)
+	}
+	k.busy.Store(false)
 }
