@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -395,4 +396,49 @@ func BenchmarkSubmittersLag(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestKickAllocs: a submission of one submitter to a Kicker allocates
+// nothing.
+func TestKickAllocs(t *testing.T) {
+	if raced() {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	k := &spinKickDrv{spinDrv{fake: newFake()}}
+	k.held = true
+	d, err := Open(context.Background(), device.Opener{Name: "kick-allocs", Make: func(w *uint64) (device.Driver, error) {
+		k.facts.Word = w
+		return k, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close(); <-d.Done() }()
+	s := empty(t, d)
+	ctx := context.Background()
+	step := func() {
+		if _, err := s.Take().Submit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		step()
+	}
+	if n := testing.AllocsPerRun(1000, step); n != 0 {
+		t.Fatalf("Take + Submit + Kick allocates %v times a run", n)
+	}
+}
+
+// raced reports whether the test runs under the race detector.
+func raced() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }
