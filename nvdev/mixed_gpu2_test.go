@@ -127,7 +127,9 @@ func TestGPUPeer2Mixed(t *testing.T) {
 						}
 						for _, d := range []*gpu{da, db} {
 							d.kickMu.Lock()
-							_ = atomic.LoadUint32(d.flush)
+							if d.flush != nil {
+								_ = atomic.LoadUint32(d.flush)
+							}
 							for _, ch := range d.live.Load().ch {
 								d.p.Ring(ch.token)
 							}
