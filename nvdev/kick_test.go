@@ -2,6 +2,7 @@ package nvdev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -359,5 +360,55 @@ func benchHold(b *testing.B, c Config) {
 			slices.Sort(m.lat)
 			b.ReportMetric(float64(m.lat[len(m.lat)/2].Nanoseconds()), m.unit)
 		}
+	}
+}
+
+// TestKickClose closes a device on the fake while 16 submitters submit
+// through rig: Kicks that race the Stop end before it or find the device
+// stopped, and every submitter ends with its work done or ErrClosed.
+func TestKickClose(t *testing.T) {
+	f := newFake()
+	dev, err := rig.Open(bg, f.opener(Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rig.NewSubmission(dev, rig.Launch(emptyFn(t, dev), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			for {
+				run := s.Take()
+				run.Threads(0, 32, 1, 1)
+				p, err := run.Submit(bg)
+				if err == nil {
+					err = p.Wait(bg)
+				}
+				if errors.Is(err, rig.ErrClosed) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	for done.Load() < 200 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	<-dev.Done()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
