@@ -9,7 +9,8 @@
 //   - the device's supervisor goroutine, which alone calls Sleep, and which
 //     calls Stop, and Free and Unload after Stop;
 //   - submitting goroutines, which call the hot path (Room, Grow, Submit,
-//     Commit) in value order, one submission at a time per device;
+//     Commit) in value order, one submission at a time per device, and a
+//     Kicker's Kick after Submit, one Kick at a time per device;
 //   - any goroutine, for Alloc, Free, Locate, Peer, MapPeer, MapHost, DMA,
 //     Image, Entry, Prepare, Unload, Signaled, Settle and Capability.
 //

@@ -221,3 +221,22 @@ type DMA struct {
 	// Address is the bus address of the region's first byte (Bus).
 	Address uint64
 }
+
+// Kicker is a driver whose Submit only stores the value's work to memory,
+// and which makes the device see it in a step of its own: a read that
+// orders the host's writes before the device's fetch, and a doorbell,
+// each a round trip or a write across the bus. rig calls Kick after the
+// device's submit lock is released, and combines concurrent submitters'
+// kicks: one Kick makes the device see every value submitted before it, so
+// that a burst of submitters costs one read and one doorbell. Drivers
+// without it make the device see each value within Submit.
+type Kicker interface {
+	// Kick makes the device see every value Submit returned for, up to v
+	// and past it: the device then runs them with no other call. rig
+	// calls it after each Submit that did not fail, or after a later
+	// value's, from one goroutine at a time, with v never behind the v of
+	// the Kick before, and with no lock of rig's held. It may run at the
+	// same time as Stop and after it, where it must do nothing harmful:
+	// it then makes nothing run. It must not block nor allocate.
+	Kick(v uint64)
+}

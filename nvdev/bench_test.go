@@ -158,6 +158,7 @@ func rawValue(r *raw, s *device.Submission) {
 		switch a := r.d.Room(s); a.Kind {
 		case device.RoomOK:
 			r.d.Submit(s)
+			r.d.Kick(s.Value)
 			return
 		case device.RoomGrow:
 			if err := r.d.Grow(); err != nil {
@@ -347,6 +348,10 @@ func TestBenchmarksOnFake(t *testing.T) {
 		{"HeldLaunch8", func(b *testing.B) { benchHeld(b, Config{}, 8) }},
 		{"HeldPinnedRings", func(b *testing.B) { benchHeld(b, Config{PinnedRings: true}, 8) }},
 		{"ChainedPinLaunch", func(b *testing.B) { benchChained(b, Config{pin: pinLaunch | pinRing}, 1) }},
+		{"Hold", func(b *testing.B) { benchHold(b, Config{}) }},
+		{"Submitters1", func(b *testing.B) { benchSubmitters(b, Config{}, 1) }},
+		{"Submitters16", func(b *testing.B) { benchSubmitters(b, Config{}, 16) }},
+		{"Submitters64SubmitKicks", func(b *testing.B) { benchSubmitters(b, Config{submitKicks: true}, 64) }},
 	} {
 		res := testing.Benchmark(c.fn)
 		if res.N == 0 {

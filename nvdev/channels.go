@@ -335,7 +335,10 @@ func (d *gpu) switchChannels(w uint64) bool {
 	}
 	d.staging = d.staging[:0]
 	d.ch = set.ch
+	// No Kick touches the old set from here on: regrowth frees it.
+	d.kickMu.Lock()
 	d.live.Store(set)
+	d.kickMu.Unlock()
 	d.retMu.Unlock()
 	// The new compute channel owes its local memory, and runs no launch
 	// that released a value without a wait for idle.

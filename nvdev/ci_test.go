@@ -269,6 +269,7 @@ func (r *raw) submitTimed(timed bool, waits []device.Wait, parts ...device.Part)
 	if a := r.d.Submit(&s); a.Kind != device.Committed {
 		r.t.Fatalf("submit: %+v", a)
 	}
+	r.d.Kick(r.v)
 	return r.v
 }
 
@@ -781,6 +782,7 @@ func TestOwnRelease(t *testing.T) {
 	}
 	r.v++
 	r.d.Submit(&s)
+	r.d.Kick(r.v)
 	r.wait(r.v)
 	if r.f.ownReleases != releases {
 		t.Error("a timed value's launch released the word")

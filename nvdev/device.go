@@ -75,6 +75,12 @@ type gpu struct {
 
 	// mu orders the hot path (Room, Submit) against Stop.
 	mu sync.Mutex
+	// kickMu orders the stores of GPPut and the doorbells (kick.go);
+	// under it, fence is the kicker's locked instruction and kickCount
+	// the kicks that rang, for tests.
+	kickMu    sync.Mutex
+	fence     atomic.Uint32
+	kickCount uint64
 	// Under mu, or owned by the submitting goroutine between Room and
 	// Submit:
 	last      uint64 // the last value submitted
@@ -163,6 +169,10 @@ type channel struct {
 	entries uint64
 	flags   uint32 // the NVOS04 flags the channel was made with: its runqueue
 	put     uint64 // entries written, monotonic
+	// pub is put as Submit published it, and kicked the put GPPut holds
+	// (under kickMu): kick.go.
+	pub    atomic.Uint64
+	kicked uint64
 
 	// aux holds the error notifier, the mark word and the segment ring.
 	aux      *nvidia.Memory
@@ -362,6 +372,8 @@ func (d *gpu) setup(chs [2]*channel, wait bool) error {
 			return err
 		}
 		ch.publish()
+		ch.pub.Store(ch.put)
+		ch.kicked = ch.put
 	}
 	if d.flush != nil {
 		_ = atomic.LoadUint32(d.flush)
@@ -440,27 +452,8 @@ func (ch *channel) appendSegment(g *abi.Generation, at uint64, n uint32) error {
 	return nil
 }
 
-// publish stores GPPut: a plain store into the BAR, which wake orders.
+// publish stores GPPut: a plain store into the BAR, which Ring orders.
 func (ch *channel) publish() { storePut(ch.gpPut, uint32(ch.put%ch.entries)) }
-
-// wake wakes the channels of the mask: it reads the flush word, so that
-// the host's writes through the BAR reach the GPU first, then stores each
-// channel's token at the doorbell. PCIe holds a read behind the posted
-// writes of the requester that made them, not behind another CPU's, so
-// the goroutine that wrote the rings reads the word, in Submit, rather
-// than a later submitter on behalf of many (which measured no faster on
-// the H200: 354k to 372k values a second with 1 to 16 submitters, the
-// GPU's rate).
-func (d *gpu) wake(mask uint8) {
-	if d.mapped() && !d.cfg.noFlush {
-		_ = atomic.LoadUint32(d.flush)
-	}
-	for q, ch := range d.ch {
-		if mask&(1<<q) != 0 {
-			d.p.Ring(ch.token)
-		}
-	}
-}
 
 // notifierWords is the first notification of the channel's error notifier.
 func (ch *channel) notifierWords() [4]uint32 {

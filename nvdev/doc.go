@@ -32,8 +32,11 @@
 //
 // Room and Submit only store to memory (submit.go says how the words order
 // the work): segments of methods in the channels' segment rings, entries in
-// their rings, constant banks and descriptors in the launch ring, then
-// GPPut, a read of the path's flush word, and the doorbell. Each value ends
+// their rings, constant banks and descriptors in the launch ring. Kick,
+// which rig calls after its submit lock is released and once for a burst
+// of concurrent submitters, then stores GPPut, reads the path's flush word
+// and rings the doorbell for every value submitted before it (kick.go).
+// Each value ends
 // with a 64-bit semaphore release of the word, with a wait for idle, on the
 // channel of its last part, or, for an untimed value of the compute channel
 // whose last part is a launch and whose low 32 bits are not 0, with that

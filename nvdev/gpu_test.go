@@ -500,6 +500,7 @@ func TestGPU5Values(t *testing.T) {
 		}
 		r.v++
 		r.d.Submit(&s)
+		r.d.Kick(r.v)
 		if cur := r.d.Signaled(); !device.AtLeast(cur, last) {
 			t.Fatalf("the word went back from %d to %d", last, cur)
 		} else {

@@ -143,8 +143,10 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 			d.retMu.Lock()
 			d.staging = append(d.staging, retired{m: st, until: ch.marks})
 			d.retMu.Unlock()
-			ch.publish()
-			d.wake(1 << qCopy)
+			ch.published()
+			d.kickMu.Lock()
+			d.kickNow()
+			d.kickMu.Unlock()
 			d.mu.Unlock()
 			return nil
 		}

@@ -126,9 +126,14 @@ func TestGPUPeer2Mixed(t *testing.T) {
 							}
 						}
 						for _, d := range []*gpu{da, db} {
-							d.mu.Lock()
-							d.wake(3)
-							d.mu.Unlock()
+							d.kickMu.Lock()
+							if d.flush != nil {
+								_ = atomic.LoadUint32(d.flush)
+							}
+							for _, ch := range d.live.Load().ch {
+								d.p.Ring(ch.token)
+							}
+							d.kickMu.Unlock()
 						}
 						time.Sleep(100 * time.Millisecond)
 						t.Fatalf("submission %d: the point %s:%d: %v\nA before: %s\nB before: %s\nA 100 ms after ringing again: %s\nB 100 ms after ringing again: %s",

@@ -128,6 +128,10 @@ type Config struct {
 	// for weighing what the read costs; the GPU may then run words the
 	// host's writes have not yet reached.
 	noFlush bool
+	// submitKicks has Submit store GPPut, read the flush word and ring
+	// the doorbell itself, under mu, as the device did before Kick, for
+	// weighing the two (kick.go).
+	submitKicks bool
 }
 
 // Bits of Config.pin.

@@ -3,5 +3,5 @@
 package nvdev
 
 // storePut stores GPPut: a plain store into the BAR (or Pinned memory),
-// which wake orders before the doorbell.
+// which Ring orders before the doorbell.
 func storePut(p *uint32, v uint32) { *p = v }

@@ -57,6 +57,7 @@ func TestRegrowFirstWordsLater(t *testing.T) {
 	if a := r.d.Submit(&s); a.Kind != device.Committed {
 		t.Fatalf("submit: %+v", a)
 	}
+	r.d.Kick(r.v)
 	r.wait(r.v)
 	if got := binary.LittleEndian.Uint64(hostOf(m)[64:]); got != 1 {
 		t.Errorf("the Words on the new channels released %d, want 1", got)

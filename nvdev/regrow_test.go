@@ -342,6 +342,7 @@ func TestRegrowSegments(t *testing.T) {
 	if a := r.d.Submit(&s); a.Kind != device.Committed {
 		t.Fatalf("submit: %+v", a)
 	}
+	r.d.Kick(r.v)
 	r.wait(r.v)
 	if grows != 1 {
 		t.Errorf("%d growths, want 1", grows)

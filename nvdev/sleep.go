@@ -234,6 +234,11 @@ func (d *gpu) Stop(string) error {
 	if d.stopped.Swap(true) {
 		return nil
 	}
+	// A Kick in flight ends before the channels close, and a later one
+	// finds the device stopped.
+	d.kickMu.Lock()
+	//lint:ignore SA2001 the empty section waits for the Kick in flight
+	d.kickMu.Unlock()
 	d.localMu.Lock()
 	defer d.localMu.Unlock()
 	sets := append([]*chanSet{d.live.Load()}, d.oldSets...)

@@ -16,7 +16,8 @@ import (
 // word says the channels have consumed. Submit walks it again with the
 // same decisions, storing the words into the segment ring, the launches'
 // constant banks and descriptors into the launch ring, the entries into the
-// channels' rings, then GPPut and the doorbell. Neither allocates.
+// channels' rings, and publishes the rings' puts, which Kick stores into
+// GPPut before it rings the doorbell (kick.go). None allocates.
 //
 // Order. Each value's work on a channel starts once every earlier value is
 // complete: on the channel that released the last value, channel order
@@ -309,7 +310,8 @@ func (d *gpu) gpuWord(w *uint64) (uint64, bool) {
 	return 0, false
 }
 
-// Submit hands s to the channels: it only stores to memory.
+// Submit hands s to the channels: it only stores to memory, and Kick
+// makes the channels see it (kick.go).
 func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -332,15 +334,13 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	}
 	w.run()
 	p.s, d.planned = nil, false
-	var mask uint8
 	for q, ch := range d.ch {
 		c := &w.cur[q]
 		if !c.used {
 			continue
 		}
 		ch.segPos, ch.put, ch.base, ch.marks = c.segPos, c.put, c.base, c.marks
-		ch.publish()
-		mask |= 1 << q
+		ch.published()
 	}
 	if w.cur[qCompute].used {
 		if w.icache {
@@ -354,7 +354,11 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	d.layPending = false
 	d.recs[s.Value%records] = d.record()
 	d.submittedInterrupt(s.Value, w.intr)
-	d.wake(mask)
+	if d.cfg.submitKicks {
+		d.kickMu.Lock()
+		d.kickNow()
+		d.kickMu.Unlock()
+	}
 	return device.SubmitAnswer{Kind: device.Committed}
 }
 

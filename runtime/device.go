@@ -32,6 +32,7 @@ type Device struct {
 	mu        sync.Mutex
 	last      atomic.Uint64 // last value submitted; written under mu
 	committed atomic.Uint64 // last value committed; written under mu
+	kicks     kicks         // a device.Kicker's combined kicks (kick.go)
 	timed     atomic.Bool
 	observer  atomic.Pointer[observerBox]
 	spin      atomic.Int64 // nanoseconds a wait reads the word before it parks
@@ -167,6 +168,8 @@ func open(op device.Opener) (*Device, error) {
 	d.base = d.read()
 	d.last.Store(d.base)
 	d.committed.Store(d.base)
+	d.kicks.want.Store(d.base)
+	d.kicks.done.Store(d.base)
 	d.sup = newSupervisor(d)
 	d.spin.Store(int64(DefaultWaitSpin))
 	d.spinners.init(f.OnHost)

@@ -24,7 +24,11 @@
 // Room and Submit on the calling goroutine, inside the device's submit
 // lock: a short critical section, with no channel send, no allocation and
 // no wait inside it. A Room that answers later, a growth and a host wait on
-// another device's point are taken outside the lock.
+// another device's point are taken outside the lock. Where the driver is a
+// device.Kicker, its Submit only stores to memory and its Kick, which makes
+// the device see the value (on nvdev a read across the bus and a doorbell),
+// runs after the lock is released, one for each burst of concurrent
+// submitters (kick.go): Submit returns once a Kick covered its value.
 //
 // # Locks
 //

@@ -388,6 +388,9 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 				}
 			}
 			d.mu.Unlock()
+			if k, ok := d.drv.(device.Kicker); ok && lost == nil {
+				d.kicks.kick(k, v)
+			}
 			d.sup.submitted()
 			if !t0.IsZero() {
 				d.stats.submit.record(time.Since(t0))

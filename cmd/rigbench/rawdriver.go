@@ -178,6 +178,10 @@ func (r *rawDev) submit(ctx context.Context, s *device.Submission) (uint64, erro
 			if a.Kind == device.Committed {
 				r.committed.Store(v)
 			}
+			if k, ok := r.drv.(device.Kicker); ok && a.Kind != device.Failed {
+				// Under the lock, so that the kicks come in value order.
+				k.Kick(v)
+			}
 			r.mu.Unlock()
 			if a.Kind == device.Failed {
 				return v, fmt.Errorf("%s failed: %s", r.name, a.Reason)

@@ -1,0 +1,444 @@
+package rig
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+)
+
+// kickFake is the fake as a device.Kicker: Submit stores nothing into the
+// word (held), and Kick completes every value submitted, having checked
+// Kick's rules.
+type kickFake struct {
+	*fake
+	d         *Device       // set after Open, for checkLock
+	checkLock bool          // Kick checks that no one holds the submit lock
+	spin      time.Duration // each Kick lasts at least spin
+	in        atomic.Int32
+	kicks     atomic.Int64
+	last      atomic.Uint64 // the v of the last Kick
+	mu        sync.Mutex
+	broke     []string // Kick's rules broken
+}
+
+func newKickFake() *kickFake {
+	k := &kickFake{fake: newFake()}
+	k.held = true
+	return k
+}
+
+func (k *kickFake) opener(name string) device.Opener {
+	return device.Opener{Name: name, Make: func(w *uint64) (device.Driver, error) {
+		k.facts.Word = w
+		k.last.Store(atomic.LoadUint64(w))
+		return k, nil
+	}}
+}
+
+func (k *kickFake) broken(format string, args ...any) {
+	k.mu.Lock()
+	k.broke = append(k.broke, fmt.Sprintf(format, args...))
+	k.mu.Unlock()
+}
+
+func (k *kickFake) Kick(v uint64) {
+	if n := k.in.Add(1); n != 1 {
+		k.broken("%d Kicks at once", n)
+	}
+	defer k.in.Add(-1)
+	if prev := k.last.Swap(v); !device.AtLeast(v, prev) {
+		k.broken("Kick(%d) after Kick(%d)", v, prev)
+	}
+	k.kicks.Add(1)
+	// A kick's round trip on the bus, about which submitters gather.
+	for t0 := time.Now(); time.Since(t0) < k.spin; {
+	}
+	if k.checkLock {
+		if !k.d.mu.TryLock() {
+			k.broken("Kick(%d) under the submit lock", v)
+		} else {
+			k.d.mu.Unlock()
+		}
+	}
+	k.fake.mu.Lock()
+	defer k.fake.mu.Unlock()
+	n := len(k.submitted)
+	if n == 0 || !device.AtLeast(k.submitted[n-1].Value, v) {
+		k.broken("Kick(%d) before its Submit", v)
+		return
+	}
+	k.store(k.submitted[n-1].Value)
+}
+
+func (k *kickFake) check(t *testing.T) {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, b := range k.broke {
+		t.Error(b)
+	}
+}
+
+// TestKickEachSubmit: one submitter kicks each value it submits, once,
+// after the submit lock is released, and its point is reached.
+func TestKickEachSubmit(t *testing.T) {
+	k := newKickFake()
+	k.checkLock = true
+	d, err := Open(context.Background(), k.opener("kick-one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
+	k.d = d
+	s := empty(t, d)
+	for i := range 100 {
+		p := submit(t, s)
+		if got := k.kicks.Load(); got != int64(i+1) {
+			t.Fatalf("%d kicks after %d submissions", got, i+1)
+		}
+		if got := k.last.Load(); got != p.v {
+			t.Fatalf("Kick(%d) for value %d", got, p.v)
+		}
+		if !p.passed() {
+			t.Fatalf("value %d not reached after its Submit", p.v)
+		}
+	}
+	k.check(t)
+}
+
+// TestKickRace races many submitters against the combiner: each value is
+// kicked (its point is reached) before its Submit returns, Kicks never
+// overlap nor go back, and a burst shares Kicks.
+func TestKickRace(t *testing.T) {
+	k := newKickFake()
+	d, err := Open(context.Background(), k.opener("kick-race"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
+	k.d = d
+	k.spin = 2 * time.Microsecond
+	s := empty(t, d)
+	const goroutines, each = 64, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				p, err := s.Take().Submit(context.Background())
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !p.passed() {
+					errs <- fmt.Errorf("value %d not reached after its Submit (word %d)", p.v, d.read())
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err = p.Wait(ctx)
+				cancel()
+				if err != nil {
+					errs <- fmt.Errorf("wait for value %d: %w", p.v, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	k.check(t)
+	if last := d.last.Load(); d.read() != last {
+		t.Fatalf("the word reads %d with %d submitted", d.read(), last)
+	}
+	t.Logf("%d kicks for %d submissions", k.kicks.Load(), goroutines*each)
+	if n := k.kicks.Load(); n > goroutines*each {
+		t.Fatalf("%d kicks for %d submissions", n, goroutines*each)
+	}
+}
+
+// spinDrv is a driver whose Submit costs what nvdev's did before Kick: a
+// spin as long as the read of the flush word through the BAR (1.3 µs on
+// the H200), under the submit lock, then the value is reached.
+type spinDrv struct {
+	*fake
+	spin time.Duration
+	last atomic.Uint64 // the last value submitted
+}
+
+func (s *spinDrv) Room(*device.Submission) device.RoomAnswer { return device.RoomAnswer{} }
+func (s *spinDrv) Submit(sub *device.Submission) device.SubmitAnswer {
+	s.last.Store(sub.Value)
+	if !s.held {
+		spinFor(s.spin)
+		s.store(sub.Value)
+	}
+	return device.SubmitAnswer{}
+}
+
+// spinKickDrv is spinDrv as a Kicker: Submit only stores, and Kick spins
+// and reaches every value submitted.
+type spinKickDrv struct{ spinDrv }
+
+func (s *spinKickDrv) Kick(uint64) {
+	spinFor(s.spin)
+	s.store(s.last.Load())
+}
+
+func spinFor(d time.Duration) {
+	for t0 := time.Now(); time.Since(t0) < d; {
+	}
+}
+
+// BenchmarkSubmitters is a closed loop of submitters (submit, wait) on
+// drivers that spin 1.3 µs for each kick: within Submit, under the submit
+// lock (submit), or in a Kick after it, combined (kick). It reports
+// submissions/s and the latency's p50, p99 and max.
+func BenchmarkSubmitters(b *testing.B) {
+	for _, c := range []int{1, 16, 64} {
+		for _, kick := range []bool{true, false} {
+			name := "submit"
+			if kick {
+				name = "kick"
+			}
+			b.Run(fmt.Sprintf("c=%d/%s", c, name), func(b *testing.B) {
+				benchSpin(b, c, kick, 1300*time.Nanosecond)
+			})
+		}
+	}
+}
+
+// BenchmarkSubmitOverhead is the closed loop of one submitter on drivers
+// that cost nothing: what the kick's combining adds to a submission.
+func BenchmarkSubmitOverhead(b *testing.B) {
+	b.Run("kick", func(b *testing.B) { benchSpin(b, 1, true, 0) })
+	b.Run("submit", func(b *testing.B) { benchSpin(b, 1, false, 0) })
+}
+
+func benchSpin(b *testing.B, c int, kick bool, spin time.Duration) {
+	var drv device.Driver = &spinDrv{fake: newFake(), spin: spin}
+	if kick {
+		k := &spinKickDrv{spinDrv{fake: newFake(), spin: spin}}
+		k.held = true
+		drv = k
+	}
+	d, err := Open(context.Background(), device.Opener{Name: "spin-" + b.Name(), Make: func(w *uint64) (device.Driver, error) {
+		drv.Facts().Word = w
+		return drv, nil
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = d.Close(); <-d.Done() }()
+	s, err := NewSubmission(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchClosedLoop(b, s, c)
+}
+
+func benchClosedLoop(b *testing.B, s *Submission, goroutines int) {
+	ctx := context.Background()
+	var next atomic.Int64
+	lats := make([][]time.Duration, goroutines)
+	errs := make([]error, goroutines)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	t0 := time.Now()
+	for g := range goroutines {
+		lats[g] = make([]time.Duration, 0, b.N/goroutines+1)
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				start := time.Now()
+				p, err := s.Take().Submit(ctx)
+				if err == nil {
+					err = p.Wait(ctx)
+				}
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				lats[g] = append(lats[g], time.Since(start))
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	b.StopTimer()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	if len(all) == 0 {
+		return
+	}
+	b.ReportMetric(float64(len(all))/el.Seconds(), "subs/s")
+	b.ReportMetric(float64(all[len(all)/2].Nanoseconds()), "ns-p50")
+	b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "ns-p99")
+	b.ReportMetric(float64(all[len(all)-1].Nanoseconds()), "ns-max")
+}
+
+// lagDrv is a driver whose device reaches each value lag after the host
+// made it see the value (a GPU's round trip), and whose making it see
+// costs a spin (the flush read): within Submit, under the submit lock, or
+// in a Kick after it where kick. It keeps its own word, which Signaled
+// computes from the times the values were seen.
+type lagDrv struct {
+	*fake
+	spin, lag time.Duration
+	t0        time.Time
+	last      atomic.Uint64 // the last value submitted
+	seen      [4096]struct{ v, at atomic.Uint64 }
+	head      atomic.Uint64 // seen entries written (one writer at a time)
+	reached   atomic.Uint64 // seen entries the device reached
+}
+
+type lagKickDrv struct{ lagDrv }
+
+func (s *lagKickDrv) Kick(uint64) { s.see() }
+
+func (s *lagDrv) Room(*device.Submission) device.RoomAnswer { return device.RoomAnswer{} }
+func (s *lagDrv) Submit(sub *device.Submission) device.SubmitAnswer {
+	s.last.Store(sub.Value)
+	if !s.held {
+		s.see()
+	}
+	return device.SubmitAnswer{}
+}
+
+// see spins, then makes the device see the last value submitted.
+func (s *lagDrv) see() {
+	spinFor(s.spin)
+	h := s.head.Load()
+	e := &s.seen[h%uint64(len(s.seen))]
+	e.v.Store(s.last.Load())
+	e.at.Store(uint64(time.Since(s.t0)))
+	s.head.Store(h + 1)
+}
+
+func (s *lagDrv) Signaled() uint64 {
+	now := uint64(time.Since(s.t0))
+	for {
+		r, h := s.reached.Load(), s.head.Load()
+		if r == h {
+			break
+		}
+		e := &s.seen[r%uint64(len(s.seen))]
+		v, at := e.v.Load(), e.at.Load()
+		if at+uint64(s.lag) > now {
+			break
+		}
+		if s.reached.CompareAndSwap(r, r+1) {
+			for {
+				o := s.own.Load()
+				if device.AtLeast(o, v) || s.own.CompareAndSwap(o, v) {
+					break
+				}
+			}
+		}
+	}
+	return s.own.Load()
+}
+
+func (s *lagDrv) Sleep(seen uint64, still time.Duration) error {
+	for t0 := time.Now(); s.Signaled() == seen && time.Since(t0) < still; {
+		runtime.Gosched()
+	}
+	return nil
+}
+
+// BenchmarkSubmittersLag is BenchmarkSubmitters on drivers whose device
+// reaches a value 5 µs after it saw it, as a GPU does, so that the
+// submitters wait for their points as they would on nvdev.
+func BenchmarkSubmittersLag(b *testing.B) {
+	for _, c := range []int{1, 16, 64} {
+		for _, kick := range []bool{true, false} {
+			name := "submit"
+			if kick {
+				name = "kick"
+			}
+			b.Run(fmt.Sprintf("c=%d/%s", c, name), func(b *testing.B) {
+				const spin, lag = 1300 * time.Nanosecond, 5 * time.Microsecond
+				l := &lagDrv{fake: newFake(), spin: spin, lag: lag, t0: time.Now()}
+				var drv device.Driver = l
+				if kick {
+					k := &lagKickDrv{lagDrv{fake: newFake(), spin: spin, lag: lag, t0: time.Now()}}
+					k.held = true
+					l, drv = &k.lagDrv, k
+				}
+				l.keepOwnWord(0)
+				d, err := Open(context.Background(), device.Opener{Name: "lag-" + b.Name(), Make: func(*uint64) (device.Driver, error) {
+					return drv, nil
+				}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = d.Close(); <-d.Done() }()
+				s, err := NewSubmission(d)
+				if err != nil {
+					b.Fatal(err)
+				}
+				benchClosedLoop(b, s, c)
+			})
+		}
+	}
+}
+
+// TestKickAllocs: a submission of one submitter to a Kicker allocates
+// nothing.
+func TestKickAllocs(t *testing.T) {
+	if raced() {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	k := &spinKickDrv{spinDrv{fake: newFake()}}
+	k.held = true
+	d, err := Open(context.Background(), device.Opener{Name: "kick-allocs", Make: func(w *uint64) (device.Driver, error) {
+		k.facts.Word = w
+		return k, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close(); <-d.Done() }()
+	s := empty(t, d)
+	ctx := context.Background()
+	step := func() {
+		if _, err := s.Take().Submit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		step()
+	}
+	if n := testing.AllocsPerRun(1000, step); n != 0 {
+		t.Fatalf("Take + Submit + Kick allocates %v times a run", n)
+	}
+}
+
+// raced reports whether the test runs under the race detector.
+func raced() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
