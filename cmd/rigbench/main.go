@@ -9,12 +9,16 @@
 //	go run ./cmd/rigbench -rate 20k -plot lat.svg -trace trace.json -json
 //	go run ./cmd/rigbench -device host -device host:1 -workload mixed -compare
 //	go run ./cmd/rigbench -device cuda:0 -workload d2d -compare    # rig over cudadev alone
+//	go run ./cmd/rigbench -device nv:0 -timelines 4 -c 16          # 4 timelines of GPU 0, 16 submitters each
 //
 // -device names the devices: host (host:N for more host devices), cuda:N
 // (cudadev, through libcuda) and nv:N (nvdev, through NVIDIA's kernel
 // driver). The default device is the first GPU that opens, through cudadev
 // and then nvdev, and the host driver's otherwise, with a note of why no
-// GPU opened.
+// GPU opened. -timelines K opens beside each device its timelines 1 to
+// K-1 (nv:0/1 …), devices of their own on the same GPU, runs the workload
+// on each with -c submitters, and reports each device's figures beside
+// the aggregate.
 //
 // With -rate the run is open loop: each submission has an intended send
 // time, and its latency counts from that time, so that a stall of the
@@ -82,6 +86,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	devs, notes, err := openDevices(context.Background(), cfg.Devices)
+	if err == nil {
+		if devs, err = openTimelines(context.Background(), devs, cfg.Timelines); err != nil {
+			closeDevices(devs)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
 		return 2
@@ -125,6 +134,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
 		return 1
 	}
+	per := newPerDevice()
+	lanes = per.wrap(lanes, cfg.Depth)
 	rs := &rigSide{
 		lanes: lanes,
 		close: func() error { return closeDevicesWithin(e.devs, cfg.Timeout) },
@@ -145,7 +156,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				}
 			}
 			e.funcs = nil
-			return wl.lanes(e)
+			ls, err := wl.lanes(e)
+			return per.wrap(ls, cfg.Depth), err
 		},
 	}
 
@@ -168,6 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rr := runRounds(ctx, cfg, rs, base, stderr)
 	m, bm := rr.m, rr.bm
 	rep.Rig = result("rig", m)
+	rep.PerDevice = per.results(m)
 	if m.errors > 0 {
 		code = 1
 	}
