@@ -205,7 +205,7 @@ func TestGPUTimelinesShared(t *testing.T) {
 	}
 	spin := resolve(t, a, "spin_until")[0]
 	twice := resolve(t, b, "twice")[0]
-	s, err := rig.NewSubmission(a, rig.Launch(spin, 8, rig.Read(0, 0)), rig.Copy(1, 0, 2, 0, 4*n).On(0))
+	s, err := rig.NewSubmission(a, rig.Launch(spin, 8, rig.Read(0, 0)), rig.Copy(1, 0, 2, 0, 4*n).On(0).After(0))
 	if err != nil {
 		t.Fatal(err)
 	}
