@@ -2,6 +2,7 @@ package nvdev
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -163,5 +164,55 @@ func TestTimelinesRegrow(t *testing.T) {
 	r.wait(r.submit(nil, fillPart(qCompute, m, 0, 8, 3)))
 	if hostOf(m)[0] != 3 {
 		t.Error("the regrown channels did not run")
+	}
+}
+
+// schedRM is the fake's RM with the channel schedule and the disowning of
+// nvidia.RM, which it records.
+type schedRM struct {
+	fakeRM
+	groups, chans []nvidia.Handle
+	disowned      []nvidia.Handle
+}
+
+func (r *schedRM) Schedule(g nvidia.Handle, _ *nvidia.ScheduleParams) error {
+	r.groups = append(r.groups, g)
+	return nil
+}
+
+func (r *schedRM) ScheduleChannel(ch nvidia.Handle, _ *nvidia.ScheduleParams) error {
+	r.chans = append(r.chans, ch)
+	return nil
+}
+
+func (r *schedRM) Disown(h nvidia.Handle) { r.disowned = append(r.disowned, h) }
+
+// TestTimelinesSchedule checks that the first timeline schedules the
+// shared group, made and disowned by its path, and that a later one
+// schedules its own channels, which join the running group.
+func TestTimelinesSchedule(t *testing.T) {
+	f := newFake()
+	rm := &schedRM{fakeRM: fakeRM{f}}
+	var ws [2]uint64
+	a, err := makeDevice(&ws[0], f, rm, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop("")
+	tsg := a.live.Load().grp.tsg
+	if !slices.Equal(rm.groups, []nvidia.Handle{tsg}) || len(rm.chans) != 0 || !slices.Equal(rm.disowned, []nvidia.Handle{tsg}) {
+		t.Fatalf("the first timeline: groups scheduled %x, channels %x, disowned %x; want the group 0x%x", rm.groups, rm.chans, rm.disowned, tsg)
+	}
+	b, err := makeDevice(&ws[1], f, rm, Config{Timeline: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop("")
+	if b.live.Load().grp.tsg != tsg {
+		t.Fatal("the second timeline is in another group")
+	}
+	want := []nvidia.Handle{b.ch[qCompute].h, b.ch[qCopy].h}
+	if len(rm.groups) != 1 || !slices.Equal(rm.chans, want) {
+		t.Errorf("the second timeline: groups scheduled %x, channels %x; want its channels %x", rm.groups, rm.chans, want)
 	}
 }
