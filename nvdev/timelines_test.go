@@ -1,15 +1,20 @@
 package nvdev
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
 	"github.com/rig-go/rig/nvdev/nvidia"
+	rig "github.com/rig-go/rig/runtime"
 )
 
 // rawOn opens a device on the fake f, which the caller closes.
@@ -214,5 +219,72 @@ func TestTimelinesSchedule(t *testing.T) {
 	want := []nvidia.Handle{b.ch[qCompute].h, b.ch[qCopy].h}
 	if len(rm.groups) != 1 || !slices.Equal(rm.chans, want) {
 		t.Errorf("the second timeline: groups scheduled %x, channels %x; want its channels %x", rm.groups, rm.chans, want)
+	}
+}
+
+// TestTimelinesFaultDomain faults a channel of timeline 1 through rig:
+// timeline 0, of the same group, is lost with it; of a group of its own,
+// it runs on.
+func TestTimelinesFaultDomain(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(map[bool]string{false: "subcontexts", true: "own groups"}[own], func(t *testing.T) {
+			f := newFake()
+			open := func(k int) *rig.Device {
+				op := f.opener(Config{Timeline: k, OwnGroup: own})
+				op.Name += "/" + strconv.Itoa(k)
+				d, err := rig.Open(bg, op)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					_ = d.Close()
+					select {
+					case <-d.Done():
+					case <-time.After(10 * time.Second):
+						t.Errorf("%s did not give everything back", d.Name())
+					}
+				})
+				return d
+			}
+			a, b := open(0), open(1)
+			f.pause()
+			s, err := rig.NewSubmission(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.Take().Submit(bg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.fail(f.chans[2], 31) // timeline 1's compute channel
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			if err := p.Wait(ctx); !errors.Is(err, rig.ErrLost) {
+				t.Fatalf("timeline 1's fault answered %v", err)
+			}
+			f.resume()
+			var aerr error
+			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+				if _, aerr = a.Alloc(device.Pinned, 4096); aerr != nil {
+					break
+				}
+			}
+			if lost := errors.Is(aerr, rig.ErrLost); lost == own {
+				t.Fatalf("timeline 0 lost %v after timeline 1's fault: %v", lost, aerr)
+			}
+			if own {
+				s, err := rig.NewSubmission(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pa, err := s.Take().Submit(bg)
+				if err == nil {
+					err = pa.Wait(ctx)
+				}
+				if err != nil {
+					t.Fatalf("timeline 0 of a group of its own: %v", err)
+				}
+			}
+		})
 	}
 }
