@@ -177,7 +177,7 @@
 // the next call finds it; rig loses the other CUDA devices with it, the
 // GPU's other timelines among them (fault domain "cuda"). Since CUDA keeps
 // the fault for the process, the GPU cannot be opened again: its next
-// make, of any timeline, answers the fault's error.
+// make, of any timeline, returns the fault's error.
 // After a failure every later Submit enqueues none of its parts and
 // answers the same failure, while its value is still written after its
 // waits where the context still runs. Sleep spins on the word, yielding,
@@ -188,7 +188,7 @@
 // fault ended the context's work) it writes the last value into the word;
 // otherwise it commits the last value and keeps an event behind the work
 // on each stream, which the GPU's next open reads: the next open of the
-// same timeline answers an error while they are pending, and an open of
+// same timeline returns an error while they are pending, and an open of
 // any timeline raises the word to the last value where a fault ended the
 // work. It then destroys the streams and events, which CUDA
 // frees once their work ends. The primary context, and the modules in it,

@@ -49,7 +49,7 @@ var groups struct {
 	made int // groups made, which number the fault domains
 }
 
-// joinGroup answers the channel group the timelines of p's GPU share,
+// joinGroup returns the channel group the timelines of p's GPU share,
 // which it makes where there is none, and counts set in it.
 func joinGroup(p path, rm rmAPI, set *chanSet, what string) (*sharedGroup, error) {
 	groups.mu.Lock()

@@ -31,7 +31,7 @@ var timelineOpeners = map[string]func(i, k int) device.Opener{
 }
 
 // openTimelines opens, after each device of devs, its timelines 1 to k-1,
-// and answers all of them; on error it closes those it opened.
+// and returns all of them; on error it closes those it opened.
 func openTimelines(ctx context.Context, devs []opened, k int) ([]opened, error) {
 	if k <= 1 {
 		return devs, nil
@@ -73,7 +73,7 @@ type deviceStats struct {
 
 func newPerDevice() *perDeviceStats { return &perDeviceStats{devs: map[string]*deviceStats{}} }
 
-// wrap answers lanes that count into p. Each lane's submitter stamps the
+// wrap returns lanes that count into p. Each lane's submitter stamps the
 // time of its call of submit into a ring that the lane's waiter reads in
 // order: bench hands each submission from the one to the other through a
 // channel, after submit returns, so the ring needs no lock.
@@ -125,7 +125,7 @@ type DeviceResult struct {
 	Latency Latency `json:"latency"`
 }
 
-// results answers each device's figures over the run's elapsed time, or
+// results returns each device's figures over the run's elapsed time, or
 // nil for one device.
 func (p *perDeviceStats) results(m *measure) []DeviceResult {
 	p.mu.Lock()
