@@ -148,12 +148,26 @@ func TestOpenerNames(t *testing.T) {
 	if n := GPU(3).Name; n != "CUDA:3" {
 		t.Errorf("GPU(3) is named %q", n)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("GPU(-1) did not panic")
+	for _, c := range []struct {
+		i, k int
+		want string
+	}{
+		{0, 0, "CUDA"}, {0, 1, "CUDA/1"}, {3, 0, "CUDA:3"}, {3, 2, "CUDA:3/2"},
+	} {
+		if n := Timeline(c.i, c.k).Name; n != c.want {
+			t.Errorf("Timeline(%d, %d) is named %q, want %q", c.i, c.k, n, c.want)
 		}
-	}()
-	GPU(-1)
+	}
+	for _, f := range []func(){func() { GPU(-1) }, func() { Timeline(0, -1) }, func() { Timeline(-1, 0) }} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("a negative GPU or timeline did not panic")
+				}
+			}()
+			f()
+		}()
+	}
 }
 
 func TestBusOrder(t *testing.T) {

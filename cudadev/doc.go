@@ -13,7 +13,25 @@
 // the streams write it themselves (cuStreamWriteValue64). Where the word
 // lies outside the array, or the GPU registers no host memory, the word is
 // eight bytes of the device's own page-locked memory, read through
-// Signaled. A GPU has one device at a time.
+// Signaled.
+//
+// # Timelines
+//
+// A GPU holds several devices at once, one per timeline:
+// Timeline(i, k) opens the kth, and GPU(i) is Timeline(i, 0). Each
+// timeline is a rig device of its own: its own word, its own two streams
+// in the GPU's primary context, its own submit path and supervisor, so
+// that submitters of different timelines share no lock and the GPU runs
+// their work side by side, as it runs the work of two streams. A timeline
+// has one device at a time; the GPU's primary context is retained once, by
+// its first device, and kept for the process, with the modules in it.
+// Memory of one GPU lies at the same addresses for every timeline of it:
+// Peer is true between them and MapPeer returns the region as it is, with
+// no mapping. A timeline waits for another's value on the GPU, with a
+// stream wait on the other's word (cuStreamWaitValue64), as for any word
+// of rig's array. A fault of the context's work loses every device of the
+// context: CUDA keeps the fault for the whole context, and each device
+// names the fault domain "cuda", every CUDA device of the process.
 //
 // # Loading
 //
@@ -29,8 +47,8 @@
 // access was encountered".
 //
 // GPU(i) is the ith GPU by PCI bus address among those CUDA sees, whatever
-// CUDA_DEVICE_ORDER says. Open(i, Config) is the same with a shorter hang
-// bound, for tests.
+// CUDA_DEVICE_ORDER says. Open(i, Config) is the same with a configuration
+// (a timeline, a shorter hang bound for tests).
 //
 // # Threads and contexts
 //
@@ -158,13 +176,15 @@
 // A fault of the GPU's work (an illegal or misaligned address, a trap)
 // loses the device with CUDA's error name and text, as Sleep, whose
 // synchronisation returns it (or cuStreamQuery, each millisecond where it
-// polls), or the next call finds it. A fault of the GPU's work ends the
-// GPU for the process: CUDA keeps it in the GPU's primary context as a
-// sticky error, which no call clears and every later call of the context
-// returns, and the process keeps that context. The GPU cannot be opened
-// again until the process restarts: its next make returns an error that
-// names the fault and matches ErrFaulted, and so does the make of a GPU
-// whose context a fault ended outside rig.
+// polls), or the next call finds it; rig loses the other CUDA devices with
+// it, the GPU's other timelines among them (fault domain "cuda"). A fault
+// of the GPU's work ends the GPU for the process: CUDA keeps it in the
+// GPU's primary context as a sticky error, which no call clears and every
+// later call of the context returns, and the process keeps that context.
+// The GPU cannot be opened again until the process restarts: its next
+// make, of any timeline, returns an error that names the fault and matches
+// ErrFaulted, and so does the make of a GPU whose context a fault ended
+// outside rig.
 // After a failure every later Submit enqueues none of its parts and
 // answers the same failure, while its value is still written after its
 // waits where the context still runs. Sleep reads the word, yielding, for
@@ -181,9 +201,10 @@
 // Stop does not wait for the work: where it ended (both streams idle, or a
 // fault ended the context's work) it writes the last value into the word;
 // otherwise it commits the last value and keeps an event behind the work
-// on each stream, which the GPU's next open reads: it answers an error
-// while they are pending, and raises the word to the last value where a
-// fault ended the work. It then destroys the streams and events, which CUDA
+// on each stream, which the GPU's next open reads: the next open of the
+// same timeline returns an error while they are pending, and an open of
+// any timeline raises the word to the last value where a fault ended the
+// work. It then destroys the streams and events, which CUDA
 // frees once their work ends. The primary context, and the modules in it,
 // stay for the process.
 //

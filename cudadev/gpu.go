@@ -55,22 +55,25 @@ type gpuInfo struct {
 	ordinal int // the CUdevice
 	bus     string
 
-	// mu guards the rest: the GPU's device, its primary context (retained
-	// once, kept for the process), the work a stopped device left running,
-	// and the fault that ended the GPU's use.
+	// mu guards the rest: the GPU's open devices by timeline, its primary
+	// context (retained once, by the first device, and kept for the
+	// process), the work stopped devices left running, and the fault that
+	// ended the GPU's use.
 	mu    sync.Mutex
 	ctx   uintptr
-	open  *gpu
-	kept  *keptWork
+	open  map[int]*gpu
+	kept  []*keptWork
 	fault string
 }
 
-// keptWork is what Stop keeps of a device whose work still ran: an event
-// behind the work on each stream, and the word with the last value.
+// keptWork is what Stop keeps of a device whose work still ran: its
+// timeline, an event behind the work on each stream, and the word with the
+// last value.
 type keptWork struct {
-	events [2]uintptr
-	word   *uint64
-	last   uint64
+	timeline int
+	events   [2]uintptr
+	word     *uint64
+	last     uint64
 }
 
 var (
@@ -164,6 +167,11 @@ func Buses() ([]string, error) {
 
 // Config adjusts an opener.
 type Config struct {
+	// Timeline is which timeline of the GPU the opener opens: 0, the
+	// first, is GPU(i)'s; each is a device of its own (Timeline says so).
+	// Negative panics.
+	Timeline int
+
 	// Hang bounds progress: rig loses the device once its word has not
 	// moved for Hang while work is pending. 0 is the default: none where a
 	// display's watchdog bounds the GPU's kernels, 30 s otherwise.
@@ -178,19 +186,28 @@ type Config struct {
 }
 
 // GPU is the opener of GPU i, the ith by PCI address among the GPUs CUDA
-// sees, whatever CUDA_DEVICE_ORDER says. It is named "CUDA" for 0 and
-// "CUDA:i" otherwise. It panics if i < 0.
+// sees, whatever CUDA_DEVICE_ORDER says: its first timeline. It is named
+// "CUDA" for 0 and "CUDA:i" otherwise. It panics if i < 0.
 func GPU(i int) device.Opener { return Open(i, Config{}) }
 
-// Open is GPU's opener with a configuration. It panics if i < 0.
+// Timeline is the opener of the kth timeline of GPU i, a device of its
+// own beside the GPU's other timelines: its own word and its own two
+// streams in the GPU's primary context, sharing the GPU's memory at the
+// same addresses (doc.go, Timelines). Timeline(i, 0) is GPU(i). The kth
+// for k > 0 is named as GPU(i) with "/k" after it: "CUDA/1", "CUDA:2/3".
+// It panics if i < 0 or k < 0.
+func Timeline(i, k int) device.Opener { return Open(i, Config{Timeline: k}) }
+
+// Open is GPU's opener with a configuration: the timeline c.Timeline of
+// GPU i. It panics if i < 0 or c.Timeline < 0.
 func Open(i int, c Config) device.Opener {
 	if i < 0 {
 		panic(fmt.Sprintf("cudadev: GPU(%d): a GPU's number is not negative", i))
 	}
-	name := "CUDA"
-	if i > 0 {
-		name = fmt.Sprintf("CUDA:%d", i)
+	if c.Timeline < 0 {
+		panic(fmt.Sprintf("cudadev: Timeline(%d, %d): a timeline's number is not negative", i, c.Timeline))
 	}
+	name := Name(i, c.Timeline)
 	return device.Opener{Name: name, Make: func(word *uint64) (device.Driver, error) {
 		d, err := open(i, c, word)
 		if err != nil {
@@ -198,6 +215,19 @@ func Open(i int, c Config) device.Opener {
 		}
 		return d, nil
 	}}
+}
+
+// Name is the name of the opener of GPU i's timeline k: "CUDA" or
+// "CUDA:i" for the first, with "/k" after it for k > 0.
+func Name(i, k int) string {
+	name := "CUDA"
+	if i > 0 {
+		name = fmt.Sprintf("CUDA:%d", i)
+	}
+	if k > 0 {
+		name = fmt.Sprintf("%s/%d", name, k)
+	}
+	return name
 }
 
 // the array of timeline words, registered once per process.
@@ -228,7 +258,7 @@ func registerArray(t *table, f *frame) bool {
 	return true
 }
 
-// open opens a device on GPU i with the word.
+// open opens timeline c.Timeline of GPU i with the word.
 func open(i int, c Config, word *uint64) (*gpu, error) {
 	l, t, err := list()
 	if err != nil {
@@ -240,24 +270,28 @@ func open(i int, c Config, word *uint64) (*gpu, error) {
 	g := l[i]
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.open != nil {
-		return nil, fmt.Errorf("cudadev: GPU %d (%s) has a device open", i, g.bus)
+	k := c.Timeline
+	if g.open[k] != nil {
+		return nil, fmt.Errorf("cudadev: timeline %d of GPU %d (%s) has a device open", k, i, g.bus)
 	}
-	if g.kept != nil {
-		if err := g.settleKept(t); err != nil {
+	if len(g.kept) > 0 {
+		if err := g.settleKept(t, k); err != nil {
 			return nil, err
 		}
 	}
 	if g.fault != "" {
 		return nil, faultedError(i, g.bus, errors.New(g.fault))
 	}
-	d := &gpu{t: t, info: g, index: i, ordinal: g.ordinal}
+	d := &gpu{t: t, info: g, index: i, ordinal: g.ordinal, timeline: k}
 	if err := d.make(c, word); err != nil {
 		d.release()
 		return nil, err
 	}
 	d.bare.Store(!c.CurrentContext && d.streamsCarryCtx())
-	g.open = d
+	if g.open == nil {
+		g.open = map[int]*gpu{}
+	}
+	g.open[k] = d
 	return d, nil
 }
 
@@ -287,39 +321,48 @@ func (d *gpu) streamsCarryCtx() bool {
 	return ok
 }
 
-// settleKept decides whether a stopped device's work still runs on g: it
-// answers an error while it runs, and raises the stopped device's word to
-// its last value once a fault ended it. g.mu is held.
-func (g *gpuInfo) settleKept(t *table) error {
-	k := g.kept
+// settleKept decides whether the work of g's stopped devices still runs:
+// it forgets the work that ended, raises a stopped device's word to its
+// last value once a fault ended its work, and returns an error while the
+// work of timeline tl's stopped device still runs. g.mu is held.
+func (g *gpuInfo) settleKept(t *table, tl int) error {
 	f := getFrame()
 	defer putFrame(f)
 	prev := enterCtx(t, f, g.ctx)
 	defer leaveCtx(t, f, g.ctx, prev)
-	ended := true
-	var fault result
-	for _, ev := range k.events {
-		switch r := f.c1(t.cuEventQuery, ev); {
-		case r == errNotReady:
-			ended = false
-		case r != 0:
-			fault = r
+	var err error
+	left := g.kept[:0]
+	for _, k := range g.kept {
+		ended := true
+		var fault result
+		for _, ev := range k.events {
+			switch r := f.c1(t.cuEventQuery, ev); {
+			case r == errNotReady:
+				ended = false
+			case r != 0:
+				fault = r
+			}
+		}
+		if fault == 0 && !ended {
+			left = append(left, k)
+			if k.timeline == tl {
+				err = fmt.Errorf("cudadev: the work of the stopped device of timeline %d of GPU %s still runs", tl, g.bus)
+			}
+			continue
+		}
+		if fault != 0 {
+			atomicRaise(k.word, k.last)
+			if g.fault == "" {
+				g.fault = t.text(fault)
+			}
+		}
+		for _, ev := range k.events {
+			f.c1(t.cuEventDestroy, ev)
 		}
 	}
-	if fault == 0 && !ended {
-		return fmt.Errorf("cudadev: the work of GPU %s's stopped device still runs", g.bus)
-	}
-	if fault != 0 {
-		atomicRaise(k.word, k.last)
-		if g.fault == "" {
-			g.fault = t.text(fault)
-		}
-	}
-	for _, ev := range k.events {
-		f.c1(t.cuEventDestroy, ev)
-	}
-	g.kept = nil
-	return nil
+	clear(g.kept[len(left):])
+	g.kept = left
+	return err
 }
 
 // atomicRaise stores v into w unless w already holds v or later.

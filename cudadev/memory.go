@@ -21,7 +21,9 @@ type gpu struct {
 	info    *gpuInfo
 	index   int // the GPU's number in rig's list, by bus address
 	ordinal int // its CUdevice
-	ctx     uintptr
+	// timeline is which of the GPU's timelines the device is (Timeline).
+	timeline int
+	ctx      uintptr
 
 	major, minor         int
 	maxBlock, maxGrid    [3]uint32

@@ -72,7 +72,7 @@ func (d *gpu) Stop(string) error {
 				d.written = d.last
 			}
 		}
-		kept = &keptWork{word: d.word, last: d.last}
+		kept = &keptWork{timeline: d.timeline, word: d.word, last: d.last}
 		for q, s := range d.streams {
 			f.out[0] = 0
 			if f.c2(t.cuEventCreate, f.outp(0), eventDisableTime) == 0 {
@@ -95,10 +95,10 @@ func (d *gpu) Stop(string) error {
 		g.fault = why
 	}
 	if kept != nil {
-		g.kept = kept
+		g.kept = append(g.kept, kept)
 	}
-	if g.open == d {
-		g.open = nil
+	if g.open[d.timeline] == d {
+		delete(g.open, d.timeline)
 	}
 	g.mu.Unlock()
 	return nil

@@ -34,9 +34,13 @@ import (
 // or RM that lacks the memory returns Short, and the device keeps its
 // channels.
 
-// chanSet is a channel group, its two channels and its debugger.
+// chanSet is a channel group, its two channels and its debugger: a
+// group of its own (tsg), or its context share in the GPU's shared group
+// (grp, group.go).
 type chanSet struct {
 	tsg, debugger nvidia.Handle
+	grp           *sharedGroup
+	ctxShare      nvidia.Handle
 	ch            [2]*channel
 	// kept is set once a regrowth replaced the set and the RM refused to
 	// free it: it stays, with its memory, until Stop.
@@ -108,16 +112,40 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 		}
 		return h, nil
 	}
-	if set.tsg, err = rmAlloc("channel group", p.Device(), nvidia.ClassChannelGroup,
-		nvidia.Bytes(&nvidia.ChannelGroupAllocParams{EngineType: nvidia.EngineGraphics})); err != nil {
-		return nil, err
+	var tsg nvidia.Handle
+	if c.OwnGroup {
+		if set.tsg, err = rmAlloc("channel group", p.Device(), nvidia.ClassChannelGroup,
+			nvidia.Bytes(&nvidia.ChannelGroupAllocParams{EngineType: nvidia.EngineGraphics})); err != nil {
+			return nil, err
+		}
+		tsg = set.tsg
+		*undo = append(*undo, func() error { return rm.Free(p.Device(), tsg) })
+	} else {
+		// The GPU's shared group: the set's own context share and
+		// channels in it, which the undo frees one by one.
+		g, err := joinGroup(p, rm, set, what)
+		if err != nil {
+			return nil, err
+		}
+		set.grp, tsg = g, g.tsg
+		*undo = append(*undo, func() error { return g.leave(rm, set) })
 	}
-	tsg := set.tsg
-	*undo = append(*undo, func() error { return rm.Free(p.Device(), tsg) })
 	ctxShare, err := rmAlloc("context share", tsg, nvidia.ClassContextShare,
 		nvidia.Bytes(&nvidia.CtxShareAllocParams{VASpace: p.VASpace(), Flags: nvidia.CtxShareAsync}))
 	if err != nil {
 		return nil, err
+	}
+	if set.grp != nil {
+		set.ctxShare = ctxShare
+		*undo = append(*undo, func() error { return rm.Free(tsg, ctxShare) })
+		for _, ch := range set.ch {
+			*undo = append(*undo, func() error {
+				if ch.h == 0 {
+					return nil
+				}
+				return rm.Free(tsg, ch.h)
+			})
+		}
 	}
 	tries := []uint64{uint64(minEntries)}
 	if d.live.Load() == nil && minEntries > fallbackEntries {
@@ -218,7 +246,12 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 		h := ch.h
 		*undo = append(*undo, func() error { return p.Unregister(h) })
 	}
-	if err = rm.Schedule(tsg, &nvidia.ScheduleParams{Enable: 1}); err != nil {
+	if set.grp != nil {
+		err = set.grp.schedule(rm, set)
+	} else {
+		err = rm.Schedule(tsg, &nvidia.ScheduleParams{Enable: 1})
+	}
+	if err != nil {
 		return nil, fmt.Errorf("nvdev: %s: scheduling the channel group: %w", what, err)
 	}
 	if err = d.setup(set.ch, wait); err != nil {
@@ -229,7 +262,8 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 
 // closeSet ends the set's registrations and frees its debugger and its
 // channel group, with the channels and objects under it, which makes the
-// RM preempt their work. It reports whether every step succeeded; its
+// RM preempt their work; a set in the GPU's shared group frees its
+// channels and context share, and leaves the group. It reports whether every step succeeded; its
 // memory is the caller's to give back. A later call (Stop, for a set the
 // RM refused to free) retries the group's free alone.
 func (d *gpu) closeSet(set *chanSet) (clean bool) {
@@ -251,6 +285,28 @@ func (d *gpu) closeSet(set *chanSet) (clean bool) {
 			return false
 		}
 		set.tsg = 0
+	}
+	if g := set.grp; g != nil {
+		// The set's channels and context share, then its count in the
+		// shared group, which the last set frees.
+		for _, ch := range set.ch {
+			if ch.h != 0 {
+				if err := d.rm.Free(g.tsg, ch.h); err != nil {
+					return false
+				}
+				ch.h = 0
+			}
+		}
+		if set.ctxShare != 0 {
+			if err := d.rm.Free(g.tsg, set.ctxShare); err != nil {
+				return false
+			}
+			set.ctxShare = 0
+		}
+		if err := g.leave(d.rm, set); err != nil {
+			clean = false
+		}
+		set.grp = nil
 	}
 	return clean
 }

@@ -335,9 +335,17 @@ func hostOf(m *nvidia.Memory) []byte { return hostBytes(m, 0, m.Size) }
 
 // TestGoldenWords checks the words of a launch's submission on the compute
 // channel, the first after a lay and an entry: the caches' invalidation,
-// the local memory, the launch, the release of the value into the word.
+// the local memory, the launch, the release of the value into the word;
+// in a channel group of its own, and in a subcontext of the shared group,
+// whose wait for idle before the release covers the subcontext alone.
 func TestGoldenWords(t *testing.T) {
-	r := openRaw(t, Config{NoOwnRelease: true})
+	for _, own := range []bool{true, false} {
+		t.Run(map[bool]string{true: "own group", false: "subcontext"}[own], func(t *testing.T) { goldenWords(t, own) })
+	}
+}
+
+func goldenWords(t *testing.T, own bool) {
+	r := openRaw(t, Config{NoOwnRelease: true, OwnGroup: own})
 	e := r.entry("twice")
 	r.f.trace = map[string][]abi.Write{}
 	x := r.alloc(device.Device, 1024)
@@ -360,6 +368,15 @@ func TestGoldenWords(t *testing.T) {
 		{Subchannel: abi.SubHost, Method: abi.HostSemPayloadLo, Value: uint32(v)},
 		{Subchannel: abi.SubHost, Method: abi.HostSemPayloadHi, Value: uint32(v >> 32)},
 		{Subchannel: abi.SubHost, Method: abi.HostSemExecute, Value: abi.SemRelease | abi.SemReleaseWFI | abi.SemPayload64},
+	}
+	if !own {
+		n := len(want)
+		want = append(want[:n-5:n-5], abi.Write{Subchannel: abi.SubHost, Method: abi.HostWFI, Value: abi.WFIScopeSubcontext})
+		want = append(want, abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemAddrLo, Value: uint32(d.wordGPU)},
+			abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemAddrHi, Value: uint32(d.wordGPU >> 32)},
+			abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemPayloadLo, Value: uint32(v)},
+			abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemPayloadHi, Value: uint32(v >> 32)},
+			abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemExecute, Value: abi.SemRelease | abi.SemPayload64})
 	}
 	got := r.f.trace["channel 0"]
 	if len(got) != len(want) {
@@ -386,7 +403,7 @@ func TestGoldenWords(t *testing.T) {
 	r.f.trace = map[string][]abi.Write{}
 	v = r.submit(nil, launch(e, 1, 256, u64s(x.Address)))
 	r.wait(v)
-	if got := r.f.trace["channel 0"]; len(got) != 7 || got[0].Method != abi.ComputeSendPcasA {
+	if got := r.f.trace["channel 0"]; len(got) != map[bool]int{true: 7, false: 8}[own] || got[0].Method != abi.ComputeSendPcasA {
 		t.Errorf("second launch: %v", got)
 	}
 }
@@ -726,7 +743,7 @@ func TestOwnRelease(t *testing.T) {
 	if !ownRelease.on {
 		t.Skip("launches release nothing (NVDEV_RELEASE)")
 	}
-	r := openRaw(t, Config{NoLinkLaunches: true})
+	r := openRaw(t, Config{NoLinkLaunches: true, OwnGroup: true})
 	e := r.entry("twice")
 	x := r.alloc(device.Device, 1024)
 	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))

@@ -126,6 +126,11 @@ type gpu struct {
 	// wk wakes Sleep through the GPU's non-stall interrupt (wake.go).
 	wk waker
 
+	// sub: the device's channels are a subcontext of the GPU's shared
+	// channel group, and its waits for idle and acquires say so
+	// (group.go).
+	sub bool
+
 	fault         atomic.Pointer[device.Fault]
 	stopped       atomic.Bool
 	clock0        nvidia.Timer
@@ -285,6 +290,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	// The channels, then the launch ring in Mapped memory where the BAR has
 	// room, Pinned otherwise.
 	d.copyOnCompute = !c.NoComputeCopies
+	d.sub = !c.OwnGroup
 	set, err := d.openChannels(c.RingEntries, [2]uint64{}, "make", true, &undo)
 	if err != nil {
 		return nil, err
@@ -327,6 +333,9 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		CacheBytes:    p.CacheBytes(),
 		Capability:    abi.Key,
 		Bus:           p.Bus(),
+	}
+	if set.grp != nil {
+		d.facts.FaultDomain = set.grp.domain
 	}
 	if d.array != nil {
 		d.facts.Word = word

@@ -6,8 +6,10 @@
 //
 // # The device
 //
-// make allocates, under the path's RM device, a channel group on the
-// graphics engine with one context share, and in it two GPFIFO channels
+// make allocates, under the path's RM device, a context share in the
+// channel group on the graphics engine that the GPU's timelines share in
+// the process (one it makes where there is none; Config.OwnGroup: a group
+// of its own), and in it two GPFIFO channels
 // of the generation's class (HOPPER_CHANNEL_GPFIFO_A on the H200): the
 // compute channel, with the compute engine bound on subchannel 1 and a copy
 // engine on subchannel 4, and the copy channel, with a copy engine on
@@ -27,6 +29,23 @@
 // MapHost), or a word of the device's own in Pinned memory where the word
 // lies outside the array or the path maps no host memory; a device of its
 // own word declares no GPU-side waits, so rig waits on the host for it.
+//
+// # Timelines
+//
+// A GPU holds several devices at once, one per timeline: Timeline(i, k)
+// opens the kth, and GPU(i) is Timeline(i, 0). Each has its own word,
+// channels, rings and submit path, so that submitters of different
+// timelines share no lock. The timelines of a GPU share one channel group,
+// each in a subcontext of its own (a context share with a VEID of its
+// own), since the GPU's scheduler time-slices channel groups while the
+// compute engine runs the subcontexts of one group side by side (group.go
+// says why, and what their words change: waits for idle of the
+// subcontext, acquires that yield the group). Memory of the GPU lies at
+// the same addresses for every timeline (the paths of a GPU share its
+// address space), and a timeline waits for another's value on the GPU,
+// with a semaphore acquire on its word. The RM stops every channel of a
+// group that faults: the timelines of a group name its fault domain and
+// rig loses them together; a device of a group of its own names none.
 //
 // # Submitting
 //

@@ -58,6 +58,15 @@ type rmAPI interface {
 
 // Config tunes a device. The zero value is the default device.
 type Config struct {
+	// Timeline is which timeline of the GPU the opener opens (Timeline):
+	// 0, the first, is GPU(i)'s. Negative panics.
+	Timeline int
+	// OwnGroup puts the device's channels in a channel group of their own,
+	// which the GPU's scheduler time-slices against the groups of the
+	// GPU's other timelines. By default the timelines of a GPU in a
+	// process share one channel group, each in a subcontext of its own,
+	// whose work the compute engine runs side by side (group.go).
+	OwnGroup bool
 	// HangMs is the path's hang_ms: rig loses the device once its word has
 	// not moved for HangMs milliseconds while work is pending. 0 leaves the
 	// GPU's work to the RM's watchdog.
@@ -148,19 +157,42 @@ const (
 )
 
 // GPU is the opener of NVIDIA GPU i, counted in PCI bus order among the
-// machine's NVIDIA GPUs, through NVIDIA's kernel driver, with no CUDA. It
-// is named "NV" for 0 and "NV:i" otherwise. It panics if i < 0.
+// machine's NVIDIA GPUs, through NVIDIA's kernel driver, with no CUDA: its
+// first timeline. It is named "NV" for 0 and "NV:i" otherwise. It panics
+// if i < 0.
 func GPU(i int) device.Opener { return Open(i, Config{}) }
 
-// Open is GPU's opener with a configuration. It panics if i < 0.
-func Open(i int, c Config) device.Opener {
-	if i < 0 {
-		panic(fmt.Sprintf("nvdev: GPU(%d): a GPU's number is not negative", i))
-	}
+// Timeline is the opener of the kth timeline of GPU i, a device of its
+// own beside the GPU's other timelines: its own word and channels, in a
+// subcontext of the channel group the GPU's timelines share (group.go),
+// with the GPU's memory at the same addresses as theirs. Timeline(i, 0) is
+// GPU(i). The kth for k > 0 is named as GPU(i) with "/k" after it: "NV/1",
+// "NV:2/3". It panics if i < 0 or k < 0.
+func Timeline(i, k int) device.Opener { return Open(i, Config{Timeline: k}) }
+
+// Name is the name of the opener of GPU i's timeline k: "NV" or "NV:i"
+// for the first, with "/k" after it for k > 0.
+func Name(i, k int) string {
 	name := "NV"
 	if i > 0 {
 		name = fmt.Sprintf("NV:%d", i)
 	}
+	if k > 0 {
+		name = fmt.Sprintf("%s/%d", name, k)
+	}
+	return name
+}
+
+// Open is GPU's opener with a configuration: the timeline c.Timeline of
+// GPU i. It panics if i < 0 or c.Timeline < 0.
+func Open(i int, c Config) device.Opener {
+	if i < 0 {
+		panic(fmt.Sprintf("nvdev: GPU(%d): a GPU's number is not negative", i))
+	}
+	if c.Timeline < 0 {
+		panic(fmt.Sprintf("nvdev: Timeline(%d, %d): a timeline's number is not negative", i, c.Timeline))
+	}
+	name := Name(i, c.Timeline)
 	return device.Opener{Name: name, Make: func(word *uint64) (device.Driver, error) {
 		p, err := nvidia.Open(i, &nvidia.Options{HangMs: c.HangMs})
 		if err != nil {

@@ -97,7 +97,15 @@ func (d *gpu) growStamps() error {
 
 // stamp releases stamp i of the value's slot on channel c.
 func (w *walk) stamp(c, i int) {
-	if b := w.take(c, abi.ReleaseWords); b != nil {
+	if w.d.sub {
+		if w.cur[c].prev != prevIdle {
+			w.wfi(c)
+		}
+		if b := w.take(c, abi.ReleaseWords); b != nil {
+			m := w.d.prof.mem.Load()
+			w.done(c, abi.SubcontextReleaseStamp(b, w.d.gen, slotGPU(m, w.s.Value, i), w.s.Value), abi.ReleaseWords)
+		}
+	} else if b := w.take(c, abi.ReleaseWords); b != nil {
 		m := w.d.prof.mem.Load()
 		w.done(c, abi.ReleaseStamp(b, w.d.gen, slotGPU(m, w.s.Value, i), w.s.Value), abi.ReleaseWords)
 	}

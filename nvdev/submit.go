@@ -517,6 +517,10 @@ func (w *walk) done(c int, b []uint32, n uint64) {
 // acquire holds channel c until the word at addr holds v.
 func (w *walk) acquire(c int, addr, v uint64) {
 	if b := w.take(c, abi.AcquireWords); b != nil {
+		if w.d.sub {
+			w.done(c, abi.AcquireYield(b, w.d.gen, addr, v), abi.AcquireWords)
+			return
+		}
 		w.done(c, abi.Acquire(b, w.d.gen, addr, v), abi.AcquireWords)
 	}
 }
@@ -537,6 +541,10 @@ func (w *walk) barrier(c int, next uint8) {
 
 func (w *walk) wfi(c int) {
 	if b := w.take(c, wfiWords); b != nil {
+		if w.d.sub {
+			w.done(c, abi.WaitForIdleSubcontext(b), wfiWords)
+			return
+		}
 		w.done(c, abi.WaitForIdle(b), wfiWords)
 	}
 }
@@ -571,7 +579,16 @@ func (w *walk) flushIfCopied(c int) {
 func (w *walk) release(c int, addr, v uint64) {
 	cur := &w.cur[c]
 	w.flushIfCopied(c)
-	if b := w.take(c, abi.ReleaseWords); b != nil {
+	if w.d.sub {
+		// A wait for idle of the subcontext alone, where work ran since
+		// the last, so that the release waits for no other timeline's.
+		if cur.prev != prevIdle {
+			w.wfi(c)
+		}
+		if b := w.take(c, abi.ReleaseWords); b != nil {
+			w.done(c, abi.SubcontextRelease(b, w.d.gen, addr, v), abi.ReleaseWords)
+		}
+	} else if b := w.take(c, abi.ReleaseWords); b != nil {
 		w.done(c, abi.Release(b, w.d.gen, addr, v), abi.ReleaseWords)
 	}
 	cur.prev = prevIdle

@@ -35,4 +35,5 @@ func init() {
 		},
 		exclusive: true,
 	}
+	timelineOpeners["cuda"] = cudadev.Timeline
 }

@@ -111,6 +111,13 @@ func (s spec) opener() (device.Opener, error) {
 	if err != nil {
 		return device.Opener{}, &unavailableError{s, err}
 	}
+	if s.Timeline > 0 {
+		mk := timelineOpeners[s.Driver]
+		if mk == nil {
+			return device.Opener{}, &unavailableError{s, errors.New("the driver opens one timeline of a device")}
+		}
+		op = mk(s.Index, s.Timeline)
+	}
 	return op, nil
 }
 

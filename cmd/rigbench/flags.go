@@ -36,6 +36,9 @@ type config struct {
 	// "pipeline".
 	Baseline string
 	Rounds   int
+	// Timelines is the timelines opened of each device (timelines.go); 0
+	// or 1 opens the device alone.
+	Timelines int
 }
 
 // usageError is a bad command line: rigbench says why and exits with 2.
@@ -93,6 +96,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.Compare, "compare", false, "run the same workload through a baseline too (-baseline says which), and print rig's figures over its figures")
 	fs.StringVar(&c.Baseline, "baseline", "auto", "with -compare, the baseline: driver (the workload driven straight through the device's driver, no rig core between), "+
 		"pipeline (a bare goroutine pipeline, the host driver's only), or auto (pipeline on the host driver, driver on the GPU drivers)")
+	fs.IntVar(&c.Timelines, "timelines", 0, "K timelines of each device: its timelines 1 to K-1 open beside it as devices of their own, each with -c submitters, and the report adds each one's figures; 0 or 1 for the device alone")
 	fs.IntVar(&c.Rounds, "rounds", 5, "with -compare, the rounds that alternate rig and the baseline, each a share of -duration or -n, so that both meet the machine's other load alike")
 
 	if err := fs.Parse(args); err != nil {
@@ -137,6 +141,8 @@ func (c *config) check(set map[string]bool) error {
 		return usagef("-n %d: want a count of 0 or more", c.N)
 	case c.Timeout <= 0:
 		return usagef("-timeout %v: want a positive duration", c.Timeout)
+	case c.Timelines < 0 || c.Timelines > maxTimelines:
+		return usagef("-timelines %d: want 0 to %d timelines", c.Timelines, maxTimelines)
 	case c.Rounds < 1 || c.Rounds > 1000:
 		return usagef("-rounds %d: want 1 to 1000 rounds", c.Rounds)
 	case c.Baseline != "auto" && c.Baseline != "driver" && c.Baseline != "pipeline":
@@ -180,17 +186,23 @@ usage: rigbench [flags]
 	}
 }
 
-// spec is a device as -device names it: a driver and an index.
+// spec is a device as -device names it: a driver and an index, and the
+// timeline -timelines opens of it.
 type spec struct {
-	Driver string // "host", "cuda" or "nv"
-	Index  int
+	Driver   string // "host", "cuda" or "nv"
+	Index    int
+	Timeline int
 }
 
 func (s spec) String() string {
+	name := fmt.Sprintf("%s:%d", s.Driver, s.Index)
 	if s.Driver == "host" && s.Index == 0 {
-		return "host"
+		name = "host"
 	}
-	return fmt.Sprintf("%s:%d", s.Driver, s.Index)
+	if s.Timeline > 0 {
+		name = fmt.Sprintf("%s/%d", name, s.Timeline)
+	}
+	return name
 }
 
 // parseSpec parses host, host:N, cuda:N or nv:N.

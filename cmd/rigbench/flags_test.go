@@ -28,9 +28,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-n", "100"}, with(func(c *config) { c.N, c.Duration = 100, 0 })},
 		{[]string{"-n", "100", "-duration", "2s"}, with(func(c *config) { c.N, c.Duration = 100, 2*time.Second })},
 		{[]string{"-duration", "0"}, with(func(c *config) { c.Duration = 0 })},
-		{[]string{"-device", "host"}, with(func(c *config) { c.Devices = []spec{{"host", 0}} })},
+		{[]string{"-device", "host"}, with(func(c *config) { c.Devices = []spec{{Driver: "host"}} })},
 		{[]string{"-device", "host:1,cuda:2", "-device", "nv:0"}, with(func(c *config) {
-			c.Devices = []spec{{"host", 1}, {"cuda", 2}, {"nv", 0}}
+			c.Devices = []spec{{Driver: "host", Index: 1}, {Driver: "cuda", Index: 2}, {Driver: "nv"}}
 		})},
 		{[]string{"-workload", "d2d", "-size", "64KiB"}, with(func(c *config) { c.Workload, c.Size = "d2d", 64<<10 })},
 		{[]string{"-workload", "fill", "-size", "3M"}, with(func(c *config) { c.Workload, c.Size = "fill", 3<<20 })},

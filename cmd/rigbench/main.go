@@ -12,6 +12,7 @@
 //	go run ./cmd/rigbench -device host -device host:1 -workload mixed -compare
 //	go run ./cmd/rigbench -device cuda:0 -workload d2d -compare    # rig over cudadev alone
 //	go run ./cmd/rigbench -device host -c 10,100,1000,10000 -depth 1 -duration 2s
+//	go run ./cmd/rigbench -device nv:0 -timelines 4 -c 16          # 4 timelines of GPU 0, 16 submitters each
 //
 // -c takes a count of submitting goroutines, or a list of them: the run
 // measures each level in turn on the same devices, and prints a line for
@@ -21,7 +22,10 @@
 // (cudadev, through libcuda) and nv:N (nvdev, through NVIDIA's kernel
 // driver). The default device is the first GPU that opens, through cudadev
 // and then nvdev, and the host driver's otherwise, with a note of why no
-// GPU opened.
+// GPU opened. -timelines K opens beside each device its timelines 1 to
+// K-1 (nv:0/1 …), devices of their own on the same GPU, runs the workload
+// on each with -c submitters, and reports each device's figures beside
+// the aggregate.
 //
 // With -rate the run is open loop: each submission has an intended send
 // time, and its latency counts from that time, so that a stall of the
@@ -95,6 +99,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	devs, notes, err := openDevices(context.Background(), cfg.Devices)
+	if err == nil {
+		if devs, err = openTimelines(context.Background(), devs, cfg.Timelines); err != nil {
+			closeDevices(devs)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
 		return 2
@@ -175,6 +184,8 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
 		return nil, 1
 	}
+	per := newPerDevice()
+	lanes = per.wrap(lanes, cfg.Depth)
 	rs := &rigSide{
 		lanes: lanes,
 		close: func() error { return closeDevicesWithin(e.devs, cfg.Timeout) },
@@ -195,7 +206,8 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 				}
 			}
 			e.funcs = nil
-			return wl.lanes(e)
+			ls, err := wl.lanes(e)
+			return per.wrap(ls, cfg.Depth), err
 		},
 	}
 
@@ -218,6 +230,7 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 	rr := runRounds(ctx, cfg, rs, base, stderr)
 	m, bm := rr.m, rr.bm
 	rep.Rig = result("rig", m)
+	rep.PerDevice = per.results(m)
 	if m.errors > 0 {
 		code = 1
 	}

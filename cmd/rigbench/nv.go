@@ -32,4 +32,5 @@ func init() {
 			return kernelsNV90, nil
 		},
 	}
+	timelineOpeners["nv"] = nvdev.Timeline
 }

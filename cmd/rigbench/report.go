@@ -25,6 +25,9 @@ type Report struct {
 	Devices  []DeviceFacts `json:"devices"`
 	// Rig is the run through rig.
 	Rig Result `json:"rig"`
+	// PerDevice is each device's part of Rig, where the run had several
+	// (timelines.go).
+	PerDevice []DeviceResult `json:"per_device,omitempty"`
 	// Baseline is the same workload through plain Go, with -compare where
 	// one exists; BaselineNote says what it is, or why there is none.
 	Baseline     *Result `json:"baseline,omitempty"`
@@ -207,6 +210,7 @@ func (r *Report) writeText(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	writeResult(&b, &r.Rig)
+	writeDeviceResults(&b, r.PerDevice)
 	if r.Baseline != nil {
 		writeResult(&b, r.Baseline)
 	}

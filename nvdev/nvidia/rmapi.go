@@ -142,6 +142,22 @@ func (m *RM) Schedule(group Handle, p *ScheduleParams) error {
 	return asFault(controlOf(m.r, group, CtrlChannelGroupSchedule, p))
 }
 
+// ScheduleChannel schedules the channel channel as p says
+// (NVA06F_CTRL_CMD_GPFIFO_SCHEDULE): a channel that joins a channel group
+// the RM already schedules, which the group's schedule did not cover.
+func (m *RM) ScheduleChannel(channel Handle, p *ScheduleParams) error {
+	return asFault(controlOf(m.r, channel, CtrlChannelSchedule, p))
+}
+
+// Disown forgets object, made through Alloc, without freeing it: the
+// path's Stop leaves it, and the caller frees it (Free, through any path
+// of the client). The objects under it stay the path's.
+func (m *RM) Disown(object Handle) {
+	m.mu.Lock()
+	delete(m.objs, object)
+	m.mu.Unlock()
+}
+
 // Boost raises the clocks of the GPU of subdevice to their maximum, at
 // CUDA's high priority, with no end (NV2080_CTRL_CMD_PERF_BOOST with
 // BOOST_TO_MAX, CUDA_YES and CUDA_PRIORITY_HIGH, for DURATION_INFINITE).

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	"github.com/rig-go/rig/profile"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// Timelines: -timelines K opens, beside each device the run names (or the
+// default device), its timelines 1 to K-1, devices of their own on the
+// same GPU (cudadev.Timeline, nvdev.Timeline; for the host driver, more
+// host devices), and runs the workload on each with -c submitters. The
+// report gives the aggregate and each device's figures.
+
+// maxTimelines bounds -timelines.
+const maxTimelines = 64
+
+// timelineOpeners make the opener of timeline k > 0 of device i, by
+// driver; the GPU drivers add theirs from their files.
+var timelineOpeners = map[string]func(i, k int) device.Opener{
+	"host": func(i, k int) device.Opener {
+		return hostdev.Open(hostdev.Config{Name: spec{Driver: "host", Index: i, Timeline: k}.String()})
+	},
+}
+
+// openTimelines opens, after each device of devs, its timelines 1 to k-1,
+// and returns all of them; on error it closes those it opened.
+func openTimelines(ctx context.Context, devs []opened, k int) ([]opened, error) {
+	if k <= 1 {
+		return devs, nil
+	}
+	var out []opened
+	for _, o := range devs {
+		out = append(out, o)
+		for t := 1; t < k; t++ {
+			s := o.spec
+			s.Timeline = t
+			d, err := openSpec(ctx, s)
+			if err != nil {
+				for _, x := range out {
+					if x.spec.Timeline > 0 {
+						closeDevices([]opened{x})
+					}
+				}
+				return nil, err
+			}
+			out = append(out, opened{s, d})
+		}
+	}
+	return out, nil
+}
+
+// perDeviceStats counts, for each device, the submissions whose point was
+// reached and their latency from the call of submit, through lanes it
+// wraps.
+type perDeviceStats struct {
+	mu    sync.Mutex
+	order []string
+	devs  map[string]*deviceStats
+}
+
+type deviceStats struct {
+	done atomic.Int64
+	lat  *latency
+}
+
+func newPerDevice() *perDeviceStats { return &perDeviceStats{devs: map[string]*deviceStats{}} }
+
+// wrap returns lanes that count into p. Each lane's submitter stamps the
+// time of its call of submit into a ring that the lane's waiter reads in
+// order: bench hands each submission from the one to the other through a
+// channel, after submit returns, so the ring needs no lock.
+func (p *perDeviceStats) wrap(lanes []lane[rig.Point], depth int) []lane[rig.Point] {
+	out := make([]lane[rig.Point], len(lanes))
+	for i, l := range lanes {
+		p.mu.Lock()
+		st := p.devs[l.device]
+		if st == nil {
+			st = &deviceStats{lat: newLatency()}
+			p.devs[l.device] = st
+			p.order = append(p.order, l.device)
+		}
+		p.mu.Unlock()
+		ring := make([]int64, depth+2)
+		var head, tail int
+		submit, wait := l.submit, l.wait
+		l.submit = func(ctx context.Context) (rig.Point, int64, error) {
+			t0 := mono()
+			pt, n, err := submit(ctx)
+			if err == nil {
+				ring[head%len(ring)] = t0
+				head++
+			}
+			return pt, n, err
+		}
+		l.wait = func(ctx context.Context, pt rig.Point) error {
+			t0 := ring[tail%len(ring)]
+			tail++
+			err := wait(ctx, pt)
+			if err == nil {
+				st.lat.record(i, mono()-t0)
+				st.done.Add(1)
+			}
+			return err
+		}
+		out[i] = l
+	}
+	return out
+}
+
+// DeviceResult is one device's part of a run of several.
+type DeviceResult struct {
+	Device      string  `json:"device"`
+	Submissions int64   `json:"submissions"`
+	PerSecond   float64 `json:"submissions_per_s"`
+	// Latency is from the call of submit to the reached point, also with
+	// -rate.
+	Latency Latency `json:"latency"`
+}
+
+// results returns each device's figures over the run's elapsed time, or
+// nil for one device.
+func (p *perDeviceStats) results(m *measure) []DeviceResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.order) < 2 {
+		return nil
+	}
+	var out []DeviceResult
+	for _, name := range p.order {
+		st := p.devs[name]
+		r := DeviceResult{Device: name, Submissions: st.done.Load(), Latency: summarize(st.lat.merged())}
+		if s := m.elapsed.Seconds(); s > 0 {
+			r.PerSecond = float64(r.Submissions) / s
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// writeDeviceResults writes each device's figures.
+func writeDeviceResults(b *strings.Builder, rs []DeviceResult) {
+	for _, r := range rs {
+		fmt.Fprintf(b, "  %s: %s submissions, %s/s", r.Device, count(float64(r.Submissions)), count(r.PerSecond))
+		if l := r.Latency; l.Count > 0 {
+			fmt.Fprintf(b, ", latency from submit p50 %s  p99 %s  max %s", profile.Nanos(l.P50), profile.Nanos(l.P99), profile.Nanos(l.Max))
+		}
+		b.WriteString("\n")
+	}
+}

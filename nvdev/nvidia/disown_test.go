@@ -1,0 +1,38 @@
+package nvidia
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// TestRMDisown checks that a disowned channel group leaves the objects
+// the path frees at its stop, while the channels under it stay the
+// path's; and that ScheduleChannel sends NVA06F_CTRL_CMD_GPFIFO_SCHEDULE
+// to the channel.
+func TestRMDisown(t *testing.T) {
+	f := newFakeRM(t)
+	var sink faultSink
+	m := newRM(f.conn(&sink), Release)
+	dev, _ := m.Alloc(m.Client(), ClassDevice, Bytes(&DeviceAllocParams{}))
+	tsg, err := m.Alloc(dev, ClassChannelGroup, Bytes(&ChannelGroupAllocParams{EngineType: EngineGraphics}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch1, _ := m.Alloc(tsg, 0xc86f, Bytes(&ChannelAllocParams{}))
+	ch2, _ := m.Alloc(tsg, 0xc86f, Bytes(&ChannelAllocParams{}))
+	m.Disown(tsg)
+	got := m.made(ClassChannelGroup, 0xc86f)
+	slices.Sort(got)
+	if want := []Handle{ch1, ch2}; !slices.Equal(got, want) {
+		t.Errorf("made after the group's disowning: %x, want its channels %x", got, want)
+	}
+	f.calls = nil
+	err = m.ScheduleChannel(ch1, &ScheduleParams{Enable: 1})
+	if len(f.calls) != 1 || f.calls[0] != CtrlChannelSchedule || f.lastLen != 3 {
+		t.Errorf("ScheduleChannel sent %x of %d bytes", f.calls, f.lastLen)
+	}
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("the fake's refusal answered %v", err)
+	}
+}

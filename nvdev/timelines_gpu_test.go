@@ -1,0 +1,288 @@
+package nvdev
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// The GPU tests of several timelines of one GPU (RIG_GPU=1). The test
+// cubin has no kernel that reads a clock, so concurrency shows in how long
+// a short kernel of one timeline takes while a kernel of the other spins:
+// a few microseconds where the compute engine runs the two side by side,
+// a timeslice or more where the scheduler takes turns.
+
+// groupModes are the two ways of placing timelines: subcontexts of one
+// channel group (the default), and channel groups of their own.
+var groupModes = []struct {
+	name string
+	own  bool
+}{{"subcontexts", false}, {"own groups", true}}
+
+// twoTimelines opens timelines 0 and 1 of GPU 0 through rig.
+func twoTimelines(t *testing.T, own bool) (a, b *rig.Device) {
+	t.Helper()
+	a = openNamed(t, Name(0, 0), Config{OwnGroup: own})
+	b = openNamed(t, Name(0, 1), Config{Timeline: 1, OwnGroup: own})
+	if fa, fb := a.Facts().FaultDomain, b.Facts().FaultDomain; own != (fa == "") || fa != fb {
+		t.Fatalf("fault domains %q and %q", fa, fb)
+	}
+	return a, b
+}
+
+// flagWord is the 64-bit word at the start of b, for atomic access.
+func flagWord(b *rig.Buffer) *uint64 { return (*uint64)(unsafe.Pointer(&b.Bytes()[0])) }
+
+// TestGPUTimelinesShortBesideLong runs, 20 times, a kernel of one group
+// (store64) on timeline 1 while a kernel of 8 groups spins on timeline 0
+// until the host lets it end: the short kernel completes while the long
+// one runs, in each placement, and the test logs how long it took, from
+// submit to its point reached and on the GPU's own clock (its profile
+// span). The subcontexts are the default where they take microseconds
+// and the own groups a timeslice.
+func TestGPUTimelinesShortBesideLong(t *testing.T) {
+	needGPU(t)
+	for _, m := range groupModes {
+		t.Run(m.name, func(t *testing.T) {
+			a, b := twoTimelines(t, m.own)
+			spin := resolve(t, a, "spin_until")[0]
+			store := resolve(t, b, "store64")[0]
+			flag := allocBuf(t, a, device.Pinned, 4096)
+			dst := allocBuf(t, b, device.Pinned, 4096)
+			defer atomic.StoreUint64(flagWord(flag), 1)
+			long, err := rig.NewSubmission(a, rig.Launch(spin, 8, rig.Read(0, 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			short, err := rig.NewSubmission(b, rig.Launch(store, 16, rig.Write(0, 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.SetTimed(true)
+			var host, gpu []time.Duration
+			for i := 1; i <= 20; i++ {
+				atomic.StoreUint64(flagWord(flag), 0)
+				r := long.Take()
+				r.Groups(0, 8, 1, 1)
+				r.Threads(0, 32, 1, 1)
+				pa, err := r.Submit(bg, flag)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(2 * time.Millisecond) // the long kernel runs
+				r = short.Take()
+				binary.LittleEndian.PutUint64(r.Params(0)[8:], uint64(i))
+				t0 := time.Now()
+				pb, err := r.Submit(bg, dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+				err = pb.Wait(ctx)
+				cancel()
+				if err != nil {
+					t.Fatalf("round %d: the short kernel did not complete while the long one spun: %v", i, err)
+				}
+				host = append(host, time.Since(t0))
+				if pa.Reached() {
+					t.Fatalf("round %d: the long kernel ended before the host let it", i)
+				}
+				if got := binary.LittleEndian.Uint64(dst.Bytes()); got != uint64(i) {
+					t.Fatalf("round %d: the short kernel wrote %d", i, got)
+				}
+				atomic.StoreUint64(flagWord(flag), 1)
+				ctx, cancel = context.WithTimeout(bg, 5*time.Second)
+				err = pa.Wait(ctx)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				stamps, err := b.Settle(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range stamps {
+					if s.Value == pb.Value() {
+						gpu = append(gpu, time.Duration(s.End-s.Start))
+					}
+				}
+			}
+			med := func(ds []time.Duration) time.Duration {
+				if len(ds) == 0 {
+					return 0
+				}
+				sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+				return ds[len(ds)/2]
+			}
+			t.Logf("%s: a one-group kernel on %s beside a spinning kernel on %s: submit to reached %v median (max %v), its span on the GPU %v median, of %d",
+				m.name, b.Name(), a.Name(), med(host), host[len(host)-1], med(gpu), len(host))
+		})
+	}
+	noCUDA(t)
+}
+
+// TestGPUTimelinesOverlap runs a kernel of 8 groups on each of two
+// timelines that spins until the host sets one flag, 20 ms after both
+// were submitted: their profile spans overlap, and the pair takes about
+// 20 ms, not 40.
+func TestGPUTimelinesOverlap(t *testing.T) {
+	needGPU(t)
+	a, b := twoTimelines(t, false)
+	flag := allocBuf(t, a, device.Pinned, 4096)
+	defer atomic.StoreUint64(flagWord(flag), 1)
+	const hold = 20 * time.Millisecond
+	var ps [2]rig.Point
+	t0 := time.Now()
+	for i, dev := range []*rig.Device{a, b} {
+		dev.SetTimed(true)
+		s, err := rig.NewSubmission(dev, rig.Launch(resolve(t, dev, "spin_until")[0], 8, rig.Read(0, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := s.Take()
+		r.Groups(0, 8, 1, 1)
+		r.Threads(0, 32, 1, 1)
+		if ps[i], err = r.Submit(bg, flag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(hold)
+	atomic.StoreUint64(flagWord(flag), 1)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	if err := rig.WaitAll(ctx, ps[0], ps[1]); err != nil {
+		t.Fatal(err)
+	}
+	wall := time.Since(t0)
+	var spans [2]device.Stamp
+	for i, dev := range []*rig.Device{a, b} {
+		stamps, err := dev.Settle(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stamps {
+			if s.Value == ps[i].Value() {
+				spans[i] = s
+			}
+		}
+		if spans[i].End == 0 {
+			t.Fatalf("%s: no stamp of value %d", dev.Name(), ps[i].Value())
+		}
+	}
+	t.Logf("wall %v; spans %v and %v, overlapping %v", wall, time.Duration(spans[0].End-spans[0].Start),
+		time.Duration(spans[1].End-spans[1].Start), time.Duration(min(spans[0].End, spans[1].End)-max(spans[0].Start, spans[1].Start)))
+	if !(spans[0].Start < spans[1].End && spans[1].Start < spans[0].End) {
+		t.Errorf("the spans do not overlap: %+v, %+v", spans[0], spans[1])
+	}
+	if wall >= 2*hold {
+		t.Errorf("the pair took %v", wall)
+	}
+	noCUDA(t)
+}
+
+// TestGPUTimelinesShared shares Device memory of timeline 0 with timeline
+// 1 at its own address, and orders their work by its hazards on the GPU:
+// timeline 1's submission returns while timeline 0's work it waits for is
+// held back, and runs after it.
+func TestGPUTimelinesShared(t *testing.T) {
+	needGPU(t)
+	a, b := twoTimelines(t, false)
+	const n = 1 << 16
+	x := allocBuf(t, a, device.Device, 4*n)
+	host := allocBuf(t, a, device.Pinned, 4*n)
+	flag := allocBuf(t, a, device.Pinned, 4096)
+	defer atomic.StoreUint64(flagWord(flag), 1)
+	for i := 0; i < n; i++ {
+		putF32(host.Bytes(), i, float32(i))
+	}
+	spin := resolve(t, a, "spin_until")[0]
+	twice := resolve(t, b, "twice")[0]
+	s, err := rig.NewSubmission(a, rig.Launch(spin, 8, rig.Read(0, 0)), rig.Copy(1, 0, 2, 0, 4*n).On(0).After(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := s.Take().Submit(bg, flag, host, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = rig.NewSubmission(b, rig.Launch(twice, 8, rig.ReadWrite(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Take()
+	r.Groups(0, n/256, 1, 1)
+	r.Threads(0, 256, 1, 1)
+	pb, err := r.Submit(bg, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa.Reached() {
+		t.Fatal("timeline 0's work ended before the host let it")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if pb.Reached() {
+		t.Fatal("timeline 1's work ran before timeline 0's work it waits for")
+	}
+	atomic.StoreUint64(flagWord(flag), 1)
+	submitWait(t, a, 10*time.Second, []rig.Part{rig.Copy(0, 0, 1, 0, 4*n)}, x, host)
+	if !pb.Reached() {
+		t.Fatal("timeline 0's copy after timeline 1's write completed first")
+	}
+	for i := 0; i < n; i += 97 {
+		if got := f32(host.Bytes(), i); got != 2*float32(i) {
+			t.Fatalf("x[%d] = %v, want %v", i, got, 2*float32(i))
+		}
+	}
+	noCUDA(t)
+}
+
+// TestGPUTimelinesFault faults timeline 1: timeline 0, of the same group,
+// is lost with it; with groups of their own, it runs on. The GPU opens
+// again after.
+func TestGPUTimelinesFault(t *testing.T) {
+	needGPU(t)
+	for _, m := range groupModes {
+		t.Run(m.name, func(t *testing.T) {
+			a := openNamed(t, Name(0, 0), Config{OwnGroup: m.own, HangMs: 10000})
+			b := openNamed(t, Name(0, 1), Config{Timeline: 1, OwnGroup: m.own, HangMs: 10000})
+			fn := resolve(t, b, "fault_illegal_address")[0]
+			s, err := rig.NewSubmission(b, rig.Launch(fn, fn.Params(), rig.Write(0, 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+			defer cancel()
+			p, err := s.Take().Submit(ctx, allocBuf(t, b, device.Pinned, 4096))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Wait(ctx); !errors.Is(err, rig.ErrLost) {
+				t.Fatalf("the fault answered %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			s, err = rig.NewSubmission(a, rig.FillBytes(0, 0, 8, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pa, err := s.Take().Submit(ctx, allocBuf(t, a, device.Pinned, 4096))
+			if err == nil {
+				err = pa.Wait(ctx)
+			}
+			t.Logf("%s: timeline 0 after timeline 1's fault: %v", m.name, err)
+			if lost := errors.Is(err, rig.ErrLost); lost == m.own {
+				t.Fatalf("%s: timeline 0 lost %v after timeline 1's fault: %v", m.name, lost, err)
+			}
+		})
+	}
+	again := openNamed(t, Name(0, 0), Config{})
+	example(t, again)
+	noCUDA(t)
+}
