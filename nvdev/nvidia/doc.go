@@ -57,7 +57,10 @@
 //
 //   - host-visible: a reservation of 512 GiB of the host's addresses
 //     (PROT_NONE, MAP_NORESERVE, MAP_FIXED_NOREPLACE) from 64 GiB up, below
-//     Go's heap at 0xc000000000 and below the windows at 2^40 - 8 GiB.
+//     the windows at 2^40 - 8 GiB, around whatever the process has mapped
+//     there: Go (from 1.26) places its heap at a random address, which may
+//     lie in that range; where no 512 GiB are free, the longest half,
+//     quarter and so on that fits, down to 64 GiB.
 //     Pinned memory is anonymous shared memory mapped into it, which the RM
 //     pins (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR); Mapped memory is vidmem whose
 //     BAR1 mapping is placed into it (RM_MAP_MEMORY then mmap with

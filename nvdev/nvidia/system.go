@@ -33,6 +33,7 @@ type system struct {
 	mu       sync.Mutex // guards what follows
 	refs     int        // open paths
 	hostRes  uintptr    // the host-visible reservation's start, 0 if none yet
+	hostLen  uint64     // its length
 	host     *pool      // host-visible addresses, within the reservation
 	dev      *pool      // Device memory's addresses
 	identity spanSet    // host ranges the GPU maps at their own addresses
@@ -165,7 +166,7 @@ func (s *system) close() error {
 		}
 	}
 	if s.hostRes != 0 {
-		errs = append(errs, munmap(s.hostRes, hostSize))
+		errs = append(errs, munmap(s.hostRes, s.hostLen))
 		s.hostRes = 0
 	}
 	return errors.Join(errs...)
@@ -175,12 +176,12 @@ func (s *system) close() error {
 // The caller holds s.mu.
 func (s *system) hostPool() (*pool, error) {
 	if s.host == nil {
-		a, err := reserveHost()
+		a, n, err := reserveHost()
 		if err != nil {
 			return nil, err
 		}
-		s.hostRes = a
-		s.host = newPool(uint64(a), hostSize)
+		s.hostRes, s.hostLen = a, n
+		s.host = newPool(uint64(a), n)
 	}
 	return s.host, nil
 }
@@ -188,7 +189,7 @@ func (s *system) hostPool() (*pool, error) {
 // reserved reports whether s overlaps the host-visible reservation. The
 // caller holds s.mu.
 func (s *system) reserved(r span) bool {
-	return s.hostRes != 0 && r.overlaps(span{uint64(s.hostRes), hostSize})
+	return s.hostRes != 0 && r.overlaps(span{uint64(s.hostRes), s.hostLen})
 }
 
 // nameHandle is a new handle of the package's own naming, for objects whose

@@ -14,16 +14,19 @@ const (
 	// 2^40.
 	windows = 1<<40 - 8<<30
 
-	// hostBase and hostSize place the reservation of host-visible
-	// addresses: Pinned and Mapped memory, host memory the path maps at an
-	// address of its own, and the ranges UVM maps channels' buffers in.
-	// The reservation lies below Go's heap (0xc000000000 on amd64) and
-	// below windows. Open moves it up by hostStep while the kernel has
-	// something mapped there.
+	// hostBase, hostSize, hostMin and hostTop place the reservation of
+	// host-visible addresses: Pinned and Mapped memory, host memory the
+	// path maps at an address of its own, and the ranges UVM maps
+	// channels' buffers in. It lies between hostBase and the windows, and
+	// is hostSize long where the host has room, or the longest half of it
+	// that fits, down to hostMin: Go places its heap at a random address
+	// (from Go 1.26), which may lie there. Open tries places hostStep
+	// apart.
 	hostBase = 0x10_0000_0000 // 64 GiB
 	hostSize = 0x80_0000_0000 // 512 GiB
-	hostStep = 0x10_0000_0000 // 64 GiB
-	hostTop  = 0xc0_0000_0000 // Go's heap starts here
+	hostMin  = 0x10_0000_0000 // 64 GiB
+	hostStep = 0x4_0000_0000  // 16 GiB
+	hostTop  = windows
 
 	// deviceBase and deviceSize place Device memory, which the host never
 	// addresses: from 2^40, past windows, to 2^47. The host reserves
@@ -145,18 +148,22 @@ func (t *spanSet) remove(s span) {
 // an unsafe.Pointer. The collector ignores such pointers.
 func ptrAt(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
 
-// reserveHost reserves the host-visible addresses at the first free place
-// from hostBase, and answers its start.
-func reserveHost() (uintptr, error) {
+// reserveHost reserves the host-visible addresses: hostSize bytes at the
+// first free place from hostBase, or where no such place is free, the
+// longest half, quarter and so on down to hostMin. It returns the start
+// and the size.
+func reserveHost() (uintptr, uint64, error) {
 	var last error
-	for a := uint64(hostBase); a+hostSize <= hostTop; a += hostStep {
-		err := reserve(uintptr(a), hostSize)
-		if err == nil {
-			return uintptr(a), nil
+	for size := uint64(hostSize); size >= hostMin; size /= 2 {
+		for a := uint64(hostBase); a+size <= hostTop; a += hostStep {
+			err := reserve(uintptr(a), size)
+			if err == nil {
+				return uintptr(a), size, nil
+			}
+			last = err
 		}
-		last = err
 	}
-	return 0, fmt.Errorf("nvidia: no room for %d GiB of host-visible addresses below 0x%x: %w", hostSize>>30, hostTop, last)
+	return 0, 0, fmt.Errorf("nvidia: no room for %d GiB of host-visible addresses between 0x%x and 0x%x: %w", hostMin>>30, hostBase, hostTop, last)
 }
 
 // roundUp rounds n up to a multiple of align, a power of two.

@@ -124,7 +124,7 @@ func TestSpanSet(t *testing.T) {
 }
 
 func TestLayout(t *testing.T) {
-	if hostBase+hostSize > hostTop || hostTop > windows {
+	if hostBase+hostSize > hostTop || hostTop > windows || hostMin > hostSize {
 		t.Error("the host-visible reservation reaches Go's heap or the windows")
 	}
 	if deviceBase < 1<<40 {
@@ -139,12 +139,12 @@ func TestLayout(t *testing.T) {
 // fails, and a mapping over it can be taken back to a reservation.
 func TestReserve(t *testing.T) {
 	const size = 1 << 30
-	a, err := reserveHost()
+	a, n, err := reserveHost()
 	if err != nil {
 		t.Skipf("no reservation possible here: %v", err)
 	}
-	defer munmap(a, hostSize)
-	if a < hostBase || uint64(a)+hostSize > hostTop {
+	defer munmap(a, n)
+	if a < hostBase || uint64(a)+n > hostTop || n != hostSize {
 		t.Errorf("reservation at 0x%x", a)
 	}
 	if err := reserve(a, size); !errors.Is(err, unix.EEXIST) {
@@ -230,5 +230,38 @@ func TestListGPUs(t *testing.T) {
 	}
 	if _, err := ListGPUs(filepath.Join(dir, "missing")); err == nil {
 		t.Error("a missing directory listed")
+	}
+}
+
+// TestReserveAroundHeap: Go may place its heap anywhere, also among the
+// host-visible addresses; the reservation goes around what is mapped there,
+// and shrinks where no place of hostSize is left.
+func TestReserveAroundHeap(t *testing.T) {
+	block := func(a, size uint64) {
+		t.Helper()
+		if err := reserve(uintptr(a), size); err != nil {
+			t.Skipf("cannot map a stand-in for the heap at 0x%x: %v", a, err)
+		}
+		t.Cleanup(func() { _ = munmap(uintptr(a), size) })
+	}
+	// A heap at 300 GiB: 512 GiB fit after it.
+	block(300<<30, 100<<30)
+	a, n, err := reserveHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != hostSize || a < 400<<30 || uint64(a)+n > hostTop {
+		t.Fatalf("reservation of %d GiB at %d GiB, beside a heap at 300 to 400 GiB", n>>30, a>>30)
+	}
+	_ = munmap(a, n)
+	// Another at 700 GiB: no 512 GiB place is left, 256 are.
+	block(700<<30, 16<<30)
+	a, n, err = reserveHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer munmap(a, n)
+	if n != hostSize/2 {
+		t.Fatalf("reservation of %d GiB at %d GiB with the heap at 300 and 700 GiB, want 256 GiB", n>>30, a>>30)
 	}
 }
