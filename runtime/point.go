@@ -103,6 +103,7 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	}
 	w := waiterPool.Get().(*waiter)
 	w.v, w.key, w.idx = v, v-d.base, -1
+	w.state.Store(waitSent)
 	if err := d.sup.box.Send(ctx, message{kind: msgRegister, w: w}); err != nil {
 		waiterPool.Put(w)
 		if errors.Is(err, mailbox.ErrClosed) {
@@ -121,9 +122,7 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 		waiterPool.Put(w)
 		return err
 	case <-ctx.Done():
-		// The supervisor may answer w before it takes the cancellation,
-		// so w is not reused.
-		_ = d.sup.box.Send(context.Background(), message{kind: msgCancel, w: w})
+		d.sup.cancel(w)
 		return ctx.Err()
 	}
 }
