@@ -71,9 +71,11 @@ var (
 )
 
 // Open opens a device with op and starts its supervisor. One device of a
-// name is open at a time: Open answers an error while a device of op's name
-// is open, or while a closed one's work still runs. Opening the name of a
-// lost device that was not closed closes it first.
+// name is open at a time: Open returns an error while a device of op's
+// name is open. Opening the name of a lost device that was not closed
+// closes it first; where a closed or lost device of the name has not yet
+// given back what it holds (its work still runs), Open waits for that
+// while ctx allows, and returns an error wrapping ctx's if it ends first.
 func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	if op.Make == nil {
 		return nil, fmt.Errorf("rig: open %q: the opener has no make", op.Name)
@@ -81,7 +83,7 @@ func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := reserveName(op.Name); err != nil {
+	if err := reserveName(ctx, op.Name); err != nil {
 		return nil, err
 	}
 	d, err := open(op)
@@ -104,7 +106,10 @@ func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	return d, nil
 }
 
-func reserveName(name string) error {
+// reserveName marks name as being opened, once no device of the name is
+// open: it closes a lost device of the name, and waits while ctx allows
+// for a closed one to give back what it holds.
+func reserveName(ctx context.Context, name string) error {
 	regMu.Lock()
 	defer regMu.Unlock()
 	for {
@@ -116,19 +121,28 @@ func reserveName(name string) error {
 			opening[name] = true
 			return nil
 		}
-		if old.loss.Load() != nil && !old.closing.Load() {
-			regMu.Unlock()
+		lost := old.loss.Load() != nil
+		if !lost && !old.closing.Load() {
+			return fmt.Errorf("rig: open %q: a device of that name is open", name)
+		}
+		regMu.Unlock()
+		if lost {
 			_ = old.Close()
-			regMu.Lock()
-			if names[name] == old {
-				return fmt.Errorf("rig: open %q: the lost device's work still runs", name)
+		}
+		var err error
+		select {
+		case <-old.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		regMu.Lock()
+		if err != nil && names[name] == old {
+			what := "closed"
+			if lost {
+				what = "lost"
 			}
-			continue
+			return fmt.Errorf("rig: open %q: the %s device's work still runs: %w", name, what, err)
 		}
-		if old.closing.Load() {
-			return fmt.Errorf("rig: open %q: the closed device's work still runs", name)
-		}
-		return fmt.Errorf("rig: open %q: a device of that name is open", name)
 	}
 }
 
