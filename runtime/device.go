@@ -246,9 +246,19 @@ func (d *Device) loseAt(cause string, f *device.Fault, reached uint64) *LostErro
 // answers the error the caller returns.
 func (d *Device) fault(err error) error {
 	if f, ok := device.AsFault(err); ok {
-		return d.lose(f.Why, f)
+		return d.loseAt(f.Why, f, faultReached(f, d.read()))
 	}
 	return err
+}
+
+// faultReached is the value a loss by fault f records: the word's value
+// that the fault states, or seen, a value the word held before the fault
+// was returned.
+func faultReached(f *device.Fault, seen uint64) uint64 {
+	if f.HasReached {
+		return f.Reached
+	}
+	return seen
 }
 
 // passedAnswer is the answer of a wait on v once the word passed v: nil,

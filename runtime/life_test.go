@@ -93,3 +93,34 @@ func TestOpenWaitsForRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestLossKeepsCompleted checks that a value that completed just before
+// the next one faulted is answered as reached, not lost: the loss records
+// what the word held at the fault, not before the supervisor's last sleep.
+func TestLossKeepsCompleted(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		d := host(t, hostdev.Config{})
+		s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8))
+		faulty := sub(t, d, rig.Launch(fn(t, d, "fault"), 0))
+		p, err := sleepRun(s, 5*time.Millisecond).Submit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := faulty.Take().Submit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Wait(context.Background()); err != nil {
+			t.Fatalf("run %d: the value before the fault, which completed, answered %v", i, err)
+		}
+		if !p.Reached() {
+			t.Fatalf("run %d: the value before the fault is not reached", i)
+		}
+		if err := q.Wait(context.Background()); !errors.Is(err, rig.ErrLost) {
+			t.Fatalf("run %d: the faulting value answered %v", i, err)
+		}
+		if q.Reached() {
+			t.Fatalf("run %d: the faulting value is reached", i)
+		}
+	}
+}

@@ -286,8 +286,10 @@ func (s *supervisor) run() {
 		if err := d.drv.Sleep(cur, still); err != nil {
 			if f, ok := device.AsFault(err); ok {
 				// The work of values past cur may have failed: the
-				// driver may raise the word past them after the fault.
-				d.loseAt(f.Why, f, cur)
+				// driver may raise the word past them once Sleep
+				// answered, so only the fault's own record of the word
+				// says more.
+				d.loseAt(f.Why, f, faultReached(f, cur))
 			}
 			continue
 		}
