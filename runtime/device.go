@@ -41,6 +41,11 @@ type Device struct {
 	loss    atomic.Pointer[LostError]
 	reaped  atomic.Bool
 	final   uint64 // the word's last value, once reaped
+	// stopped is set, after stopAt, once the supervisor is about to stop
+	// the driver: stopAt is then the value the word held before the stop,
+	// which raises it past the values it drops.
+	stopped atomic.Bool
+	stopAt  atomic.Uint64
 
 	budget   *reclaim.Budget
 	deferred reclaim.Deferred
@@ -262,10 +267,16 @@ func faultReached(f *device.Fault, seen uint64) uint64 {
 }
 
 // passedAnswer is the answer of a wait on v once the word passed v: nil,
-// or the loss where v lies past the value reached when it happened.
+// the loss where v lies past the value reached when it happened, or
+// ErrClosed where v lies past the value the word held when the device was
+// stopped. The word is read before it: a stop is recorded before the
+// driver's Stop raises the word.
 func (d *Device) passedAnswer(v uint64) error {
 	if le := d.loss.Load(); le != nil && !device.AtLeast(le.Reached, v) {
 		return le
+	}
+	if d.stopped.Load() && !device.AtLeast(d.stopAt.Load(), v) {
+		return ErrClosed
 	}
 	return nil
 }
@@ -296,9 +307,10 @@ func (d *Device) usable() error {
 	return nil
 }
 
-// Close stops the device: later calls answer ErrClosed, waiters whose
+// Close stops the device: later calls return ErrClosed, waiters whose
 // point is not reached are woken with ErrClosed, and the driver is stopped
-// without waiting for its work. The supervisor then gives back every
+// without waiting for its work. A point the word had not reached when the
+// driver stopped is never reached: its waits return ErrClosed. The supervisor then gives back every
 // buffer and image once the word reads the last value (Done). Close is safe
 // to call more than once, from any goroutine; each call answers the stop's
 // error.

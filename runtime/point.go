@@ -27,7 +27,7 @@ func (p Point) Device() *Device { return p.d }
 func (p Point) Value() uint64 { return p.v }
 
 // Reached reports whether the point is reached: its work completed, and
-// the device was not lost before it did. It reads the word: one atomic
+// the device was neither lost nor stopped by Close before it did. It reads the word: one atomic
 // load, or the driver's Signaled where it keeps its own word.
 func (p Point) Reached() bool {
 	return p.passed() && (p.d == nil || p.d.passedAnswer(p.v) == nil)
@@ -41,8 +41,10 @@ func (p Point) passed() bool {
 
 // Wait blocks until the point is reached, ctx ends, or the device is lost
 // or closed. It asks the device to commit up to the point's value first.
-// A cancelled wait answers ctx.Err() and leaves nothing registered; a lost
-// device's answer matches ErrLost and names the cause. A Wait on a reached
+// A cancelled wait returns ctx.Err() and leaves nothing registered; a lost
+// device's answer matches ErrLost and names the cause. A wait on work that
+// Close dropped, or that still ran when Close stopped the device, returns
+// ErrClosed, also after the device gave everything back. A Wait on a reached
 // point allocates nothing.
 func (p Point) Wait(ctx context.Context) error {
 	if p.passed() {

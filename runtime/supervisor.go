@@ -389,6 +389,7 @@ func (s *supervisor) close(reply chan error) {
 	if s.lost != nil {
 		fault = s.lost.Cause
 	}
+	d.recordStop()
 	err := d.drv.Stop(fault)
 	s.box.Close()
 	// Waiters that registered after the last drain are answered too.
@@ -408,6 +409,15 @@ func (s *supervisor) close(reply chan error) {
 	}
 	reply <- err
 	s.reap()
+}
+
+// recordStop records the value the word holds before the driver's Stop,
+// which drops the work not yet run and raises the word past it: a wait on
+// a later value then returns ErrClosed, not nil. Only the supervisor
+// calls it, once.
+func (d *Device) recordStop() {
+	d.stopAt.Store(d.read())
+	d.stopped.Store(true)
 }
 
 // reap waits until the word reads the last value, then frees every region
