@@ -15,7 +15,9 @@ import (
 //
 // A Device is safe for use by any goroutine. It lives from Open until Close;
 // Close stops the driver, and the supervisor then gives back every buffer
-// and image once the word reads the last value submitted.
+// and image once the word reads the last value submitted and no work of
+// another device that uses one of its buffers can run (that work ended, or
+// its device was stopped).
 type Device struct {
 	name  string
 	drv   device.Driver
@@ -310,9 +312,11 @@ func (d *Device) usable() error {
 // Close stops the device: later calls return ErrClosed, waiters whose
 // point is not reached are woken with ErrClosed, and the driver is stopped
 // without waiting for its work. A point the word had not reached when the
-// driver stopped is never reached: its waits return ErrClosed. The supervisor then gives back every
-// buffer and image once the word reads the last value (Done). Close is safe
-// to call more than once, from any goroutine; each call answers the stop's
+// driver stopped is never reached: its waits return ErrClosed. The
+// supervisor then gives back every buffer and image once the word reads
+// the last value and the work of other devices that uses its buffers
+// ended (Done); other devices can no longer use its buffers. Close is safe
+// to call more than once, from any goroutine; each call returns the stop's
 // error.
 func (d *Device) Close() error {
 	d.closeOnce.Do(func() {

@@ -42,8 +42,9 @@
 // matches ErrLost and names the cause, later calls fail at once, and the
 // fault goes to the supervisors of the devices of its fault domain. Close
 // stops the driver without waiting for its work; the supervisor then frees
-// every region and unloads every image once the word reads the last value,
-// and Done is closed.
+// every region and unloads every image once the word reads the last value
+// and no work of another device that uses its buffers can run, and Done
+// is closed.
 //
 // # Memory
 //

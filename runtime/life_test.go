@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -122,5 +123,38 @@ func TestLossKeepsCompleted(t *testing.T) {
 		if q.Reached() {
 			t.Fatalf("run %d: the faulting value is reached", i)
 		}
+	}
+}
+
+// TestCloseKeepsBuffersOtherDevicesUse checks that the close of device A
+// gives a buffer of A back only once the work of device B that reads it
+// ended, and that B's work reads A's bytes, not freed memory.
+func TestCloseKeepsBuffersOtherDevicesUse(t *testing.T) {
+	const n = 4096
+	for _, kind := range []device.Memory{device.Device, device.Pinned} {
+		t.Run(kind.String(), func(t *testing.T) {
+			a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{})
+			x := alloc(t, a, kind, n)
+			z := alloc(t, b, device.Pinned, 8)
+			wait(t, fill(t, a, x, 4, device.Compute))
+			p := slowSum(t, b, x, z)
+			if err := a.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Wait(context.Background()); err != nil {
+				t.Fatalf("B's read of A's buffer after A's close: %v", err)
+			}
+			if got := binary.LittleEndian.Uint64(z.Bytes()); got != 4*n {
+				t.Fatalf("B's read of A's buffer summed %d, want %d", got, 4*n)
+			}
+			<-a.Done()
+			if used, _ := a.Budget(); used != 0 {
+				t.Fatalf("A counts %d bytes after it gave everything back", used)
+			}
+			// B can no longer use the buffer A gave back.
+			if _, err := sub(t, b, rig.FillBytes(0, 0, n, 1)).Take().Submit(context.Background(), x); err == nil {
+				t.Fatal("B used a buffer of A after A gave it back")
+			}
+		})
 	}
 }

@@ -411,6 +411,32 @@ func (s *supervisor) close(reply chan error) {
 	s.reap()
 }
 
+// awaitOtherUses waits until no work of another device that uses the
+// buffers of a device being reaped can run: each point of such work is
+// passed, by its work's end or by its device's stop. It first marks them
+// freed, so that no submission records a later use. Only the supervisor
+// calls it, after the device's own work ended.
+func awaitOtherUses(bufs map[*bufState]struct{}) {
+	for b := range bufs {
+		b.mu.Lock()
+		b.freed = true
+		b.mu.Unlock()
+	}
+	for wait := 50 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
+		due := true
+		for b := range bufs {
+			if !b.Due() {
+				due = false
+				break
+			}
+		}
+		if due {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
 // recordStop records the value the word holds before the driver's Stop,
 // which drops the work not yet run and raises the word past it: a wait on
 // a later value then returns ErrClosed, not nil. Only the supervisor
@@ -446,6 +472,7 @@ func (s *supervisor) reap() {
 	for im := range imgs {
 		im.release()
 	}
+	awaitOtherUses(bufs)
 	for b := range bufs {
 		b.release()
 	}
