@@ -48,6 +48,9 @@ type Device struct {
 	// which raises it past the values it drops.
 	stopped atomic.Bool
 	stopAt  atomic.Uint64
+	// debts are what the device's work owes to other devices' points
+	// (debt.go), written under mu.
+	debts atomic.Pointer[[]*debt]
 
 	budget   *reclaim.Budget
 	deferred reclaim.Deferred

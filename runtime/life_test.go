@@ -16,7 +16,19 @@ import (
 // stubbornRuns has a value sent as each test_stubborn launch starts.
 var stubbornRuns = make(chan struct{}, 64)
 
+// faultGate releases a test_gatefault launch, which then faults.
+var faultGate = make(chan struct{}, 1)
+
 func init() {
+	// gatefault waits for faultGate and then faults the device, or ends
+	// at the device's stop. One thread.
+	hostdev.RegisterParams("test_gatefault", 0, func(k *hostdev.Ctx) {
+		select {
+		case <-faultGate:
+			k.Fault("released by the test")
+		case <-k.Stopped():
+		}
+	})
 	// stubborn sleeps for the nanoseconds at 0 and ignores the device's
 	// stop, as a GPU kernel that runs to its end. One thread.
 	hostdev.RegisterParams("test_stubborn", 8, func(k *hostdev.Ctx) {
@@ -157,4 +169,95 @@ func TestCloseKeepsBuffersOtherDevicesUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWaitOnLostDevice checks that work of device B that waits on the
+// device side for a point of device A, in another fault domain, fails
+// with an error naming A where A never reaches the point: A lost before
+// B's submission, A lost after it, or A closed after it with the work
+// that writes B's input dropped.
+func TestWaitOnLostDevice(t *testing.T) {
+	const n = 4096
+	for _, c := range []struct {
+		name string
+		// before runs before B's submission, after it.
+		before, after func(t *testing.T, a *rig.Device, pa rig.Point)
+		// want is what A's error says.
+		want string
+	}{
+		{"lost before", func(t *testing.T, a *rig.Device, pa rig.Point) {
+			faultGate <- struct{}{}
+			if err := pa.Wait(context.Background()); !errors.Is(err, rig.ErrLost) {
+				t.Fatalf("the faulting launch on A answered %v", err)
+			}
+		}, nil, "released by the test"},
+		{"lost after", nil, func(t *testing.T, a *rig.Device, pa rig.Point) { faultGate <- struct{}{} }, "released by the test"},
+		{"closed after", nil, func(t *testing.T, a *rig.Device, pa rig.Point) { _ = a.Close() }, rig.ErrClosed.Error()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{})
+			if a.Facts().FaultDomain != "" {
+				t.Fatal("the host devices share a fault domain")
+			}
+			x, y := alloc(t, a, device.Pinned, n), alloc(t, b, device.Pinned, n)
+			for i := range x.Bytes() {
+				x.Bytes()[i] = 1
+			}
+			// A's launch "writes" x and never completes.
+			pa := submit(t, sub(t, a, rig.Launch(fn(t, a, "test_gatefault"), 0, rig.Uses(0, rig.Writes))), x)
+			if c.before != nil {
+				c.before(t, a, pa)
+			}
+			// B copies x, after A's write.
+			pb, err := sub(t, b, rig.Copy(0, 0, 1, 0, n)).Take().Submit(context.Background(), x, y)
+			if c.after != nil {
+				if err != nil {
+					t.Fatalf("B's submission before A's end: %v", err)
+				}
+				c.after(t, a, pa)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err = pb.Wait(ctx)
+				cancel()
+				if pb.Reached() {
+					t.Error("B's point is reached")
+				}
+			}
+			if !errors.Is(err, rig.ErrLost) || !strings.Contains(err.Error(), a.Name()) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("B's work that waits on A's point, which A never reaches: %v", err)
+			}
+		})
+	}
+}
+
+// TestCrossDeviceSubmitAllocs guards the submit path of work that waits on
+// another device's points on the device side: in steady state it records
+// what it owes without allocating.
+func TestCrossDeviceSubmitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{})
+	x := alloc(t, a, device.Pinned, 4*256)
+	sa := sub(t, a, rig.Launch(fn(t, a, "twice"), 8, rig.ReadWrite(0, 0)))
+	sb := sub(t, b, rig.Launch(fn(t, b, "twice"), 8, rig.ReadWrite(0, 0)))
+	ctx := context.Background()
+	var p rig.Point
+	step := func() {
+		for _, s := range []*rig.Submission{sa, sb} {
+			r := s.Take()
+			r.Threads(0, 256, 1, 1)
+			var err error
+			if p, err = r.Submit(ctx, x); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := 0; i < 100; i++ {
+		step()
+	}
+	wait(t, p)
+	if n := testing.AllocsPerRun(500, step); n != 0 {
+		t.Fatalf("two submissions that wait on each other's devices allocate %v times", n)
+	}
+	wait(t, p)
 }

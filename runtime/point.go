@@ -39,6 +39,12 @@ func (p Point) passed() bool {
 	return p.d == nil || device.AtLeast(p.d.read(), p.v)
 }
 
+// never reports whether the point will never be reached: its device was
+// lost or stopped before its word reached it.
+func (p Point) never() bool {
+	return p.d != nil && (p.d.loss.Load() != nil || p.d.stopped.Load()) && p.d.passedAnswer(p.v) != nil
+}
+
 // Wait blocks until the point is reached, ctx ends, or the device is lost
 // or closed. It asks the device to commit up to the point's value first.
 // A cancelled wait returns ctx.Err() and leaves nothing registered; a lost

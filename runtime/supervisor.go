@@ -364,6 +364,7 @@ func (s *supervisor) wakeAll(err error) {
 func (s *supervisor) onLoss(le *LostError) {
 	s.lost = le
 	s.wakeAll(le)
+	s.d.failDebtors()
 	if le.Fault == nil {
 		return
 	}
@@ -390,6 +391,7 @@ func (s *supervisor) close(reply chan error) {
 		fault = s.lost.Cause
 	}
 	d.recordStop()
+	d.failDebtors()
 	err := d.drv.Stop(fault)
 	s.box.Close()
 	// Waiters that registered after the last drain are answered too.
