@@ -261,3 +261,37 @@ func TestCrossDeviceSubmitAllocs(t *testing.T) {
 	}
 	wait(t, p)
 }
+
+// TestCloseWaitsForLostUser checks that the close of device A keeps a
+// buffer of A that work of a lost device B still holds until B's release,
+// and gives it back then.
+func TestCloseWaitsForLostUser(t *testing.T) {
+	const n = 4096
+	a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{HangMs: 20})
+	x, y := alloc(t, a, device.Pinned, n), alloc(t, b, device.Pinned, n)
+	wait(t, fill(t, a, x, 6, device.Compute))
+	// B's copy of x waits behind a hang, which loses B.
+	p := submit(t, sub(t, b, rig.Launch(fn(t, b, "hang"), 0), rig.Copy(0, 0, 1, 0, n).After(0)), x, y)
+	if err := p.Wait(context.Background()); !errors.Is(err, rig.ErrLost) {
+		t.Fatalf("B's held copy answered %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Done():
+		t.Fatal("A gave back a buffer that the lost B's work still holds")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("A did not give its memory back after B's release")
+	}
+	if used, _ := a.Budget(); used != 0 {
+		t.Fatalf("A counts %d bytes after it gave everything back", used)
+	}
+}
