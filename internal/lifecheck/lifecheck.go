@@ -27,7 +27,8 @@ import (
 // held is the time a check holds work to see what runs meanwhile.
 const held = 200 * time.Millisecond
 
-// gate is a spin of a device's work on a flag of its Pinned memory.
+// gate is a spin of a device's work on a flag of Pinned memory. The host
+// writes the flag: its device must not give it back before that.
 type gate struct {
 	flag *rig.Buffer
 	word *uint64
@@ -126,7 +127,9 @@ func CloseKeepsPeerBuffers(t *testing.T, a, b *rig.Device, spinB *rig.Function) 
 func WaitOnEnded(t *testing.T, a, b *rig.Device, spinA *rig.Function, before bool, end func(), want string) {
 	const n = 1 << 20
 	x, y := alloc(t, a, device.Device, n), alloc(t, b, device.Pinned, n)
-	g := newGate(t, a)
+	// The flag is B's, which outlives A's close: A's spin reads it through
+	// A's view, and the host still writes it after A gave its memory back.
+	g := newGate(t, b)
 	defer g.open()
 	if _, err := submit(t, a, []rig.Part{rig.Launch(spinA, 8, rig.Read(0, 0)), rig.FillBytes(1, 0, n, 0x77).After(0)}, g.flag, x); err != nil {
 		t.Fatalf("%s: the held fill: %v", a.Name(), err)
