@@ -852,9 +852,12 @@ func TestGPUHang(t *testing.T) {
 	if err := dev.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rig.Open(bg, GPU(0)); err == nil || !strings.Contains(err.Error(), "still runs") {
+	// An open waits for the stopped work while its context allows.
+	octx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	if _, err := rig.Open(octx, GPU(0)); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "still runs") {
 		t.Errorf("an open while the stopped work spins answered %v", err)
 	}
+	cancel()
 	setFlag(fb)
 	select {
 	case <-dev.Done():

@@ -71,6 +71,8 @@ type Driver interface {
 	// nor past it, before Sleep has answered that fault or Stop was called:
 	// rig answers a wait on a point the word passed as done unless it knew
 	// of the loss first. (On CUDA a failed context runs no later write.)
+	// The fault's Reached, where the driver sets it, tells rig which
+	// values completed before the fault; otherwise rig takes seen.
 	Sleep(seen uint64, still time.Duration) error
 
 	// Stop stops the device without waiting for its work: it

@@ -25,6 +25,14 @@ type Fault struct {
 	// Detail holds further lines, such as the RM's notifier lines and MMU
 	// faults; %+v prints them.
 	Detail []string
+	// Reached, where HasReached is true, is the value the device's word
+	// held when the driver found the fault: the work of that value and of
+	// every earlier one completed, that of the next did not. rig records
+	// it as what the lost device reached. Where the driver does not say,
+	// rig records a value the word held before the fault was returned:
+	// for Sleep, the value rig passed as seen.
+	Reached    uint64
+	HasReached bool
 }
 
 // Faultf makes a *Fault.

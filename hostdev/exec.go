@@ -480,7 +480,15 @@ func (d *dev) endWork() { d.endOnce.Do(func() { close(d.ended) }) }
 
 // faultWith records the device's first fault and wakes the sleepers.
 func (d *dev) faultWith(f *device.Fault) {
-	if d.fault.CompareAndSwap(nil, f) {
+	// The word, read under mu before the fault is known, holds every
+	// value that completed: no store follows once it is.
+	d.mu.Lock()
+	if d.fault.Load() == nil {
+		f.Reached, f.HasReached = atomic.LoadUint64(d.word), true
+	}
+	first := d.fault.CompareAndSwap(nil, f)
+	d.mu.Unlock()
+	if first {
 		d.endWork()
 		d.mu.Lock()
 		d.wakeLocked()

@@ -15,7 +15,9 @@ import (
 //
 // A Device is safe for use by any goroutine. It lives from Open until Close;
 // Close stops the driver, and the supervisor then gives back every buffer
-// and image once the word reads the last value submitted.
+// and image once the word reads the last value submitted and no work of
+// another device that uses one of its buffers can run (that work ended, or
+// its device was stopped).
 type Device struct {
 	name  string
 	drv   device.Driver
@@ -45,6 +47,14 @@ type Device struct {
 	loss    atomic.Pointer[LostError]
 	reaped  atomic.Bool
 	final   uint64 // the word's last value, once reaped
+	// stopped is set, after stopAt, once the supervisor is about to stop
+	// the driver: stopAt is then the value the word held before the stop,
+	// which raises it past the values it drops.
+	stopped atomic.Bool
+	stopAt  atomic.Uint64
+	// debts are what the device's work owes to other devices' points
+	// (debt.go), written under mu.
+	debts atomic.Pointer[[]*debt]
 
 	budget   *reclaim.Budget
 	deferred reclaim.Deferred
@@ -76,9 +86,11 @@ var (
 )
 
 // Open opens a device with op and starts its supervisor. One device of a
-// name is open at a time: Open answers an error while a device of op's name
-// is open, or while a closed one's work still runs. Opening the name of a
-// lost device that was not closed closes it first.
+// name is open at a time: Open returns an error while a device of op's
+// name is open. Opening the name of a lost device that was not closed
+// closes it first; where a closed or lost device of the name has not yet
+// given back what it holds (its work still runs), Open waits for that
+// while ctx allows, and returns an error wrapping ctx's if it ends first.
 func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	if op.Make == nil {
 		return nil, fmt.Errorf("rig: open %q: the opener has no make", op.Name)
@@ -86,7 +98,7 @@ func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := reserveName(op.Name); err != nil {
+	if err := reserveName(ctx, op.Name); err != nil {
 		return nil, err
 	}
 	d, err := open(op)
@@ -109,7 +121,10 @@ func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	return d, nil
 }
 
-func reserveName(name string) error {
+// reserveName marks name as being opened, once no device of the name is
+// open: it closes a lost device of the name, and waits while ctx allows
+// for a closed one to give back what it holds.
+func reserveName(ctx context.Context, name string) error {
 	regMu.Lock()
 	defer regMu.Unlock()
 	for {
@@ -121,19 +136,28 @@ func reserveName(name string) error {
 			opening[name] = true
 			return nil
 		}
-		if old.loss.Load() != nil && !old.closing.Load() {
-			regMu.Unlock()
+		lost := old.loss.Load() != nil
+		if !lost && !old.closing.Load() {
+			return fmt.Errorf("rig: open %q: a device of that name is open", name)
+		}
+		regMu.Unlock()
+		if lost {
 			_ = old.Close()
-			regMu.Lock()
-			if names[name] == old {
-				return fmt.Errorf("rig: open %q: the lost device's work still runs", name)
+		}
+		var err error
+		select {
+		case <-old.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		regMu.Lock()
+		if err != nil && names[name] == old {
+			what := "closed"
+			if lost {
+				what = "lost"
 			}
-			continue
+			return fmt.Errorf("rig: open %q: the %s device's work still runs: %w", name, what, err)
 		}
-		if old.closing.Load() {
-			return fmt.Errorf("rig: open %q: the closed device's work still runs", name)
-		}
-		return fmt.Errorf("rig: open %q: a device of that name is open", name)
 	}
 }
 
@@ -240,16 +264,32 @@ func (d *Device) loseAt(cause string, f *device.Fault, reached uint64) *LostErro
 // answers the error the caller returns.
 func (d *Device) fault(err error) error {
 	if f, ok := device.AsFault(err); ok {
-		return d.lose(f.Why, f)
+		return d.loseAt(f.Why, f, faultReached(f, d.read()))
 	}
 	return err
 }
 
+// faultReached is the value a loss by fault f records: the word's value
+// that the fault states, or seen, a value the word held before the fault
+// was returned.
+func faultReached(f *device.Fault, seen uint64) uint64 {
+	if f.HasReached {
+		return f.Reached
+	}
+	return seen
+}
+
 // passedAnswer is the answer of a wait on v once the word passed v: nil,
-// or the loss where v lies past the value reached when it happened.
+// the loss where v lies past the value reached when it happened, or
+// ErrClosed where v lies past the value the word held when the device was
+// stopped. The word is read before it: a stop is recorded before the
+// driver's Stop raises the word.
 func (d *Device) passedAnswer(v uint64) error {
 	if le := d.loss.Load(); le != nil && !device.AtLeast(le.Reached, v) {
 		return le
+	}
+	if d.stopped.Load() && !device.AtLeast(d.stopAt.Load(), v) {
+		return ErrClosed
 	}
 	return nil
 }
@@ -280,11 +320,14 @@ func (d *Device) usable() error {
 	return nil
 }
 
-// Close stops the device: later calls answer ErrClosed, waiters whose
+// Close stops the device: later calls return ErrClosed, waiters whose
 // point is not reached are woken with ErrClosed, and the driver is stopped
-// without waiting for its work. The supervisor then gives back every
-// buffer and image once the word reads the last value (Done). Close is safe
-// to call more than once, from any goroutine; each call answers the stop's
+// without waiting for its work. A point the word had not reached when the
+// driver stopped is never reached: its waits return ErrClosed. The
+// supervisor then gives back every buffer and image once the word reads
+// the last value and the work of other devices that uses its buffers
+// ended (Done); other devices can no longer use its buffers. Close is safe
+// to call more than once, from any goroutine; each call returns the stop's
 // error.
 func (d *Device) Close() error {
 	d.closeOnce.Do(func() {

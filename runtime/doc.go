@@ -44,10 +44,15 @@
 // answers Failed, or a word unmoved for the device's HangMs while work is
 // pending loses the device: every waiter wakes with a *LostError, which
 // matches ErrLost and names the cause, later calls fail at once, and the
-// fault goes to the supervisors of the devices of its fault domain. Close
+// fault goes to the supervisors of the devices of its fault domain. A
+// device whose submitted work waits on the device side for a point that
+// another device, lost or closed, will never reach is lost too, with a
+// cause that names the other device and its error; a submission that
+// would wait on such a point fails with that error. Close
 // stops the driver without waiting for its work; the supervisor then frees
-// every region and unloads every image once the word reads the last value,
-// and Done is closed.
+// every region and unloads every image once the word reads the last value
+// and no work of another device that uses its buffers can run, and Done
+// is closed.
 //
 // # Memory
 //

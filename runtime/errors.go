@@ -16,7 +16,8 @@ var (
 	// *OutOfMemoryError that states the bytes lacked.
 	ErrOutOfMemory = errors.New("rig: out of memory")
 	// ErrClosed is returned by calls on a device after Close, and by waits
-	// that Close ended before their point was reached.
+	// on points that the word had not reached when Close stopped the
+	// device, before or after their wait began.
 	ErrClosed = errors.New("rig: device closed")
 	// ErrRefused is matched by a *RefusalError: the device can never run a
 	// part, however long the caller waits (room will not come), and
@@ -37,13 +38,18 @@ type LostError struct {
 	// Device is the device's name.
 	Device string
 	// Cause says why rig lost it: the driver's fault, "no progress for n
-	// ms", or a fault of another device of its fault domain.
+	// ms", a fault of another device of its fault domain, or work of the
+	// device that waits on a point of another device that the other
+	// device, lost or closed, will never reach (the cause names that
+	// device and its error).
 	Cause string
 	// Fault is the driver's fault, where one lost the device.
 	Fault *device.Fault
-	// Reached is the value the device's word held when rig learned of the
-	// loss. A wait on a later point answers the loss even once the word
-	// passes it, since drivers raise the word past failed work.
+	// Reached is a value the device's word held when the loss happened:
+	// the value the fault states (device.Fault.Reached), or else the
+	// word's value when rig learned of the loss. Every value up to it
+	// completed. A wait on a later point returns the loss even once the
+	// word passes it, since drivers raise the word past failed work.
 	Reached uint64
 }
 

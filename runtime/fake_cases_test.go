@@ -81,11 +81,26 @@ func TestOpenOfAStillRunningName(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(context.Background(), newFake().opener("running")); err == nil || !strings.Contains(err.Error(), "still runs") {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := Open(ctx, newFake().opener("running")); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "still runs") {
 		t.Fatalf("open while the closed device's work runs: %v", err)
 	}
+	// An open that waits gets the name once the old device gave it back.
+	opened := make(chan error, 1)
+	go func() {
+		e, err := Open(context.Background(), newFake().opener("running"))
+		if err == nil {
+			err = e.Close()
+			<-e.Done()
+		}
+		opened <- err
+	}()
 	f.complete(d.Last().Value())
 	<-d.Done()
+	if err := <-opened; err != nil {
+		t.Fatalf("open once the closed device's work ended: %v", err)
+	}
 }
 
 func TestWrap(t *testing.T) {

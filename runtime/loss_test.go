@@ -107,6 +107,11 @@ func TestCloseWithWorkInFlight(t *testing.T) {
 	d := host(t, hostdev.Config{})
 	x := alloc(t, d, device.Pinned, 1<<16)
 	s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8))
+	before, err := sleepRun(s, 0).Submit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, before)
 	var pts []rig.Point
 	for i := 0; i < 50; i++ {
 		p, err := sleepRun(s, 50*time.Millisecond).Submit(context.Background())
@@ -139,7 +144,19 @@ func TestCloseWithWorkInFlight(t *testing.T) {
 		t.Fatalf("%d bytes still counted after the device gave its memory back", used)
 	}
 	_ = x
-	if !pts[len(pts)-1].Reached() {
-		t.Fatal("the last point is not reached once the device is reaped")
+	// The work Close dropped did not run: its points are not reached, and
+	// their waits return ErrClosed, also once the device is reaped.
+	if pts[len(pts)-1].Reached() {
+		t.Fatal("the last point, whose work Close dropped, is reached once the device is reaped")
+	}
+	if err := pts[len(pts)-1].Wait(context.Background()); !errors.Is(err, rig.ErrClosed) {
+		t.Fatalf("a wait after close on dropped work: %v", err)
+	}
+	// Work that completed before Close stays reached.
+	if !before.Reached() {
+		t.Fatal("a point reached before close is no longer reached")
+	}
+	if err := before.Wait(context.Background()); err != nil {
+		t.Fatalf("a wait after close on work that completed before it: %v", err)
 	}
 }

@@ -26,7 +26,7 @@ func (p Point) Device() *Device { return p.d }
 func (p Point) Value() uint64 { return p.v }
 
 // Reached reports whether the point is reached: its work completed, and
-// the device was not lost before it did. It reads the word: one atomic
+// the device was neither lost nor stopped by Close before it did. It reads the word: one atomic
 // load, or the driver's Signaled where it keeps its own word.
 func (p Point) Reached() bool {
 	return p.passed() && (p.d == nil || p.d.passedAnswer(p.v) == nil)
@@ -38,10 +38,18 @@ func (p Point) passed() bool {
 	return p.d == nil || device.AtLeast(p.d.read(), p.v)
 }
 
+// never reports whether the point will never be reached: its device was
+// lost or stopped before its word reached it.
+func (p Point) never() bool {
+	return p.d != nil && (p.d.loss.Load() != nil || p.d.stopped.Load()) && p.d.passedAnswer(p.v) != nil
+}
+
 // Wait blocks until the point is reached, ctx ends, or the device is lost
 // or closed. It asks the device to commit up to the point's value first.
-// A cancelled wait answers ctx.Err() and leaves nothing registered; a lost
-// device's answer matches ErrLost and names the cause. A Wait on a reached
+// A cancelled wait returns ctx.Err() and leaves nothing registered; a lost
+// device's answer matches ErrLost and names the cause. A wait on work that
+// Close dropped, or that still ran when Close stopped the device, returns
+// ErrClosed, also after the device gave everything back. A Wait on a reached
 // point allocates nothing.
 func (p Point) Wait(ctx context.Context) error {
 	if p.passed() {
@@ -82,11 +90,13 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 		reached := d.spinFor(v, spin)
 		d.spinners.leave()
 		if reached {
+			d.stats.waitsSpun.Add(1)
 			return d.passedAnswer(v)
 		}
 	}
 	w := d.stock.get()
 	w.v, w.key, w.idx = v, v-d.base, -1
+	w.state.Store(waitSent)
 	if err := d.sup.box.Send(ctx, message{kind: msgRegister, w: w}); err != nil {
 		d.stock.put(w)
 		if errors.Is(err, mailbox.ErrClosed) {
@@ -100,14 +110,15 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 		}
 		return err
 	}
+	d.stats.waitsParked.Add(1)
 	select {
 	case err := <-w.ch:
+		d.stats.wake.record(time.Since(w.woke))
 		d.stock.put(w)
 		return err
 	case <-ctx.Done():
-		// The supervisor may answer w before it takes the cancellation,
-		// so w is not reused.
-		_ = d.sup.box.Send(context.Background(), message{kind: msgCancel, w: w})
+		d.stats.waitsCancelled.Add(1)
+		d.sup.cancel(w)
 		return ctx.Err()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
@@ -60,5 +61,35 @@ func TestStats(t *testing.T) {
 	}
 	if st := d.Stats(); !errors.Is(st.Lost, rig.ErrLost) {
 		t.Fatalf("a lost device's stats say %v", st.Lost)
+	}
+}
+
+// TestStatsWaits: waits are counted by how they ended, and a parked wait's
+// wake-up is timed.
+func TestStatsWaits(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	sleep := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8))
+	run := func(ns time.Duration) rig.Point {
+		p, err := sleepRun(sleep, ns).Submit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	d.SetWaitSpin(0)
+	wait(t, run(5*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	if err := run(50 * time.Millisecond).Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a wait past its deadline: %v", err)
+	}
+	cancel()
+	d.SetWaitSpin(time.Second)
+	wait(t, run(time.Millisecond))
+	st := d.Stats()
+	if st.WaitsParked < 2 || st.WaitsCancelled != 1 || st.WaitsSpun < 1 {
+		t.Fatalf("waits spun %d, parked %d, cancelled %d; want at least 1, 2 and 1", st.WaitsSpun, st.WaitsParked, st.WaitsCancelled)
+	}
+	if st.WakeLatency.Count < 1 || st.WakeLatency.Sum <= 0 {
+		t.Fatalf("wake-ups timed: %+v", st.WakeLatency)
 	}
 }

@@ -375,6 +375,9 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			r.unlockBuffers()
 			a := d.drv.Submit(&r.sub)
 			d.last.Store(v)
+			if len(r.owed) > 0 {
+				d.owe(r.owed, v)
+			}
 			var lost error
 			switch a.Kind {
 			case device.Committed:
@@ -608,6 +611,10 @@ func (r *Run) hazards(d *Device) (Point, error) {
 // waitFor adds a device-side wait on p for d, or answers p where d's work
 // cannot wait on p's word.
 func (r *Run) waitFor(d *Device, p Point) Point {
+	if p.never() {
+		// The wait on the host returns the error.
+		return p
+	}
 	if p.passed() {
 		return Point{}
 	}

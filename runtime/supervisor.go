@@ -69,13 +69,81 @@ type message struct {
 	reply chan error
 }
 
-// waiter is a goroutine waiting for a value. The supervisor owns idx and
-// sends exactly one answer on ch.
+// waiter is a goroutine waiting for a value. The supervisor owns idx, and
+// sends at most one answer on ch: none to a waiter that cancelled first.
+//
+// state says who counts the waiter in Waiting: the supervisor moves it
+// from waitSent to waitHeld and counts it as it takes the registration,
+// and uncounts it as it moves it to waitAnswered; a waiter whose context
+// ends moves it to waitCancelled itself and uncounts it where it was
+// held, so that it leaves nothing counted once Wait returns.
 type waiter struct {
-	v   uint64
-	key uint64 // v - the device's base, the heap's order
-	idx int
-	ch  chan error
+	v     uint64
+	key   uint64 // v - the device's base, the heap's order
+	idx   int
+	state atomic.Int32
+	ch    chan error
+	woke  time.Time // when the supervisor answered, for Stats.WakeLatency
+}
+
+// Waiter states.
+const (
+	waitSent int32 = iota
+	waitHeld
+	waitAnswered
+	waitCancelled
+)
+
+// answer sends err to the waiter unless it cancelled, and uncounts it
+// where the supervisor counted it. Only the supervisor calls it.
+func (s *supervisor) answer(w *waiter, err error) {
+	if w.state.CompareAndSwap(waitHeld, waitAnswered) {
+		s.count.Add(-1)
+	} else if !w.state.CompareAndSwap(waitSent, waitAnswered) {
+		return
+	}
+	w.woke = time.Now()
+	w.ch <- err
+}
+
+// hold counts a registered waiter the supervisor keeps, and reports
+// whether it still waits. Only the supervisor calls it.
+func (s *supervisor) hold(w *waiter) bool {
+	if !w.state.CompareAndSwap(waitSent, waitHeld) {
+		return false
+	}
+	// The waiter may cancel and uncount itself before this count: the
+	// sum may dip below zero for that moment, never above the waiters.
+	s.count.Add(1)
+	return true
+}
+
+// cancel withdraws the waiter after its context ended: it is uncounted at
+// once, and the supervisor drops it and takes it back for reuse when the
+// cancellation reaches it. The waiting goroutine calls it, and must not
+// touch w afterwards.
+func (s *supervisor) cancel(w *waiter) {
+	if w.state.CompareAndSwap(waitHeld, waitCancelled) {
+		s.count.Add(-1)
+	} else {
+		w.state.CompareAndSwap(waitSent, waitCancelled)
+	}
+	_ = s.box.Send(context.Background(), message{kind: msgCancel, w: w})
+}
+
+// dropCancelled takes a cancelled waiter out of the heap and back into
+// the pool. Only the supervisor calls it, for the waiter's cancellation,
+// which comes after its registration.
+func (s *supervisor) dropCancelled(w *waiter) {
+	if w.idx >= 0 && w.idx < len(s.waiters) && s.waiters[w.idx] == w {
+		heap.Remove(&s.waiters, w.idx)
+	}
+	select {
+	case <-w.ch:
+	default:
+	}
+	w.state.Store(waitSent)
+	s.d.stock.put(w)
 }
 
 type waiterHeap []*waiter
@@ -221,8 +289,10 @@ func (s *supervisor) run() {
 		if err := d.drv.Sleep(cur, still); err != nil {
 			if f, ok := device.AsFault(err); ok {
 				// The work of values past cur may have failed: the
-				// driver may raise the word past them after the fault.
-				d.loseAt(f.Why, f, cur)
+				// driver may raise the word past them once Sleep
+				// answered, so only the fault's own record of the word
+				// says more.
+				d.loseAt(f.Why, f, faultReached(f, cur))
 			}
 			continue
 		}
@@ -255,20 +325,18 @@ func (s *supervisor) handle(m message) {
 		w := m.w
 		cur := s.d.read()
 		if device.AtLeast(cur, w.v) {
-			w.ch <- s.d.passedAnswer(w.v)
+			s.answer(w, s.d.passedAnswer(w.v))
 			return
 		}
 		if s.lost != nil {
-			w.ch <- s.lost
+			s.answer(w, s.lost)
 			return
 		}
-		heap.Push(&s.waiters, w)
-		s.count.Add(1)
-	case msgCancel:
-		if w := m.w; w.idx >= 0 && w.idx < len(s.waiters) && s.waiters[w.idx] == w {
-			heap.Remove(&s.waiters, w.idx)
-			s.count.Add(-1)
+		if s.hold(w) {
+			heap.Push(&s.waiters, w)
 		}
+	case msgCancel:
+		s.dropCancelled(m.w)
 	case msgFault:
 		s.d.lose(m.cause, nil)
 	}
@@ -277,9 +345,7 @@ func (s *supervisor) handle(m message) {
 // wake answers every waiter whose value cur reached.
 func (s *supervisor) wake(cur uint64) {
 	for len(s.waiters) > 0 && device.AtLeast(cur, s.waiters[0].v) {
-		w := heap.Pop(&s.waiters).(*waiter)
-		s.count.Add(-1)
-		w.ch <- nil
+		s.answer(heap.Pop(&s.waiters).(*waiter), nil)
 	}
 }
 
@@ -288,11 +354,10 @@ func (s *supervisor) wakeAll(err error) {
 	cur := s.d.read()
 	for len(s.waiters) > 0 {
 		w := heap.Pop(&s.waiters).(*waiter)
-		s.count.Add(-1)
 		if device.AtLeast(cur, w.v) {
-			w.ch <- s.d.passedAnswer(w.v)
+			s.answer(w, s.d.passedAnswer(w.v))
 		} else {
-			w.ch <- err
+			s.answer(w, err)
 		}
 	}
 }
@@ -302,6 +367,7 @@ func (s *supervisor) wakeAll(err error) {
 func (s *supervisor) onLoss(le *LostError) {
 	s.lost = le
 	s.wakeAll(le)
+	s.d.failDebtors()
 	if le.Fault == nil {
 		return
 	}
@@ -327,6 +393,8 @@ func (s *supervisor) close(reply chan error) {
 	if s.lost != nil {
 		fault = s.lost.Cause
 	}
+	d.recordStop()
+	d.failDebtors()
 	err := d.drv.Stop(fault)
 	s.box.Close()
 	// Waiters that registered after the last drain are answered too.
@@ -335,9 +403,9 @@ func (s *supervisor) close(reply chan error) {
 		case m := <-s.box.Receive():
 			if m.kind == msgRegister {
 				if device.AtLeast(d.read(), m.w.v) {
-					m.w.ch <- d.passedAnswer(m.w.v)
+					s.answer(m.w, d.passedAnswer(m.w.v))
 				} else {
-					m.w.ch <- cause
+					s.answer(m.w, cause)
 				}
 			}
 		default:
@@ -346,6 +414,41 @@ func (s *supervisor) close(reply chan error) {
 	}
 	reply <- err
 	s.reap()
+}
+
+// awaitOtherUses waits until no work of another device that uses the
+// buffers of a device being reaped can run: each point of such work is
+// passed, by its work's end or by its device's stop. It first marks them
+// freed, so that no submission records a later use. Only the supervisor
+// calls it, after the device's own work ended.
+func awaitOtherUses(bufs map[*bufState]struct{}) {
+	for b := range bufs {
+		b.mu.Lock()
+		b.freed = true
+		b.mu.Unlock()
+	}
+	for wait := 50 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
+		due := true
+		for b := range bufs {
+			if !b.Due() {
+				due = false
+				break
+			}
+		}
+		if due {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// recordStop records the value the word holds before the driver's Stop,
+// which drops the work not yet run and raises the word past it: a wait on
+// a later value then returns ErrClosed, not nil. Only the supervisor
+// calls it, once.
+func (d *Device) recordStop() {
+	d.stopAt.Store(d.read())
+	d.stopped.Store(true)
 }
 
 // reap waits until the word reads the last value, then frees every region
@@ -374,6 +477,7 @@ func (s *supervisor) reap() {
 	for im := range imgs {
 		im.release()
 	}
+	awaitOtherUses(bufs)
 	for b := range bufs {
 		b.release()
 	}
@@ -390,5 +494,6 @@ func (s *supervisor) reap() {
 }
 
 // Waiting is the number of waiters registered with the device's
-// supervisor, which a cancelled wait leaves.
-func (d *Device) Waiting() int { return int(d.sup.count.Load()) }
+// supervisor. A wait that returned, cancelled or answered, is not among
+// them.
+func (d *Device) Waiting() int { return int(max(d.sup.count.Load(), 0)) }

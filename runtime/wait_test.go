@@ -115,3 +115,24 @@ func TestWaitDeadline(t *testing.T) {
 	}
 	untilWaiting(t, d, 0)
 }
+
+// TestCancelledWaitLeavesNothing checks that a cancelled wait is no longer
+// counted by Waiting once Wait returned, while the supervisor sleeps in
+// the driver.
+func TestCancelledWaitLeavesNothing(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	p := submit(t, sub(t, d, rig.Launch(fn(t, d, "hang"), 0)))
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Wait(ctx) }()
+		untilWaiting(t, d, 1)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled wait answered %v", err)
+		}
+		if n := d.Waiting(); n != 0 {
+			t.Fatalf("round %d: %d waiters counted after the cancelled wait returned", i, n)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package cudadev
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/internal/lifecheck"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// lifePair opens GPU 0 as A, with c, and GPU 1 as B through rig, and
+// resolves spin_until on each; it skips where CUDA sees one GPU (a CUDA
+// device is one per GPU).
+func lifePair(t *testing.T, c Config) (a, b *rig.Device, spinA, spinB *rig.Function) {
+	t.Helper()
+	needGPU(t)
+	if n, err := Count(); err != nil || n < 2 {
+		t.Skipf("CUDA sees %d GPU(s) (%v): needs two", n, err)
+	}
+	a, b = openRigWith(t, Open(0, c)), openRigWith(t, Open(1, Config{}))
+	spin := func(d *rig.Device) *rig.Function {
+		img, err := d.LoadImage(kernels(t, d.Arch()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resolve(t, img, "spin_until")
+	}
+	return a, b, spin(a), spin(b)
+}
+
+// TestGPULifeClosePeer closes A (GPU 0) while B's (GPU 1) work that reads
+// a Device buffer of A through peer access waits: A keeps the buffer until
+// B's work ran, and B reads A's bytes. Run it with RIG_GPU=1 on a machine
+// of two GPUs.
+func TestGPULifeClosePeer(t *testing.T) {
+	a, b, _, spinB := lifePair(t, Config{})
+	lifecheck.CloseKeepsPeerBuffers(t, a, b, spinB)
+}
+
+// TestGPULifeWaitOnEnded has B's (GPU 1) work wait on the GPU for A's (GPU
+// 0) held work, which A's close or loss (its hang bound, which loses no
+// other device of the fault domain) ends: B's work fails with an error
+// naming A, before or after B's submission. Run it with RIG_GPU=1 on a
+// machine of two GPUs.
+func TestGPULifeWaitOnEnded(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		hang   time.Duration
+		before bool
+		want   string
+	}{
+		{"closed after", 0, false, "closed"},
+		{"lost after", 300 * time.Millisecond, false, "no progress"},
+		{"lost before", 300 * time.Millisecond, true, "no progress"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, spinA, _ := lifePair(t, Config{Hang: c.hang})
+			lifecheck.WaitOnEnded(t, a, b, spinA, c.before, func() {
+				if c.hang == 0 {
+					_ = a.Close()
+					return
+				}
+				deadline := time.Now().Add(20 * time.Second)
+				for a.Err() == nil {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s is not lost 20 s into its held work", a.Name())
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}, c.want)
+		})
+	}
+}

@@ -1,0 +1,63 @@
+package nvdev
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/internal/lifecheck"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// TestGPULifeClosePeer opens two devices of GPU 0 through rig, A and B,
+// and closes A while B's work that reads a Device buffer of A through
+// B's view waits: A keeps the buffer until B's work ran, and B reads A's
+// bytes. Run it with RIG_GPU=1.
+func TestGPULifeClosePeer(t *testing.T) {
+	a := openNamed(t, "NV-LIFE-A", Config{})
+	b := openNamed(t, "NV-LIFE-B", Config{})
+	lifecheck.CloseKeepsPeerBuffers(t, a, b, resolve(t, b, "spin_until")[0])
+}
+
+// TestGPULifeWaitOnEnded opens two devices of GPU 0 through rig, A and B,
+// in no common fault domain, and has B's work wait on the GPU for A's
+// held work, which A's close or loss (its hang bound) ends: B's work fails
+// with an error naming A, before or after B's submission. Run it with
+// RIG_GPU=1.
+func TestGPULifeWaitOnEnded(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		hangMs int
+		before bool
+		want   string
+	}{
+		{"closed after", 0, false, "closed"},
+		{"lost after", 300, false, "no progress"},
+		{"lost before", 300, true, "no progress"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := openNamed(t, "NV-LIFE-A", Config{HangMs: c.hangMs})
+			b := openNamed(t, "NV-LIFE-B", Config{})
+			if a.Facts().FaultDomain != "" && a.Facts().FaultDomain == b.Facts().FaultDomain {
+				t.Logf("A and B share fault domain %q", a.Facts().FaultDomain)
+			}
+			lifecheck.WaitOnEnded(t, a, b, resolve(t, a, "spin_until")[0], c.before, func() { endDevice(t, a, c.hangMs) }, c.want)
+		})
+	}
+}
+
+// endDevice closes d where it has no hang bound, and waits until its hang
+// bound loses it otherwise.
+func endDevice(t *testing.T, d *rig.Device, hangMs int) {
+	t.Helper()
+	if hangMs == 0 {
+		_ = d.Close()
+		return
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for d.Err() == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not lost 20 s into its held work", d.Name())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,122 @@
+package rig
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rig-go/rig/device"
+)
+
+// A debt is what a device's published work owes to another device's
+// points: work of the debtor that waits on the device's side for the
+// other device's word. Where that word will never honestly reach the
+// point (the other device was lost or stopped short of it), the waiting
+// work would block until the other device's stop raises its word, and
+// then run on data that was never written: the debtor is lost instead,
+// with a cause that names the other device's loss or close.
+//
+// Either side finds the debt: the debtor records it after it publishes
+// the work and then looks whether the point can still be reached
+// (owe), and a device that is lost or stopped looks through the debts
+// that others owe it (failDebtors) after it recorded its loss or stop.
+// Both records are atomic, so at least one side sees the other.
+
+// debt is what one device owes to another device, up.
+type debt struct {
+	up *Device
+	// upTo is the latest value of up that the debtor's work waits for;
+	// at is the debtor's value of the last work that waits on up.
+	upTo, at atomic.Uint64
+}
+
+// owe records that the debtor d's value v waits on the device side for
+// the points owed, and loses d where one of them will never be reached.
+// d's submit lock is held; it allocates only at d's first wait on a
+// device.
+func (d *Device) owe(owed []Point, v uint64) {
+	for _, p := range owed {
+		if dt := d.debtTo(p, v); dt != nil {
+			if device.AtLeast(p.v, dt.upTo.Load()) {
+				dt.upTo.Store(p.v)
+			}
+			dt.at.Store(v)
+		}
+	}
+	for _, p := range owed {
+		if err := p.d.passedAnswer(p.v); err != nil {
+			reached := d.read()
+			if device.AtLeast(reached, v) {
+				reached = v - 1
+			}
+			d.loseAt(owedCause(v, p, err), nil, reached)
+			return
+		}
+	}
+}
+
+// debtTo returns d's debt to p's device, or adds one of p for d's value v
+// and returns nil where d owed that device nothing yet. d's submit lock is
+// held: it is the only writer of d.debts.
+func (d *Device) debtTo(p Point, v uint64) *debt {
+	var old []*debt
+	if ds := d.debts.Load(); ds != nil {
+		old = *ds
+	}
+	for _, dt := range old {
+		if dt.up == p.d {
+			return dt
+		}
+	}
+	dt := &debt{up: p.d}
+	dt.upTo.Store(p.v)
+	dt.at.Store(v)
+	next := make([]*debt, 0, len(old)+1)
+	for _, o := range old {
+		if !o.up.reaped.Load() {
+			next = append(next, o)
+		}
+	}
+	next = append(next, dt)
+	d.debts.Store(&next)
+	return nil
+}
+
+// failDebtors loses every device whose published work waits on a point
+// of d that d will never reach, and that has not run yet. The supervisor
+// calls it once d's loss or stop is recorded, before the driver's Stop
+// raises the word.
+func (d *Device) failDebtors() {
+	regMu.Lock()
+	others := make([]*Device, 0, len(names))
+	for _, o := range names {
+		if o != d {
+			others = append(others, o)
+		}
+	}
+	regMu.Unlock()
+	for _, o := range others {
+		ds := o.debts.Load()
+		if ds == nil {
+			continue
+		}
+		for _, dt := range *ds {
+			if dt.up != d {
+				continue
+			}
+			upTo, at := dt.upTo.Load(), dt.at.Load()
+			err := d.passedAnswer(upTo)
+			if err == nil {
+				continue
+			}
+			if reached := o.read(); !device.AtLeast(reached, at) {
+				o.loseAt(owedCause(at, Point{d: d, v: upTo}, err), nil, reached)
+			}
+		}
+	}
+}
+
+// owedCause is the cause of the loss of a device whose value v waits on
+// the point p, which p's device will never reach for err.
+func owedCause(v uint64, p Point, err error) string {
+	return fmt.Sprintf("value %d waits on value %d of device %s, which will never be reached: %v", v, p.v, p.d.name, err)
+}

@@ -1,0 +1,68 @@
+package rig_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/rig-go/rig/hostdev"
+	"github.com/rig-go/rig/internal/lifecheck"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+func init() {
+	// spin_until spins until the 8 bytes at the address at 0 are not
+	// zero, or the device stops, as the GPU test kernel of that name.
+	hostdev.RegisterParams("test_spin_until", 8, func(k *hostdev.Ctx) {
+		p := (*uint64)(unsafe.Pointer(&k.Bytes(k.Uint64(0), 8)[0]))
+		for atomic.LoadUint64(p) == 0 {
+			select {
+			case <-k.Stopped():
+				return
+			case <-time.After(50 * time.Microsecond):
+			}
+		}
+	})
+}
+
+// TestLifecheckOnHost runs the two-device checks of the GPU tests on host
+// devices.
+func TestLifecheckOnHost(t *testing.T) {
+	t.Run("close keeps peer buffers", func(t *testing.T) {
+		a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{})
+		lifecheck.CloseKeepsPeerBuffers(t, a, b, fn(t, b, "test_spin_until"))
+	})
+	for _, c := range []struct {
+		name   string
+		hangMs int
+		before bool
+		want   string
+	}{
+		{"closed after", 0, false, "closed"},
+		{"lost after", 100, false, "no progress"},
+		{"lost before", 100, true, "no progress"},
+	} {
+		t.Run("wait on ended: "+c.name, func(t *testing.T) {
+			a, b := host(t, hostdev.Config{HangMs: c.hangMs}), host(t, hostdev.Config{})
+			lifecheck.WaitOnEnded(t, a, b, fn(t, a, "test_spin_until"), c.before, func() { endHost(t, a, c.hangMs) }, c.want)
+		})
+	}
+}
+
+// endHost closes d where it has no hang bound, and waits until its hang
+// bound loses it otherwise.
+func endHost(t *testing.T, d *rig.Device, hangMs int) {
+	t.Helper()
+	if hangMs == 0 {
+		_ = d.Close()
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.Err() == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not lost 10 s into its held work", d.Name())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
