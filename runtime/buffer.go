@@ -373,11 +373,13 @@ func (s *bufState) gone(o *Device) error {
 	s.mu.Lock()
 	freed := s.freed
 	s.mu.Unlock()
+	// A closed device marks its buffers freed as it gives them back: the
+	// close is the cause to name.
 	switch {
-	case freed:
-		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used on %s: %w", s.n, s.d.name, o.name, ErrFreed)
-	case s.d.closing.Load() || s.released.Load():
+	case s.d.closing.Load():
 		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used on %s after its device closed: %w", s.n, s.d.name, o.name, ErrClosed)
+	case freed || s.released.Load():
+		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used on %s: %w", s.n, s.d.name, o.name, ErrFreed)
 	}
 	return nil
 }
