@@ -1,0 +1,41 @@
+#!/bin/bash
+# The figures BENCHMARKS.md quotes from the GPU machine, in one run, from
+# the repository root with .gpu-final carried (scripts/h200-build.sh):
+# the C anchor beside the drivers' hot-path benchmarks (three rounds, each
+# ratio taken within its round), rigbench under many goroutines and over
+# several timelines, the group commit against the old submit path, and the
+# example service's load test. Writes bench.txt, rigbench.txt and
+# server.txt under $OUT.
+R=$(pwd); F=$R/.gpu-final; O=${OUT:-/tmp/out}; mkdir -p $O
+K=$F/kernels.sm_90.cubin
+export PATH=$PATH:/usr/local/cuda/bin
+gcc -O2 -o /tmp/anchor $F/anchor_cuda.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda
+B=$O/bench.txt; : > $B
+for r in 1 2 3; do
+  echo "== round $r" >> $B
+  timeout 60 /tmp/anchor $K >> $B 2>&1
+  (cd cudadev && RIG_GPU=1 timeout 60 $F/cudadev.test -test.run '^$' -test.benchtime 20000x -test.benchmem \
+    -test.bench 'GPU(Launch|RigLaunch|RoundTrip|RigRoundTrip)$') >> $B 2>&1
+  (cd nvdev && RIG_GPU=1 timeout 60 $F/nvdev.test -test.run '^$' -test.benchtime 300ms -test.benchmem \
+    -test.bench 'GPU(RigLaunch|RigRoundTrip|RoundTrip)$') >> $B 2>&1
+done
+echo "== group commit against the submit path that kicks under the lock" >> $B
+(cd nvdev && RIG_GPU=1 timeout 90 $F/nvdev.test -test.run '^$' -test.benchtime 100000x -test.benchmem \
+  -test.bench 'GPU(Submitters|Hold)$') >> $B 2>&1
+G=$O/rigbench.txt; : > $G
+for dev in nv:0 cuda:0; do
+  echo "== rigbench -device $dev -c 1,16,64 -depth 1" >> $G
+  timeout 60 $F/rigbench -device $dev -c 1,16,64 -depth 1 -duration 2s >> $G 2>&1
+done
+echo "== rigbench -device nv:0 -timelines 4 -c 16 -depth 1" >> $G
+timeout 40 $F/rigbench -device nv:0 -timelines 4 -c 16 -depth 1 -duration 3s >> $G 2>&1
+for t in 1 4; do
+  echo "== rigbench -device cuda:0 -timelines $t -c $((16 / t)) -depth 1" >> $G
+  timeout 40 $F/rigbench -device cuda:0 -timelines $t -c $((16 / t)) -depth 1 -duration 3s >> $G 2>&1
+done
+S=$O/server.txt; : > $S
+for dev in nv:0 cuda:0; do
+  echo "== examples/server load -device $dev" >> $S
+  timeout 90 $F/server-load -device $dev -c 1,16,64,256 -duration 2s >> $S 2>&1
+done
+ls -la $O
