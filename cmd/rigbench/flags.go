@@ -39,6 +39,8 @@ type config struct {
 	// Timelines is the timelines opened of each device (timelines.go); 0
 	// or 1 opens the device alone.
 	Timelines int
+	// CPUProfile is the file -cpuprofile writes the run's CPU profile to.
+	CPUProfile string
 }
 
 // usageError is a bad command line: rigbench says why and exits with 2.
@@ -97,6 +99,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.Baseline, "baseline", "auto", "with -compare, the baseline: driver (the workload driven straight through the device's driver, no rig core between), "+
 		"pipeline (a bare goroutine pipeline, the host driver's only), or auto (pipeline on the host driver, driver on the GPU drivers)")
 	fs.IntVar(&c.Timelines, "timelines", 0, "K timelines of each device: its timelines 1 to K-1 open beside it as devices of their own, each with -c submitters, and the report adds each one's figures; 0 or 1 for the device alone")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the run into this file (go tool pprof reads it)")
 	fs.IntVar(&c.Rounds, "rounds", 5, "with -compare, the rounds that alternate rig and the baseline, each a share of -duration or -n, so that both meet the machine's other load alike")
 
 	if err := fs.Parse(args); err != nil {

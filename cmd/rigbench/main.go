@@ -98,6 +98,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rigbench: %v\n(rigbench -h lists the flags)\n", err)
 		return 2
 	}
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "rigbench: %v\n", err)
+			return 2
+		}
+		defer stop()
+	}
 	devs, notes, err := openDevices(context.Background(), cfg.Devices)
 	if err == nil {
 		if devs, err = openTimelines(context.Background(), devs, cfg.Timelines); err != nil {
