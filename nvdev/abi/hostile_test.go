@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -274,6 +275,41 @@ func TestHostileSizes(t *testing.T) {
 			t.Errorf("%s: an image of %d bytes", tc.name, c.Size())
 		case !tc.ok && !errors.Is(err, ErrMalformed):
 			t.Errorf("%s: %v, want ErrMalformed", tc.name, err)
+		}
+	}
+}
+
+// manyKernels is a cubin of n kernels, each with the sections nvcc gives
+// a kernel: its own code, constant bank 0, shared memory and attributes.
+func manyKernels(n int) []byte {
+	strs := []byte{0}
+	at := make([]uint32, n)
+	var more []hsec
+	for i := range n {
+		at[i] = uint32(len(strs))
+		name := fmt.Sprintf("kernel_%06d", i)
+		strs = append(append(strs, name...), 0)
+		more = append(more,
+			hsec{name: ".nv.info." + name, typ: shtCUDAInfo, data: []byte{eifmtHVAL, AttrMaxRegCount, 32, 0}, align: 4},
+			hsec{name: ".nv.constant0." + name, typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC, data: make([]byte, 0x210), align: 4},
+			hsec{name: ".nv.shared." + name, typ: elf.SHT_NOBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, size: 1024, align: 16},
+			hsec{name: ".text." + name, typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, data: make([]byte, 128), align: 128})
+	}
+	syms := make([][]byte, n)
+	for i := range syms {
+		syms[i] = hsym(at[i], elf.STT_FUNC, stoCUDAEntry, uint16(hStrtab+4*i+4), 0, 128)
+	}
+	return hostileCubin(syms, strs, more...)
+}
+
+// BenchmarkParseManyKernels parses a cubin of 4000 kernels and 16,000
+// sections.
+func BenchmarkParseManyKernels(b *testing.B) {
+	c := manyKernels(4000)
+	b.SetBytes(int64(len(c)))
+	for b.Loop() {
+		if _, err := Parse(c); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
