@@ -142,7 +142,6 @@ type Kernel struct {
 	// provide (EIATTR_EXTERNS).
 	Externs []string
 
-	symbol         int
 	hasParamCbank  bool
 	cbankParamSize int
 }
@@ -362,7 +361,7 @@ func (c *Cubin) readKernels(f *elfFile) error {
 			return malformed("two kernels named %s", s.name)
 		}
 		k := &Kernel{
-			Name: s.name, SM: c.sm, symbol: i,
+			Name: s.name, SM: c.sm,
 			Code:      c.sections[text.index].Offset + s.value,
 			CodeBytes: text.size - s.value,
 		}
