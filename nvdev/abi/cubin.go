@@ -21,6 +21,13 @@ import (
 // MaxImage bounds the size of an image: a larger one is refused.
 const MaxImage = 1 << 36
 
+// MaxZeroed bounds the bytes of an image that its file does not hold: the
+// sections of zeroes (SHT_NOBITS, such as .nv.global) and the padding that
+// aligns sections. Laying an image takes its whole size on the host, so
+// that a small file asking for more is refused; the bytes the file holds
+// are bounded by the file's size.
+const MaxZeroed = 1 << 28
+
 // PrefetchSlack is the bytes an image keeps past its last section, so that
 // the engine's instruction prefetch past a kernel's last instruction reads
 // memory that is mapped.
@@ -36,6 +43,8 @@ type Cubin struct {
 	symbols   []Symbol
 	kernels   []*Kernel
 	byName    map[string]*Kernel
+	bySymbol  map[int]*Kernel // by the index of its symbol
+	undefSyms []bool          // by symbol: an undefined symbol the image refers to
 	relocs    []Reloc
 	undefined map[string]bool
 	size      uint64
@@ -133,7 +142,6 @@ type Kernel struct {
 	// provide (EIATTR_EXTERNS).
 	Externs []string
 
-	symbol         int
 	hasParamCbank  bool
 	cbankParamSize int
 }
@@ -147,7 +155,11 @@ func (k *Kernel) Stack() int { return max(k.MinStack, k.MaxStack, k.FrameSize) }
 // not apply (RelocationError), and an image that refers to a symbol it
 // does not define (UndefinedError), such as vprintf or __assertfail, even
 // where no kernel to be launched calls it. Whatever its input, it returns
-// an error rather than panic.
+// an error rather than panic, and what it allocates and does is in
+// proportion to the input's size: it refuses, wrapping ErrMalformed,
+// sections whose bytes add up to more than the file's, names that add up
+// to more, and an image of more than MaxZeroed bytes the file does not
+// hold.
 func Parse(b []byte) (*Cubin, error) {
 	c, err := Inspect(b)
 	if err != nil {
@@ -173,7 +185,7 @@ func Inspect(b []byte) (*Cubin, error) {
 	}
 	c := &Cubin{
 		sm: f.sm(), data: data,
-		byName: map[string]*Kernel{}, undefined: map[string]bool{},
+		byName: map[string]*Kernel{}, bySymbol: map[int]*Kernel{}, undefined: map[string]bool{},
 	}
 	if !slices.ContainsFunc(generations, func(g *Generation) bool { return g.Runs(c.sm) }) {
 		return nil, &archError{c.sm}
@@ -182,12 +194,19 @@ func Inspect(b []byte) (*Cubin, error) {
 		return nil, err
 	}
 	c.readSymbols(f)
+	c.undefSyms = make([]bool, len(f.symbols))
 	if err := c.readKernels(f); err != nil {
 		return nil, err
 	}
 	if err := c.readRelocations(f); err != nil {
 		return nil, err
 	}
+	for i, u := range c.undefSyms {
+		if u {
+			c.undefined[f.symbols[i].name] = true
+		}
+	}
+	c.undefSyms = nil
 	return c, nil
 }
 
@@ -246,7 +265,9 @@ func (c *Cubin) layout(f *elfFile) error {
 		}
 	}
 	off, align := uint64(0), uint64(256)
-	placed := map[int]uint64{}
+	placed := make([]uint64, len(f.sections))
+	laid := make([]bool, len(f.sections))
+	var zeroed uint64 // the bytes of the image the file does not hold
 	for _, s := range order {
 		a := max(s.align, 128)
 		if bank, _ := bankOf(s.name); bank > 0 {
@@ -256,11 +277,19 @@ func (c *Cubin) layout(f *elfFile) error {
 			return malformed("section %s aligned to %d", s.name, s.align)
 		}
 		align = max(align, a)
-		off = (off + a - 1) &^ (a - 1)
+		next := (off + a - 1) &^ (a - 1)
+		zeroed += next - off
+		if s.data == nil {
+			zeroed += min(s.size, MaxZeroed+1)
+		}
+		if zeroed > MaxZeroed {
+			return malformed("section %s: an image of more than %d bytes of zeroes and padding", s.name, uint64(MaxZeroed))
+		}
+		off = next
 		if s.size > MaxImage || off+s.size > MaxImage {
 			return malformed("image larger than %d bytes", uint64(MaxImage))
 		}
-		placed[s.index] = off
+		placed[s.index], laid[s.index] = off, true
 		off += s.size
 	}
 	c.laid = order
@@ -268,9 +297,8 @@ func (c *Cubin) layout(f *elfFile) error {
 	c.align = align
 	c.sections = make([]Section, len(f.sections))
 	for i, s := range f.sections {
-		o, laid := placed[i]
 		c.sections[i] = Section{Name: s.name, Index: i, Type: elf.SectionType(s.typ),
-			Flags: elf.SectionFlag(s.flags), Size: s.size, Laid: laid, Offset: o}
+			Flags: elf.SectionFlag(s.flags), Size: s.size, Laid: laid[i], Offset: placed[i]}
 	}
 	return nil
 }
@@ -284,17 +312,40 @@ func (c *Cubin) readSymbols(f *elfFile) {
 	}
 }
 
-// sectionNamed is the section of that name, or nil.
-func sectionNamed(f *elfFile, name string) *elfSection {
-	for _, s := range f.sections {
-		if s.name == name && s.index != 0 {
-			return s
+// kernelSections are the sections of each kernel (.nv.shared.<kernel>,
+// .nv.constant0.<kernel>, .nv.info.<kernel>), by kernel name, made in one
+// pass over the sections: the first section of each name.
+type kernelSections struct {
+	shared, bank0, info map[string]*elfSection
+}
+
+func kernelSectionsOf(f *elfFile) kernelSections {
+	ks := kernelSections{shared: map[string]*elfSection{}, bank0: map[string]*elfSection{}, info: map[string]*elfSection{}}
+	for _, s := range f.sections[1:] {
+		for _, p := range [...]struct {
+			prefix string
+			m      map[string]*elfSection
+		}{{".nv.shared.", ks.shared}, {".nv.constant0.", ks.bank0}, {".nv.info.", ks.info}} {
+			if k, ok := strings.CutPrefix(s.name, p.prefix); ok {
+				if p.m[k] == nil {
+					p.m[k] = s
+				}
+				break
+			}
 		}
 	}
-	return nil
+	return ks
 }
 
 func (c *Cubin) readKernels(f *elfFile) error {
+	ks := kernelSectionsOf(f)
+	var info *elfSection // .nv.info
+	for _, s := range f.sections[1:] {
+		if s.name == ".nv.info" {
+			info = s
+			break
+		}
+	}
 	for i, s := range f.symbols {
 		if !c.symbols[i].Entry {
 			continue
@@ -310,20 +361,20 @@ func (c *Cubin) readKernels(f *elfFile) error {
 			return malformed("two kernels named %s", s.name)
 		}
 		k := &Kernel{
-			Name: s.name, SM: c.sm, symbol: i,
+			Name: s.name, SM: c.sm,
 			Code:      c.sections[text.index].Offset + s.value,
 			CodeBytes: text.size - s.value,
 		}
 		if s.size != 0 && s.size <= text.size-s.value {
 			k.CodeBytes = s.size
 		}
-		if sh := sectionNamed(f, ".nv.shared."+s.name); sh != nil {
+		if sh := ks.shared[s.name]; sh != nil {
 			if sh.size > 1<<31 {
 				return malformed("%s: shared memory of %d bytes", s.name, sh.size)
 			}
 			k.Shared = int(sh.size)
 		}
-		if cb := sectionNamed(f, ".nv.constant0."+s.name); cb != nil {
+		if cb := ks.bank0[s.name]; cb != nil {
 			if cb.size > 1<<20 || cb.data == nil {
 				return malformed("%s: constant bank 0 of %d bytes", s.name, cb.size)
 			}
@@ -331,8 +382,9 @@ func (c *Cubin) readKernels(f *elfFile) error {
 		}
 		c.kernels = append(c.kernels, k)
 		c.byName[s.name] = k
+		c.bySymbol[i] = k
 	}
-	if info := sectionNamed(f, ".nv.info"); info != nil && info.data != nil {
+	if info != nil && info.data != nil {
 		attrs, err := parseInfo(info.name, info.data)
 		if err != nil {
 			return err
@@ -341,8 +393,9 @@ func (c *Cubin) readKernels(f *elfFile) error {
 			return err
 		}
 	}
+	banks := c.banks()
 	for _, k := range c.kernels {
-		if info := sectionNamed(f, ".nv.info."+k.Name); info != nil && info.data != nil {
+		if info := ks.info[k.Name]; info != nil && info.data != nil {
 			attrs, err := parseInfo(info.name, info.data)
 			if err != nil {
 				return err
@@ -354,31 +407,70 @@ func (c *Cubin) readKernels(f *elfFile) error {
 		if err := k.checkParams(); err != nil {
 			return err
 		}
-		k.Banks = c.banksOf(k.Name)
+		k.Banks = banks.of(k.Name)
 	}
 	return nil
 }
 
-// banksOf is the constant banks other than 0 that kernel's launches bind:
-// the image's, and its own, which take their place.
-func (c *Cubin) banksOf(kernel string) []Bank {
-	var banks []Bank
+// bankSet is the constant banks other than 0 the image holds: its own
+// (.nv.constantN), the first section of each number, and each kernel's
+// (.nv.constantN.<kernel>), which take the place of the image's of the
+// same number, the last section of each number.
+type bankSet struct {
+	image  []Bank            // by number
+	shared []Bank            // image, for the kernels without banks of their own
+	own    map[string][]Bank // by kernel, in section order
+}
+
+// banks sorts out the image's constant banks in one pass over its
+// sections.
+func (c *Cubin) banks() bankSet {
+	var image [32]Bank
+	set := bankSet{own: map[string][]Bank{}}
 	for _, s := range c.sections {
 		bank, owner := bankOf(s.Name)
-		if bank <= 0 || !s.Laid || (owner != "" && owner != kernel) {
+		if bank <= 0 || !s.Laid {
 			continue
 		}
 		b := Bank{Index: bank, Offset: s.Offset, Size: uint32(min(s.Size, 1<<32-1))}
-		if i := slices.IndexFunc(banks, func(x Bank) bool { return x.Index == bank }); i >= 0 {
-			if owner != "" {
-				banks[i] = b
-			}
-			continue
+		switch {
+		case owner != "":
+			set.own[owner] = append(set.own[owner], b)
+		case image[bank].Index == 0:
+			image[bank] = b
 		}
-		banks = append(banks, b)
 	}
-	slices.SortFunc(banks, func(a, b Bank) int { return a.Index - b.Index })
-	return banks
+	for _, b := range image {
+		if b.Index != 0 {
+			set.image = append(set.image, b)
+		}
+	}
+	set.shared = slices.Clip(set.image)
+	return set
+}
+
+// of is the constant banks other than 0 that kernel's launches bind, by
+// number: the image's, and its own, which take their place. Kernels
+// without banks of their own share one read-only slice.
+func (set bankSet) of(kernel string) []Bank {
+	own := set.own[kernel]
+	if len(own) == 0 {
+		return set.shared
+	}
+	var banks [32]Bank
+	for _, b := range set.image {
+		banks[b.Index] = b
+	}
+	for _, b := range own {
+		banks[b.Index] = b
+	}
+	var out []Bank
+	for _, b := range banks {
+		if b.Index != 0 {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // SM is the architecture of the cubin's code, major*10 + minor.

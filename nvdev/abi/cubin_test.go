@@ -262,3 +262,38 @@ func TestBankOf(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalsWrapMalformed: the parser's refusals of a relocation it
+// cannot apply to a section of the image wrap ErrMalformed.
+func TestRefusalsWrapMalformed(t *testing.T) {
+	index := func(e *cubinEdit, match func(string) bool) int {
+		for i, s := range e.f.Sections {
+			if match(s.Name) {
+				return i
+			}
+		}
+		e.t.Fatal("no such section")
+		return 0
+	}
+	for _, sm := range archs {
+		for _, tc := range []struct {
+			want string
+			edit func(e *cubinEdit) *cubinEdit
+		}{
+			{"lies in a section the image does not hold", func(e *cubinEdit) *cubinEdit {
+				return e.define("counter", ".nv.info")
+			}},
+			{"relocates constant bank 0", func(e *cubinEdit) *cubinEdit {
+				bank0 := index(e, func(n string) bool { return strings.HasPrefix(n, ".nv.constant0.") })
+				rel := index(e, func(n string) bool { return n == relocSection(sm) })
+				le.PutUint32(e.b[le.Uint64(e.b[40:])+uint64(rel)*shdrSize+44:], uint32(bank0))
+				return e
+			}},
+		} {
+			_, err := Parse(tc.edit(editCubin(t, sm).defineDriverFunctions()).bytes())
+			if !errors.Is(err, ErrMalformed) || !strings.Contains(fmt.Sprint(err), tc.want) {
+				t.Errorf("sm_%d: %v, want ErrMalformed: %s", sm, err, tc.want)
+			}
+		}
+	}
+}

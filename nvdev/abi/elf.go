@@ -4,12 +4,21 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // A minimal reader of the ELF64 little-endian files nvcc writes for
 // EM_CUDA. It checks every offset and size against the file before it
 // reads, so that no input makes it panic; debug/elf serves for its
 // constants only.
+//
+// It also bounds what a file makes it allocate and do by the file's size,
+// so that a small hostile file cannot exhaust memory or time: the
+// sections that have bytes in the file add up to no more than the file
+// (they do not overlap much), the names of the sections, and those of the
+// symbols, add up to no more than the file each (names are substrings of
+// one copy of their string table, never copied one by one), and every
+// lookup of a section or symbol is by index or by a map made once.
 
 const (
 	emCUDA        = 190        // EM_CUDA
@@ -58,27 +67,58 @@ type elfFile struct {
 	flags    uint32
 	sections []*elfSection
 	symbols  []elfSymbol
-	symtab   int // index of the symbol table, 0 if none
+	symtab   int            // index of the symbol table, 0 if none
+	strtabs  map[int]string // the string tables read, by section
 }
 
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
 }
 
-// cstring reads the NUL-terminated string at off of tab.
-func cstring(tab []byte, off uint64) (string, error) {
-	if off >= uint64(len(tab)) {
-		if off == 0 && len(tab) == 0 {
+// names reads the names of a string table: substrings of one copy of
+// the table, which add up to no more than total bytes.
+type names struct {
+	s           string
+	left, total uint64
+}
+
+// names is a reader of the names of the string table in section i, whose
+// names add up to no more than total bytes. The table is copied once,
+// whatever the readers of it.
+func (f *elfFile) names(i int, total uint64) *names {
+	s, ok := f.strtabs[i]
+	if !ok {
+		if f.strtabs == nil {
+			f.strtabs = map[int]string{}
+		}
+		s = string(f.sections[i].data)
+		f.strtabs[i] = s
+	}
+	return &names{s: s, left: total, total: total}
+}
+
+// name reads the NUL-terminated string at off, and takes its length from
+// what the names may still add up to: it reads no further than that.
+func (t *names) name(off uint64) (string, error) {
+	if off >= uint64(len(t.s)) {
+		if off == 0 && len(t.s) == 0 {
 			return "", nil
 		}
-		return "", malformed("string offset %#x past its table of %d bytes", off, len(tab))
+		return "", malformed("string offset %#x past its table of %d bytes", off, len(t.s))
 	}
-	for i := off; i < uint64(len(tab)); i++ {
-		if tab[i] == 0 {
-			return string(tab[off:i]), nil
+	rest := t.s[off:]
+	if uint64(len(rest)) > t.left {
+		rest = rest[:t.left+1]
+	}
+	n := strings.IndexByte(rest, 0)
+	if n < 0 {
+		if uint64(len(t.s))-off <= t.left {
+			return "", malformed("string at %#x not terminated", off)
 		}
+		return "", malformed("names of more than %d bytes in all, the size of the file", t.total)
 	}
-	return "", malformed("string at %#x not terminated", off)
+	t.left -= uint64(n)
+	return rest[:n], nil
 }
 
 // span is b[off:off+n], checked.
@@ -121,6 +161,7 @@ func readELF(b []byte) (*elfFile, error) {
 		return nil, malformed("section name table %d of %d sections", shstrndx, shnum)
 	}
 	f.sections = make([]*elfSection, shnum)
+	var held uint64 // the bytes of the sections read so far
 	for i := range f.sections {
 		h := hdrs[i*shdrSize:]
 		s := &elfSection{
@@ -138,16 +179,19 @@ func readELF(b []byte) (*elfFile, error) {
 			if s.data, ok = span(b, s.offset, s.size); !ok {
 				return nil, malformed("section %d: %d bytes at %#x past the end of the file", i, s.size, s.offset)
 			}
+			if held += s.size; held > uint64(len(b)) {
+				return nil, malformed("sections of more than the file's %d bytes: they overlap", len(b))
+			}
 		}
 		f.sections[i] = s
 	}
-	names := f.sections[shstrndx]
-	if elf.SectionType(names.typ) != elf.SHT_STRTAB {
+	if elf.SectionType(f.sections[shstrndx].typ) != elf.SHT_STRTAB {
 		return nil, malformed("section name table is not a string table")
 	}
+	names := f.names(int(shstrndx), uint64(len(b)))
 	for i, s := range f.sections {
 		var err error
-		if s.name, err = cstring(names.data, uint64(le.Uint32(hdrs[i*shdrSize:]))); err != nil {
+		if s.name, err = names.name(uint64(le.Uint32(hdrs[i*shdrSize:]))); err != nil {
 			return nil, fmt.Errorf("section %d name: %w", i, err)
 		}
 	}
@@ -159,26 +203,28 @@ func readELF(b []byte) (*elfFile, error) {
 			return nil, malformed("two symbol tables")
 		}
 		f.symtab = i
-		if err := f.readSymbols(s); err != nil {
+		if err := f.readSymbols(s, uint64(len(b))); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
 }
 
-func (f *elfFile) readSymbols(s *elfSection) error {
+// readSymbols reads the symbol table s, whose names add up to no more
+// than total bytes.
+func (f *elfFile) readSymbols(s *elfSection, total uint64) error {
 	if s.entsize != symSize || s.size%symSize != 0 {
 		return malformed("symbol table entries of %d bytes", s.entsize)
 	}
 	if int(s.link) >= len(f.sections) || elf.SectionType(f.sections[s.link].typ) != elf.SHT_STRTAB {
 		return malformed("symbol table's string table %d", s.link)
 	}
-	strs := f.sections[s.link].data
+	strs := f.names(int(s.link), total)
 	n := s.size / symSize
 	f.symbols = make([]elfSymbol, n)
 	for i := range f.symbols {
 		e := s.data[uint64(i)*symSize:]
-		name, err := cstring(strs, uint64(le.Uint32(e)))
+		name, err := strs.name(uint64(le.Uint32(e)))
 		if err != nil {
 			return fmt.Errorf("symbol %d name: %w", i, err)
 		}

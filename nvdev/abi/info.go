@@ -163,7 +163,7 @@ func (c *Cubin) kernelInfo(f *elfFile, k *Kernel, attrs []Attribute) error {
 				}
 				k.Externs = append(k.Externs, f.symbols[s].name)
 				if f.symbols[s].shndx == 0 {
-					c.undefined[f.symbols[s].name] = true
+					c.undefSyms[s] = true
 				}
 			}
 		}
@@ -197,8 +197,8 @@ func (c *Cubin) imageInfo(f *elfFile, attrs []Attribute) error {
 		if int(sym) >= len(f.symbols) {
 			return malformed(".nv.info: attribute %#x of symbol %d of %d", a.Attr, sym, len(f.symbols))
 		}
-		k := c.byName[f.symbols[sym].name]
-		if k == nil || k.symbol != int(sym) {
+		k := c.bySymbol[int(sym)]
+		if k == nil {
 			continue // a device function's
 		}
 		switch a.Attr {

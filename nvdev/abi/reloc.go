@@ -126,7 +126,7 @@ func (c *Cubin) readRelocations(f *elfFile) error {
 		}
 		if !c.sections[target.index].Laid {
 			if bank, kernel := bankOf(target.name); bank == 0 && rs.size > 0 {
-				return fmt.Errorf("cubin: %s relocates constant bank 0 of %s, which each launch stamps anew: not supported", rs.name, kernel)
+				return malformed("%s relocates constant bank 0 of %s, which each launch stamps anew: not supported", rs.name, kernel)
 			}
 			continue // debugging information, which the image does not hold
 		}
@@ -158,7 +158,7 @@ func (c *Cubin) readRelocations(f *elfFile) error {
 			w, ok := width(r.Type)
 			switch {
 			case sym != 0 && s.shndx == 0:
-				c.undefined[s.name] = true
+				c.undefSyms[sym] = true
 				r.undefined = true
 			case !ok:
 				return &RelocationError{Type: r.Type, Section: target.name, Symbol: s.name}
@@ -169,7 +169,7 @@ func (c *Cubin) readRelocations(f *elfFile) error {
 			default:
 				def := f.section(uint32(s.shndx))
 				if def == nil || !c.sections[def.index].Laid {
-					return fmt.Errorf("cubin: %s: symbol %s lies in a section the image does not hold", rs.name, s.name)
+					return malformed("%s: symbol %s lies in a section the image does not hold", rs.name, s.name)
 				}
 				r.target = c.sections[def.index].Offset + s.value
 			}
