@@ -28,7 +28,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte("\x7fELF"))
-	for _, b := range hostileSeeds() {
+	for _, b := range hostileInputs() {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -192,13 +192,13 @@ func FuzzQmd(f *testing.F) {
 	})
 }
 
-// hostileSeeds are cubins of the shapes that made the parser take memory
+// hostileInputs are cubins of the shapes that made the parser take memory
 // and work out of proportion to their size, smaller: symbols that name
 // one long string or its suffixes, sections times kernels, sections that
 // share their bytes, and sections of zeroes or padding past MaxZeroed.
-func hostileSeeds() [][]byte {
+func hostileInputs() [][]byte {
 	long := append(append([]byte{0}, bytes.Repeat([]byte{'k'}, 4<<10)...), 0)
-	seeds := [][]byte{
+	inputs := [][]byte{
 		hostileCubin(kernels(64, func(int) uint32 { return 1 }), long),
 		hostileCubin(kernels(64, func(i int) uint32 { return uint32(1 + i) }), long),
 	}
@@ -213,7 +213,7 @@ func hostileSeeds() [][]byte {
 		more = append(more, hsec{name: ".nv.constant3." + name, typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC, data: make([]byte, 4), align: 4},
 			hsec{name: ".nv.info." + name, typ: shtCUDAInfo, data: []byte{eifmtHVAL, AttrMaxRegCount, 32, 0}, align: 4})
 	}
-	seeds = append(seeds, hostileCubin(kernels(32, func(i int) uint32 { return at[i] }), append([]byte{0}, strs...), more...))
+	inputs = append(inputs, hostileCubin(kernels(32, func(i int) uint32 { return at[i] }), append([]byte{0}, strs...), more...))
 	one := kernels(1, func(int) uint32 { return 1 })
 	data := hsec{name: ".nv.global.init", typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, data: make([]byte, 256), align: 8}
 	aliases := []hsec{data}
@@ -222,12 +222,12 @@ func hostileSeeds() [][]byte {
 		a.alias = hStrtab + 1
 		aliases = append(aliases, a)
 	}
-	seeds = append(seeds, hostileCubin(one, []byte("\x00k\x00"), aliases...))
+	inputs = append(inputs, hostileCubin(one, []byte("\x00k\x00"), aliases...))
 	for _, size := range []uint64{MaxImage - 1<<12, MaxZeroed + 1, 1<<64 - 1} {
-		seeds = append(seeds, hostileCubin(one, []byte("\x00k\x00"),
+		inputs = append(inputs, hostileCubin(one, []byte("\x00k\x00"),
 			hsec{name: ".nv.global", typ: elf.SHT_NOBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, size: size, align: 8}))
 	}
-	seeds = append(seeds, hostileCubin(one, []byte("\x00k\x00"),
+	inputs = append(inputs, hostileCubin(one, []byte("\x00k\x00"),
 		hsec{name: ".nv.global.init", typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC, data: []byte{1}, align: 1 << 16}))
-	return seeds
+	return inputs
 }
