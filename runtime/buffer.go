@@ -3,6 +3,7 @@ package rig
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"runtime"
@@ -127,6 +128,7 @@ func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error
 // reclaimRound is round i of reclamation on the device.
 func (d *Device) reclaimRound(i int) {
 	d.stats.reclaimRounds.Add(1)
+	logEvent(slog.LevelInfo, "rig: reclamation round", "device", d.name, "round", i+1)
 	switch i {
 	case 0:
 	case 1:

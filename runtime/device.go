@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -74,6 +75,7 @@ type Device struct {
 
 	sup       *supervisor
 	done      chan struct{}
+	lost      chan struct{} // closed at the loss
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -118,6 +120,7 @@ func Open(ctx context.Context, op device.Opener) (*Device, error) {
 		return nil, err
 	}
 	go d.sup.run()
+	logEvent(slog.LevelInfo, "rig: device open", "device", d.name, "arch", d.facts.Arch)
 	return d, nil
 }
 
@@ -188,6 +191,7 @@ func open(op device.Opener) (*Device, error) {
 		images:  map[*imageState]struct{}{},
 		views:   map[*bufState]struct{}{},
 		done:    make(chan struct{}),
+		lost:    make(chan struct{}),
 	}
 	d.base = d.read()
 	d.last.Store(d.base)
@@ -256,6 +260,7 @@ func (d *Device) loseAt(cause string, f *device.Fault, reached uint64) *LostErro
 	if !d.loss.CompareAndSwap(nil, le) {
 		return d.loss.Load()
 	}
+	close(d.lost)
 	d.sup.poke()
 	return le
 }

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -368,6 +369,7 @@ func (s *supervisor) onLoss(le *LostError) {
 	s.lost = le
 	s.wakeAll(le)
 	s.d.failDebtors()
+	logEvent(slog.LevelError, "rig: device lost", "device", s.d.name, "cause", le.Cause, "reached", le.Reached)
 	if le.Fault == nil {
 		return
 	}
@@ -491,6 +493,7 @@ func (s *supervisor) reap() {
 	timelineGive(d.slot)
 	d.unregister()
 	close(d.done)
+	logEvent(slog.LevelInfo, "rig: device closed, everything given back", "device", d.name)
 }
 
 // Waiting is the number of waiters registered with the device's

@@ -20,7 +20,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rig-go/rig/examples/server/service"
+	"github.com/rig-go/rig/rigprom"
+	rig "github.com/rig-go/rig/runtime"
 )
 
 func main() {
@@ -47,7 +51,14 @@ func run(addr, spec string, slots int, debug bool, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: addr, Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// rig's own events (opens, losses, closes, reclamation) go to the
+	// service's log, and its devices' counters to /metrics.
+	rig.SetLogger(log)
+	prometheus.MustRegister(rigprom.NewCollector(svc.Devices))
+	mux := http.NewServeMux()
+	mux.Handle("/", svc.Handler())
+	mux.Handle("GET /metrics", promhttp.Handler())
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.ListenAndServe() }()
 	log.Info("serving", "addr", addr, "driver", driver)

@@ -87,9 +87,32 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cur.Store(b)
 	s.healthy.Store(true)
+	s.publish(b)
 	return s, nil
+}
+
+// publish makes b the backend requests use, and recovers it as soon as
+// its device is lost, whether or not a request meets the loss.
+func (s *Service) publish(b *backend) {
+	s.cur.Store(b)
+	s.inFlight.Add(1)
+	go func() {
+		defer s.inFlight.Done()
+		select {
+		case <-b.dev.Lost():
+			s.recover(b)
+		case <-b.dev.Done():
+		}
+	}()
+}
+
+// Devices returns the device the service runs on now, for metrics.
+func (s *Service) Devices() []*rig.Device {
+	if b := s.cur.Load(); b != nil {
+		return []*rig.Device{b.dev}
+	}
+	return nil
 }
 
 // start opens the device and makes a backend on it.
@@ -392,7 +415,7 @@ func (s *Service) recover(b *backend) {
 			nb, err := s.start(ctx)
 			cancel()
 			if err == nil {
-				s.cur.Store(nb)
+				s.publish(nb)
 				s.log.Info("device reopened after a loss", "device", nb.dev.Name(), "took", time.Since(start))
 				if s.closed.Load() {
 					_ = nb.dev.Close()

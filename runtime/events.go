@@ -1,0 +1,29 @@
+package rig
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+)
+
+// logger is the logger SetLogger set, nil for none.
+var logger atomic.Pointer[slog.Logger]
+
+// SetLogger sets the logger rig reports its devices' events to: opens,
+// losses with their cause, closes once everything was given back, and
+// rounds of reclamation. nil (the default) reports nothing. Any goroutine
+// may call it; events are logged from the goroutine that met them, which
+// then holds no lock that submissions or waits take.
+func SetLogger(l *slog.Logger) { logger.Store(l) }
+
+// logEvent logs msg with args at level, where a logger is set.
+func logEvent(level slog.Level, msg string, args ...any) {
+	if l := logger.Load(); l != nil {
+		l.Log(context.Background(), level, msg, args...)
+	}
+}
+
+// Lost returns a channel that is closed once the device is lost, for a
+// server to select on beside its other work; Err then returns the loss.
+// It is not closed by Close.
+func (d *Device) Lost() <-chan struct{} { return d.lost }
