@@ -19,6 +19,10 @@ for r in 1 2 3; do
   (cd nvdev && RIG_GPU=1 timeout 60 $F/nvdev.test -test.run '^$' -test.benchtime 300ms -test.benchmem \
     -test.bench 'GPU(RigLaunch|RigRoundTrip|RoundTrip)$') >> $B 2>&1
 done
+gcc -O2 -shared -fPIC -o /tmp/anchor_loop.so $F/anchor_loop.c
+echo "== beside C in one process" >> $B
+(cd cudadev && RIG_GPU=1 RIG_ANCHOR_LOOP=/tmp/anchor_loop.so timeout 90 $F/cudadev.test -test.run '^$' -test.benchtime 12x -test.benchmem \
+  -test.bench 'GPU(Launch|RigLaunch)BesideC$') >> $B 2>&1
 echo "== group commit against the submit path that kicks under the lock" >> $B
 (cd nvdev && RIG_GPU=1 timeout 90 $F/nvdev.test -test.run '^$' -test.benchtime 100000x -test.benchmem \
   -test.bench 'GPU(Submitters|Hold)$') >> $B 2>&1
