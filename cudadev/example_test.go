@@ -11,6 +11,7 @@ import (
 
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -40,11 +41,10 @@ func twiceOnGPU(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	defer func() { _ = dev.Close(); <-dev.Done() }()
-	bin, err := os.ReadFile("testdata/kernels.sm_90.cubin")
-	if err != nil {
-		return err
-	}
-	img, err := dev.LoadImage(bin)
+	// The test kernels' image for the GPU (nvcc's cubin where one is
+	// built, PTX otherwise); a program reads its own with os.ReadFile or
+	// go:embed.
+	img, err := dev.LoadImage(testkernels.Image(dev.Arch()))
 	if err != nil {
 		return err
 	}

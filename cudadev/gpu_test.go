@@ -15,6 +15,7 @@ import (
 
 	"github.com/rig-go/rig/cudadev/abi"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/internal/timeline"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -235,11 +236,15 @@ func TestGPUCopyHugePitch(t *testing.T) {
 func TestGPUImages(t *testing.T) {
 	dev := openRig(t, Config{})
 	x := alloc(t, dev, device.Pinned, 4*256)
-	for _, name := range []string{"kernels." + dev.Arch() + ".cubin", "kernels.fatbin", "kernels.compute_90.ptx"} {
-		b, err := os.ReadFile("testdata/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	cubin, ok := testkernels.Cubin(dev.Arch())
+	if !ok {
+		t.Skipf("no test cubin for %s", dev.Arch())
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{{"cubin", cubin}, {"fatbin", testkernels.Fatbin()}, {"PTX", testkernels.PTX()}} {
+		name, b := c.name, c.b
 		start := time.Now()
 		img, err := dev.LoadImage(b)
 		if err != nil {
@@ -273,8 +278,7 @@ func TestGPUImages(t *testing.T) {
 		}
 		t.Logf("%s: loaded and placed in %v", name, took)
 	}
-	b, _ := os.ReadFile("testdata/kernels.sm_80.cubin")
-	if dev.Arch() != "sm_80" {
+	if b, _ := testkernels.Cubin("sm_80"); dev.Arch() != "sm_80" {
 		_, err := dev.LoadImage(b)
 		if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_") {
 			t.Fatalf("a cubin for sm_80 answered %v", err)

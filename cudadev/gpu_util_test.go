@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/internal/timeline"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -25,19 +26,9 @@ func needGPU(t testing.TB) {
 	}
 }
 
-// kernels is the test image for arch: its cubin where testdata has one,
-// its PTX otherwise.
-func kernels(t testing.TB, arch string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/kernels." + arch + ".cubin")
-	if err != nil {
-		b, err = os.ReadFile("testdata/kernels.compute_90.ptx")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+// kernels is the test image for arch: its cubin where one is built, its
+// PTX otherwise.
+func kernels(_ testing.TB, arch string) []byte { return testkernels.Image(arch) }
 
 // openRig opens GPU 0 through rig and closes it at the test's end, waiting
 // until it gave everything back.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
 	"github.com/rig-go/rig/nvdev/nvidia"
@@ -27,9 +28,9 @@ var bg = context.Background()
 // shared kernels.cu but the two that call vprintf and __assertfail.
 func cubin(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/kernels_nv.sm_90.cubin")
-	if err != nil {
-		t.Fatal(err)
+	b, ok := testkernels.NVCubin("sm_90")
+	if !ok {
+		t.Fatal("no test cubin for sm_90")
 	}
 	return b
 }
@@ -39,14 +40,11 @@ func cubin(t testing.TB) []byte {
 // not call them, and a cubin of another architecture.
 func TestImageRefused(t *testing.T) {
 	r := openRaw(t, Config{})
-	b, err := os.ReadFile("testdata/kernels.sm_90.cubin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := testkernels.Cubin("sm_90")
 	if _, err := r.d.Image(b); err == nil || !strings.Contains(err.Error(), "vprintf") {
 		t.Errorf("the image with uses_printf: %v", err)
 	}
-	b, err = os.ReadFile("kernels/copy.sm_80.cubin")
+	b, err := os.ReadFile("kernels/copy.sm_80.cubin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package profile
 
 import (
 	"context"
-	_ "embed"
 	"os"
 	"slices"
 	"testing"
@@ -10,17 +9,9 @@ import (
 
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/nvdev"
 	rig "github.com/rig-go/rig/runtime"
-)
-
-// kernelsPTX holds the empty and twice kernels, which CUDA compiles for
-// any GPU; kernelsNV the same kernels for sm_90, which nvdev loads.
-var (
-	//go:embed testdata/kernels.ptx
-	kernelsPTX []byte
-	//go:embed testdata/kernels_nv.sm_90.cubin
-	kernelsNV []byte
 )
 
 // TestGPUSpans takes a profile of launches on each GPU driver and checks
@@ -40,7 +31,7 @@ func TestGPUSpans(t *testing.T) {
 		name string
 		op   device.Opener
 		bin  []byte
-	}{{"cuda", cudadev.GPU(0), kernelsPTX}, {"nv", nvdev.GPU(0), kernelsNV}} {
+	}{{"cuda", cudadev.GPU(0), testkernels.Portable()}, {"nv", nvdev.GPU(0), nvCubin(t)}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			d, err := rig.Open(ctx, c.op)
@@ -132,4 +123,14 @@ func TestGPUSpans(t *testing.T) {
 	if nv > 8*cu || cu > 8*nv {
 		t.Errorf("the profiles disagree: median span cuda %d ns, nv %d ns", cu, nv)
 	}
+}
+
+// nvCubin is the test kernels for sm_90 that nvdev loads (no printf or
+// assert), which hold empty and twice.
+func nvCubin(t *testing.T) []byte {
+	b, ok := testkernels.NVCubin("sm_90")
+	if !ok {
+		t.Fatal("no test cubin for sm_90")
+	}
+	return b
 }

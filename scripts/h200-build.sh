@@ -16,6 +16,6 @@ for p in cudadev nvdev runtime profile; do go test -c -o $F/$p.test ./$p; done
 go test -c -o $F/nvidia.test ./nvdev/nvidia
 go build -o $F/rigbench ./cmd/rigbench
 cp cudadev/testdata/anchor_cuda.c cudadev/testdata/anchor_sched.c cudadev/testdata/anchor_loop.c $F/
-cp cudadev/testdata/kernels.sm_90.cubin $F/
+cp internal/testkernels/kernels.sm_90.cubin $F/
 cp scripts/final.sh scripts/verify.sh $F/
 du -sh $F

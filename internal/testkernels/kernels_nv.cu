@@ -1,4 +1,4 @@
-// The kernels of cudadev/testdata/kernels.cu that an RM driver loads: every
+// The kernels of kernels.cu that an RM driver loads: every
 // kernel but uses_printf and uses_assert, whose images refer to the driver-supplied
 // vprintf and __assertfail (nvdev refuses such images: no CUDA supplies them).
 // Built by build.sh.
