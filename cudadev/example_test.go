@@ -12,6 +12,7 @@ import (
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/testkernels"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -85,9 +86,7 @@ func twiceOnGPU(ctx context.Context, w io.Writer) error {
 }
 
 func TestGPUExample(t *testing.T) {
-	if os.Getenv("RIG_GPU") != "1" {
-		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
-	}
+	testutil.NeedGPU(t)
 	var b bytes.Buffer
 	if err := twiceOnGPU(context.Background(), &b); err != nil {
 		t.Fatal(err)

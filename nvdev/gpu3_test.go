@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -110,73 +111,23 @@ func openNamed(t testing.TB, name string, c Config) *rig.Device {
 	return dev
 }
 
-// closeDone closes dev and waits, at most 20 s for the close and 20 s
-// more, until it gave everything back; it reports whether it did.
-func closeDone(t testing.TB, dev *rig.Device) bool {
-	t.Helper()
-	t0 := time.Now()
-	closed := make(chan error, 1)
-	go func() { closed <- dev.Close() }()
-	var err error
-	select {
-	case err = <-closed:
-	case <-time.After(20 * time.Second):
-		t.Errorf("%s: Close did not return in 20 s", dev.Name())
-		return false
-	}
-	select {
-	case <-dev.Done():
-		t.Logf("%s closed (%v) and gave everything back in %v", dev.Name(), err, time.Since(t0))
-		return true
-	case <-time.After(20 * time.Second):
-		t.Errorf("%s closed (%v) and did not give everything back in 20 s", dev.Name(), err)
-		return false
-	}
-}
+// Short names for testutil's helpers, which the tests call often.
+var (
+	closeDone = testutil.CloseDone
+	allocBuf  = testutil.Alloc
+)
 
-func allocBuf(t testing.TB, dev *rig.Device, k device.Memory, n int) *rig.Buffer {
-	t.Helper()
-	b, err := dev.Alloc(k, n)
-	if err != nil {
-		t.Fatalf("%s: alloc of %d bytes of %v memory: %v", dev.Name(), n, k, err)
-	}
-	return b
-}
-
+// resolve loads the test kernels on dev and resolves names.
 func resolve(t testing.TB, dev *rig.Device, names ...string) []*rig.Function {
 	t.Helper()
-	img, err := dev.LoadImage(cubin(t))
-	if err != nil {
-		t.Fatalf("%s: load image: %v", dev.Name(), err)
-	}
-	var fs []*rig.Function
-	for _, n := range names {
-		f, err := img.Resolve(n)
-		if err != nil {
-			t.Fatalf("%s: resolve %s: %v", dev.Name(), n, err)
-		}
-		fs = append(fs, f)
-	}
-	return fs
+	return testutil.Functions(t, dev, cubin(t), names...)
 }
 
 // submitWait submits the parts with the buffers and waits for them, both
 // within d.
 func submitWait(t testing.TB, dev *rig.Device, d time.Duration, parts []rig.Part, bufs ...*rig.Buffer) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(bg, d)
-	defer cancel()
-	s, err := rig.NewSubmission(dev, parts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Take().Submit(ctx, bufs...)
-	if err != nil {
-		t.Fatalf("%s: submit: %v", dev.Name(), err)
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatalf("%s: wait for value %d: %+v", dev.Name(), p.Value(), err)
-	}
+	testutil.SubmitWait(t, testutil.Submission(t, dev, parts...).Take(), d, bufs...)
 }
 
 // example runs the example on dev: 1,048,576 floats up by a copy,

@@ -1,7 +1,6 @@
 package nvdev
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testutil"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
 	"github.com/rig-go/rig/nvdev/nvidia"
@@ -23,12 +23,8 @@ import (
 // GPU tests: they run where RIG_GPU=1, on NVIDIA GPU 0, through NVIDIA's
 // kernel driver, and check that libcuda is never loaded.
 
-func needGPU(t testing.TB) {
-	t.Helper()
-	if os.Getenv("RIG_GPU") != "1" {
-		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
-	}
-}
+// needGPU skips the test unless RIG_GPU=1.
+var needGPU = testutil.NeedGPU
 
 // noCUDA fails the test if the process mapped libcuda.
 func noCUDA(t testing.TB) {
@@ -167,26 +163,11 @@ func gpuConfig(c Config) Config {
 func openRig(t testing.TB, c Config) *rig.Device {
 	t.Helper()
 	needGPU(t)
-	dev, err := rig.Open(bg, Open(0, gpuConfig(c)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = dev.Close()
-		select {
-		case <-dev.Done():
-		case <-time.After(20 * time.Second):
-			t.Error("the closed device did not give everything back in 20 s")
-		}
-	})
-	return dev
+	return testutil.Open(t, Open(0, gpuConfig(c)))
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(bg, d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d or at the test's end.
+var ctxFor = testutil.Context
 
 // TestGPU2Example is the example: twice doubles x on GPU 0, with
 // no CUDA.

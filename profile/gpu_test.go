@@ -2,7 +2,6 @@ package profile
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/testkernels"
+	"github.com/rig-go/rig/internal/testutil"
 	"github.com/rig-go/rig/nvdev"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -23,9 +23,7 @@ import (
 // 2.4 µs and 7.0 µs: CUDA's spans are between events, whose own recording
 // they include), which a clock or a unit gone wrong on either side breaks.
 func TestGPUSpans(t *testing.T) {
-	if os.Getenv("RIG_GPU") != "1" {
-		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
-	}
+	testutil.NeedGPU(t)
 	medians := map[string]int64{}
 	for _, c := range []struct {
 		name string
@@ -34,23 +32,9 @@ func TestGPUSpans(t *testing.T) {
 	}{{"cuda", cudadev.GPU(0), testkernels.Portable()}, {"nv", nvdev.GPU(0), nvCubin(t)}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			d, err := rig.Open(ctx, c.op)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = d.Close(); <-d.Done() }()
-			img, err := d.LoadImage(c.bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := img.Resolve("twice")
-			if err != nil {
-				t.Fatal(err)
-			}
-			x, err := d.Alloc(device.Device, 4*256*64)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := testutil.Open(t, c.op)
+			f := testutil.Functions(t, d, c.bin, "twice")[0]
+			x := testutil.Alloc(t, d, device.Device, 4*256*64)
 			s := submission(t, d, rig.Launch(f, 8, rig.ReadWrite(0, 0)))
 			p, err := Start(d)
 			if err != nil {

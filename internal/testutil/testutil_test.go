@@ -1,0 +1,53 @@
+package testutil_test
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/hostdev"
+	"github.com/rig-go/rig/internal/testutil"
+	rig "github.com/rig-go/rig/runtime"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestHelpersRunAKernel opens a host device, runs sleep through every
+// helper, and closes it by CloseDone.
+func TestHelpersRunAKernel(t *testing.T) {
+	dev := testutil.Open(t, hostdev.Open(hostdev.Config{Name: "testutil"}))
+	sleep := testutil.Functions(t, dev, hostdev.ImageOf("sleep", "empty"), "sleep", "empty")[0]
+	buf := testutil.Alloc(t, dev, device.Pinned, 64)
+	if len(buf.Bytes()) != 64 {
+		t.Fatalf("Alloc of 64 bytes gave %d", len(buf.Bytes()))
+	}
+	r := testutil.Submission(t, dev, rig.Launch(sleep, 8)).Take()
+	binary.LittleEndian.PutUint64(r.Params(0), uint64(time.Millisecond))
+	p := testutil.SubmitWait(t, r, testutil.Timeout)
+	testutil.Wait(t, p)
+	if err := p.Wait(testutil.Context(t, time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.CloseDone(t, dev) {
+		t.Fatal("CloseDone returned false")
+	}
+}
+
+// TestNeedGPU checks that NeedGPU skips exactly where RIG_GPU is not 1.
+func TestNeedGPU(t *testing.T) {
+	for _, v := range []string{"", "0", "1"} {
+		t.Run("RIG_GPU="+v, func(t *testing.T) {
+			t.Setenv("RIG_GPU", v)
+			ran := false
+			t.Run("inner", func(t *testing.T) {
+				testutil.NeedGPU(t)
+				ran = true
+			})
+			if ran != (v == "1") || testutil.GPU() != (v == "1") {
+				t.Errorf("RIG_GPU=%q: the test ran %v, GPU() = %v", v, ran, testutil.GPU())
+			}
+		})
+	}
+}
