@@ -63,9 +63,9 @@ func openGPURaw(t testing.TB, c Config) *raw {
 	return r
 }
 
-// TestGPU1Raw brings a device up and runs each kind of part by hand,
+// TestGPURawParts brings a device up and runs each kind of part by hand,
 // logging each step: no parts, a fill on each queue, a launch.
-func TestGPU1Raw(t *testing.T) {
+func TestGPURawParts(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	t0 := time.Now()
 	r.wait(r.submit(nil))
@@ -169,9 +169,9 @@ func openRig(t testing.TB, c Config) *rig.Device {
 // ctxFor returns a context that ends after d or at the test's end.
 var ctxFor = testutil.Context
 
-// TestGPU2Example is the example: twice doubles x on GPU 0, with
+// TestGPUExample is the example: twice doubles x on GPU 0, with
 // no CUDA.
-func TestGPU2Example(t *testing.T) {
+func TestGPUExample(t *testing.T) {
 	dev := openRig(t, Config{})
 	ctx := ctxFor(t, 20*time.Second)
 	f := dev.Facts()
@@ -266,8 +266,8 @@ func f32(b []byte, i int) float32       { return math.Float32frombits(binary.Lit
 func putF32(b []byte, i int, v float32) { binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v)) }
 func i32(b []byte, i int) int32         { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
 
-// TestGPU3Kernels runs the test kernels on Pinned memory.
-func TestGPU3Kernels(t *testing.T) {
+// TestGPUKernels runs the test kernels on Pinned memory.
+func TestGPUKernels(t *testing.T) {
 	dev := openRig(t, Config{})
 	img, err := dev.LoadImage(cubin(t))
 	if err != nil {
@@ -384,9 +384,9 @@ func TestGPU3Kernels(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU4Copies copies and fills on both queues through Device memory,
-// pitched rows too, checked by the host.
-func TestGPU4Copies(t *testing.T) {
+// TestGPUCopiesBothQueues copies and fills on both queues through Device
+// memory, pitched rows too, checked by the host.
+func TestGPUCopiesBothQueues(t *testing.T) {
 	dev := openRig(t, Config{})
 	const n = 1 << 20
 	alloc := func(k device.Memory) *rig.Buffer {
@@ -444,9 +444,9 @@ func TestGPU4Copies(t *testing.T) {
 	}
 }
 
-// TestGPU5Values waits on a word the host writes, then runs 1,000,000
+// TestGPUMillionValues waits on a word the host writes, then runs 1,000,000
 // values back to back, a launch every tenth, with the word monotonic.
-func TestGPU5Values(t *testing.T) {
+func TestGPUMillionValues(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	holdOnHostWord(t, r, 20*time.Millisecond)
 	t.Logf("a wait on a word the host wrote held the copy channel 20 ms")
@@ -496,9 +496,9 @@ func TestGPU5Values(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU6Fault launches a kernel that writes where nothing is mapped: the
+// TestGPUFault launches a kernel that writes where nothing is mapped: the
 // device is lost with the notifier's and the MMU's lines.
-func TestGPU6Fault(t *testing.T) {
+func TestGPUFault(t *testing.T) {
 	dev := openRig(t, Config{})
 	img, err := dev.LoadImage(cubin(t))
 	if err != nil {

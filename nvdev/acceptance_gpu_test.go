@@ -86,9 +86,10 @@ func around(b []byte, i int) string {
 	return fmt.Sprintf("bytes %d to %d: % x", lo, hi-1, b[lo:hi])
 }
 
-// gpuOpen is the opener of GPU 0 that TestGPU13 and TestGPU17 use, and
-// bigBytes the size of TestGPU13's largest copies and fills;
-// TestAcceptanceOnFake runs those tests on the fake with smaller sizes.
+// gpuOpen is the opener of GPU 0 that TestGPUCopiesAndFills and
+// TestGPURefusedParts use, and bigBytes the size of TestGPUCopiesAndFills's
+// largest copies and fills; TestAcceptanceOnFake runs those tests on the
+// fake with smaller sizes.
 var (
 	gpuOpen         = func(c Config) device.Opener { return Open(0, gpuConfig(c)) }
 	bigBytes uint64 = 1 << 30
@@ -173,7 +174,7 @@ func example(t testing.TB, dev *rig.Device) {
 	t.Logf("%s: the example doubled %d floats in %v", dev.Name(), n, time.Since(t0))
 }
 
-// TestGPU13CopiesAndFills copies and fills 1 B to 1 GiB on both queues,
+// TestGPUCopiesAndFills copies and fills 1 B to 1 GiB on both queues,
 // at aligned and unaligned offsets, each checked by the host: a copy goes
 // Pinned → Device → Device → Pinned in one submission, so that the host
 // checks the three kinds; a fill of Device memory sits in a window the
@@ -183,7 +184,7 @@ func example(t testing.TB, dev *rig.Device) {
 // bytes into its source first, so that a copy that did not run leaves
 // bytes of no earlier case. Copies and fills of 256 KiB or more within
 // Device memory run as the driver's kernels, the rest on the copy engines.
-func TestGPU13CopiesAndFills(t *testing.T) {
+func TestGPUCopiesAndFills(t *testing.T) {
 	dev := openNamed(t, "NV", Config{})
 	big := bigBytes
 	t0 := time.Now()
@@ -327,14 +328,14 @@ func TestGPU13CopiesAndFills(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU14WaitOtherDevice runs, on two devices of GPU 0 (NV and NV-B), a
+// TestGPUWaitOtherDevice runs, on two devices of GPU 0 (NV and NV-B), a
 // copy of device B that reads a buffer of device A which A's slow work
 // writes: rig maps A's buffer for B (a view of the same addresses) and
 // puts a GPU-side wait on A's word into B's submission, which then returns
 // at once and holds B's copy channel until A's value is reached. The slow
 // work is a kernel of many atomic additions on one counter, then a spin
 // that the host releases after a delay.
-func TestGPU14WaitOtherDevice(t *testing.T) {
+func TestGPUWaitOtherDevice(t *testing.T) {
 	needGPU(t)
 	const n = 4 << 20
 	// setup opens A and B, and gives A's source (a pattern), A's Device
@@ -459,11 +460,11 @@ func TestGPU14WaitOtherDevice(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU15Hang spins past a hang bound of 300 ms: the device is lost with
+// TestGPUHang spins past a hang bound of 300 ms: the device is lost with
 // "no progress for 300 ms", every waiter wakes with the loss, and once it
 // closed, rig.Open(GPU(0)) opens the GPU again and runs the salt's
 // example twice. The flag is never written: the stop ends the spin.
-func TestGPU15Hang(t *testing.T) {
+func TestGPUHang(t *testing.T) {
 	needGPU(t)
 	o := Open(0, Config{HangMs: 300})
 	dev, err := rig.Open(bg, o)
@@ -539,10 +540,10 @@ func TestGPU15Hang(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU16Faults runs each fault kernel in turn on a device of its own:
+// TestGPUFaultKernels runs each fault kernel in turn on a device of its own:
 // the device is lost with the fault the channels report, and once it
 // closed, a new rig.Open(GPU(0)) runs the example.
-func TestGPU16Faults(t *testing.T) {
+func TestGPUFaultKernels(t *testing.T) {
 	needGPU(t)
 	for _, name := range []string{"fault_illegal_address", "fault_misaligned", "trap"} {
 		t.Run(name, func(t *testing.T) {
@@ -601,10 +602,10 @@ func TestGPU16Faults(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU17Never submits each part the device never runs: rig answers a
+// TestGPURefusedParts submits each part the device never runs: rig answers a
 // *RefusalError naming the part, with the driver's reason; nothing is
 // submitted (Last unchanged, the buffers unused); the device works after.
-func TestGPU17Never(t *testing.T) {
+func TestGPURefusedParts(t *testing.T) {
 	dev := openNamed(t, "NV", Config{})
 	noCopies := openNamed(t, "NV-no-compute-copies", Config{NoComputeCopies: true})
 	empty := resolve(t, dev, "empty")[0]
@@ -681,9 +682,9 @@ func TestGPU17Never(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU18NoCUDA checks that libcuda is not mapped into the process;
+// TestGPUNoCUDA checks that libcuda is not mapped into the process;
 // TestMain checks again once every test of the binary ran.
-func TestGPU18NoCUDA(t *testing.T) {
+func TestGPUNoCUDA(t *testing.T) {
 	needGPU(t)
 	noCUDA(t)
 	t.Log("libcuda is not mapped into the process")
