@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
 	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -135,43 +136,11 @@ func submitWait(t testing.TB, dev *rig.Device, d time.Duration, parts []rig.Part
 // doubled by twice, down by a copy, checked.
 func example(t testing.TB, dev *rig.Device) {
 	t.Helper()
-	twice := resolve(t, dev, "twice")[0]
 	const n = 1 << 20
-	x := allocBuf(t, dev, device.Device, 4*n)
-	h := allocBuf(t, dev, device.Pinned, 4*n)
-	hb := h.Bytes()
-	for i := range n {
-		putF32(hb, i, float32(i))
-	}
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 	defer cancel()
-	t0 := time.Now()
-	up, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	if _, err := up.Take().Submit(ctx, h, x); err != nil {
-		t.Fatalf("%s: example: up: %v", dev.Name(), err)
-	}
-	s, _ := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
-	run := s.Take()
-	run.Groups(0, n/256, 1, 1)
-	run.Threads(0, 256, 1, 1)
-	if _, err := run.Submit(ctx, x); err != nil {
-		t.Fatalf("%s: example: twice: %v", dev.Name(), err)
-	}
-	clear(hb)
-	down, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	p, err := down.Take().Submit(ctx, x, h)
-	if err != nil {
-		t.Fatalf("%s: example: down: %v", dev.Name(), err)
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatalf("%s: example: wait: %+v", dev.Name(), err)
-	}
-	for i := range n {
-		if got := f32(hb, i); got != 2*float32(i) {
-			t.Fatalf("%s: example: x[%d] = %v, want %v", dev.Name(), i, got, 2*float32(i))
-		}
-	}
-	t.Logf("%s: the example doubled %d floats in %v", dev.Name(), n, time.Since(t0))
+	took := gputest.Twice(t, ctx, dev, cubin(t), n)
+	t.Logf("%s: the example doubled %d floats in %v", dev.Name(), n, took)
 }
 
 // TestGPUCopiesAndFills copies and fills 1 B to 1 GiB on both queues,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
 	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
@@ -92,51 +93,7 @@ func TestFakeExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := dev.LoadImage(cubin(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	twice, err := img.Resolve("twice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 1 << 12
-	x, err := dev.Alloc(device.Device, 4*n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := dev.Alloc(device.Pinned, 4*n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb := h.Bytes()
-	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(float32(i)))
-	}
-	up, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	if _, err := up.Take().Submit(bg, h, x); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
-	run := s.Take()
-	run.Groups(0, n/256, 1, 1)
-	run.Threads(0, 256, 1, 1)
-	if _, err := run.Submit(bg, x); err != nil {
-		t.Fatal(err)
-	}
-	down, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	p, err := down.Take().Submit(bg, x, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Wait(bg); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:])); got != 2*float32(i) {
-			t.Fatalf("x[%d] = %v, want %v", i, got, 2*float32(i))
-		}
-	}
+	gputest.Twice(t, bg, dev, cubin(t), 1<<12)
 	if f.launches != 1 {
 		t.Errorf("%d launches", f.launches)
 	}

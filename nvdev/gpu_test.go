@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
 	"github.com/rig-go/rig/internal/testutil"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
@@ -181,54 +182,9 @@ func TestGPUExample(t *testing.T) {
 		t.Fatal("no capability")
 	}
 	t.Logf("%s, %d SMs (%d GPCs x %d TPCs x %d), classes channel 0x%x compute 0x%x copy 0x%x", dev.Arch(), g.SMs(), g.GPCs, g.TPCsPerGPC, g.SMsPerTPC, g.ChannelClass, g.ComputeClass, g.CopyClass)
-	img, err := dev.LoadImage(cubin(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	twice, err := img.Resolve("twice")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 1 << 20
-	x, err := dev.Alloc(device.Device, 4*n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := dev.Alloc(device.Pinned, 4*n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb := h.Bytes()
-	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(float32(i)))
-	}
-	t0 := time.Now()
-	up, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	if _, err := up.Take().Submit(ctx, h, x); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
-	run := s.Take()
-	run.Groups(0, n/256, 1, 1)
-	run.Threads(0, 256, 1, 1)
-	if _, err := run.Submit(ctx, x); err != nil {
-		t.Fatal(err)
-	}
-	clear(hb)
-	down, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	p, err := down.Take().Submit(ctx, x, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:])); got != 2*float32(i) {
-			t.Fatalf("x[%d] = %v, want %v", i, got, 2*float32(i))
-		}
-	}
-	t.Logf("doubled %d floats on %s in %v (up, twice, down)", n, dev.Name(), time.Since(t0))
+	took := gputest.Twice(t, ctx, dev, cubin(t), n)
+	t.Logf("doubled %d floats on %s in %v (up, twice, down)", n, dev.Name(), took)
 	noCUDA(t)
 }
 
