@@ -12,6 +12,8 @@ package testutil
 import (
 	"context"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -162,4 +164,39 @@ func SubmitWait(t testing.TB, r *rig.Run, d time.Duration, bufs ...*rig.Buffer) 
 		t.Fatalf("wait for value %d: %+v", p.Value(), err)
 	}
 	return p
+}
+
+// ReadSum sums b's bytes, failing the test where reading b faults: debug's
+// SetPanicOnFault turns a read of unmapped memory into a panic that
+// ReadSum recovers, rather than a crash of the test binary. It checks that
+// a slice Bytes returned is still readable.
+func ReadSum(t testing.TB, b []byte) (sum int) {
+	t.Helper()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("reading a slice that Bytes returned faulted: %v", r)
+		}
+	}()
+	for _, c := range b {
+		sum += int(c)
+	}
+	return sum
+}
+
+// Settle collects garbage until dev's budget counts used bytes, so that
+// the frees deferred to points and cleanups have run, failing the test
+// where it does not within Timeout.
+func Settle(t testing.TB, dev *rig.Device, used int64) {
+	t.Helper()
+	for end := time.Now().Add(Timeout); ; time.Sleep(time.Millisecond) {
+		runtime.GC()
+		if u, _ := dev.Budget(); u == used {
+			return
+		}
+		if time.Now().After(end) {
+			u, _ := dev.Budget()
+			t.Fatalf("%s: the budget counts %d bytes, want %d", dev.Name(), u, used)
+		}
+	}
 }

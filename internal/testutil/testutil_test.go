@@ -51,3 +51,25 @@ func TestNeedGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestSettleAndReadSum frees a buffer, settles the budget back to its
+// count before the buffer, and reads the freed buffer's slice.
+func TestSettleAndReadSum(t *testing.T) {
+	dev := testutil.Open(t, hostdev.Open(hostdev.Config{Name: "testutil-settle"}))
+	used, _ := dev.Budget()
+	b := testutil.Alloc(t, dev, device.Pinned, 100)
+	mem := b.Bytes()
+	for i := range mem {
+		mem[i] = 2
+	}
+	if u, _ := dev.Budget(); u == used {
+		t.Fatal("the budget does not count the buffer")
+	}
+	if err := b.Free(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Settle(t, dev, used)
+	if got := testutil.ReadSum(t, mem); got != 200 {
+		t.Fatalf("ReadSum = %d, want 200", got)
+	}
+}
