@@ -2,11 +2,12 @@
 // package's tests, and rigbench, load: the CUDA sources, the script that
 // builds them and the images it built, embedded.
 //
-// kernels.cu is the full set, each kernel exercising one thing a driver
-// must handle (see its comments); Cubin, PTX and Fatbin return its images.
-// kernels_nv.cu is the same set less uses_printf and uses_assert, whose
-// images refer to vprintf and __assertfail, which only CUDA supplies;
-// NVCubin returns its image, for drivers that run without CUDA.
+// kernels.cu is the set, each kernel exercising one thing a driver must
+// handle (see its comments); Cubin, PTX and Fatbin return its images.
+// NVCubin returns the set less uses_printf and uses_assert, whose images
+// refer to vprintf and __assertfail, which only CUDA supplies: the images
+// of drivers that run without CUDA (kernels.cu built with
+// -DNO_DEVICE_LIBRARY).
 // Portable returns empty and twice as PTX that any GPU of compute
 // capability 5.2 or later loads. build.sh rebuilds the images with nvcc.
 //
@@ -36,7 +37,8 @@ var (
 	fatbin []byte
 )
 
-// The image of kernels_nv.cu, the sources and the build script.
+// The image of kernels.cu without CUDA's device library, the sources and
+// the build script.
 var (
 	//go:embed kernels_nv.sm_90.cubin
 	nvSM90 []byte
@@ -44,8 +46,6 @@ var (
 	portable []byte
 	//go:embed kernels.cu
 	source []byte
-	//go:embed kernels_nv.cu
-	nvSource []byte
 	//go:embed build.sh
 	buildScript []byte
 )
@@ -54,7 +54,7 @@ var (
 // has a cubin for, oldest first.
 var Archs = []string{"sm_80", "sm_86", "sm_89", "sm_90"}
 
-// NVArchs are the architectures that kernels_nv.cu has a cubin for.
+// NVArchs are the architectures that NVCubin has a cubin for.
 var NVArchs = []string{"sm_90"}
 
 // Cubin returns kernels.cu's cubin for arch (such as "sm_90"), and false
@@ -89,8 +89,8 @@ func PTX() []byte { return slices.Clone(ptx) }
 // Fatbin returns kernels.cu as a fatbin of its sm_80 and sm_90 cubins.
 func Fatbin() []byte { return slices.Clone(fatbin) }
 
-// NVCubin returns kernels_nv.cu's cubin for arch, and false where none is
-// embedded.
+// NVCubin returns the cubin for arch of kernels.cu without uses_printf
+// and uses_assert, and false where none is embedded.
 func NVCubin(arch string) ([]byte, bool) {
 	if arch == "sm_90" {
 		return slices.Clone(nvSM90), true
@@ -104,9 +104,6 @@ func Portable() []byte { return slices.Clone(portable) }
 
 // Source returns kernels.cu.
 func Source() []byte { return slices.Clone(source) }
-
-// NVSource returns kernels_nv.cu.
-func NVSource() []byte { return slices.Clone(nvSource) }
 
 // BuildScript returns build.sh, which builds the images from the sources.
 func BuildScript() []byte { return slices.Clone(buildScript) }
