@@ -2,6 +2,7 @@ package testutil_test
 
 import (
 	"encoding/binary"
+	"flag"
 	"testing"
 	"time"
 
@@ -71,5 +72,28 @@ func TestSettleAndReadSum(t *testing.T) {
 	testutil.Settle(t, dev, used)
 	if got := testutil.ReadSum(t, mem); got != 200 {
 		t.Fatalf("ReadSum = %d, want 200", got)
+	}
+}
+
+// TestBenchHelpers runs TimeSteps and Pipelined in a benchmark of 50
+// iterations and checks the steps, the drains and the median.
+func TestBenchHelpers(t *testing.T) {
+	bt := flag.Lookup("test.benchtime")
+	old := bt.Value.String()
+	if err := bt.Value.Set("50x"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = bt.Value.Set(old) }()
+	var steps, drains, n int
+	r := testing.Benchmark(func(b *testing.B) {
+		steps, drains, n = 0, 0, b.N
+		testutil.Pipelined(b, 20, func() { steps++ }, func() { drains++ })
+		testutil.TimeSteps(b, func() time.Duration { return time.Microsecond })
+	})
+	if n != 50 || steps != testutil.Warmup+50 || drains != 4 {
+		t.Errorf("b.N %d: %d steps and %d drains, want %d and 4", n, steps, drains, testutil.Warmup+50)
+	}
+	if got := r.Extra["ns-median"]; got != 1000 {
+		t.Errorf("ns-median = %v, want 1000", got)
 	}
 }
