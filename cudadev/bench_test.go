@@ -230,21 +230,7 @@ func BenchmarkGPURigRoundTripCurrentContext(b *testing.B) {
 
 func benchRigRoundTrip(b *testing.B, c Config) {
 	dev, _, fn := rigEmpty(b, c, nil)
-	s := submission(b, dev, rig.Launch(fn, 0))
-	step := func() time.Duration {
-		start := time.Now()
-		run := s.Take()
-		run.Threads(0, 32, 1, 1)
-		p, err := run.Submit(bg)
-		if err == nil {
-			err = p.Wait(bg)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	timeSteps(b, step)
+	testutil.RoundTrips(b, bg, submission(b, dev, rig.Launch(fn, 0)))
 }
 
 // BenchmarkGPUPipelined is a launch and a commit per value, waited for at

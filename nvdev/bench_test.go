@@ -90,20 +90,7 @@ func BenchmarkGPURigRoundTripPinnedRings(b *testing.B) {
 
 func benchRigRoundTrip(b *testing.B, c Config) {
 	s := rigEmpty(b, c)
-	ctx := ctxFor(b, 60*time.Second)
-	testutil.TimeSteps(b, func() time.Duration {
-		start := time.Now()
-		run := s.Take()
-		run.Threads(0, 32, 1, 1)
-		p, err := run.Submit(ctx)
-		if err == nil {
-			err = p.Wait(ctx)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	})
+	testutil.RoundTrips(b, ctxFor(b, 60*time.Second), s)
 }
 
 // rawValue submits s as the device's next value, growing the rings where

@@ -1,9 +1,12 @@
 package testutil
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
+
+	rig "github.com/rig-go/rig/runtime"
 )
 
 // Warmup is how many times the benchmark helpers run a step before the
@@ -60,4 +63,22 @@ func Pipelined(b *testing.B, batch int, step, drain func()) {
 	}
 	b.StopTimer()
 	drain()
+}
+
+// RoundTrips times, by TimeSteps, runs of s (whose parts are launches of
+// 32 threads each) submitted through rig and waited for within ctx.
+func RoundTrips(b *testing.B, ctx context.Context, s *rig.Submission) {
+	TimeSteps(b, func() time.Duration {
+		start := time.Now()
+		run := s.Take()
+		run.Threads(0, 32, 1, 1)
+		p, err := run.Submit(ctx)
+		if err == nil {
+			err = p.Wait(ctx)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	})
 }
