@@ -2,13 +2,13 @@ package cudadev
 
 import (
 	"os"
-	"slices"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/rig-go/rig/cudadev/abi"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -188,49 +188,11 @@ func benchRigLaunchIn(b *testing.B, c Config, batch int) {
 			b.Fatal(err)
 		}
 	}
-	for i := 0; i < 1000; i++ {
-		step()
-	}
-	_ = p.Wait(bg)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if batch > 0 && i%batch == 0 && i > 0 {
-			b.StopTimer()
-			_ = p.Wait(bg)
-			b.StartTimer()
-		}
-		step()
-	}
-	b.StopTimer()
-	_ = p.Wait(bg)
+	testutil.Pipelined(b, batch, step, func() { _ = p.Wait(bg) })
 }
 
-// timeSteps runs step 1,000 times to warm up, then b.N times with the
-// timer running, and reports the median of the durations step answers.
-func timeSteps(b *testing.B, step func() time.Duration) {
-	for i := 0; i < 1000; i++ {
-		step()
-	}
-	lat := make([]time.Duration, 0, 1<<16)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if d := step(); len(lat) < cap(lat) {
-			lat = append(lat, d)
-		}
-	}
-	b.StopTimer()
-	median(b, lat)
-}
-
-// median reports the median of lat as ns-median.
-func median(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "ns-median")
-}
+// timeSteps is testutil's TimeSteps.
+var timeSteps = testutil.TimeSteps
 
 // BenchmarkGPURoundTrip is a launch submitted, committed and waited for by
 // spinning on the word; anchor: "C launch+writeValue64+spin median".
@@ -268,22 +230,7 @@ func BenchmarkGPURigRoundTripCurrentContext(b *testing.B) {
 
 func benchRigRoundTrip(b *testing.B, c Config) {
 	dev, _, fn := rigEmpty(b, c, nil)
-	s := submission(b, dev, rig.Launch(fn, 0))
-	step := func() time.Duration {
-		start := time.Now()
-		run := s.Take()
-		run.Threads(0, 32, 1, 1)
-		p, err := run.Submit(bg)
-		if err == nil {
-			err = p.Wait(bg)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	b.ReportAllocs()
-	timeSteps(b, step)
+	testutil.RoundTrips(b, bg, submission(b, dev, rig.Launch(fn, 0)))
 }
 
 // BenchmarkGPUPipelined is a launch and a commit per value, waited for at

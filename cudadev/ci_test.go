@@ -2,12 +2,12 @@ package cudadev
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testutil"
 )
 
 // Tests that need no GPU and no libcuda: they run in CI.
@@ -192,7 +192,7 @@ func TestBusOrder(t *testing.T) {
 // TestNoLibrary runs where no libcuda is: Count answers an error, not a
 // panic, and tries to load the library again at the next call.
 func TestNoLibrary(t *testing.T) {
-	if os.Getenv("RIG_GPU") == "1" {
+	if testutil.GPU() {
 		t.Skip("RIG_GPU set: the library is there")
 	}
 	libMu.Lock()

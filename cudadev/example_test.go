@@ -11,6 +11,8 @@ import (
 
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -40,11 +42,10 @@ func twiceOnGPU(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	defer func() { _ = dev.Close(); <-dev.Done() }()
-	bin, err := os.ReadFile("testdata/kernels.sm_90.cubin")
-	if err != nil {
-		return err
-	}
-	img, err := dev.LoadImage(bin)
+	// The test kernels' image for the GPU (nvcc's cubin where one is
+	// built, PTX otherwise); a program reads its own with os.ReadFile or
+	// go:embed.
+	img, err := dev.LoadImage(testkernels.Image(dev.Arch()))
 	if err != nil {
 		return err
 	}
@@ -85,9 +86,7 @@ func twiceOnGPU(ctx context.Context, w io.Writer) error {
 }
 
 func TestGPUExample(t *testing.T) {
-	if os.Getenv("RIG_GPU") != "1" {
-		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
-	}
+	testutil.NeedGPU(t)
 	var b bytes.Buffer
 	if err := twiceOnGPU(context.Background(), &b); err != nil {
 		t.Fatal(err)

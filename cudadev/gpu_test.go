@@ -15,6 +15,8 @@ import (
 
 	"github.com/rig-go/rig/cudadev/abi"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
+	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/internal/timeline"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -24,49 +26,9 @@ var bg = context.Background()
 // TestExampleTwice is the README's example: it doubles x on GPU 0.
 func TestExampleTwice(t *testing.T) {
 	dev := openRig(t, Config{})
-	img, err := dev.LoadImage(kernels(t, dev.Arch()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	twice := resolve(t, img, "twice")
 	const n = 1 << 20
-	x := alloc(t, dev, device.Device, 4*n)
-	h := alloc(t, dev, device.Pinned, 4*n)
-	hb := h.Bytes()
-	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(float32(i)))
-	}
-	up := submission(t, dev, rig.Copy(0, 0, 1, 0, 4*n))
-	if _, err := up.Take().Submit(bg, h, x); err != nil {
-		t.Fatal(err)
-	}
-
-	s := submission(t, dev, rig.Launch(twice, 8, rig.Write(0, 0)))
-	run := s.Take()
-	run.Groups(0, n/256, 1, 1)
-	run.Threads(0, 256, 1, 1)
-	p, err := run.Submit(bg, x)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Wait(bg); err != nil {
-		t.Fatal(err)
-	}
-
-	down := submission(t, dev, rig.Copy(0, 0, 1, 0, 4*n))
-	p, err = down.Take().Submit(bg, x, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Wait(bg); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:])); got != 2*float32(i) {
-			t.Fatalf("x[%d] = %v, want %v", i, got, 2*float32(i))
-		}
-	}
-	t.Logf("doubled %d floats on %s (%s, %s)", n, dev.Name(), dev.Arch(), dev.Facts().Bus)
+	took := gputest.Twice(t, bg, dev, kernels(t, dev.Arch()), n)
+	t.Logf("doubled %d floats on %s (%s, %s) in %v", n, dev.Name(), dev.Arch(), dev.Facts().Bus, took)
 }
 
 func TestGPUFacts(t *testing.T) {
@@ -235,11 +197,15 @@ func TestGPUCopyHugePitch(t *testing.T) {
 func TestGPUImages(t *testing.T) {
 	dev := openRig(t, Config{})
 	x := alloc(t, dev, device.Pinned, 4*256)
-	for _, name := range []string{"kernels." + dev.Arch() + ".cubin", "kernels.fatbin", "kernels.compute_90.ptx"} {
-		b, err := os.ReadFile("testdata/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	cubin, ok := testkernels.Cubin(dev.Arch())
+	if !ok {
+		t.Skipf("no test cubin for %s", dev.Arch())
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{{"cubin", cubin}, {"fatbin", testkernels.Fatbin()}, {"PTX", testkernels.PTX()}} {
+		name, b := c.name, c.b
 		start := time.Now()
 		img, err := dev.LoadImage(b)
 		if err != nil {
@@ -273,8 +239,7 @@ func TestGPUImages(t *testing.T) {
 		}
 		t.Logf("%s: loaded and placed in %v", name, took)
 	}
-	b, _ := os.ReadFile("testdata/kernels.sm_80.cubin")
-	if dev.Arch() != "sm_80" {
+	if b, _ := testkernels.Cubin("sm_80"); dev.Arch() != "sm_80" {
 		_, err := dev.LoadImage(b)
 		if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_") {
 			t.Fatalf("a cubin for sm_80 answered %v", err)

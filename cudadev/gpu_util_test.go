@@ -1,9 +1,7 @@
 package cudadev
 
 import (
-	"context"
 	"encoding/binary"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -11,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
+	"github.com/rig-go/rig/internal/testutil"
 	"github.com/rig-go/rig/internal/timeline"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -18,26 +18,9 @@ import (
 // Helpers of the GPU tests, which run where RIG_GPU=1 on a machine with an
 // NVIDIA GPU of compute capability 8.0 or later.
 
-func needGPU(t testing.TB) {
-	t.Helper()
-	if os.Getenv("RIG_GPU") != "1" {
-		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
-	}
-}
-
-// kernels is the test image for arch: its cubin where testdata has one,
-// its PTX otherwise.
-func kernels(t testing.TB, arch string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/kernels." + arch + ".cubin")
-	if err != nil {
-		b, err = os.ReadFile("testdata/kernels.compute_90.ptx")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+// kernels is the test image for arch: its cubin where one is built, its
+// PTX otherwise.
+func kernels(_ testing.TB, arch string) []byte { return testkernels.Image(arch) }
 
 // openRig opens GPU 0 through rig and closes it at the test's end, waiting
 // until it gave everything back.
@@ -49,20 +32,8 @@ func openRig(t testing.TB, c Config) *rig.Device {
 // openRigWith is openRig through the opener op.
 func openRigWith(t testing.TB, op device.Opener) *rig.Device {
 	t.Helper()
-	needGPU(t)
-	dev, err := rig.Open(context.Background(), op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = dev.Close()
-		select {
-		case <-dev.Done():
-		case <-time.After(20 * time.Second):
-			t.Error("the closed device did not give everything back in 20 s")
-		}
-	})
-	return dev
+	testutil.NeedGPU(t)
+	return testutil.Open(t, op)
 }
 
 // rigEmpty opens GPU 0 through rig with c, with the driver wrap makes of
@@ -91,32 +62,13 @@ func rigEmpty(b *testing.B, c Config, wrap func(*gpu) device.Driver) (*rig.Devic
 	return dev, d, resolve(b, img, "empty")
 }
 
-func resolve(t testing.TB, img *rig.Image, name string) *rig.Function {
-	t.Helper()
-	f, err := img.Resolve(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-func alloc(t testing.TB, dev *rig.Device, m device.Memory, n int) *rig.Buffer {
-	t.Helper()
-	b, err := dev.Alloc(m, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func submission(t testing.TB, dev *rig.Device, parts ...rig.Part) *rig.Submission {
-	t.Helper()
-	s, err := rig.NewSubmission(dev, parts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+// Short names for testutil's must-helpers, which the tests call often.
+var (
+	needGPU    = testutil.NeedGPU
+	resolve    = testutil.Resolve
+	alloc      = testutil.Alloc
+	submission = testutil.Submission
+)
 
 // word64 is the 64-bit word at b's byte off, for atomic access.
 func word64(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }

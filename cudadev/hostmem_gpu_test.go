@@ -4,51 +4,24 @@ import (
 	"encoding/binary"
 	"math"
 	"runtime"
-	"runtime/debug"
 	"testing"
-	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// readSum sums b's bytes, failing t where reading b faults (debug's
-// SetPanicOnFault makes the fault a panic the test recovers).
-func readSum(t *testing.T, b []byte) (sum int) {
-	t.Helper()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("reading a slice that Bytes returned faulted: %v", r)
-		}
-	}()
-	for _, c := range b {
-		sum += int(c)
-	}
-	return sum
-}
+// readSum and settle are testutil's ReadSum and Settle.
+var (
+	readSum = testutil.ReadSum
+	settle  = testutil.Settle
+)
 
 // pinnedRanges is the number of ranges that cuMemHostRegister locked.
 func pinnedRanges() int {
 	hosts.mu.Lock()
 	defer hosts.mu.Unlock()
 	return len(hosts.ranges)
-}
-
-// settle collects garbage until dev's budget counts used bytes, so that
-// the frees deferred to points and cleanups have run.
-func settle(t *testing.T, dev *rig.Device, used int64) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		runtime.GC()
-		if u, _ := dev.Budget(); u == used {
-			return
-		}
-		if time.Now().After(end) {
-			u, _ := dev.Budget()
-			t.Fatalf("the budget counts %d bytes, want %d", u, used)
-		}
-	}
 }
 
 // do submits run with bufs and waits for its point.

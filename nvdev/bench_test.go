@@ -2,11 +2,11 @@ package nvdev
 
 import (
 	"flag"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -64,37 +64,11 @@ func benchRigLaunch(b *testing.B, c Config) {
 			b.Fatal(err)
 		}
 	}
-	for range 1000 {
-		step()
-	}
-	if err := p.Wait(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if i%512 == 511 {
-			b.StopTimer()
-			if err := p.Wait(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
+	testutil.Pipelined(b, 512, step, func() {
+		if err := p.Wait(ctx); err != nil {
+			b.Fatal(err)
 		}
-		step()
-	}
-	b.StopTimer()
-	if err := p.Wait(ctx); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// median reports the median of lat as ns-median.
-func median(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "ns-median")
+	})
 }
 
 // BenchmarkGPURigRoundTrip is a launch of empty submitted through rig and
@@ -116,33 +90,7 @@ func BenchmarkGPURigRoundTripPinnedRings(b *testing.B) {
 
 func benchRigRoundTrip(b *testing.B, c Config) {
 	s := rigEmpty(b, c)
-	ctx := ctxFor(b, 60*time.Second)
-	lat := make([]time.Duration, 0, 1<<16)
-	step := func() time.Duration {
-		start := time.Now()
-		run := s.Take()
-		run.Threads(0, 32, 1, 1)
-		p, err := run.Submit(ctx)
-		if err == nil {
-			err = p.Wait(ctx)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	for range 1000 {
-		step()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if d := step(); len(lat) < cap(lat) {
-			lat = append(lat, d)
-		}
-	}
-	b.StopTimer()
-	median(b, lat)
+	testutil.RoundTrips(b, ctxFor(b, 60*time.Second), s)
 }
 
 // rawValue submits s as the device's next value, growing the rings where
@@ -182,27 +130,19 @@ func BenchmarkGPURoundTripPinnedSegments(b *testing.B) {
 }
 
 func benchRoundTrip(b *testing.B, c Config) {
-	r := benchRaw(b, c)
+	rawRoundTrips(b, benchRaw(b, c))
+}
+
+// rawRoundTrips times values of one launch of empty submitted through the
+// driver alone (Room, Submit), each followed by a spin on the word.
+func rawRoundTrips(b *testing.B, r *raw) {
 	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
-	lat := make([]time.Duration, 0, 1<<16)
-	step := func() time.Duration {
+	testutil.TimeSteps(b, func() time.Duration {
 		start := time.Now()
 		rawValue(r, &s)
 		spin(r)
 		return time.Since(start)
-	}
-	for range 1000 {
-		step()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if d := step(); len(lat) < cap(lat) {
-			lat = append(lat, d)
-		}
-	}
-	b.StopTimer()
-	median(b, lat)
+	})
 }
 
 // benchChained submits values of k launches of empty, back to back, and

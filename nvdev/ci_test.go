@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
+	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
 	"github.com/rig-go/rig/nvdev/nvidia"
@@ -27,9 +29,9 @@ var bg = context.Background()
 // shared kernels.cu but the two that call vprintf and __assertfail.
 func cubin(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/kernels_nv.sm_90.cubin")
-	if err != nil {
-		t.Fatal(err)
+	b, ok := testkernels.NVCubin("sm_90")
+	if !ok {
+		t.Fatal("no test cubin for sm_90")
 	}
 	return b
 }
@@ -39,14 +41,11 @@ func cubin(t testing.TB) []byte {
 // not call them, and a cubin of another architecture.
 func TestImageRefused(t *testing.T) {
 	r := openRaw(t, Config{})
-	b, err := os.ReadFile("testdata/kernels.sm_90.cubin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := testkernels.Cubin("sm_90")
 	if _, err := r.d.Image(b); err == nil || !strings.Contains(err.Error(), "vprintf") {
 		t.Errorf("the image with uses_printf: %v", err)
 	}
-	b, err = os.ReadFile("kernels/copy.sm_80.cubin")
+	b, err := os.ReadFile("kernels/copy.sm_80.cubin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,51 +93,7 @@ func TestFakeExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := dev.LoadImage(cubin(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	twice, err := img.Resolve("twice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 1 << 12
-	x, err := dev.Alloc(device.Device, 4*n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := dev.Alloc(device.Pinned, 4*n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb := h.Bytes()
-	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(float32(i)))
-	}
-	up, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	if _, err := up.Take().Submit(bg, h, x); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
-	run := s.Take()
-	run.Groups(0, n/256, 1, 1)
-	run.Threads(0, 256, 1, 1)
-	if _, err := run.Submit(bg, x); err != nil {
-		t.Fatal(err)
-	}
-	down, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	p, err := down.Take().Submit(bg, x, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Wait(bg); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:])); got != 2*float32(i) {
-			t.Fatalf("x[%d] = %v, want %v", i, got, 2*float32(i))
-		}
-	}
+	gputest.Twice(t, bg, dev, cubin(t), 1<<12)
 	if f.launches != 1 {
 		t.Errorf("%d launches", f.launches)
 	}

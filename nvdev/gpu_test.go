@@ -1,7 +1,6 @@
 package nvdev
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
+	"github.com/rig-go/rig/internal/testutil"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/abi"
 	"github.com/rig-go/rig/nvdev/nvidia"
@@ -23,12 +24,8 @@ import (
 // GPU tests: they run where RIG_GPU=1, on NVIDIA GPU 0, through NVIDIA's
 // kernel driver, and check that libcuda is never loaded.
 
-func needGPU(t testing.TB) {
-	t.Helper()
-	if os.Getenv("RIG_GPU") != "1" {
-		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
-	}
-}
+// needGPU skips the test unless RIG_GPU=1.
+var needGPU = testutil.NeedGPU
 
 // noCUDA fails the test if the process mapped libcuda.
 func noCUDA(t testing.TB) {
@@ -67,9 +64,9 @@ func openGPURaw(t testing.TB, c Config) *raw {
 	return r
 }
 
-// TestGPU1Raw brings a device up and runs each kind of part by hand,
+// TestGPURawParts brings a device up and runs each kind of part by hand,
 // logging each step: no parts, a fill on each queue, a launch.
-func TestGPU1Raw(t *testing.T) {
+func TestGPURawParts(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	t0 := time.Now()
 	r.wait(r.submit(nil))
@@ -167,30 +164,15 @@ func gpuConfig(c Config) Config {
 func openRig(t testing.TB, c Config) *rig.Device {
 	t.Helper()
 	needGPU(t)
-	dev, err := rig.Open(bg, Open(0, gpuConfig(c)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = dev.Close()
-		select {
-		case <-dev.Done():
-		case <-time.After(20 * time.Second):
-			t.Error("the closed device did not give everything back in 20 s")
-		}
-	})
-	return dev
+	return testutil.Open(t, Open(0, gpuConfig(c)))
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(bg, d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor returns a context that ends after d or at the test's end.
+var ctxFor = testutil.Context
 
-// TestGPU2Example is the example: twice doubles x on GPU 0, with
+// TestGPUExample is the example: twice doubles x on GPU 0, with
 // no CUDA.
-func TestGPU2Example(t *testing.T) {
+func TestGPUExample(t *testing.T) {
 	dev := openRig(t, Config{})
 	ctx := ctxFor(t, 20*time.Second)
 	f := dev.Facts()
@@ -200,54 +182,9 @@ func TestGPU2Example(t *testing.T) {
 		t.Fatal("no capability")
 	}
 	t.Logf("%s, %d SMs (%d GPCs x %d TPCs x %d), classes channel 0x%x compute 0x%x copy 0x%x", dev.Arch(), g.SMs(), g.GPCs, g.TPCsPerGPC, g.SMsPerTPC, g.ChannelClass, g.ComputeClass, g.CopyClass)
-	img, err := dev.LoadImage(cubin(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	twice, err := img.Resolve("twice")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 1 << 20
-	x, err := dev.Alloc(device.Device, 4*n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := dev.Alloc(device.Pinned, 4*n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb := h.Bytes()
-	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(float32(i)))
-	}
-	t0 := time.Now()
-	up, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	if _, err := up.Take().Submit(ctx, h, x); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
-	run := s.Take()
-	run.Groups(0, n/256, 1, 1)
-	run.Threads(0, 256, 1, 1)
-	if _, err := run.Submit(ctx, x); err != nil {
-		t.Fatal(err)
-	}
-	clear(hb)
-	down, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	p, err := down.Take().Submit(ctx, x, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:])); got != 2*float32(i) {
-			t.Fatalf("x[%d] = %v, want %v", i, got, 2*float32(i))
-		}
-	}
-	t.Logf("doubled %d floats on %s in %v (up, twice, down)", n, dev.Name(), time.Since(t0))
+	took := gputest.Twice(t, ctx, dev, cubin(t), n)
+	t.Logf("doubled %d floats on %s in %v (up, twice, down)", n, dev.Name(), took)
 	noCUDA(t)
 }
 
@@ -285,8 +222,8 @@ func f32(b []byte, i int) float32       { return math.Float32frombits(binary.Lit
 func putF32(b []byte, i int, v float32) { binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v)) }
 func i32(b []byte, i int) int32         { return int32(binary.LittleEndian.Uint32(b[4*i:])) }
 
-// TestGPU3Kernels runs the test kernels on Pinned memory.
-func TestGPU3Kernels(t *testing.T) {
+// TestGPUKernels runs the test kernels on Pinned memory.
+func TestGPUKernels(t *testing.T) {
 	dev := openRig(t, Config{})
 	img, err := dev.LoadImage(cubin(t))
 	if err != nil {
@@ -403,9 +340,9 @@ func TestGPU3Kernels(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU4Copies copies and fills on both queues through Device memory,
-// pitched rows too, checked by the host.
-func TestGPU4Copies(t *testing.T) {
+// TestGPUCopiesBothQueues copies and fills on both queues through Device
+// memory, pitched rows too, checked by the host.
+func TestGPUCopiesBothQueues(t *testing.T) {
 	dev := openRig(t, Config{})
 	const n = 1 << 20
 	alloc := func(k device.Memory) *rig.Buffer {
@@ -463,9 +400,9 @@ func TestGPU4Copies(t *testing.T) {
 	}
 }
 
-// TestGPU5Values waits on a word the host writes, then runs 1,000,000
+// TestGPUMillionValues waits on a word the host writes, then runs 1,000,000
 // values back to back, a launch every tenth, with the word monotonic.
-func TestGPU5Values(t *testing.T) {
+func TestGPUMillionValues(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	holdOnHostWord(t, r, 20*time.Millisecond)
 	t.Logf("a wait on a word the host wrote held the copy channel 20 ms")
@@ -516,9 +453,9 @@ func TestGPU5Values(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU6Fault launches a kernel that writes where nothing is mapped: the
+// TestGPUFault launches a kernel that writes where nothing is mapped: the
 // device is lost with the notifier's and the MMU's lines.
-func TestGPU6Fault(t *testing.T) {
+func TestGPUFault(t *testing.T) {
 	dev := openRig(t, Config{})
 	img, err := dev.LoadImage(cubin(t))
 	if err != nil {

@@ -3,31 +3,20 @@ package nvdev
 import (
 	"encoding/binary"
 	"math"
-	"runtime"
-	"runtime/debug"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// readSum sums b's bytes, failing t where reading b faults (debug's
-// SetPanicOnFault makes the fault a panic the test recovers).
-func readSum(t *testing.T, b []byte) (sum int) {
-	t.Helper()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("reading a slice that Bytes returned faulted: %v", r)
-		}
-	}()
-	for _, c := range b {
-		sum += int(c)
-	}
-	return sum
-}
+// readSum and settle are testutil's ReadSum and Settle.
+var (
+	readSum = testutil.ReadSum
+	settle  = testutil.Settle
+)
 
 // heldPinned reports whether the driver holds Go memory for Pinned memory
 // whose host view starts at p.
@@ -40,22 +29,6 @@ func heldPinned(p *byte) bool {
 		return !held
 	})
 	return held
-}
-
-// settle collects garbage until dev's budget counts used bytes, so that
-// the frees deferred to points and cleanups have run.
-func settle(t *testing.T, dev *rig.Device, used int64) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		runtime.GC()
-		if u, _ := dev.Budget(); u == used {
-			return
-		}
-		if time.Now().After(end) {
-			u, _ := dev.Budget()
-			t.Fatalf("the budget counts %d bytes, want %d", u, used)
-		}
-	}
 }
 
 // TestPinnedIsGoMemory checks on the fake that Pinned memory is Go memory

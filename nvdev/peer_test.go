@@ -148,8 +148,8 @@ func TestAcceptanceOnFake(t *testing.T) {
 		return o
 	}
 	bigBytes = 4 << 20
-	t.Run("copies and fills", TestGPU13CopiesAndFills)
-	t.Run("refusals", TestGPU17Never)
+	t.Run("copies and fills", TestGPUCopiesAndFills)
+	t.Run("refusals", TestGPURefusedParts)
 }
 
 // TestMapPeerView maps memory of a device for another device of the same

@@ -8,7 +8,7 @@ import "github.com/rig-go/rig/nvdev/abi"
 // before, and a release of the low 32 bits moves the word from
 // v - 1 to v as well as one of 64; which structure and payload size the
 // compute engine takes with a 64-bit payload is what the GPU tests weigh
-// (TestGPU0OwnRelease, docs/nvdev.md).
+// (TestGPUReleaseForms, docs/nvdev.md).
 
 // releaseForm is a form of the descriptor's release: its structure size
 // (abi.ReleaseOneWord, abi.ReleaseFourWords, or 2 for two words) and

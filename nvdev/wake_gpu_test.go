@@ -134,26 +134,7 @@ func BenchmarkGPURoundTripInterrupt(b *testing.B) {
 		b.Fatalf("the device has no non-stall event: %v", r.d.wk.evErr)
 	}
 	r.d.wk.parked.Store(true)
-	s := device.Submission{Parts: []device.Part{launch(r.entry("empty"), 1, 32, nil)}}
-	lat := make([]time.Duration, 0, 1<<16)
-	step := func() time.Duration {
-		start := time.Now()
-		rawValue(r, &s)
-		spin(r)
-		return time.Since(start)
-	}
-	for range 1000 {
-		step()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if d := step(); len(lat) < cap(lat) {
-			lat = append(lat, d)
-		}
-	}
-	b.StopTimer()
-	median(b, lat)
+	rawRoundTrips(b, r)
 }
 
 // TestGPUWakeHost logs the machine's own wake-up lateness, with no GPU: a

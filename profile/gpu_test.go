@@ -2,25 +2,16 @@ package profile
 
 import (
 	"context"
-	_ "embed"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
+	"github.com/rig-go/rig/internal/testutil"
 	"github.com/rig-go/rig/nvdev"
 	rig "github.com/rig-go/rig/runtime"
-)
-
-// kernelsPTX holds the empty and twice kernels, which CUDA compiles for
-// any GPU; kernelsNV the same kernels for sm_90, which nvdev loads.
-var (
-	//go:embed testdata/kernels.ptx
-	kernelsPTX []byte
-	//go:embed testdata/kernels_nv.sm_90.cubin
-	kernelsNV []byte
 )
 
 // TestGPUSpans takes a profile of launches on each GPU driver and checks
@@ -32,34 +23,18 @@ var (
 // 2.4 µs and 7.0 µs: CUDA's spans are between events, whose own recording
 // they include), which a clock or a unit gone wrong on either side breaks.
 func TestGPUSpans(t *testing.T) {
-	if os.Getenv("RIG_GPU") != "1" {
-		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
-	}
+	testutil.NeedGPU(t)
 	medians := map[string]int64{}
 	for _, c := range []struct {
 		name string
 		op   device.Opener
 		bin  []byte
-	}{{"cuda", cudadev.GPU(0), kernelsPTX}, {"nv", nvdev.GPU(0), kernelsNV}} {
+	}{{"cuda", cudadev.GPU(0), testkernels.Portable()}, {"nv", nvdev.GPU(0), nvCubin(t)}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			d, err := rig.Open(ctx, c.op)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = d.Close(); <-d.Done() }()
-			img, err := d.LoadImage(c.bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := img.Resolve("twice")
-			if err != nil {
-				t.Fatal(err)
-			}
-			x, err := d.Alloc(device.Device, 4*256*64)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := testutil.Open(t, c.op)
+			f := testutil.Functions(t, d, c.bin, "twice")[0]
+			x := testutil.Alloc(t, d, device.Device, 4*256*64)
 			s := submission(t, d, rig.Launch(f, 8, rig.ReadWrite(0, 0)))
 			p, err := Start(d)
 			if err != nil {
@@ -132,4 +107,14 @@ func TestGPUSpans(t *testing.T) {
 	if nv > 8*cu || cu > 8*nv {
 		t.Errorf("the profiles disagree: median span cuda %d ns, nv %d ns", cu, nv)
 	}
+}
+
+// nvCubin is the test kernels for sm_90 that nvdev loads (no printf or
+// assert), which hold empty and twice.
+func nvCubin(t *testing.T) []byte {
+	b, ok := testkernels.NVCubin("sm_90")
+	if !ok {
+		t.Fatal("no test cubin for sm_90")
+	}
+	return b
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 	"go.uber.org/goleak"
 )
@@ -18,46 +19,21 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // openHost opens a host device named name and closes it at the test's end.
 func openHost(t testing.TB, name string) *rig.Device {
 	t.Helper()
-	d, err := rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: name}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = d.Close()
-		<-d.Done()
-	})
-	return d
+	return testutil.Open(t, hostdev.Open(hostdev.Config{Name: name}))
 }
 
+// resolve loads hostdev's built-in kernel name on d and resolves it.
 func resolve(t testing.TB, d *rig.Device, name string) *rig.Function {
 	t.Helper()
-	img, err := d.LoadImage(hostdev.ImageOf(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := img.Resolve(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return testutil.Functions(t, d, hostdev.ImageOf(name), name)[0]
 }
 
-func submission(t testing.TB, d *rig.Device, parts ...rig.Part) *rig.Submission {
-	t.Helper()
-	s, err := rig.NewSubmission(d, parts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+var submission = testutil.Submission
 
+// alloc allocates n bytes of Device memory on d.
 func alloc(t testing.TB, d *rig.Device, n int) *rig.Buffer {
 	t.Helper()
-	b, err := d.Alloc(device.Device, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testutil.Alloc(t, d, device.Device, n)
 }
 
 // TestProfileHostdev takes a profile of two host devices whose work waits

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"math"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -174,22 +174,8 @@ func TestDMAOnHost(t *testing.T) {
 	}
 }
 
-// readAll sums b's bytes, failing t where reading b faults: debug's
-// SetPanicOnFault turns a read of unmapped memory into a panic the test
-// recovers, rather than a crash of the test binary.
-func readAll(t *testing.T, b []byte) (sum int) {
-	t.Helper()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("reading a slice that Bytes returned faulted: %v", r)
-		}
-	}()
-	for _, c := range b {
-		sum += int(c)
-	}
-	return sum
-}
+// readAll is testutil's ReadSum.
+var readAll = testutil.ReadSum
 
 // TestBytesOutlivesFree reads, after Free, the slice Bytes returned before
 // it: of memory the device wrote, and of memory written through the slice.

@@ -17,6 +17,6 @@ go test -c -o $F/nvidia.test ./nvdev/nvidia
 go build -o $F/rigbench ./cmd/rigbench
 (cd examples/server && go build -o ../../$F/server-load ./load)
 cp cudadev/testdata/anchor_cuda.c cudadev/testdata/anchor_sched.c cudadev/testdata/anchor_loop.c $F/
-cp cudadev/testdata/kernels.sm_90.cubin $F/
+cp internal/testkernels/kernels.sm_90.cubin $F/
 cp scripts/final.sh scripts/verify.sh scripts/h200-tests.sh scripts/h200-bench.sh $F/
 du -sh $F

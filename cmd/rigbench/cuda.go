@@ -1,17 +1,12 @@
 package main
 
 import (
-	_ "embed"
 	"fmt"
 
 	"github.com/rig-go/rig/cudadev"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
 )
-
-// kernelsPTX holds the kernels empty and twice for CUDA devices.
-//
-//go:embed kernels.ptx
-var kernelsPTX []byte
 
 // The CUDA driver: GPU i of those CUDA sees. Where libcuda does not load or
 // sees no GPU, its devices do not open, and the default device is the
@@ -30,8 +25,9 @@ func init() {
 			return cudadev.GPU(i), nil
 		},
 		image: func(_, _, _ string) ([]byte, error) {
-			// cudadev loads PTX that ends with a NUL byte as it is.
-			return append(append([]byte(nil), kernelsPTX...), 0), nil
+			// The kernels empty and twice as PTX for any GPU; cudadev
+			// loads PTX that ends with a NUL byte as it is.
+			return append(testkernels.Portable(), 0), nil
 		},
 		exclusive: true,
 	}

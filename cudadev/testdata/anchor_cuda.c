@@ -1,10 +1,10 @@
 // anchor_cuda: what a C program gets from libcuda directly, the yardstick
 // that rig's GPU benchmarks are measured against (BENCHMARKS.md). It needs
 // a cubin with a kernel `empty` that takes no parameters, such as
-// kernels.sm_90.cubin beside it. On a machine with CUDA:
+// internal/testkernels/kernels.sm_90.cubin. On a machine with CUDA:
 //
 //   gcc -O2 -o /tmp/anchor_cuda anchor_cuda.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda
-//   /tmp/anchor_cuda kernels.sm_90.cubin
+//   /tmp/anchor_cuda internal/testkernels/kernels.sm_90.cubin
 //
 // It prints one line a figure, each named as the benchmarks' comments name
 // their anchor:

@@ -2,8 +2,8 @@ package abi_test
 
 import (
 	"fmt"
-	"os"
 
+	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/nvdev/abi"
 )
 
@@ -29,7 +29,7 @@ func Example() {
 
 // Parse refuses an image that calls functions CUDA's driver supplies.
 func ExampleParse() {
-	b, _ := os.ReadFile("testdata/kernels.sm_90.cubin")
+	b, _ := testkernels.Cubin("sm_90")
 	_, err := abi.Parse(b)
 	fmt.Println(err)
 

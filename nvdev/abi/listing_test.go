@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"debug/elf"
 	"fmt"
+	"github.com/rig-go/rig/internal/testkernels"
 	"os"
 	"regexp"
 	"strconv"
@@ -12,8 +13,9 @@ import (
 )
 
 // The listings nvcc's cuobjdump wrote for the test cubins
-// (testdata/kernels.sm_XX.elf.txt from cuobjdump -elf and
-// .res-usage.txt from cuobjdump -res-usage), read back independently of
+// of internal/testkernels (testdata/kernels.sm_XX.elf.txt from cuobjdump -elf and
+// .res-usage.txt from cuobjdump -res-usage, which its build.sh writes here),
+// read back independently of
 // the loader, so that the loader's answers are checked against NVIDIA's
 // own tools.
 
@@ -207,9 +209,9 @@ func readListing(t *testing.T, sm int) *listing {
 
 func readCubin(t testing.TB, sm int) []byte {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("testdata/kernels.sm_%d.cubin", sm))
-	if err != nil {
-		t.Fatal(err)
+	b, ok := testkernels.Cubin(fmt.Sprintf("sm_%d", sm))
+	if !ok {
+		t.Fatalf("no test cubin for sm_%d", sm)
 	}
 	return b
 }

@@ -2,7 +2,6 @@ package nvidia
 
 import (
 	"errors"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,15 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testutil"
 )
 
 // needGPU skips a test or benchmark unless RIG_GPU=1.
-func needGPU(t testing.TB) {
-	t.Helper()
-	if os.Getenv("RIG_GPU") != "1" {
-		t.Skip("RIG_GPU unset: needs an NVIDIA GPU")
-	}
-}
+var needGPU = testutil.NeedGPU
 
 // Host methods of a GPFIFO channel (class/clc86f.h), on subchannel 0.
 const (

@@ -16,10 +16,10 @@ import (
 	"github.com/rig-go/rig/internal/timeline"
 )
 
-// TestGPU7OwnRelease chains 100 values of twice on one float, each
+// TestGPUOwnRelease chains 100 values of twice on one float, each
 // released by its launch: a read-modify-write of one thread, so that a
 // value that overlapped the one before would lose a doubling.
-func TestGPU7OwnRelease(t *testing.T) {
+func TestGPUOwnRelease(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	e := r.entry("twice")
 	x := r.alloc(device.Pinned, 4096)
@@ -35,8 +35,8 @@ func TestGPU7OwnRelease(t *testing.T) {
 	t.Logf("100 chained values of twice, each released by its launch, in %v", time.Since(t0))
 }
 
-// TestGPU8Stamps runs timed values and settles them.
-func TestGPU8Stamps(t *testing.T) {
+// TestGPUStamps runs timed values and settles them.
+func TestGPUStamps(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	e := r.entry("empty")
 	m := r.alloc(device.Pinned, 4096)
@@ -74,9 +74,9 @@ func TestGPU8Stamps(t *testing.T) {
 		20_000, span[0]/100, span[1]/100, span[2]/100, st[0])
 }
 
-// TestGPU9Grow runs a value of 5,000 launches (the launch ring grows) and
+// TestGPUGrow runs a value of 5,000 launches (the launch ring grows) and
 // one of 150,000 fills (the copy channel's segment ring grows).
-func TestGPU9Grow(t *testing.T) {
+func TestGPUGrow(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	e := r.entry("count")
 	out := r.alloc(device.Pinned, 4096)
@@ -107,9 +107,9 @@ func TestGPU9Grow(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU10CopyKernel copies 64 MiB within Device memory by the driver's
+// TestGPUCopyKernel copies 64 MiB within Device memory by the driver's
 // kernel and by the copy engine, checks both, and times them.
-func TestGPU10CopyKernel(t *testing.T) {
+func TestGPUCopyKernel(t *testing.T) {
 	r := openGPURaw(t, Config{CopyKernels: 1})
 	const n = 64 << 20
 	h := r.alloc(device.Pinned, n)
@@ -145,9 +145,9 @@ func TestGPU10CopyKernel(t *testing.T) {
 	}
 }
 
-// TestGPU11TwoDevices opens two devices on GPU 0, faults one, and runs
+// TestGPUTwoDevices opens two devices on GPU 0, faults one, and runs
 // work on the other.
-func TestGPU11TwoDevices(t *testing.T) {
+func TestGPUTwoDevices(t *testing.T) {
 	a := openGPURaw(t, Config{})
 	slot, w, err := timeline.Take()
 	if err != nil {
@@ -200,13 +200,13 @@ func init() {
 	}
 }
 
-// TestGPU0OwnRelease tries each form of the descriptor's release on a
+// TestGPUReleaseForms tries each form of the descriptor's release on a
 // device of its own: 20 chained values of twice on one float, each
 // released by its launch. It logs "release form i works" for each form
 // that ran them right, and the fault of each other; it fails only where
 // the form devices use fails. (On the H200 the one-word form of a 64-bit
 // payload raised ROBUST_CHANNEL_GR_EXCEPTION; the others ran.)
-func TestGPU0OwnRelease(t *testing.T) {
+func TestGPUReleaseForms(t *testing.T) {
 	needGPU(t)
 	keep := ownRelease
 	defer func() { ownRelease = keep }()

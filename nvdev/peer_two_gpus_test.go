@@ -18,7 +18,8 @@ import (
 )
 
 // Peer access across two GPUs: device A on GPU 0 uses memory of device B
-// on GPU 1, by hand (TestGPUPeer2Raw) and through rig (TestGPUPeer2Rig).
+// on GPU 1, by hand (TestGPUPeerTwoGPUsRaw) and through rig
+// (TestGPUPeerTwoGPUsRig).
 // TestPeerTwoGPUsFake runs both bodies on two fakes of one machine.
 
 // needTwoGPUs skips a test unless RIG_GPU=1 and the machine has two
@@ -133,10 +134,10 @@ func peerRaw(t *testing.T, a, b *raw) {
 	t.Log("A filled B's Pinned memory through the view")
 }
 
-// TestGPUPeer2Raw opens devices A on GPU 0 and B on GPU 1 by hand and runs
-// peerRaw: A's copy engine reads and writes B's memory through map_peer.
-// Run it with RIG_GPU=1 on a machine of two GPUs.
-func TestGPUPeer2Raw(t *testing.T) {
+// TestGPUPeerTwoGPUsRaw opens devices A on GPU 0 and B on GPU 1 by hand
+// and runs peerRaw: A's copy engine reads and writes B's memory through
+// map_peer. Run it with RIG_GPU=1 on a machine of two GPUs.
+func TestGPUPeerTwoGPUsRaw(t *testing.T) {
 	needTwoGPUs(t)
 	a := openGPURawAt(t, 0, Config{HangMs: 30000})
 	b := openGPURawAt(t, 1, Config{HangMs: 30000})
@@ -276,12 +277,12 @@ func spinGate(t *testing.T, d *rig.Device) peerGate {
 	}
 }
 
-// TestGPUPeer2Rig opens devices A (nvdev.GPU(0)) and B (nvdev.GPU(1))
+// TestGPUPeerTwoGPUsRig opens devices A (nvdev.GPU(0)) and B (nvdev.GPU(1))
 // through rig and runs peerRig: rig maps B's buffers for A (map_peer), and
 // each device's copy waits on the GPU for the other device's held work,
 // a kernel spinning on a flag the host sets 250 ms later. Run it with
 // RIG_GPU=1 on a machine of two GPUs.
-func TestGPUPeer2Rig(t *testing.T) {
+func TestGPUPeerTwoGPUsRig(t *testing.T) {
 	needTwoGPUs(t)
 	open := func(i int) *rig.Device {
 		t0 := time.Now()

@@ -43,14 +43,14 @@ func channelState(d *gpu) string {
 	return b.String()
 }
 
-// TestGPUPeer2Mixed runs rigbench's mixed workload by hand on devices of
+// TestGPUPeerTwoGPUsMixed runs rigbench's mixed workload by hand on devices of
 // GPU 0 and GPU 1 (or two devices of GPU 0), with buffers of Device
 // memory (copies through peer views) or of Pinned memory: a fill on A, a copy of it
 // into B's buffer on B, an empty launch on B, a copy back on A, eight
 // values in flight, for up to 3 s. A point not reached within 2 s fails
 // the test with each channel's state, before and after ringing every
 // channel's doorbell again.
-func TestGPUPeer2Mixed(t *testing.T) {
+func TestGPUPeerTwoGPUsMixed(t *testing.T) {
 	for _, c := range []struct {
 		two  bool
 		kind device.Memory

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -85,9 +87,10 @@ func around(b []byte, i int) string {
 	return fmt.Sprintf("bytes %d to %d: % x", lo, hi-1, b[lo:hi])
 }
 
-// gpuOpen is the opener of GPU 0 that TestGPU13 and TestGPU17 use, and
-// bigBytes the size of TestGPU13's largest copies and fills;
-// TestAcceptanceOnFake runs those tests on the fake with smaller sizes.
+// gpuOpen is the opener of GPU 0 that TestGPUCopiesAndFills and
+// TestGPURefusedParts use, and bigBytes the size of TestGPUCopiesAndFills's
+// largest copies and fills; TestAcceptanceOnFake runs those tests on the
+// fake with smaller sizes.
 var (
 	gpuOpen         = func(c Config) device.Opener { return Open(0, gpuConfig(c)) }
 	bigBytes uint64 = 1 << 30
@@ -110,119 +113,37 @@ func openNamed(t testing.TB, name string, c Config) *rig.Device {
 	return dev
 }
 
-// closeDone closes dev and waits, at most 20 s for the close and 20 s
-// more, until it gave everything back; it reports whether it did.
-func closeDone(t testing.TB, dev *rig.Device) bool {
-	t.Helper()
-	t0 := time.Now()
-	closed := make(chan error, 1)
-	go func() { closed <- dev.Close() }()
-	var err error
-	select {
-	case err = <-closed:
-	case <-time.After(20 * time.Second):
-		t.Errorf("%s: Close did not return in 20 s", dev.Name())
-		return false
-	}
-	select {
-	case <-dev.Done():
-		t.Logf("%s closed (%v) and gave everything back in %v", dev.Name(), err, time.Since(t0))
-		return true
-	case <-time.After(20 * time.Second):
-		t.Errorf("%s closed (%v) and did not give everything back in 20 s", dev.Name(), err)
-		return false
-	}
-}
+// Short names for testutil's helpers, which the tests call often.
+var (
+	closeDone = testutil.CloseDone
+	allocBuf  = testutil.Alloc
+)
 
-func allocBuf(t testing.TB, dev *rig.Device, k device.Memory, n int) *rig.Buffer {
-	t.Helper()
-	b, err := dev.Alloc(k, n)
-	if err != nil {
-		t.Fatalf("%s: alloc of %d bytes of %v memory: %v", dev.Name(), n, k, err)
-	}
-	return b
-}
-
+// resolve loads the test kernels on dev and resolves names.
 func resolve(t testing.TB, dev *rig.Device, names ...string) []*rig.Function {
 	t.Helper()
-	img, err := dev.LoadImage(cubin(t))
-	if err != nil {
-		t.Fatalf("%s: load image: %v", dev.Name(), err)
-	}
-	var fs []*rig.Function
-	for _, n := range names {
-		f, err := img.Resolve(n)
-		if err != nil {
-			t.Fatalf("%s: resolve %s: %v", dev.Name(), n, err)
-		}
-		fs = append(fs, f)
-	}
-	return fs
+	return testutil.Functions(t, dev, cubin(t), names...)
 }
 
 // submitWait submits the parts with the buffers and waits for them, both
 // within d.
 func submitWait(t testing.TB, dev *rig.Device, d time.Duration, parts []rig.Part, bufs ...*rig.Buffer) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(bg, d)
-	defer cancel()
-	s, err := rig.NewSubmission(dev, parts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Take().Submit(ctx, bufs...)
-	if err != nil {
-		t.Fatalf("%s: submit: %v", dev.Name(), err)
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatalf("%s: wait for value %d: %+v", dev.Name(), p.Value(), err)
-	}
+	testutil.SubmitWait(t, testutil.Submission(t, dev, parts...).Take(), d, bufs...)
 }
 
 // example runs the example on dev: 1,048,576 floats up by a copy,
 // doubled by twice, down by a copy, checked.
 func example(t testing.TB, dev *rig.Device) {
 	t.Helper()
-	twice := resolve(t, dev, "twice")[0]
 	const n = 1 << 20
-	x := allocBuf(t, dev, device.Device, 4*n)
-	h := allocBuf(t, dev, device.Pinned, 4*n)
-	hb := h.Bytes()
-	for i := range n {
-		putF32(hb, i, float32(i))
-	}
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 	defer cancel()
-	t0 := time.Now()
-	up, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	if _, err := up.Take().Submit(ctx, h, x); err != nil {
-		t.Fatalf("%s: example: up: %v", dev.Name(), err)
-	}
-	s, _ := rig.NewSubmission(dev, rig.Launch(twice, 8, rig.Write(0, 0)))
-	run := s.Take()
-	run.Groups(0, n/256, 1, 1)
-	run.Threads(0, 256, 1, 1)
-	if _, err := run.Submit(ctx, x); err != nil {
-		t.Fatalf("%s: example: twice: %v", dev.Name(), err)
-	}
-	clear(hb)
-	down, _ := rig.NewSubmission(dev, rig.Copy(0, 0, 1, 0, 4*n))
-	p, err := down.Take().Submit(ctx, x, h)
-	if err != nil {
-		t.Fatalf("%s: example: down: %v", dev.Name(), err)
-	}
-	if err := p.Wait(ctx); err != nil {
-		t.Fatalf("%s: example: wait: %+v", dev.Name(), err)
-	}
-	for i := range n {
-		if got := f32(hb, i); got != 2*float32(i) {
-			t.Fatalf("%s: example: x[%d] = %v, want %v", dev.Name(), i, got, 2*float32(i))
-		}
-	}
-	t.Logf("%s: the example doubled %d floats in %v", dev.Name(), n, time.Since(t0))
+	took := gputest.Twice(t, ctx, dev, cubin(t), n)
+	t.Logf("%s: the example doubled %d floats in %v", dev.Name(), n, took)
 }
 
-// TestGPU13CopiesAndFills copies and fills 1 B to 1 GiB on both queues,
+// TestGPUCopiesAndFills copies and fills 1 B to 1 GiB on both queues,
 // at aligned and unaligned offsets, each checked by the host: a copy goes
 // Pinned → Device → Device → Pinned in one submission, so that the host
 // checks the three kinds; a fill of Device memory sits in a window the
@@ -232,7 +153,7 @@ func example(t testing.TB, dev *rig.Device) {
 // bytes into its source first, so that a copy that did not run leaves
 // bytes of no earlier case. Copies and fills of 256 KiB or more within
 // Device memory run as the driver's kernels, the rest on the copy engines.
-func TestGPU13CopiesAndFills(t *testing.T) {
+func TestGPUCopiesAndFills(t *testing.T) {
 	dev := openNamed(t, "NV", Config{})
 	big := bigBytes
 	t0 := time.Now()
@@ -376,14 +297,14 @@ func TestGPU13CopiesAndFills(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU14WaitOtherDevice runs, on two devices of GPU 0 (NV and NV-B), a
+// TestGPUWaitOtherDevice runs, on two devices of GPU 0 (NV and NV-B), a
 // copy of device B that reads a buffer of device A which A's slow work
 // writes: rig maps A's buffer for B (a view of the same addresses) and
 // puts a GPU-side wait on A's word into B's submission, which then returns
 // at once and holds B's copy channel until A's value is reached. The slow
 // work is a kernel of many atomic additions on one counter, then a spin
 // that the host releases after a delay.
-func TestGPU14WaitOtherDevice(t *testing.T) {
+func TestGPUWaitOtherDevice(t *testing.T) {
 	needGPU(t)
 	const n = 4 << 20
 	// setup opens A and B, and gives A's source (a pattern), A's Device
@@ -508,11 +429,11 @@ func TestGPU14WaitOtherDevice(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU15Hang spins past a hang bound of 300 ms: the device is lost with
+// TestGPUHang spins past a hang bound of 300 ms: the device is lost with
 // "no progress for 300 ms", every waiter wakes with the loss, and once it
 // closed, rig.Open(GPU(0)) opens the GPU again and runs the salt's
 // example twice. The flag is never written: the stop ends the spin.
-func TestGPU15Hang(t *testing.T) {
+func TestGPUHang(t *testing.T) {
 	needGPU(t)
 	o := Open(0, Config{HangMs: 300})
 	dev, err := rig.Open(bg, o)
@@ -588,10 +509,10 @@ func TestGPU15Hang(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU16Faults runs each fault kernel in turn on a device of its own:
+// TestGPUFaultKernels runs each fault kernel in turn on a device of its own:
 // the device is lost with the fault the channels report, and once it
 // closed, a new rig.Open(GPU(0)) runs the example.
-func TestGPU16Faults(t *testing.T) {
+func TestGPUFaultKernels(t *testing.T) {
 	needGPU(t)
 	for _, name := range []string{"fault_illegal_address", "fault_misaligned", "trap"} {
 		t.Run(name, func(t *testing.T) {
@@ -650,10 +571,10 @@ func TestGPU16Faults(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU17Never submits each part the device never runs: rig answers a
+// TestGPURefusedParts submits each part the device never runs: rig answers a
 // *RefusalError naming the part, with the driver's reason; nothing is
 // submitted (Last unchanged, the buffers unused); the device works after.
-func TestGPU17Never(t *testing.T) {
+func TestGPURefusedParts(t *testing.T) {
 	dev := openNamed(t, "NV", Config{})
 	noCopies := openNamed(t, "NV-no-compute-copies", Config{NoComputeCopies: true})
 	empty := resolve(t, dev, "empty")[0]
@@ -730,9 +651,9 @@ func TestGPU17Never(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPU18NoCUDA checks that libcuda is not mapped into the process;
+// TestGPUNoCUDA checks that libcuda is not mapped into the process;
 // TestMain checks again once every test of the binary ran.
-func TestGPU18NoCUDA(t *testing.T) {
+func TestGPUNoCUDA(t *testing.T) {
 	needGPU(t)
 	noCUDA(t)
 	t.Log("libcuda is not mapped into the process")

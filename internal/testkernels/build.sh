@@ -1,0 +1,22 @@
+#!/bin/bash
+# Builds the test kernels with nvcc 13.0 (on a machine with CUDA), in this
+# folder: kernels.cu as a cubin per architecture, as compute_90 PTX and as a
+# fatbin of sm_80 and sm_90 cubins; kernels.cu less the two kernels that
+# need CUDA's vprintf and __assertfail (-DNO_DEVICE_LIBRARY) as the sm_90
+# cubin kernels_nv; and
+# the listings cuobjdump writes of the kernels.cu cubins, which nvdev/abi's
+# tests read from that package's testdata to check its cubin parser.
+# portable.ptx is written by hand and is not rebuilt here.
+set -e
+cd "$(dirname "$0")"
+abi=../../nvdev/abi/testdata
+for a in 80 86 89 90; do
+  nvcc -cubin -arch=sm_$a -o kernels.sm_$a.cubin kernels.cu
+  cuobjdump -elf kernels.sm_$a.cubin > $abi/kernels.sm_$a.elf.txt
+  cuobjdump -res-usage kernels.sm_$a.cubin > $abi/kernels.sm_$a.res-usage.txt
+done
+nvcc -ptx -arch=compute_90 -o kernels.compute_90.ptx kernels.cu
+nvcc -fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -o kernels.fatbin kernels.cu
+nvcc -cubin -arch=sm_90 -DNO_DEVICE_LIBRARY -o kernels_nv.sm_90.cubin kernels.cu
+cuobjdump -res-usage kernels_nv.sm_90.cubin > kernels_nv.sm_90.res-usage.txt
+nvcc --version | tail -2 > NVCC_VERSION
