@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -66,8 +66,8 @@ func TestGPUBareCalls(t *testing.T) {
 	}
 	twice := resolve(t, img, "twice")
 	const n = 1 << 16
-	x := alloc(t, dev, device.Device, 4*n)
-	h := alloc(t, dev, device.Pinned, 4*n)
+	x := alloc(t, dev, device.DeviceMemory, 4*n)
+	h := alloc(t, dev, device.PinnedMemory, 4*n)
 	s := submission(t, dev,
 		rig.Copy(0, 0, 1, 0, 4*n).On(1),
 		rig.Launch(twice, 8, rig.ReadWrite(1, 0)).After(0),
@@ -107,7 +107,7 @@ func TestGPUBareCalls(t *testing.T) {
 		t.Log("no cuCtxCreate_v4: the run with another context current is skipped")
 		return
 	}
-	rec, _ := rig.Capability(dev, abi.Key)
+	rec, _ := rig.Capability(dev, cuda.Key)
 	var other uintptr
 	if res := tb.call(create, uintptr(unsafe.Pointer(&other)), 0, 0, uintptr(rec.Ordinal)); res != 0 {
 		t.Fatalf("cuCtxCreate_v4: %v", tb.text(res))

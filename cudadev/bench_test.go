@@ -6,7 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
@@ -219,7 +219,7 @@ func benchRoundTrip(b *testing.B, c Config) {
 }
 
 // BenchmarkGPURigRoundTrip is the same through rig: Submit, then Wait on
-// the point, which the supervisor's Sleep answers.
+// the point, which the supervisor's Sleep returns.
 func BenchmarkGPURigRoundTrip(b *testing.B) { benchRigRoundTrip(b, Config{}) }
 
 // BenchmarkGPURigRoundTripCurrentContext is the same with the context made
@@ -268,7 +268,7 @@ func benchPipelined(b *testing.B, c Config) {
 func benchCopy(b *testing.B, from device.Memory) {
 	r := openRaw(b, Config{})
 	const n = 1 << 30
-	src, dst := r.alloc(from, n), r.alloc(device.Device, n)
+	src, dst := r.alloc(from, n), r.alloc(device.DeviceMemory, n)
 	r.submit(nil, device.Part{Kind: device.CopyRows, Dst: src, Filling: true, RowBytes: n, Rows: 1, DstPitch: n, Byte: 1})
 	cp := device.Part{Kind: device.CopyRows, Src: src, Dst: dst, RowBytes: n, Rows: 1, SrcPitch: n, DstPitch: n}
 	r.wait(r.submit(nil, cp))
@@ -285,16 +285,16 @@ func benchCopy(b *testing.B, from device.Memory) {
 }
 
 // BenchmarkGPUCopyD2D: anchor "C d2d copy 1GiB".
-func BenchmarkGPUCopyD2D(b *testing.B) { benchCopy(b, device.Device) }
+func BenchmarkGPUCopyD2D(b *testing.B) { benchCopy(b, device.DeviceMemory) }
 
 // BenchmarkGPUCopyH2D: anchor "C h2d pinned 1GiB".
-func BenchmarkGPUCopyH2D(b *testing.B) { benchCopy(b, device.Pinned) }
+func BenchmarkGPUCopyH2D(b *testing.B) { benchCopy(b, device.PinnedMemory) }
 
 // BenchmarkGPUGraph launches a graph of 1,000 chained empty kernels as a
 // fill part; anchor: "C graph of 1000 chained empty kernels".
 func BenchmarkGPUGraph(b *testing.B) {
 	dev := openRig(b, Config{})
-	rec, _ := rig.Capability(dev, abi.Key)
+	rec, _ := rig.Capability(dev, cuda.Key)
 	img, err := dev.LoadImage(kernels(b, dev.Arch()))
 	if err != nil {
 		b.Fatal(err)
@@ -304,13 +304,13 @@ func BenchmarkGPUGraph(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var prev []abi.Node
+	var prev []cuda.Node
 	for i := 0; i < 1000; i++ {
-		n, err := g.Kernel(abi.Kernel{Func: empty.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}, prev...)
+		n, err := g.Kernel(cuda.Kernel{Func: empty.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}, prev...)
 		if err != nil {
 			b.Fatal(err)
 		}
-		prev = []abi.Node{n}
+		prev = []cuda.Node{n}
 	}
 	x, err := g.Instantiate()
 	if err != nil {

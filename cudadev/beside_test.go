@@ -60,7 +60,7 @@ func newCLoop(b *testing.B, t *table, ctx, fn, stream uintptr) *cLoop {
 }
 
 // run launches n times from C with the context current on the thread, as
-// anchor_cuda.c has it, waits for the stream, and answers the launches' time.
+// anchor_cuda.c has it, waits for the stream, and returns the launches' time.
 func (c *cLoop) run(n int) time.Duration {
 	prev := enterCtx(c.t, c.f, c.ctx)
 	c.f.c.A = [len(c.f.c.A)]uintptr{c.launch, c.sync, c.fn, c.stream, uintptr(n)}

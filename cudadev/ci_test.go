@@ -29,7 +29,7 @@ func TestErrorFormat(t *testing.T) {
 	if !errors.Is(e, &Error{Code: 700}) || errors.Is(e, &Error{Code: 716}) {
 		t.Fatal("errors.Is does not match by code")
 	}
-	// Without a library, err still answers the code.
+	// Without a library, err still returns the code.
 	var nilTable *table
 	if got := nilTable.err(errMisalignedAddress).Error(); got != "CUDA error 716" {
 		t.Fatalf("err without libcuda = %q", got)
@@ -189,7 +189,7 @@ func TestBusOrder(t *testing.T) {
 	}
 }
 
-// TestNoLibrary runs where no libcuda is: Count answers an error, not a
+// TestNoLibrary runs where no libcuda is: Count returns an error, not a
 // panic, and tries to load the library again at the next call.
 func TestNoLibrary(t *testing.T) {
 	if testutil.GPU() {

@@ -122,13 +122,13 @@
 //	CUresult f(CUstream stream, uintptr_t arg, uint64_t value)
 //
 // with the device's context current, value being the submission's value;
-// or an abi.Exec, an executable graph of the capability record, which the
+// or an cuda.Exec, an executable graph of the capability record, which the
 // part launches on its stream (cuGraphLaunch): rig.Fill(exec, 0).
 //
 // Submit commits a value (cuStreamWriteValue64 after a system-wide fence,
 // on the stream the value ended on) where the last commit is 64 values
-// back, and answers Pending otherwise; Commit(v) writes the last value
-// submitted unless a write of v or later is enqueued. Room never answers
+// back, and returns Pending otherwise; Commit(v) writes the last value
+// submitted unless a write of v or later is enqueued. Room never returns
 // later or grow: Submit and Commit block while a stream is full. Room
 // refuses a launch on queue 1, a block of 0 groups or threads along an
 // axis, more groups or threads along an axis than the GPU allows, more
@@ -157,7 +157,7 @@
 // with cuModuleLoadData, then places every function's code whatever
 // CUDA_MODULE_LOADING asks (cuModuleEnumerateFunctions and cuFuncLoad), and
 // lets each function take as much dynamic shared memory as a block can
-// have, less its static shared memory. Entry answers the function's
+// have, less its static shared memory. Entry returns the function's
 // CUfunction, its most threads per group and dynamic shared memory, and
 // the end of its parameters (cuFuncGetParamInfo); it refuses, with an
 // error rather than a panic, a kernel of more parameter bytes than CUDA
@@ -186,7 +186,7 @@
 // ErrFaulted, and so does the make of a GPU whose context a fault ended
 // outside rig.
 // After a failure every later Submit enqueues none of its parts and
-// answers the same failure, while its value is still written after its
+// returns the same failure, while its value is still written after its
 // waits where the context still runs. Sleep reads the word, yielding, for
 // 20 µs, then blocks through CUDA's blocking primitives: it records an
 // event made with CU_EVENT_BLOCKING_SYNC behind each stream's work, and a
@@ -210,7 +210,7 @@
 //
 // # Capability
 //
-// Capability answers an *abi.Record: the functions of the CUDA library
+// Capability returns an *cuda.Record: the functions of the CUDA library
 // the device was opened with, the device's context and streams, and the
 // maker of CUDA graphs in its context: graphs of kernel,
 // memcpy, memset, event and empty nodes, instantiated, updated and

@@ -54,7 +54,7 @@ func twiceOnGPU(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	const n = 1 << 20
-	x, err := dev.Alloc(device.Device, 4*n)
+	x, err := dev.Alloc(device.DeviceMemory, 4*n)
 	if err != nil {
 		return err
 	}

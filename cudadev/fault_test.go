@@ -58,7 +58,7 @@ func TestGPUFaults(t *testing.T) {
 // TestGPUFaultChild runs one fault kernel: the device is lost with CUDA's
 // error, every waiter wakes with it, later submits fail fast, the device
 // closes and gives everything back with no goroutine left, and a later
-// open of the GPU answers the fault's error.
+// open of the GPU returns the fault's error.
 func TestGPUFaultChild(t *testing.T) {
 	kernel := os.Getenv("CUDADEV_FAULT_KERNEL")
 	if kernel == "" {
@@ -76,7 +76,7 @@ func TestGPUFaultChild(t *testing.T) {
 	}
 	fn := resolve(t, img, kernel)
 	empty := resolve(t, img, "empty")
-	buf, err := dev.Alloc(device.Device, 4096)
+	buf, err := dev.Alloc(device.DeviceMemory, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}

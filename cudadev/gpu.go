@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
 )
@@ -83,7 +83,7 @@ var (
 	peers sync.Map // [2]int -> bool
 )
 
-// list answers the GPUs CUDA sees, by PCI bus address. The list is read at
+// list returns the GPUs CUDA sees, by PCI bus address. The list is read at
 // the first call whose load and listing succeed, and kept for the process.
 func list() ([]*gpuInfo, *table, error) {
 	t, err := load()
@@ -142,7 +142,7 @@ func sortByBus(l []*gpuInfo) {
 
 // Count is the number of GPUs CUDA sees, or an error if the CUDA library
 // cannot be loaded or initialised, or CUDA cannot list its GPUs. A machine
-// with none answers 0. CUDA_VISIBLE_DEVICES decides which GPUs CUDA sees.
+// with none returns 0. CUDA_VISIBLE_DEVICES decides which GPUs CUDA sees.
 func Count() (int, error) {
 	l, _, err := list()
 	if err != nil {
@@ -151,7 +151,7 @@ func Count() (int, error) {
 	return len(l), nil
 }
 
-// Buses answers the PCI bus addresses of the GPUs CUDA sees, in the order
+// Buses returns the PCI bus addresses of the GPUs CUDA sees, in the order
 // GPU numbers them.
 func Buses() ([]string, error) {
 	l, _, err := list()
@@ -239,7 +239,7 @@ var array struct {
 }
 
 // registerArray registers rig's array of words for every context, in the
-// current context, once per process. It answers whether it is registered.
+// current context, once per process. It returns whether it is registered.
 func registerArray(t *table, f *frame) bool {
 	array.mu.Lock()
 	defer array.mu.Unlock()
@@ -389,7 +389,7 @@ const pushed = ^uintptr(0)
 // enterCtx locks the goroutine to its thread and makes ctx current on it
 // (cuCtxPushCurrent), answering what leaveCtx needs to restore the
 // thread's previous context. Where CUDA refuses the push, it sets ctx
-// current and answers the previous context.
+// current and returns the previous context.
 func enterCtx(t *table, f *frame, ctx uintptr) uintptr {
 	lockThread()
 	if f.c1(t.cuCtxPushCurrent, ctx) == 0 {
@@ -520,10 +520,10 @@ func (d *gpu) make(c Config, word *uint64) error {
 		Completion:  device.Store,
 		MayBlock:    true,
 		MapsHost:    mapsHost,
-		Kinds:       device.KindsOf(device.Device, device.Pinned),
+		Kinds:       device.KindsOf(device.DeviceMemory, device.PinnedMemory),
 		Alignment:   256,
 		CacheBytes:  int64(l2),
-		Capability:  abi.Key,
+		Capability:  cuda.Key,
 		Bus:         g.bus,
 		FaultDomain: "cuda",
 	}
@@ -570,7 +570,7 @@ func (d *gpu) make(c Config, word *uint64) error {
 
 	d.enablePeers(f)
 
-	d.rec = &abi.Record{
+	d.rec = &cuda.Record{
 		Version: t.version, Ordinal: d.ordinal, Bus: g.bus, Context: d.ctx,
 		Compute: d.streams[0], Copy: d.streams[1],
 		Funcs:  t.funcs(),
@@ -619,8 +619,8 @@ func (d *gpu) enablePeers(f *frame) {
 }
 
 // funcs is the record's table of addresses.
-func (t *table) funcs() abi.Funcs {
-	return abi.Funcs{
+func (t *table) funcs() cuda.Funcs {
+	return cuda.Funcs{
 		CtxGetCurrent: t.cuCtxGetCurrent, CtxSetCurrent: t.cuCtxSetCurrent,
 		LaunchKernel: t.cuLaunchKernel,
 		MemcpyAsync:  t.cuMemcpyAsync, Memcpy2DAsync: t.cuMemcpy2DAsync,

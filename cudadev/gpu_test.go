@@ -13,7 +13,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/gputest"
 	"github.com/rig-go/rig/internal/testkernels"
@@ -42,7 +42,7 @@ func TestGPUFacts(t *testing.T) {
 	if f.Word == nil {
 		t.Error("the word is not rig's: the array is not registered")
 	}
-	rec, ok := rig.Capability(dev, abi.Key)
+	rec, ok := rig.Capability(dev, cuda.Key)
 	if !ok || rec.Context == 0 || rec.Funcs.LaunchKernel == 0 || rec.Symbol("cuMemcpyAsync") == 0 {
 		t.Fatalf("capability %+v", rec)
 	}
@@ -92,12 +92,12 @@ func loadedTable(t testing.TB) *table {
 // TestGPUPartsBothQueues runs every part kind on each queue.
 func TestGPUPartsBothQueues(t *testing.T) {
 	dev := openRig(t, Config{})
-	rec, _ := rig.Capability(dev, abi.Key)
+	rec, _ := rig.Capability(dev, cuda.Key)
 	const n = 1 << 16
-	src := alloc(t, dev, device.Pinned, n)
-	mid := alloc(t, dev, device.Device, n)
-	dst := alloc(t, dev, device.Pinned, n)
-	word := alloc(t, dev, device.Pinned, 8)
+	src := alloc(t, dev, device.PinnedMemory, n)
+	mid := alloc(t, dev, device.DeviceMemory, n)
+	dst := alloc(t, dev, device.PinnedMemory, n)
+	word := alloc(t, dev, device.PinnedMemory, 8)
 	for i := range src.Bytes() {
 		src.Bytes()[i] = byte(i * 7)
 	}
@@ -175,8 +175,8 @@ func TestGPUCopyHugePitch(t *testing.T) {
 	pitch := r.d.maxPitch + 64
 	t.Logf("max pitch %d", r.d.maxPitch)
 	size := int(pitch + 64)
-	a, b := r.alloc(device.Device, size), r.alloc(device.Device, size)
-	h := r.alloc(device.Pinned, 128)
+	a, b := r.alloc(device.DeviceMemory, size), r.alloc(device.DeviceMemory, size)
+	h := r.alloc(device.PinnedMemory, 128)
 	fill := func(dst *region, off uint64, v byte) device.Part {
 		return device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, DstOffset: off, RowBytes: 64, Rows: 1, DstPitch: 64, Filling: true, Byte: v}
 	}
@@ -196,7 +196,7 @@ func TestGPUCopyHugePitch(t *testing.T) {
 // refuses a cubin for another GPU.
 func TestGPUImages(t *testing.T) {
 	dev := openRig(t, Config{})
-	x := alloc(t, dev, device.Pinned, 4*256)
+	x := alloc(t, dev, device.PinnedMemory, 4*256)
 	cubin, ok := testkernels.Cubin(dev.Arch())
 	if !ok {
 		t.Skipf("no test cubin for %s", dev.Arch())
@@ -256,7 +256,7 @@ func TestGPUParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := alloc(t, dev, device.Pinned, 4*256)
+	out := alloc(t, dev, device.PinnedMemory, 4*256)
 	ob := out.Bytes()
 	i32 := func(i int) int32 { return int32(binary.LittleEndian.Uint32(ob[4*i:])) }
 
@@ -325,7 +325,7 @@ func TestGPUSharedLocal(t *testing.T) {
 		t.Errorf("the image did not raise the dynamic shared memory: %d", dyn.Shared())
 	}
 	n := dyn.Shared() / 4
-	x := alloc(t, dev, device.Pinned, 4*n)
+	x := alloc(t, dev, device.PinnedMemory, 4*n)
 	xb := x.Bytes()
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint32(xb[4*i:], uint32(i))
@@ -365,8 +365,8 @@ func TestGPUSharedLocal(t *testing.T) {
 	}
 
 	loc := resolve(t, img, "local_mem")
-	idx := alloc(t, dev, device.Pinned, 4*64)
-	out := alloc(t, dev, device.Pinned, 4*64)
+	idx := alloc(t, dev, device.PinnedMemory, 4*64)
+	out := alloc(t, dev, device.PinnedMemory, 4*64)
 	for i := 0; i < 64; i++ {
 		binary.LittleEndian.PutUint32(idx.Bytes()[4*i:], uint32(i*5%256))
 	}
@@ -390,7 +390,7 @@ func TestGPUSharedLocal(t *testing.T) {
 func TestGPUGlobals(t *testing.T) {
 	r := openRaw(t, Config{})
 	count, lookup := r.entry("count"), r.entry("lookup")
-	out := r.alloc(device.Pinned, 4*64)
+	out := r.alloc(device.PinnedMemory, 4*64)
 	for i := 0; i < 2; i++ {
 		r.submit(nil, launch(count, 1, 1, u64s(out.loc.Address)))
 		r.wait(r.v)
@@ -413,11 +413,11 @@ func TestGPUGlobals(t *testing.T) {
 	if rc != 0 || size != 1024 {
 		t.Fatalf("cuModuleGetGlobal(table): %v, %d bytes", tb.err(rc), size)
 	}
-	vals := r.alloc(device.Pinned, 1024)
+	vals := r.alloc(device.PinnedMemory, 1024)
 	for i := 0; i < 256; i++ {
 		binary.LittleEndian.PutUint32(vals.bytes()[4*i:], math.Float32bits(float32(i)/2))
 	}
-	idx := r.alloc(device.Pinned, 4*64)
+	idx := r.alloc(device.PinnedMemory, 4*64)
 	for i := 0; i < 64; i++ {
 		binary.LittleEndian.PutUint32(idx.bytes()[4*i:], uint32(255-i))
 	}
@@ -441,8 +441,8 @@ func setFlag(b []byte) { atomic.StoreUint64(word64(b, 0), 1) }
 func TestGPUWaits(t *testing.T) {
 	r := openRaw(t, Config{})
 	spin, store := r.entry("spin_until"), r.entry("store64")
-	flag := r.alloc(device.Pinned, 8)
-	dst := r.alloc(device.Pinned, 64)
+	flag := r.alloc(device.PinnedMemory, 8)
+	dst := r.alloc(device.PinnedMemory, 64)
 	t.Cleanup(func() { setFlag(flag.bytes()) })
 	// The observable work on COPY:0: a C fill that writes the value into
 	// dst (cuStreamWriteValue64, a stream memory operation).
@@ -551,7 +551,7 @@ func TestGPUHostMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pin := alloc(t, dev, device.Pinned, 64)
+	pin := alloc(t, dev, device.PinnedMemory, 64)
 	write(pin, 0x1234)
 	if got := atomic.LoadUint64(word64(pin.Bytes(), 0)); got != 0x1234 {
 		t.Fatalf("Pinned reads %#x", got)
@@ -596,8 +596,8 @@ func TestGPUHostMemory(t *testing.T) {
 	}
 	_ = b3.Free()
 	// CUDA maps no GPU memory for the host: the facts say so, and rig
-	// answers at once, with no rounds of reclamation.
-	if m, err := dev.Alloc(device.Mapped, 64); err == nil || !errors.Is(err, device.ErrNoMemory) || !strings.Contains(err.Error(), "no Mapped memory") {
+	// returns at once, with no rounds of reclamation.
+	if m, err := dev.Alloc(device.MappedMemory, 64); err == nil || !errors.Is(err, device.ErrNoMemory) || !strings.Contains(err.Error(), "no Mapped memory") {
 		t.Errorf("Mapped memory answered %v, %v", m, err)
 	}
 }
@@ -612,7 +612,7 @@ func TestGPURefusals(t *testing.T) {
 	}
 	empty := resolve(t, img, "empty")
 	noop := rig.FillBytes(0, 0, 4, 0)
-	buf := alloc(t, dev, device.Device, 64)
+	buf := alloc(t, dev, device.DeviceMemory, 64)
 	for _, c := range []struct {
 		name string
 		part rig.Part
@@ -653,7 +653,7 @@ func TestGPURefusals(t *testing.T) {
 // updated in place.
 func TestGPUGraph(t *testing.T) {
 	dev := openRig(t, Config{})
-	rec, _ := rig.Capability(dev, abi.Key)
+	rec, _ := rig.Capability(dev, cuda.Key)
 	img, err := dev.LoadImage(kernels(t, dev.Arch()))
 	if err != nil {
 		t.Fatal(err)
@@ -663,13 +663,13 @@ func TestGPUGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var prev []abi.Node
+	var prev []cuda.Node
 	for i := 0; i < 1000; i++ {
-		n, err := g.Kernel(abi.Kernel{Func: empty.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}, prev...)
+		n, err := g.Kernel(cuda.Kernel{Func: empty.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}, prev...)
 		if err != nil {
 			t.Fatalf("node %d: %v", i, err)
 		}
-		prev = []abi.Node{n}
+		prev = []cuda.Node{n}
 	}
 	x, err := g.Instantiate()
 	if err != nil {
@@ -702,9 +702,9 @@ func TestGPUGraph(t *testing.T) {
 
 	// memset -> memcpy -> kernel -> event record, on COPY:0.
 	store := resolve(t, img, "store64")
-	dv := alloc(t, dev, device.Device, 1024)
-	host := alloc(t, dev, device.Pinned, 1024)
-	word := alloc(t, dev, device.Pinned, 8)
+	dv := alloc(t, dev, device.DeviceMemory, 1024)
+	host := alloc(t, dev, device.PinnedMemory, 1024)
+	word := alloc(t, dev, device.PinnedMemory, 8)
 	ev, err := rec.Graphs.NewEvent()
 	if err != nil {
 		t.Fatal(err)
@@ -713,15 +713,15 @@ func TestGPUGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := g.Memset(abi.Memset{Dst: dv.Address(), Value: 1, RowBytes: 1024})
+	ms, err := g.Memset(cuda.Memset{Dst: dv.Address(), Value: 1, RowBytes: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc, err := g.Copy(abi.Copy{Dst: host.Address(), Src: dv.Address(), RowBytes: 1024}, ms)
+	mc, err := g.Copy(cuda.Copy{Dst: host.Address(), Src: dv.Address(), RowBytes: 1024}, ms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kn, err := g.Kernel(abi.Kernel{Func: store.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: u64s(word.Address(), 11)}, mc)
+	kn, err := g.Kernel(cuda.Kernel{Func: store.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: u64s(word.Address(), 11)}, mc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -752,10 +752,10 @@ func TestGPUGraph(t *testing.T) {
 		}
 	}
 	launchGraph("first launch", 1, 11)
-	if err := x.SetMemset(ms, abi.Memset{Dst: dv.Address(), Value: 2, RowBytes: 1024}); err != nil {
+	if err := x.SetMemset(ms, cuda.Memset{Dst: dv.Address(), Value: 2, RowBytes: 1024}); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.SetKernel(kn, abi.Kernel{Func: store.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: u64s(word.Address(), 22)}); err != nil {
+	if err := x.SetKernel(kn, cuda.Kernel{Func: store.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: u64s(word.Address(), 22)}); err != nil {
 		t.Fatal(err)
 	}
 	launchGraph("after the updates", 2, 22)
@@ -770,7 +770,7 @@ func TestGPUGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g2.Kernel(abi.Kernel{Func: store.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: u64s(word.Address(), 1)}); err == nil {
+	if _, err := g2.Kernel(cuda.Kernel{Func: store.Entry().Code, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: u64s(word.Address(), 1)}); err == nil {
 		t.Error("a new graph recorded a function of an unloaded image")
 	}
 	_ = g2.Destroy()
@@ -793,7 +793,7 @@ func TestGPUHang(t *testing.T) {
 		t.Fatal(err)
 	}
 	spin := resolve(t, img, "spin_until")
-	flag, err := dev.Alloc(device.Pinned, 8)
+	flag, err := dev.Alloc(device.PinnedMemory, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -844,7 +844,7 @@ func TestGPUProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := resolve(t, img, "empty")
-	buf := alloc(t, dev, device.Device, 1<<20)
+	buf := alloc(t, dev, device.DeviceMemory, 1<<20)
 	s := submission(t, dev, rig.Launch(empty, 0), rig.FillBytes(0, 0, 1<<20, 1).On(1))
 	dev.SetTimed(true)
 	before := device.Now()
@@ -919,10 +919,10 @@ func TestGPUOwnWord(t *testing.T) {
 	_ = d.Free(d.Facts().OwnWord)
 }
 
-// TestGPUDMA exports Device memory as a dma-buf, or answers why not.
+// TestGPUDMA exports Device memory as a dma-buf, or returns why not.
 func TestGPUDMA(t *testing.T) {
 	r := openRaw(t, Config{})
-	g := r.alloc(device.Device, 2<<20)
+	g := r.alloc(device.DeviceMemory, 2<<20)
 	dma, err := r.d.DMA(g, r.d.facts.Bus)
 	t.Logf("dma of 2 MiB of Device memory for %s: %+v, %v", r.d.facts.Bus, dma, err)
 	if err == nil {
@@ -940,7 +940,7 @@ func TestGPUDMA(t *testing.T) {
 		t.Errorf("dma for an absent function answered %v", err)
 	}
 	if r.d.dmaDevice != 0 {
-		odd := r.alloc(device.Device, 1000)
+		odd := r.alloc(device.DeviceMemory, 1000)
 		if _, err := r.d.DMA(odd, r.d.facts.Bus); err == nil || !strings.Contains(err.Error(), "pages") {
 			t.Errorf("dma of 1000 bytes answered %v", err)
 		}
@@ -952,7 +952,7 @@ func TestGPUDMA(t *testing.T) {
 func TestGPUNoAlloc(t *testing.T) {
 	r := openRaw(t, Config{})
 	e := r.entry("store64")
-	out := r.alloc(device.Pinned, 8)
+	out := r.alloc(device.PinnedMemory, 8)
 	s := device.Submission{Parts: []device.Part{launch(e, 1, 1, u64s(out.loc.Address, 7)),
 		{Kind: device.CopyRows, Queue: 1, Dst: out, Filling: true, RowBytes: 4, Rows: 1, DstPitch: 4, After: 1}}}
 	step := func() {
@@ -1010,8 +1010,8 @@ func openRigAfter(t *testing.T, r *raw) *rig.Device {
 func TestGPUHostToHost(t *testing.T) {
 	r := openRaw(t, Config{})
 	spin := r.entry("spin_until")
-	flag := r.alloc(device.Pinned, 8)
-	src, dst := r.alloc(device.Pinned, 1<<20), r.alloc(device.Pinned, 1<<20)
+	flag := r.alloc(device.PinnedMemory, 8)
+	src, dst := r.alloc(device.PinnedMemory, 1<<20), r.alloc(device.PinnedMemory, 1<<20)
 	t.Cleanup(func() { setFlag(flag.bytes()) })
 	for i := range src.bytes() {
 		src.bytes()[i] = byte(i / 4096)
@@ -1049,14 +1049,14 @@ func TestGPUHostToHost(t *testing.T) {
 }
 
 // TestGPULoneLaunches submits values of one launch each, the values
-// Submit makes with fewest steps (submitLaunch): each answers Pending
+// Submit makes with fewest steps (submitLaunch): each returns Pending
 // until the last write of the word is 64 values back, then Committed; a
 // value that ends on the copy stream sends the next lone launch the whole
 // way, after the copy; every launch runs, in order.
 func TestGPULoneLaunches(t *testing.T) {
 	r := openRaw(t, Config{})
 	e := r.entry("store64")
-	out := r.alloc(device.Pinned, 8)
+	out := r.alloc(device.PinnedMemory, 8)
 	host := word64(out.bytes(), 0)
 	written := r.v
 	lone := func(x uint64) {

@@ -37,7 +37,7 @@ func openRigWith(t testing.TB, op device.Opener) *rig.Device {
 }
 
 // rigEmpty opens GPU 0 through rig with c, with the driver wrap makes of
-// the device where wrap is not nil, and resolves empty; it answers the
+// the device where wrap is not nil, and resolves empty; it returns the
 // device beside the rig device as well.
 func rigEmpty(b *testing.B, c Config, wrap func(*gpu) device.Driver) (*rig.Device, *gpu, *rig.Function) {
 	var d *gpu
@@ -186,7 +186,7 @@ func (r *raw) submit(waits []device.Wait, parts ...device.Part) uint64 {
 }
 
 // next submits s as the next value through Room and Submit, their
-// answers unread, as the benchmarks time it.
+// returns unread, as the benchmarks time it.
 func (r *raw) next(s *device.Submission) {
 	r.v++
 	s.Value = r.v

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/cudadev/cuda"
 )
 
 // The graph maker of the capability record:
@@ -24,7 +24,7 @@ type holds struct {
 	images map[*image]bool
 }
 
-// hold keeps the image of the function fn loaded for h, or answers why it
+// hold keeps the image of the function fn loaded for h, or returns why it
 // cannot: fn is no function of a loaded image, or rig unloaded it.
 func (h *holds) hold(fn uint64) error {
 	modules.mu.Lock()
@@ -92,7 +92,7 @@ func (h *holds) release() {
 	}
 }
 
-// usable answers the fault of the device's GPU, if any.
+// usable returns the fault of the device's GPU, if any.
 func (gs *graphs) usable() error {
 	if why := gs.d.faulted(); why != "" {
 		return fmt.Errorf("cudadev: graph: the GPU faulted: %s", why)
@@ -125,7 +125,7 @@ func (gs *graphs) err(what string, r result) error {
 }
 
 // NewGraph makes an empty graph.
-func (gs *graphs) NewGraph() (abi.Graph, error) {
+func (gs *graphs) NewGraph() (cuda.Graph, error) {
 	if err := gs.usable(); err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ type kernelNode struct {
 	params []byte
 }
 
-func newKernelNode(k abi.Kernel) *kernelNode {
+func newKernelNode(k cuda.Kernel) *kernelNode {
 	n := &kernelNode{p: kernelNodeParams{fn: uintptr(k.Func),
 		gridDimX: k.Grid[0], gridDimY: k.Grid[1], gridDimZ: k.Grid[2],
 		blockDimX: k.Block[0], blockDimY: k.Block[1], blockDimZ: k.Block[2],
@@ -198,7 +198,7 @@ func (g *graph) gone() error {
 }
 
 // Kernel adds a kernel node.
-func (g *graph) Kernel(k abi.Kernel, after ...abi.Node) (abi.Node, error) {
+func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
 	}
@@ -206,7 +206,7 @@ func (g *graph) Kernel(k abi.Kernel, after ...abi.Node) (abi.Node, error) {
 		return 0, err
 	}
 	kn := newKernelNode(k)
-	var n abi.Node
+	var n cuda.Node
 	r := g.gs.in(func(t *table) result {
 		return t.call(t.cuGraphAddKernelNode, uintptr(unsafe.Pointer(&n)), g.h,
 			uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), uintptr(unsafe.Pointer(&kn.p)))
@@ -219,7 +219,7 @@ func (g *graph) Kernel(k abi.Kernel, after ...abi.Node) (abi.Node, error) {
 }
 
 // copy3D is the CUDA_MEMCPY3D of a copy node.
-func copy3D(c abi.Copy) *memcpy3D {
+func copy3D(c cuda.Copy) *memcpy3D {
 	rows := max(c.Rows, 1)
 	sp, dp := c.SrcPitch, c.DstPitch
 	if sp == 0 {
@@ -236,7 +236,7 @@ func copy3D(c abi.Copy) *memcpy3D {
 }
 
 // memset1 is the CUDA_MEMSET_NODE_PARAMS of a memset node.
-func memset1(m abi.Memset) *memsetParams {
+func memset1(m cuda.Memset) *memsetParams {
 	rows := max(m.Rows, 1)
 	pitch := m.Pitch
 	if pitch == 0 {
@@ -246,12 +246,12 @@ func memset1(m abi.Memset) *memsetParams {
 }
 
 // Copy adds a memcpy node.
-func (g *graph) Copy(c abi.Copy, after ...abi.Node) (abi.Node, error) {
+func (g *graph) Copy(c cuda.Copy, after ...cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
 	}
 	p := copy3D(c)
-	var n abi.Node
+	var n cuda.Node
 	r := g.gs.in(func(t *table) result {
 		return t.call(t.cuGraphAddMemcpyNode, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), uintptr(unsafe.Pointer(p)), g.gs.d.ctx)
 	})
@@ -262,12 +262,12 @@ func (g *graph) Copy(c abi.Copy, after ...abi.Node) (abi.Node, error) {
 }
 
 // Memset adds a memset node.
-func (g *graph) Memset(m abi.Memset, after ...abi.Node) (abi.Node, error) {
+func (g *graph) Memset(m cuda.Memset, after ...cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
 	}
 	p := memset1(m)
-	var n abi.Node
+	var n cuda.Node
 	r := g.gs.in(func(t *table) result {
 		return t.call(t.cuGraphAddMemsetNode, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), uintptr(unsafe.Pointer(p)), g.gs.d.ctx)
 	})
@@ -277,11 +277,11 @@ func (g *graph) Memset(m abi.Memset, after ...abi.Node) (abi.Node, error) {
 	return n, nil
 }
 
-func (g *graph) event(what string, fn uintptr, ev uintptr, after []abi.Node) (abi.Node, error) {
+func (g *graph) event(what string, fn uintptr, ev uintptr, after []cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
 	}
-	var n abi.Node
+	var n cuda.Node
 	r := g.gs.in(func(t *table) result {
 		return t.call(fn, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), ev)
 	})
@@ -292,21 +292,21 @@ func (g *graph) event(what string, fn uintptr, ev uintptr, after []abi.Node) (ab
 }
 
 // EventRecord adds an event record node.
-func (g *graph) EventRecord(ev uintptr, after ...abi.Node) (abi.Node, error) {
+func (g *graph) EventRecord(ev uintptr, after ...cuda.Node) (cuda.Node, error) {
 	return g.event("adding an event record node", g.gs.d.t.cuGraphAddEventRecordNode, ev, after)
 }
 
 // EventWait adds an event wait node.
-func (g *graph) EventWait(ev uintptr, after ...abi.Node) (abi.Node, error) {
+func (g *graph) EventWait(ev uintptr, after ...cuda.Node) (cuda.Node, error) {
 	return g.event("adding an event wait node", g.gs.d.t.cuGraphAddEventWaitNode, ev, after)
 }
 
 // Empty adds an empty node.
-func (g *graph) Empty(after ...abi.Node) (abi.Node, error) {
+func (g *graph) Empty(after ...cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
 	}
-	var n abi.Node
+	var n cuda.Node
 	r := g.gs.in(func(t *table) result {
 		return t.call(t.cuGraphAddEmptyNode, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)))
 	})
@@ -318,7 +318,7 @@ func (g *graph) Empty(after ...abi.Node) (abi.Node, error) {
 
 // Instantiate makes an executable graph, which keeps the graph's images
 // loaded until it is destroyed.
-func (g *graph) Instantiate() (abi.Exec, error) {
+func (g *graph) Instantiate() (cuda.Exec, error) {
 	if err := g.gone(); err != nil {
 		return nil, err
 	}
@@ -364,7 +364,7 @@ func (x *execGraph) gone() error {
 }
 
 // SetKernel sets a kernel node's launch.
-func (x *execGraph) SetKernel(n abi.Node, k abi.Kernel) error {
+func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	if err := x.gone(); err != nil {
 		return err
 	}
@@ -383,7 +383,7 @@ func (x *execGraph) SetKernel(n abi.Node, k abi.Kernel) error {
 }
 
 // SetCopy sets a memcpy node's copy.
-func (x *execGraph) SetCopy(n abi.Node, c abi.Copy) error {
+func (x *execGraph) SetCopy(n cuda.Node, c cuda.Copy) error {
 	if err := x.gone(); err != nil {
 		return err
 	}
@@ -397,7 +397,7 @@ func (x *execGraph) SetCopy(n abi.Node, c abi.Copy) error {
 }
 
 // SetMemset sets a memset node's fill.
-func (x *execGraph) SetMemset(n abi.Node, m abi.Memset) error {
+func (x *execGraph) SetMemset(n cuda.Node, m cuda.Memset) error {
 	if err := x.gone(); err != nil {
 		return err
 	}

@@ -50,8 +50,8 @@ func TestGPUBytesOutliveFree(t *testing.T) {
 	ranges := pinnedRanges()
 	used, _ := dev.Budget()
 	const n = 1 << 16
-	x := alloc(t, dev, device.Device, 4*n)
-	h := alloc(t, dev, device.Pinned, 4*n)
+	x := alloc(t, dev, device.DeviceMemory, 4*n)
+	h := alloc(t, dev, device.PinnedMemory, 4*n)
 	hb := h.Bytes()
 	for i := range n {
 		binary.LittleEndian.PutUint32(hb[4*i:], math.Float32bits(float32(i)))
@@ -77,7 +77,7 @@ func TestGPUBytesOutliveFree(t *testing.T) {
 	_ = x.Free()
 
 	// The slice of a collected buffer, its memory full of 0xaa.
-	old := alloc(t, dev, device.Pinned, n).Bytes()
+	old := alloc(t, dev, device.PinnedMemory, n).Bytes()
 	for i := range old {
 		old[i] = 0xaa
 	}
@@ -87,7 +87,7 @@ func TestGPUBytesOutliveFree(t *testing.T) {
 	}
 	var held []*rig.Buffer
 	for range 8 {
-		b := alloc(t, dev, device.Pinned, n)
+		b := alloc(t, dev, device.PinnedMemory, n)
 		do(t, fill.Take(), b)
 		held = append(held, b)
 	}

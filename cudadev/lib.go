@@ -155,7 +155,7 @@ var (
 	loads int
 )
 
-// load answers the table, loading libcuda and initialising CUDA at the
+// load returns the table, loading libcuda and initialising CUDA at the
 // first call that succeeds. A failed load is tried again at the next call.
 func load() (*table, error) {
 	libMu.Lock()
@@ -237,7 +237,7 @@ func dlopenFirst(names []string) (uintptr, error) {
 // versionString prints a CUDA version such as 12040 as "12.4".
 func versionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
 
-// lookup answers the address of libcuda's function name, or 0.
+// lookup returns the address of libcuda's function name, or 0.
 func (t *table) lookup(name string) uintptr {
 	a, err := dlsym(t.handle, name)
 	if err != nil {
@@ -269,7 +269,7 @@ const (
 	errExternalDevice      result = 911
 )
 
-// sticky reports whether r is an error after which CUDA answers every
+// sticky reports whether r is an error after which CUDA returns every
 // later call of the context with it: a fault of the GPU's work.
 func (r result) sticky() bool {
 	switch r {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 )
 
@@ -37,7 +37,7 @@ type gpu struct {
 	joins       [2]uintptr // an event per stream, for order between them
 
 	facts device.Facts
-	rec   *abi.Record
+	rec   *cuda.Record
 
 	word     *uint64 // the host's view of the word: rig's, or own's memory
 	wordDev  uint64  // the word's device address
@@ -85,7 +85,7 @@ type gpu struct {
 // Facts is the device's facts.
 func (d *gpu) Facts() *device.Facts { return &d.facts }
 
-// Capability is the device's *abi.Record.
+// Capability is the device's *cuda.Record.
 func (d *gpu) Capability() any { return d.rec }
 
 // regionKind is what a region is.
@@ -160,7 +160,7 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
 		panic(fmt.Sprintf("cudadev: alloc of %d bytes: a region holds at least one byte", n))
 	}
-	if m == device.Mapped {
+	if m == device.MappedMemory {
 		return nil, device.ErrNoMemory
 	}
 	t := d.t
@@ -170,13 +170,13 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	defer leaveCtx(t, f, d.ctx, prev)
 	f.out[0] = 0
 	switch m {
-	case device.Device:
+	case device.DeviceMemory:
 		if r := f.c2(t.cuMemAlloc, f.outp(0), uintptr(n)); r != 0 {
 			return nil, d.fail("allocating Device memory", r, device.ErrNoMemory)
 		}
 		p := f.out[0]
 		return &region{kind: devMem, size: uint64(n), loc: device.Location{Address: p, Handle: p}}, nil
-	case device.Pinned:
+	case device.PinnedMemory:
 		if uintptr(n) > ^uintptr(0)-pageSize {
 			return nil, device.ErrNoMemory
 		}
@@ -451,5 +451,5 @@ func (d *gpu) DMA(r device.Region, fn string) (device.DMA, error) {
 	return device.DMA{Kind: device.DMABuf, FD: fd, Offset: reg.loc.Address - base}, nil
 }
 
-// errStopped answers calls that need the device's streams after Stop.
+// errStopped returns calls that need the device's streams after Stop.
 var errStopped = errors.New("cudadev: the device is stopped")

@@ -55,8 +55,8 @@ type helper struct {
 }
 
 // Sleep blocks until the word differs from seen, and returns at the latest
-// after still. It answers a *device.Fault with CUDA's error once a stream
-// met one (the synchronisation answers it, or cuStreamQuery where Sleep
+// after still. It returns a *device.Fault with CUDA's error once a stream
+// met one (the synchronisation returns it, or cuStreamQuery where Sleep
 // does not block), and at every later call.
 func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	if why := d.faulted(); why != "" {
@@ -131,7 +131,7 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 }
 
 // record records stream q's event behind the work enqueued on it, and
-// answers a *device.Fault where CUDA refuses.
+// returns a *device.Fault where CUDA refuses.
 func (d *gpu) record(h *helper, q int) error {
 	f := &d.sleepF
 	d.beginCalls(f, &d.sleepBare, d.bare.Load())
@@ -187,7 +187,7 @@ func (d *gpu) startHelpers() {
 	}
 }
 
-// help is a helper's goroutine: it makes its event, answers on ready, and
+// help is a helper's goroutine: it makes its event, returns on ready, and
 // synchronises on the event at each ask until req is closed, then destroys
 // the event.
 func (d *gpu) help(h *helper, ready chan<- result) {

@@ -33,7 +33,7 @@ func TestGPUSleepBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	spin := resolve(t, img, "spin_until")
-	flag := alloc(t, dev, device.Pinned, 8)
+	flag := alloc(t, dev, device.PinnedMemory, 8)
 	fb := flag.Bytes()
 	released := false
 	defer func() {

@@ -9,7 +9,7 @@ import (
 // Signaled is the value in the device's word, read with acquire order.
 func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
 
-// query asks CUDA whether a stream met an error, and answers its fault.
+// query asks CUDA whether a stream met an error, and returns its fault.
 func (d *gpu) query() error {
 	t, f := d.t, &d.sleepF
 	d.beginCalls(f, &d.sleepBare, d.bare.Load())

@@ -87,7 +87,7 @@ func TestGPUTimelinesOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 		fn := resolve(t, img, "spin_ns")
-		x.out = alloc(t, x.dev, device.Pinned, 16)
+		x.out = alloc(t, x.dev, device.PinnedMemory, 16)
 		x.run = submission(t, x.dev, rig.Launch(fn, 16, rig.Write(0, 0))).Take()
 		x.run.Groups(0, 8, 1, 1)
 		x.run.Threads(0, 32, 1, 1)
@@ -153,8 +153,8 @@ func TestGPUTimelinesShortBesideLong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flag := alloc(t, a, device.Pinned, 8)
-	dst := alloc(t, b, device.Pinned, 8)
+	flag := alloc(t, a, device.PinnedMemory, 8)
+	dst := alloc(t, b, device.PinnedMemory, 8)
 	t.Cleanup(func() { setFlag(flag.Bytes()) })
 	long := submission(t, a, rig.Launch(resolve(t, imgA, "spin_until"), 8, rig.Read(0, 0)))
 	short := submission(t, b, rig.Launch(resolve(t, imgB, "store64"), 16, rig.Write(0, 0)))
@@ -212,7 +212,7 @@ func TestGPUTimelinesShared(t *testing.T) {
 	if !rb.d.Peer(ra.d) || !ra.d.Peer(rb.d) {
 		t.Fatal("two timelines of one GPU are not peers")
 	}
-	reg := ra.alloc(device.Device, 4096)
+	reg := ra.alloc(device.DeviceMemory, 4096)
 	v, err := rb.d.MapPeer(ra.d, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -239,9 +239,9 @@ func TestGPUTimelinesShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 1 << 16
-	x := alloc(t, a, device.Device, 4*n)
-	host := alloc(t, a, device.Pinned, 4*n)
-	flag := alloc(t, a, device.Pinned, 8)
+	x := alloc(t, a, device.DeviceMemory, 4*n)
+	host := alloc(t, a, device.PinnedMemory, 4*n)
+	flag := alloc(t, a, device.PinnedMemory, 8)
 	t.Cleanup(func() { setFlag(flag.Bytes()) })
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint32(host.Bytes()[4*i:], math.Float32bits(float32(i)))
@@ -314,7 +314,7 @@ func TestGPUTimelinesFaultChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := alloc(t, b, device.Device, 4096)
+	buf := alloc(t, b, device.DeviceMemory, 4096)
 	p, err := submission(t, b, rig.Launch(resolve(t, img, "fault_illegal_address"), 8, rig.Write(0, 0))).Take().Submit(bg, buf)
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +326,7 @@ func TestGPUTimelinesFaultChild(t *testing.T) {
 	defer cancel()
 	err = a.Last().Wait(wctx)
 	for err == nil && wctx.Err() == nil {
-		_, err = a.Alloc(device.Device, 4096)
+		_, err = a.Alloc(device.DeviceMemory, 4096)
 		time.Sleep(time.Millisecond)
 	}
 	if !errors.Is(err, rig.ErrLost) {

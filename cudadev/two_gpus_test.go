@@ -35,9 +35,9 @@ func TestGPUTwoGPUs(t *testing.T) {
 		t.Fatal("the devices cannot wait on each other's words on the GPU")
 	}
 	const n = 1 << 20
-	x := alloc(t, a, device.Device, 4*n)
-	y := alloc(t, b, device.Device, 4*n)
-	host := alloc(t, b, device.Pinned, 4*n)
+	x := alloc(t, a, device.DeviceMemory, 4*n)
+	y := alloc(t, b, device.DeviceMemory, 4*n)
+	host := alloc(t, b, device.PinnedMemory, 4*n)
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint32(host.Bytes()[4*i:], math.Float32bits(float32(i)))
 	}

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"unsafe"
 
-	"github.com/rig-go/rig/cudadev/abi"
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/ccall"
 )
@@ -18,15 +18,15 @@ import (
 func lockThread()   { runtime.LockOSThread() }
 func unlockThread() { runtime.UnlockOSThread() }
 
-// never answers a refusal of part i (-1 for the submission).
+// never returns a refusal of part i (-1 for the submission).
 func never(i int, reason string) device.RoomAnswer {
 	return device.RoomAnswer{Kind: device.RoomNever, Part: i, Reason: reason}
 }
 
 var axes = [3]byte{'x', 'y', 'z'}
 
-// Room answers RoomOK, or RoomNever for parts the device never runs. It
-// never answers RoomLater, since a stream takes any amount of work: Submit
+// Room returns RoomOK, or RoomNever for parts the device never runs. It
+// never returns RoomLater, since a stream takes any amount of work: Submit
 // and Commit block instead while a stream is full.
 func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 	for i := range s.Parts {
@@ -52,12 +52,12 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 				if fn == 0 {
 					return never(i, "a fill of a null function")
 				}
-			case abi.Exec:
+			case cuda.Exec:
 				if fn == nil || fn.Handle() == 0 {
 					return never(i, "a fill of a destroyed graph")
 				}
 			default:
-				return never(i, fmt.Sprintf("a fill's function is %T: CUDA runs a C function pointer (uintptr) or an abi.Exec", p.FillFn))
+				return never(i, fmt.Sprintf("a fill's function is %T: CUDA runs a C function pointer (uintptr) or an cuda.Exec", p.FillFn))
 			}
 		default:
 			return never(i, fmt.Sprintf("CUDA runs launches, copies and fills, not %s parts", p.Kind))
@@ -155,12 +155,12 @@ func (d *gpu) devWord(w *uint64) uint64 {
 	return d.arrayDev + uint64(uintptr(unsafe.Pointer(w))-array.base)
 }
 
-// Grow never runs: Room never answers RoomGrow.
+// Grow never runs: Room never returns RoomGrow.
 func (d *gpu) Grow() error { return nil }
 
 // Submit enqueues s: its waits, then its parts in order on their streams,
 // with events for the order between the streams; it commits the value
-// where the last commit is 64 values back. It answers Committed, Pending,
+// where the last commit is 64 values back. It returns Committed, Pending,
 // or Failed with what it was doing and CUDA's error.
 func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	d.last = s.Value
@@ -185,7 +185,7 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 // stream calls run bare. It makes submit's calls (the launch, and the
 // word's write where the last one is 64 values back) in fewer steps:
 // streamed one-launch values feel each step between libcuda's calls
-// (BENCHMARKS.md, beside C). It answers false, having done nothing, for
+// (BENCHMARKS.md, beside C). It returns false, having done nothing, for
 // any other value, and where CUDA refuses the launch, which enqueues
 // nothing: submit then makes the launch again and deals with CUDA's
 // answer.
@@ -442,7 +442,7 @@ func (d *gpu) enqueue(f *frame, p *device.Part, stream uintptr, v uint64) (resul
 		switch fn := p.FillFn.(type) {
 		case uintptr:
 			return f.c3(fn, stream, p.FillArg, uintptr(v)), doFill
-		case abi.Exec:
+		case cuda.Exec:
 			return f.c2(t.cuGraphLaunch, fn.Handle(), stream), doGraph
 		}
 	}

@@ -27,7 +27,7 @@
 //
 // # Answers
 //
-// The variant answers are small Go values: [RoomAnswer] (ok, later,
+// The variant returns are small Go values: [RoomAnswer] (ok, later,
 // grow, never with its reason) and [SubmitAnswer] (committed, pending,
 // failed with its reason) on the hot path, which allocate nothing; and
 // errors elsewhere, where a sentinel or a typed error carries the variant:

@@ -25,15 +25,15 @@ type Driver interface {
 	// Locate is where r lies.
 	Locate(r Region) Location
 	// Peer is true iff MapPeer(other, r) maps Device memory of other. It
-	// answers from what both devices learned when they opened, also once
+	// returns from what both devices learned when they opened, also once
 	// either is lost.
 	Peer(other Driver) bool
 	// MapPeer maps for this device the memory of r, any memory of other.
-	// It answers ErrNoRoom or ErrNever when it cannot. Counted.
+	// It returns ErrNoRoom or ErrNever when it cannot. Counted.
 	MapPeer(other Driver, r Region) (Region, error)
 	// MapHost maps for this device the n bytes of host memory at p, which
 	// starts a page. The region maps the whole pages that hold them. rig
-	// calls it only where Facts.MapsHost. It answers ErrNoRoom or ErrNever
+	// calls it only where Facts.MapsHost. It returns ErrNoRoom or ErrNever
 	// when it cannot. Counted.
 	MapHost(p uintptr, n int) (Region, error)
 	// DMA is how the PCI function at the bus address fn reaches all of r's
@@ -55,8 +55,8 @@ type Driver interface {
 	Unload(img Image) error
 
 	// Grow makes what the queues need to hold the parts of the submission
-	// whose Room last answered RoomGrow on the calling goroutine. It
-	// answers nil (Grown), a *Short, or a *Fault. Counted.
+	// whose Room last returned RoomGrow on the calling goroutine. It
+	// returns nil (Grown), a *Short, or a *Fault. Counted.
 	Grow() error
 
 	// Signaled is the value in the driver's own word, read with acquire
@@ -68,8 +68,8 @@ type Driver interface {
 	// Only the supervisor calls it. Counted.
 	//
 	// A driver must not raise the word to the value of work that faulted,
-	// nor past it, before Sleep has answered that fault or Stop was called:
-	// rig answers a wait on a point the word passed as done unless it knew
+	// nor past it, before Sleep has returned that fault or Stop was called:
+	// rig returns a wait on a point the word passed as done unless it knew
 	// of the loss first. (On CUDA a failed context runs no later write.)
 	// The fault's Reached, where the driver sets it, tells rig which
 	// values completed before the fault; otherwise rig takes seen.
@@ -85,7 +85,7 @@ type Driver interface {
 	// Facts.Capability names.
 	Capability() any
 
-	// Room answers whether the queues hold s's parts now. It is called in
+	// Room returns whether the queues hold s's parts now. It is called in
 	// value order, before Submit, with no other Room or Submit of the
 	// device between them. It must not allocate.
 	Room(s *Submission) RoomAnswer
@@ -95,7 +95,7 @@ type Driver interface {
 	// once its work completes. It is called in value order with Submit.
 	Commit(v uint64) SubmitAnswer
 	// Settle appends to into the profile stamps converted to the host's
-	// clock (Now), in value order, and answers the longer slice. A failure
+	// clock (Now), in value order, and returns the longer slice. A failure
 	// is a *Fault, which loses the device.
 	Settle(into []Stamp) ([]Stamp, error)
 }
@@ -115,22 +115,22 @@ type Opener struct {
 type Memory uint8
 
 const (
-	// Device memory is the device's own, which the host may not address.
-	Device Memory = iota
-	// Pinned memory is page-locked host memory the device addresses.
-	Pinned
-	// Mapped memory is the device's own, also mapped for the host.
-	Mapped
+	// DeviceMemory is the device's own, which the host may not address.
+	DeviceMemory Memory = iota
+	// PinnedMemory is page-locked host memory the device addresses.
+	PinnedMemory
+	// MappedMemory is the device's own, also mapped for the host.
+	MappedMemory
 )
 
 // String names the kind as rig's errors print it.
 func (m Memory) String() string {
 	switch m {
-	case Device:
+	case DeviceMemory:
 		return "Device"
-	case Pinned:
+	case PinnedMemory:
 		return "Pinned"
-	case Mapped:
+	case MappedMemory:
 		return "Mapped"
 	}
 	return "Memory(?)"
@@ -172,7 +172,7 @@ type Code struct {
 	// Place, where Loaded is nil, is the bytes of Device memory rig
 	// allocates for the image before it calls Lay with that region.
 	Place int
-	// Lay relocates the binary for the region and answers the image.
+	// Lay relocates the binary for the region and returns the image.
 	Lay func(r Region) (Image, error)
 }
 

@@ -35,14 +35,14 @@ type Facts struct {
 	// HostAddresses is true iff the host addresses Device memory.
 	HostAddresses bool
 	// Kinds is the set of kinds of memory Alloc can give (KindSet); 0
-	// means every kind. rig answers an allocation of another kind at once,
+	// means every kind. rig returns an allocation of another kind at once,
 	// without rounds of reclamation.
 	Kinds KindSet
 	// Alignment is the alignment of every region Alloc makes, in bytes.
 	Alignment int
 	// CacheBytes is the bytes of the last-level cache, 0 where unknown.
 	CacheBytes int64
-	// Capability is the *Key[T] of the record Capability answers, or nil.
+	// Capability is the *Key[T] of the record Capability returns, or nil.
 	Capability any
 	// Word is the word Make was given, where the device's work writes it;
 	// nil where the device keeps a word of its own, which rig reads

@@ -5,7 +5,7 @@ import (
 )
 
 // Key names a capability record of type T. A driver declares its key in
-// Facts.Capability, and rig.Capability answers Driver.Capability as a T
+// Facts.Capability, and rig.Capability returns Driver.Capability as a T
 // when asked with that key. Keys compare by identity.
 type Key[T any] struct{ name string }
 

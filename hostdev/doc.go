@@ -61,7 +61,7 @@
 // COPY:0 (copies, fills). Submit copies the submission, its parameter bytes
 // included, into the launch ring: a preallocated ring of Config.Ring value
 // slots and three circular arenas of parts, waits and parameter bytes,
-// which Grow replaces with larger ones. Submit answers Committed: the work
+// which Grow replaces with larger ones. Submit returns Committed: the work
 // starts at once. The values run in device order: value v's parts start
 // once every part of v-1 completed, after v's waits hold (polled with a
 // backoff from a yield to a millisecond, and woken at once by any host
@@ -79,8 +79,8 @@
 // every later value, waits and all; and the word stays at the last value
 // before the one that faulted, as CUDA's and the RM's words do, until Stop
 // writes the last value submitted. rig thus learns of the fault (Sleep
-// answers it) while the word still shows which values completed, and no
-// waiter takes the faulting value for done. Submit answers Failed with the
+// returns it) while the word still shows which values completed, and no
+// waiter takes the faulting value for done. Submit returns Failed with the
 // fault's cause once the device faulted.
 //
 // # Goroutines

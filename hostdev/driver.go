@@ -25,11 +25,11 @@ type Config struct {
 	// HangMs is Facts.HangMs: rig loses the device once its word has not
 	// moved for HangMs milliseconds while work is pending; 0 for never.
 	HangMs int
-	// Ring is the values in flight before Room answers RoomLater; 4096
+	// Ring is the values in flight before Room returns RoomLater; 4096
 	// where 0.
 	Ring int
 	// Grow starts the device's launch ring (parts, waits and parameter
-	// bytes of the values in flight) small, so that Room answers RoomGrow
+	// bytes of the values in flight) small, so that Room returns RoomGrow
 	// for big submissions and Grow extends the ring against the budget.
 	Grow bool
 	// MapsHost is Facts.MapsHost: MapHost maps host memory, rather than
@@ -43,7 +43,7 @@ type Config struct {
 }
 
 // Caps is the host driver's capability record, which rig.Capability
-// answers for Key.
+// returns for Key.
 type Caps struct {
 	// Name is the opener's name.
 	Name string
@@ -71,7 +71,7 @@ func Open(c Config) device.Opener {
 // roundPage rounds n up to whole pages.
 func roundPage(n int) int { return (n + pageSize - 1) &^ (pageSize - 1) }
 
-// dev is a host device: the device.Driver that Open's Make answers.
+// dev is a host device: the device.Driver that Open's Make returns.
 type dev struct {
 	cfg   Config
 	facts device.Facts
@@ -160,7 +160,7 @@ func open(c Config, word *uint64) (*dev, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hostdev: mapping the device's own word: %w", err)
 		}
-		r := &region{dev: d, kind: device.Pinned, own: ownWord, size: 8, mapping: mem}
+		r := &region{dev: d, kind: device.PinnedMemory, own: ownWord, size: 8, mapping: mem}
 		r.addr = uintptr(unsafe.Pointer(&mem[0]))
 		d.own = r
 		d.word = (*uint64)(unsafe.Pointer(&mem[0]))
@@ -314,7 +314,7 @@ func (d *dev) charge(n int64) bool {
 // or another region's. The pages are not locked, so Pinned memory may be
 // swapped like any other.
 func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
-	if m > device.Mapped {
+	if m > device.MappedMemory {
 		return nil, fmt.Errorf("hostdev: alloc of %d bytes of unknown memory %v", n, m)
 	}
 	if n <= 0 || n%4 != 0 {
@@ -328,7 +328,7 @@ func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 		return nil, device.ErrNoMemory
 	}
 	r := &region{dev: d, kind: m, own: allocated, size: n, charge: int64(size)}
-	if m == device.Device {
+	if m == device.DeviceMemory {
 		mem, err := mapPages(size)
 		if err != nil {
 			d.used.Add(-int64(size))
@@ -407,7 +407,7 @@ func (d *dev) Locate(r device.Region) device.Location {
 		return device.Location{}
 	}
 	l := device.Location{Address: uint64(x.addr), Handle: uint64(x.addr)}
-	if x.kind != device.Device {
+	if x.kind != device.DeviceMemory {
 		l.Host = x.addr
 	}
 	return l
@@ -443,7 +443,7 @@ func (d *dev) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 }
 
 // MapHost maps for d the caller's host pages that hold the n bytes at p,
-// which starts a page; the region is those pages, with no copy. It answers
+// which starts a page; the region is those pages, with no copy. It returns
 // ErrNever where the device was configured without MapsHost.
 func (d *dev) MapHost(p uintptr, n int) (device.Region, error) {
 	if !d.cfg.MapsHost {
@@ -455,12 +455,12 @@ func (d *dev) MapHost(p uintptr, n int) (device.Region, error) {
 	if p == 0 || p%uintptr(pageSize) != 0 {
 		return nil, fmt.Errorf("hostdev: map_host at %#x, which starts no page", p)
 	}
-	r := &region{dev: d, kind: device.Pinned, own: hostPages, addr: p, size: roundPage(n)}
+	r := &region{dev: d, kind: device.PinnedMemory, own: hostPages, addr: p, size: roundPage(n)}
 	d.enlist(r)
 	return r, nil
 }
 
-// DMA answers an error: the host driver has no PCI function whose memory
+// DMA returns an error: the host driver has no PCI function whose memory
 // another function could reach.
 func (d *dev) DMA(r device.Region, fn string) (device.DMA, error) {
 	return device.DMA{}, fmt.Errorf("hostdev: %s cannot reach host device %s's memory by DMA: the host driver has no PCI function", fn, d.cfg.Name)
@@ -483,9 +483,9 @@ type kentry struct {
 }
 
 // Image parses the manifest b. Every kernel it names must be registered.
-// A manifest that states "place N" answers Code{Place: N, Lay: ...}, whose
+// A manifest that states "place N" returns Code{Place: N, Lay: ...}, whose
 // Lay copies the manifest into the region rig placed (as much as fits)
-// and answers the image; any other answers Code{Loaded: image}.
+// and returns the image; any other returns Code{Loaded: image}.
 func (d *dev) Image(b []byte) (device.Code, error) {
 	m, err := parseManifest(b)
 	if err != nil {

@@ -63,9 +63,9 @@ func TestMemory(t *testing.T) {
 		m    device.Memory
 		host bool
 	}{
-		{device.Device, false},
-		{device.Pinned, true},
-		{device.Mapped, true},
+		{device.DeviceMemory, false},
+		{device.PinnedMemory, true},
+		{device.MappedMemory, true},
 	} {
 		r, err := d.Alloc(tc.m, 100)
 		if err != nil {
@@ -84,7 +84,7 @@ func TestMemory(t *testing.T) {
 		}
 	}
 	for _, n := range []int{0, -4, 3} {
-		if _, err := d.Alloc(device.Device, n); err == nil || errors.Is(err, device.ErrNoMemory) {
+		if _, err := d.Alloc(device.DeviceMemory, n); err == nil || errors.Is(err, device.ErrNoMemory) {
 			t.Fatalf("alloc of %d answered %v", n, err)
 		}
 	}
@@ -94,20 +94,20 @@ func TestMemory(t *testing.T) {
 	// The budget.
 	var rs []device.Region
 	for range 16 {
-		r, err := d.Alloc(device.Device, 4)
+		r, err := d.Alloc(device.DeviceMemory, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rs = append(rs, r)
 	}
-	if _, err := d.Alloc(device.Device, 4); !errors.Is(err, device.ErrNoMemory) {
+	if _, err := d.Alloc(device.DeviceMemory, 4); !errors.Is(err, device.ErrNoMemory) {
 		t.Fatalf("alloc beyond the budget answered %v", err)
 	}
-	if _, err := d.Alloc(device.Device, 1<<40); !errors.Is(err, device.ErrNoMemory) {
+	if _, err := d.Alloc(device.DeviceMemory, 1<<40); !errors.Is(err, device.ErrNoMemory) {
 		t.Fatalf("alloc beyond the budget answered %v", err)
 	}
 	d.Free(rs[0])
-	r, err := d.Alloc(device.Pinned, 4)
+	r, err := d.Alloc(device.PinnedMemory, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,11 +280,11 @@ func TestPlace(t *testing.T) {
 	if err != nil || code.Loaded != nil || code.Place != 4096 || code.Lay == nil {
 		t.Fatal(code, err)
 	}
-	small, _ := d.Alloc(device.Device, 64)
+	small, _ := d.Alloc(device.DeviceMemory, 64)
 	if _, err := code.Lay(small); err == nil {
 		t.Fatal("lay into a region too small")
 	}
-	r, err := d.Alloc(device.Device, 4096)
+	r, err := d.Alloc(device.DeviceMemory, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestConcurrentCalls(t *testing.T) {
 				return
 			default:
 			}
-			x, err := d.Alloc(device.Pinned, 64)
+			x, err := d.Alloc(device.PinnedMemory, 64)
 			if err != nil {
 				t.Error(err)
 				return

@@ -242,7 +242,7 @@ func (d *dev) await(w *device.Wait, timer *time.Timer) bool {
 }
 
 // runValue runs the parts of the value sl: those of COMPUTE:0 on the
-// calling goroutine, those of COPY:0 on the copier. It answers when each
+// calling goroutine, those of COPY:0 on the copier. It returns when each
 // queue ended its parts. Where a part ends the sequencer's goroutine with
 // runtime.Goexit, seqExit finishes the value and starts a new sequencer.
 func (d *dev) runValue(sl *slot, w *worker) (ends [2]int64) {
@@ -626,7 +626,7 @@ func (j *job) run(d *dev, w *worker) {
 }
 
 // Sleep blocks until the word differs from seen, a fault, Stop, or still
-// elapses. It answers the device's fault once it faulted.
+// elapses. It returns the device's fault once it faulted.
 func (d *dev) Sleep(seen uint64, still time.Duration) error {
 	if f := d.fault.Load(); f != nil {
 		return f

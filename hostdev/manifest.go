@@ -40,7 +40,7 @@ type mkernel struct {
 // with '#' are ignored.
 func ImageOf(kernels ...string) []byte { return imageOf(0, kernels) }
 
-// PlacedImageOf is ImageOf for an image that rig places: Image answers
+// PlacedImageOf is ImageOf for an image that rig places: Image returns
 // Code{Place: place}, and the image loads once rig lays it into place bytes
 // of Device memory.
 func PlacedImageOf(place int, kernels ...string) []byte {

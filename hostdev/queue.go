@@ -185,7 +185,7 @@ func never(i int, format string, args ...any) device.RoomAnswer {
 	return device.RoomAnswer{Kind: device.RoomNever, Part: i, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Room answers whether the launch ring holds s now. It answers RoomNever
+// Room returns whether the launch ring holds s now. It returns RoomNever
 // for parts the device never runs (a launch of an unloaded image's kernel
 // among them), naming the part and the limit it broke; RoomLater while Config.Ring values are in flight or the ring's
 // arenas lack room until values complete; and RoomGrow where s needs more
@@ -266,7 +266,7 @@ const (
 	maxThreadsZ = 64
 )
 
-// check answers RoomNever where the device never runs part i, p, and
+// check returns RoomNever where the device never runs part i, p, and
 // RoomOK otherwise.
 func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 	ok := device.RoomAnswer{Kind: device.RoomOK}
@@ -459,10 +459,10 @@ func (d *dev) Grow() error {
 }
 
 // Submit copies s into the launch ring, parameter bytes and all, and wakes
-// the sequencer: the work starts at once, so it answers Committed, or
+// the sequencer: the work starts at once, so it returns Committed, or
 // Failed with the fault's cause once the device faulted, whose word then
 // reaches the value only at Stop. It trusts the checks of the Room that
-// answered RoomOK for s just before, and runs Room itself where none did.
+// returned RoomOK for s just before, and runs Room itself where none did.
 // It allocates nothing.
 func (d *dev) Submit(s *device.Submission) device.SubmitAnswer {
 	q := &d.q

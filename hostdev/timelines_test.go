@@ -109,15 +109,15 @@ func waitFor(t *testing.T, p rig.Point) error {
 func TestSeveralDevices(t *testing.T) {
 	devs := hostTimelines(t, "host-tl", "", 2)
 	a, b := devs[0], devs[1]
-	flag, err := a.Alloc(device.Pinned, 64)
+	flag, err := a.Alloc(device.PinnedMemory, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := a.Alloc(device.Device, 64)
+	x, err := a.Alloc(device.DeviceMemory, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := b.Alloc(device.Pinned, 64)
+	out, err := b.Alloc(device.PinnedMemory, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,13 +172,13 @@ func TestSeveralDevicesFault(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var err error
 	for err == nil && time.Now().Before(deadline) {
-		_, err = same[0].Alloc(device.Device, 64)
+		_, err = same[0].Alloc(device.DeviceMemory, 64)
 		time.Sleep(time.Millisecond)
 	}
 	if !errors.Is(err, rig.ErrLost) {
 		t.Fatalf("the device of the same domain was not lost: %v", err)
 	}
-	out, err := other.Alloc(device.Pinned, 64)
+	out, err := other.Alloc(device.PinnedMemory, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func newDev(t testing.TB, c Config, start uint64) (*dev, *uint64) {
 	return d, w
 }
 
-// entry loads an image of the kernel spec and answers the entry of its
+// entry loads an image of the kernel spec and returns the entry of its
 // kernel.
 func entry(t testing.TB, d *dev, spec string) *device.Entry {
 	t.Helper()
@@ -131,7 +131,7 @@ func entry(t testing.TB, d *dev, spec string) *device.Entry {
 // not follow the tests that run unordered parts over the same bytes.
 func alloc(t testing.TB, d *dev, n int) (*region, []byte) {
 	t.Helper()
-	r, err := d.Alloc(device.Device, n)
+	r, err := d.Alloc(device.DeviceMemory, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +157,8 @@ func one(e *device.Entry, params []byte) device.Part {
 	return launch(e, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, params)
 }
 
-// submit submits parts as the next value, retrying while Room answers
-// RoomLater, and answers the value.
+// submit submits parts as the next value, retrying while Room returns
+// RoomLater, and returns the value.
 func submit(t testing.TB, d *dev, parts ...device.Part) uint64 {
 	t.Helper()
 	return submitS(t, d, &device.Submission{Parts: parts})
@@ -191,7 +191,7 @@ func submitS(t testing.TB, d *dev, s *device.Submission) uint64 {
 	}
 }
 
-// reach waits, through Sleep, until d's word holds at least v, and answers
+// reach waits, through Sleep, until d's word holds at least v, and returns
 // Sleep's last answer.
 func reach(t testing.TB, d *dev, v uint64) error {
 	t.Helper()

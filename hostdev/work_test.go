@@ -463,7 +463,7 @@ func TestRoomLater(t *testing.T) {
 }
 
 // TestRoomLaterArena fills the parameter arena with values held back by a
-// wait, so that Room answers RoomLater until they complete.
+// wait, so that Room returns RoomLater until they complete.
 func TestRoomLaterArena(t *testing.T) {
 	d, _ := newDev(t, Config{Grow: true}, 0)
 	e := entry(t, d, "empty:0")
@@ -544,7 +544,7 @@ func TestGrow(t *testing.T) {
 	}
 }
 
-// sleepFault sleeps until d answers a fault, and answers it.
+// sleepFault sleeps until d returns a fault, and returns it.
 func sleepFault(t *testing.T, d *dev) *device.Fault {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -809,7 +809,7 @@ func TestSubmitAllocs(t *testing.T) {
 // goroutine pipeline, whose producer sends each value on a channel to a
 // goroutine that stores it into a word.
 
-// anchor is the bare pipeline: it answers the send of a value, and a stop.
+// anchor is the bare pipeline: it returns the send of a value, and a stop.
 func anchor(word *uint64) (send func(uint64), stop func()) {
 	ch := make(chan uint64, 4096)
 	done := make(chan struct{})

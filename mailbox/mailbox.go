@@ -5,7 +5,7 @@
 // senders. It holds at most its capacity of messages: a sender blocks while
 // it is full, until the owner receives, the sender's context ends, or the
 // owner closes the box. Closing tells senders that nobody will receive
-// again: Send then answers ErrClosed at once, and the messages still inside
+// again: Send then returns ErrClosed at once, and the messages still inside
 // are dropped. No sender may hold a lock that the owner takes while it
 // blocks in Send.
 package mailbox
@@ -37,7 +37,7 @@ func New[T any](capacity int) *Box[T] {
 	return &Box[T]{c: make(chan T, capacity), done: make(chan struct{})}
 }
 
-// Send puts m into the box, blocking while it is full. It answers ctx's
+// Send puts m into the box, blocking while it is full. It returns ctx's
 // error if ctx ends first, and ErrClosed if the box is or becomes closed.
 func (b *Box[T]) Send(ctx context.Context, m T) error {
 	select {
@@ -63,7 +63,7 @@ func (b *Box[T]) Send(ctx context.Context, m T) error {
 	}
 }
 
-// TrySend puts m into the box if it has room, and answers ErrFull if not.
+// TrySend puts m into the box if it has room, and returns ErrFull if not.
 func (b *Box[T]) TrySend(m T) error {
 	select {
 	case <-b.done:

@@ -162,7 +162,7 @@ func TestGPUCopiesAndFills(t *testing.T) {
 		room := int(big + 1<<16)
 		var bufs []*rig.Buffer
 		var err error
-		for _, k := range []device.Memory{device.Pinned, device.Pinned, device.Device, device.Device} {
+		for _, k := range []device.Memory{device.PinnedMemory, device.PinnedMemory, device.DeviceMemory, device.DeviceMemory} {
 			var b *rig.Buffer
 			if b, err = dev.Alloc(k, room); err != nil {
 				err = fmt.Errorf("%d bytes of %v memory: %w", room, k, err)
@@ -242,7 +242,7 @@ func TestGPUCopiesAndFills(t *testing.T) {
 		what := fmt.Sprintf("queue %d: fill of %d bytes of %v memory at +%d with 0x%x", q, n, k, off, v)
 		pattern(src[lo:hi], salt)
 		var el time.Duration
-		if k == device.Device {
+		if k == device.DeviceMemory {
 			// Up, the fill, down.
 			invert(dst[lo:hi], src[lo:hi])
 			t1 := time.Now()
@@ -279,18 +279,18 @@ func TestGPUCopiesAndFills(t *testing.T) {
 			// kernel's vector path) and not (its byte path).
 			copyCase(q, n, offs{so: 4096 + 1, d1: 8192 + 3, d2: 12288 + 3, po: 16384 + 13})
 			copyCase(q, n, offs{so: 4096 + 7, d1: 8192 + 5, d2: 12288 + 10, po: 16384 + 2})
-			fillCase(q, device.Device, n, 4096)
-			fillCase(q, device.Device, n, 4096+1+uint64(q))
-			fillCase(q, device.Device, n, 4096+11)
-			fillCase(q, device.Pinned, n, 4096)
-			fillCase(q, device.Pinned, n, 4096+3)
+			fillCase(q, device.DeviceMemory, n, 4096)
+			fillCase(q, device.DeviceMemory, n, 4096+1+uint64(q))
+			fillCase(q, device.DeviceMemory, n, 4096+11)
+			fillCase(q, device.PinnedMemory, n, 4096)
+			fillCase(q, device.PinnedMemory, n, 4096+3)
 		}
 		// 1 GiB: one copy and one fill on each queue.
 		copyCase(q, big, offs{so: 4096 + 5, d1: 8192 + 1, d2: 12288 + 1, po: 16384 + 9})
 		if q == device.Compute {
-			fillCase(q, device.Device, big, 4096+6)
+			fillCase(q, device.DeviceMemory, big, 4096+6)
 		} else {
-			fillCase(q, device.Pinned, big, 4096+6)
+			fillCase(q, device.PinnedMemory, big, 4096+6)
 		}
 	}
 	t.Logf("%d cases in %v", salt, time.Since(t0))
@@ -317,13 +317,13 @@ func TestGPUWaitOtherDevice(t *testing.T) {
 		if a.Word() == nil || !b.Facts().Waits.Has(device.WaitStores) {
 			t.Fatal("B cannot wait on A's word on the GPU")
 		}
-		src, x, dst = allocBuf(t, a, device.Pinned, n), allocBuf(t, a, device.Device, n), allocBuf(t, b, device.Pinned, n)
+		src, x, dst = allocBuf(t, a, device.PinnedMemory, n), allocBuf(t, a, device.DeviceMemory, n), allocBuf(t, b, device.PinnedMemory, n)
 		pattern(src.Bytes(), 77)
 		invert(dst.Bytes(), src.Bytes())
 		submitWait(t, a, 10*time.Second, []rig.Part{rig.FillBytes(0, 0, n, 0xee)}, x)
 		return
 	}
-	// submitB submits B's copy of x into dst, and answers its point, or
+	// submitB submits B's copy of x into dst, and returns its point, or
 	// fails the test where the submission does not return within 2 s (a
 	// wait on the host for A's point), after calling release.
 	submitB := func(t *testing.T, b *rig.Device, x, dst *rig.Buffer, release func()) rig.Point {
@@ -354,7 +354,7 @@ func TestGPUWaitOtherDevice(t *testing.T) {
 	t.Run("kernel", func(t *testing.T) {
 		a, b, src, x, dst := setup(t)
 		count := resolve(t, a, "count")[0]
-		out := allocBuf(t, a, device.Pinned, 8)
+		out := allocBuf(t, a, device.PinnedMemory, 8)
 		// 2^28 atomic additions on one counter, then the copy into x on
 		// the same queue.
 		s, err := rig.NewSubmission(a, rig.Launch(count, 8, rig.Write(0, 0)), rig.Copy(1, 0, 2, 0, n).On(device.Compute))
@@ -382,7 +382,7 @@ func TestGPUWaitOtherDevice(t *testing.T) {
 	t.Run("spin", func(t *testing.T) {
 		a, b, src, x, dst := setup(t)
 		spin := resolve(t, a, "spin_until")[0]
-		flag := allocBuf(t, a, device.Pinned, 8)
+		flag := allocBuf(t, a, device.PinnedMemory, 8)
 		word := (*uint64)(unsafe.Pointer(&flag.Bytes()[0]))
 		atomic.StoreUint64(word, 0)
 		released := false
@@ -450,7 +450,7 @@ func TestGPUHang(t *testing.T) {
 		t.Errorf("the device's hang bound is %d ms", h)
 	}
 	spin := resolve(t, dev, "spin_until")[0]
-	flag := allocBuf(t, dev, device.Pinned, 8)
+	flag := allocBuf(t, dev, device.PinnedMemory, 8)
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&flag.Bytes()[0])), 0)
 	s, _ := rig.NewSubmission(dev, rig.Launch(spin, 8, rig.Read(0, 0)))
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
@@ -532,7 +532,7 @@ func TestGPUFaultKernels(t *testing.T) {
 			var bufs []*rig.Buffer
 			if fn.Params() >= 8 {
 				parts = []rig.Part{rig.Launch(fn, fn.Params(), rig.Write(0, 0))}
-				bufs = []*rig.Buffer{allocBuf(t, dev, device.Pinned, 4096)}
+				bufs = []*rig.Buffer{allocBuf(t, dev, device.PinnedMemory, 4096)}
 			} else {
 				parts = []rig.Part{rig.Launch(fn, fn.Params())}
 			}
@@ -571,7 +571,7 @@ func TestGPUFaultKernels(t *testing.T) {
 	noCUDA(t)
 }
 
-// TestGPURefusedParts submits each part the device never runs: rig answers a
+// TestGPURefusedParts submits each part the device never runs: rig returns a
 // *RefusalError naming the part, with the driver's reason; nothing is
 // submitted (Last unchanged, the buffers unused); the device works after.
 func TestGPURefusedParts(t *testing.T) {
@@ -599,7 +599,7 @@ func TestGPURefusedParts(t *testing.T) {
 	}
 	bufs := map[*rig.Device][2]*rig.Buffer{}
 	for _, d := range []*rig.Device{dev, noCopies} {
-		bufs[d] = [2]*rig.Buffer{allocBuf(t, d, device.Pinned, 4096), allocBuf(t, d, device.Pinned, 4096)}
+		bufs[d] = [2]*rig.Buffer{allocBuf(t, d, device.PinnedMemory, 4096), allocBuf(t, d, device.PinnedMemory, 4096)}
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {

@@ -208,7 +208,7 @@ func BenchmarkGPUChained1000Unlinked(b *testing.B) {
 // copy's reads and writes, as the anchor prints it.
 func benchCopy(b *testing.B, from device.Memory, n int, c Config) {
 	r := benchRaw(b, c)
-	src, dst := r.alloc(from, n), r.alloc(device.Device, n)
+	src, dst := r.alloc(from, n), r.alloc(device.DeviceMemory, n)
 	r.submit(nil, fillPart(qCopy, src, 0, uint64(n), 1))
 	s := device.Submission{Parts: []device.Part{copyPart(qCopy, src, dst, 0, 0, uint64(n))}}
 	rawValue(r, &s)
@@ -223,7 +223,7 @@ func benchCopy(b *testing.B, from device.Memory, n int, c Config) {
 	spin(r)
 	el := time.Since(t0)
 	b.StopTimer()
-	if from == device.Device {
+	if from == device.DeviceMemory {
 		b.ReportMetric(2*float64(n)*float64(b.N)/el.Seconds()/1e9, "GB/s-rw")
 	}
 }
@@ -232,15 +232,15 @@ func benchCopy(b *testing.B, from device.Memory, n int, c Config) {
 // read+write figure), "C h2d pinned 1GiB", and cuMemcpyAsync at 64 MiB.
 // Device-to-device copies run as the driver's kernel on the compute
 // channel (Config.CopyKernels), the Engine variants on the copy engine.
-func BenchmarkGPUCopyD2D64MiB(b *testing.B) { benchCopy(b, device.Device, 64<<20, Config{}) }
-func BenchmarkGPUCopyD2D1GiB(b *testing.B)  { benchCopy(b, device.Device, 1<<30, Config{}) }
-func BenchmarkGPUCopyH2D64MiB(b *testing.B) { benchCopy(b, device.Pinned, 64<<20, Config{}) }
-func BenchmarkGPUCopyH2D1GiB(b *testing.B)  { benchCopy(b, device.Pinned, 1<<30, Config{}) }
+func BenchmarkGPUCopyD2D64MiB(b *testing.B) { benchCopy(b, device.DeviceMemory, 64<<20, Config{}) }
+func BenchmarkGPUCopyD2D1GiB(b *testing.B)  { benchCopy(b, device.DeviceMemory, 1<<30, Config{}) }
+func BenchmarkGPUCopyH2D64MiB(b *testing.B) { benchCopy(b, device.PinnedMemory, 64<<20, Config{}) }
+func BenchmarkGPUCopyH2D1GiB(b *testing.B)  { benchCopy(b, device.PinnedMemory, 1<<30, Config{}) }
 func BenchmarkGPUCopyD2DEngine64MiB(b *testing.B) {
-	benchCopy(b, device.Device, 64<<20, Config{CopyKernels: -1})
+	benchCopy(b, device.DeviceMemory, 64<<20, Config{CopyKernels: -1})
 }
 func BenchmarkGPUCopyD2DEngine1GiB(b *testing.B) {
-	benchCopy(b, device.Device, 1<<30, Config{CopyKernels: -1})
+	benchCopy(b, device.DeviceMemory, 1<<30, Config{CopyKernels: -1})
 }
 
 // TestBenchmarksOnFake runs the benchmarks of launches and of 64 MiB copies
@@ -308,8 +308,8 @@ func TestBenchmarksOnFake(t *testing.T) {
 func TestHotPathAllocs(t *testing.T) {
 	r := openRaw(t, Config{CopyKernels: 1})
 	e := r.entry("empty")
-	a, b := r.alloc(device.Device, 1<<20), r.alloc(device.Device, 1<<20)
-	m := r.alloc(device.Pinned, 4096)
+	a, b := r.alloc(device.DeviceMemory, 1<<20), r.alloc(device.DeviceMemory, 1<<20)
+	m := r.alloc(device.PinnedMemory, 4096)
 	r.wait(r.submitTimed(true, nil, launch(e, 1, 32, nil)))
 	if _, err := r.d.Settle(nil); err != nil {
 		t.Fatal(err)

@@ -16,12 +16,12 @@ import (
 //
 // The RM fixes the entries of a channel's ring as it allocates the
 // channel, so for parts that take more entries than a channel's ring holds
-// Room answers RoomGrow, and Grow opens two channels anew in a new channel
+// Room returns RoomGrow, and Grow opens two channels anew in a new channel
 // group: each ring holds the least power of two of entries that holds twice
 // what the parts take, at most 2^31, and no fewer than the newest
 // channels'. Grow runs their first words (the engines' binding and the
 // windows; the local memory follows with the next submission on the
-// compute channel) and keeps the set aside. The next Room answers
+// compute channel) and keeps the set aside. The next Room returns
 // RoomLater until the word has reached every value submitted and the copy
 // channel every upload; it then puts the new set in place, with the
 // segment and launch rings a growth made, and the next submissions start
@@ -71,24 +71,24 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 	ringBytes := minEntries*8 + 4096
 	for q := range set.ch {
 		ch := &channel{q: q, name: [2]string{"COMPUTE", "COPY"}[q], entries: uint64(minEntries), marks: marks[q]}
-		ringKind := device.Mapped
+		ringKind := device.MappedMemory
 		if c.PinnedRings || c.pin&pinRing != 0 {
-			ringKind = device.Pinned
+			ringKind = device.PinnedMemory
 		}
 		if ch.ring, err = alloc(ringKind, ringBytes); err != nil {
 			return nil, err
 		}
-		if ch.aux, err = alloc(device.Pinned, auxSegments); err != nil {
+		if ch.aux, err = alloc(device.PinnedMemory, auxSegments); err != nil {
 			return nil, err
 		}
 		// The segment ring in Mapped memory where the BAR has room, as the
 		// launch ring: the channel fetches its words from the GPU's own
 		// memory.
 		if d.mapped() && !c.PinnedSegments {
-			ch.seg0, _ = alloc(device.Mapped, c.SegmentBytes)
+			ch.seg0, _ = alloc(device.MappedMemory, c.SegmentBytes)
 		}
 		if ch.seg0 == nil {
-			if ch.seg0, err = alloc(device.Pinned, c.SegmentBytes); err != nil {
+			if ch.seg0, err = alloc(device.PinnedMemory, c.SegmentBytes); err != nil {
 				return nil, err
 			}
 		}

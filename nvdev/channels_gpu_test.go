@@ -22,7 +22,7 @@ import (
 func TestGPUOwnRelease(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	e := r.entry("twice")
-	x := r.alloc(device.Pinned, 4096)
+	x := r.alloc(device.PinnedMemory, 4096)
 	putF32(hostOf(x), 0, 1)
 	t0 := time.Now()
 	for range 100 {
@@ -39,7 +39,7 @@ func TestGPUOwnRelease(t *testing.T) {
 func TestGPUStamps(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	e := r.entry("empty")
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	t0 := device.Now()
 	var vs []uint64
 	for i := range 300 {
@@ -79,7 +79,7 @@ func TestGPUStamps(t *testing.T) {
 func TestGPUGrow(t *testing.T) {
 	r := openGPURaw(t, Config{})
 	e := r.entry("count")
-	out := r.alloc(device.Pinned, 4096)
+	out := r.alloc(device.PinnedMemory, 4096)
 	parts := make([]device.Part, 5000)
 	for i := range parts {
 		parts[i] = launch(e, 1, 1, u64s(out.Address))
@@ -93,7 +93,7 @@ func TestGPUGrow(t *testing.T) {
 	if r.d.launchMem == r.d.launch0 || after != before+1 {
 		t.Errorf("the launch ring did not grow, or the count is off")
 	}
-	m := r.alloc(device.Pinned, 1<<20)
+	m := r.alloc(device.PinnedMemory, 1<<20)
 	fills := make([]device.Part, 150000)
 	for i := range fills {
 		fills[i] = fillPart(qCopy, m, uint64(i%(1<<20)), 1, byte(i))
@@ -112,8 +112,8 @@ func TestGPUGrow(t *testing.T) {
 func TestGPUCopyKernel(t *testing.T) {
 	r := openGPURaw(t, Config{CopyKernels: 1})
 	const n = 64 << 20
-	h := r.alloc(device.Pinned, n)
-	a, b := r.alloc(device.Device, n), r.alloc(device.Device, n)
+	h := r.alloc(device.PinnedMemory, n)
+	a, b := r.alloc(device.DeviceMemory, n), r.alloc(device.DeviceMemory, n)
 	src := hostOf(h)
 	for i := range src {
 		src[i] = byte(i*7 + i>>16)
@@ -161,7 +161,7 @@ func TestGPUTwoDevices(t *testing.T) {
 	b := &raw{t: t, d: drv.(*gpu), slot: slot, v: atomic.LoadUint64(w)}
 	t.Cleanup(b.close)
 	fe := a.entry("fault_illegal_address")
-	p := a.alloc(device.Pinned, 4096)
+	p := a.alloc(device.PinnedMemory, 4096)
 	a.submit(nil, launch(fe, 1, 1, u64s(p.Address)))
 	t0 := time.Now()
 	var ferr error
@@ -176,8 +176,8 @@ func TestGPUTwoDevices(t *testing.T) {
 	}
 	t.Logf("device A lost after %v: %s", time.Since(t0), f.Why)
 	e := b.entry("count")
-	out := b.alloc(device.Pinned, 4096)
-	m := b.alloc(device.Pinned, 4096)
+	out := b.alloc(device.PinnedMemory, 4096)
+	m := b.alloc(device.PinnedMemory, 4096)
 	for range 10 {
 		b.submit(nil, launch(e, 1, 32, u64s(out.Address)), fillPart(qCopy, m, 0, 16, 5))
 	}
@@ -219,7 +219,7 @@ func TestGPUReleaseForms(t *testing.T) {
 		t.Run(strings.ReplaceAll(f.name, " ", "_"), func(t *testing.T) {
 			r := openGPURaw(t, Config{})
 			e := r.entry("twice")
-			x := r.alloc(device.Pinned, 4096)
+			x := r.alloc(device.PinnedMemory, 4096)
 			putF32(hostOf(x), 0, 1)
 			for range 20 {
 				r.submit(nil, launch(e, 1, 1, u64s(x.Address)))

@@ -15,7 +15,7 @@ import (
 	"github.com/rig-go/rig/internal/gputest"
 	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/internal/timeline"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -67,7 +67,7 @@ func (f *fake) mem(a, n uint64) []byte {
 // twice runs the example's kernel on the fake: it doubles the floats at the
 // address in the parameters, one a thread.
 func (f *fake) twice(paramOffset int) {
-	f.onLaunch = func(q abi.Qmd, bank []byte) {
+	f.onLaunch = func(q hw.Qmd, bank []byte) {
 		g, b := q.Grid(), q.Block()
 		x := binary.LittleEndian.Uint64(bank[paramOffset:])
 		n := uint64(g[0]) * uint64(b[0])
@@ -83,7 +83,7 @@ func (f *fake) twice(paramOffset int) {
 // up by a copy, twice doubles it, and it comes back down.
 func TestFakeExample(t *testing.T) {
 	f := newFake()
-	c, err := abi.Parse(cubin(t))
+	c, err := hw.Parse(cubin(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func (r *raw) room(s *device.Submission) device.RoomAnswer {
 }
 
 // submit submits the parts after the waits, pumping the fake while the
-// device answers later.
+// device returns later.
 func (r *raw) submit(waits []device.Wait, parts ...device.Part) uint64 {
 	r.t.Helper()
 	return r.submitTimed(false, waits, parts...)
@@ -302,36 +302,36 @@ func TestGoldenWords(t *testing.T) {
 func goldenWords(t *testing.T, own bool) {
 	r := openRaw(t, Config{NoOwnRelease: true, OwnGroup: own})
 	e := r.entry("twice")
-	r.f.trace = map[string][]abi.Write{}
-	x := r.alloc(device.Device, 1024)
+	r.f.trace = map[string][]hw.Write{}
+	x := r.alloc(device.DeviceMemory, 1024)
 	v := r.submit(nil, launch(e, 1, 256, u64s(x.Address)))
 	r.wait(v)
 	d := r.d
 	l := d.local.Load()
 	qmd := d.launchMem.Address + 768 // after a constant bank 0 of 0x218 bytes, rounded to 256
-	want := []abi.Write{
-		{Subchannel: abi.SubCompute, Method: abi.ComputeInvalidateShaderCachesNoWFI, Value: abi.InvalidateInstruction | abi.InvalidateConstant},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalMemoryA, Value: uint32(l.mem.Address >> 32)},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalMemoryB, Value: uint32(l.mem.Address)},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalNonThrottledA, Value: uint32(l.perTPC >> 32)},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalNonThrottledB, Value: uint32(l.perTPC)},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeLocalNonThrottledC, Value: 0xff},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeSendPcasA, Value: uint32(qmd >> 8)},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeSendSignalingPcas2B, Value: abi.PcasInvalidatePrefetchCopySchedule},
-		{Subchannel: abi.SubHost, Method: abi.HostSemAddrLo, Value: uint32(d.wordGPU)},
-		{Subchannel: abi.SubHost, Method: abi.HostSemAddrHi, Value: uint32(d.wordGPU >> 32)},
-		{Subchannel: abi.SubHost, Method: abi.HostSemPayloadLo, Value: uint32(v)},
-		{Subchannel: abi.SubHost, Method: abi.HostSemPayloadHi, Value: uint32(v >> 32)},
-		{Subchannel: abi.SubHost, Method: abi.HostSemExecute, Value: abi.SemRelease | abi.SemReleaseWFI | abi.SemPayload64},
+	want := []hw.Write{
+		{Subchannel: hw.SubCompute, Method: hw.ComputeInvalidateShaderCachesNoWFI, Value: hw.InvalidateInstruction | hw.InvalidateConstant},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeLocalMemoryA, Value: uint32(l.mem.Address >> 32)},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeLocalMemoryB, Value: uint32(l.mem.Address)},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeLocalNonThrottledA, Value: uint32(l.perTPC >> 32)},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeLocalNonThrottledB, Value: uint32(l.perTPC)},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeLocalNonThrottledC, Value: 0xff},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeSendPcasA, Value: uint32(qmd >> 8)},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeSendSignalingPcas2B, Value: hw.PcasInvalidatePrefetchCopySchedule},
+		{Subchannel: hw.SubHost, Method: hw.HostSemAddrLo, Value: uint32(d.wordGPU)},
+		{Subchannel: hw.SubHost, Method: hw.HostSemAddrHi, Value: uint32(d.wordGPU >> 32)},
+		{Subchannel: hw.SubHost, Method: hw.HostSemPayloadLo, Value: uint32(v)},
+		{Subchannel: hw.SubHost, Method: hw.HostSemPayloadHi, Value: uint32(v >> 32)},
+		{Subchannel: hw.SubHost, Method: hw.HostSemExecute, Value: hw.SemRelease | hw.SemReleaseWFI | hw.SemPayload64},
 	}
 	if !own {
 		n := len(want)
-		want = append(want[:n-5:n-5], abi.Write{Subchannel: abi.SubHost, Method: abi.HostWFI, Value: abi.WFIScopeSubcontext})
-		want = append(want, abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemAddrLo, Value: uint32(d.wordGPU)},
-			abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemAddrHi, Value: uint32(d.wordGPU >> 32)},
-			abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemPayloadLo, Value: uint32(v)},
-			abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemPayloadHi, Value: uint32(v >> 32)},
-			abi.Write{Subchannel: abi.SubHost, Method: abi.HostSemExecute, Value: abi.SemRelease | abi.SemPayload64})
+		want = append(want[:n-5:n-5], hw.Write{Subchannel: hw.SubHost, Method: hw.HostWFI, Value: hw.WFIScopeSubcontext})
+		want = append(want, hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemAddrLo, Value: uint32(d.wordGPU)},
+			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemAddrHi, Value: uint32(d.wordGPU >> 32)},
+			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemPayloadLo, Value: uint32(v)},
+			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemPayloadHi, Value: uint32(v >> 32)},
+			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemExecute, Value: hw.SemRelease | hw.SemPayload64})
 	}
 	got := r.f.trace["channel 0"]
 	if len(got) != len(want) {
@@ -343,7 +343,7 @@ func goldenWords(t *testing.T, own bool) {
 		}
 	}
 	// The descriptor and constant bank 0 the launch ring holds.
-	q := abi.QmdOf(abi.QmdV04, hostWords(d.launchMem, 768, abi.QmdV04.Words))
+	q := hw.QmdOf(hw.QmdV04, hostWords(d.launchMem, 768, hw.QmdV04.Words))
 	if g, b := q.Grid(), q.Block(); g != [3]uint32{1, 1, 1} || b != [3]uint32{256, 1, 1} {
 		t.Errorf("grid %v block %v", g, b)
 	}
@@ -355,10 +355,10 @@ func goldenWords(t *testing.T, own bool) {
 		t.Errorf("parameter 0x%x, want 0x%x", p, x.Address)
 	}
 	// A second launch owes nothing: the same launch and release words.
-	r.f.trace = map[string][]abi.Write{}
+	r.f.trace = map[string][]hw.Write{}
 	v = r.submit(nil, launch(e, 1, 256, u64s(x.Address)))
 	r.wait(v)
-	if got := r.f.trace["channel 0"]; len(got) != map[bool]int{true: 7, false: 8}[own] || got[0].Method != abi.ComputeSendPcasA {
+	if got := r.f.trace["channel 0"]; len(got) != map[bool]int{true: 7, false: 8}[own] || got[0].Method != hw.ComputeSendPcasA {
 		t.Errorf("second launch: %v", got)
 	}
 }
@@ -375,7 +375,7 @@ func u64s(vs ...uint64) []byte {
 func TestRoomNever(t *testing.T) {
 	r := openRaw(t, Config{})
 	e := r.entry("twice")
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	w2 := new(uint64)
 	for _, c := range []struct {
 		name  string
@@ -405,7 +405,7 @@ func TestRoomNever(t *testing.T) {
 	// Without a copy engine on the compute channel, a copy of bytes there
 	// is refused, and one of no bytes keeps its place.
 	r2 := openRaw(t, Config{NoComputeCopies: true})
-	m2 := r2.alloc(device.Pinned, 4096)
+	m2 := r2.alloc(device.PinnedMemory, 4096)
 	if a := r2.room(&device.Submission{Parts: []device.Part{fillPart(qCompute, m2, 0, 0, 1), fillPart(qCompute, m2, 0, 8, 1)}}); a.Kind != device.RoomNever || a.Part != 1 || !strings.Contains(a.Reason, "no copy engine") {
 		t.Errorf("a copy on COMPUTE:0 without a copy engine: %+v", a)
 	}
@@ -458,9 +458,9 @@ func TestRoomLater(t *testing.T) {
 func TestWrap(t *testing.T) {
 	r := openRaw(t, Config{RingEntries: 64, SegmentBytes: 4096, LaunchBytes: 8192})
 	e := r.entry("twice")
-	a := r.alloc(device.Pinned, 1<<16)
-	b := r.alloc(device.Device, 1<<16)
-	c := r.alloc(device.Pinned, 1<<16)
+	a := r.alloc(device.PinnedMemory, 1<<16)
+	b := r.alloc(device.DeviceMemory, 1<<16)
+	c := r.alloc(device.PinnedMemory, 1<<16)
 	src := hostOf(a)
 	for i := range src {
 		src[i] = byte(i * 13)
@@ -497,9 +497,9 @@ func after(p device.Part, i int) device.Part { p.After = i + 1; return p }
 // and a launch that runs after a copy of the other queue sees its bytes.
 func TestCopiesBothQueues(t *testing.T) {
 	r := openRaw(t, Config{})
-	a := r.alloc(device.Pinned, 1<<16)
-	b := r.alloc(device.Device, 1<<16)
-	c := r.alloc(device.Pinned, 1<<16)
+	a := r.alloc(device.PinnedMemory, 1<<16)
+	b := r.alloc(device.DeviceMemory, 1<<16)
+	c := r.alloc(device.PinnedMemory, 1<<16)
 	src := hostOf(a)
 	for i := range src {
 		src[i] = byte(i * 7)
@@ -531,7 +531,7 @@ func TestCopiesBothQueues(t *testing.T) {
 	// A launch after a copy of the other queue sees the copy's bytes.
 	e := r.entry("twice")
 	var seen byte
-	r.f.onLaunch = func(abi.Qmd, []byte) { seen = r.f.mem(c.Address+3, 1)[0] }
+	r.f.onLaunch = func(hw.Qmd, []byte) { seen = r.f.mem(c.Address+3, 1)[0] }
 	r.f.pause()
 	v := r.submit(nil, fillPart(qCopy, c, 0, 64, 0x5a), after(launch(e, 1, 32, u64s(b.Address)), 0))
 	r.f.resume()
@@ -563,7 +563,7 @@ func holdOnHostWord(t *testing.T, r *raw, hold time.Duration) {
 	t.Helper()
 	w := takeWord(t)
 	atomic.StoreUint64(w, 0)
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	v := r.submit([]device.Wait{{Word: w, Value: 5}}, fillPart(qCopy, m, 0, 8, 1))
 	_ = r.d.Sleep(r.d.Signaled(), hold)
 	if r.d.Signaled() == v || hostOf(m)[0] != 0 {
@@ -611,7 +611,7 @@ func TestFault(t *testing.T) {
 // value, the channels are gone, and the device's own memory with them.
 func TestStop(t *testing.T) {
 	r := openRaw(t, Config{})
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	r.f.pause()
 	for range 10 {
 		r.submit(nil, fillPart(qCopy, m, 0, 8, 1))
@@ -636,7 +636,7 @@ func TestStop(t *testing.T) {
 // TestMakeFails refuses each RM object a make allocates in turn: the make
 // fails and gives back everything it made.
 func TestMakeFails(t *testing.T) {
-	for _, class := range []uint32{nvidia.ClassChannelGroup, nvidia.ClassContextShare, abi.HopperChannelGpfifoA, abi.HopperComputeA, abi.HopperDmaCopyA} {
+	for _, class := range []uint32{nvidia.ClassChannelGroup, nvidia.ClassContextShare, hw.HopperChannelGpfifoA, hw.HopperComputeA, hw.HopperDmaCopyA} {
 		f := newFake()
 		f.refuse[class] = true
 		w := new(uint64)
@@ -678,10 +678,10 @@ func TestMakeFails(t *testing.T) {
 // driver's words: a release that compiled code wrote.
 func TestWords(t *testing.T) {
 	r := openRaw(t, Config{})
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	seg := hostWords(m, 256, 6)
-	b := abi.Release(seg[:0], r.d.gen, m.Address, 0xfeed)
-	e := abi.Segment(m.Address+256, uint32(len(b)), abi.Subroutine, false)
+	b := hw.Release(seg[:0], r.d.gen, m.Address, 0xfeed)
+	e := hw.Segment(m.Address+256, uint32(len(b)), hw.Subroutine, false)
 	e0, e1 := e.Words()
 	v := r.submit(nil, fillPart(qCompute, m, 64, 8, 3), device.Part{Kind: device.Words, Queue: qCompute, Words: []uint32{e0, e1}})
 	r.wait(v)
@@ -700,20 +700,20 @@ func TestOwnRelease(t *testing.T) {
 	}
 	r := openRaw(t, Config{NoLinkLaunches: true, OwnGroup: true})
 	e := r.entry("twice")
-	x := r.alloc(device.Device, 1024)
+	x := r.alloc(device.DeviceMemory, 1024)
 	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))
-	r.f.trace = map[string][]abi.Write{}
+	r.f.trace = map[string][]hw.Write{}
 	releases := r.f.ownReleases
 	v := r.submit(nil, launch(e, 1, 32, u64s(x.Address)), launch(e, 1, 32, u64s(x.Address)))
 	r.wait(v)
 	got := r.f.trace["channel 0"]
-	want := []abi.Write{
-		{Subchannel: abi.SubHost, Method: abi.HostWFI, Value: 1},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeSendPcasA},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeSendSignalingPcas2B},
-		{Subchannel: abi.SubHost, Method: abi.HostWFI, Value: 1},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeSendPcasA},
-		{Subchannel: abi.SubCompute, Method: abi.ComputeSendSignalingPcas2B},
+	want := []hw.Write{
+		{Subchannel: hw.SubHost, Method: hw.HostWFI, Value: 1},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeSendPcasA},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeSendSignalingPcas2B},
+		{Subchannel: hw.SubHost, Method: hw.HostWFI, Value: 1},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeSendPcasA},
+		{Subchannel: hw.SubCompute, Method: hw.ComputeSendSignalingPcas2B},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d writes, want %d: %v", len(got), len(want), got)
@@ -728,13 +728,13 @@ func TestOwnRelease(t *testing.T) {
 	}
 	// The descriptor of the last launch releases v into the word.
 	qa := uint64(got[4].Value) << 8
-	q := abi.QmdOf(abi.QmdV04, hostWords(r.d.launchMem, int(qa-r.d.launchMem.Address), abi.QmdV04.Words))
+	q := hw.QmdOf(hw.QmdV04, hostWords(r.d.launchMem, int(qa-r.d.launchMem.Address), hw.QmdV04.Words))
 	if on, p64, a, val := q.Release(0); !on || p64 != ownRelease.payload64 || a != r.d.wordGPU || val != v {
 		t.Errorf("release slot: %v %v 0x%x %d, want the word 0x%x and %d", on, p64, a, val, r.d.wordGPU, v)
 	}
 	// Not for a value with a part on COPY:0, one whose last part is no
 	// launch, a timed one, nor one whose low 32 bits are 0.
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	for _, parts := range [][]device.Part{
 		{launch(e, 1, 32, u64s(x.Address)), fillPart(qCompute, m, 0, 8, 1)},
 		{fillPart(qCopy, m, 0, 8, 1), launch(e, 1, 32, u64s(x.Address))},
@@ -778,15 +778,15 @@ func TestOwnRelease(t *testing.T) {
 // channel the new memory before its parts; one on COPY:0 does not.
 func TestCapabilityLocal(t *testing.T) {
 	r := openRaw(t, Config{})
-	g, ok := r.d.Capability().(*abi.Gpu)
+	g, ok := r.d.Capability().(*hw.Gpu)
 	if !ok || g.Local == nil {
 		t.Fatal("no capability with Local")
 	}
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	words := func(q int, v uint64) device.Part {
 		seg := hostWords(m, 256+64*q, 6)
-		b := abi.Release(seg[:0], r.d.gen, m.Address+uint64(8*q), v)
-		e := abi.Segment(m.Address+uint64(256+64*q), uint32(len(b)), abi.Subroutine, false)
+		b := hw.Release(seg[:0], r.d.gen, m.Address+uint64(8*q), v)
+		e := hw.Segment(m.Address+uint64(256+64*q), uint32(len(b)), hw.Subroutine, false)
 		e0, e1 := e.Words()
 		return device.Part{Kind: device.Words, Queue: q, Words: []uint32{e0, e1}}
 	}
@@ -798,7 +798,7 @@ func TestCapabilityLocal(t *testing.T) {
 	if l == nil || l.perThread != 4096 {
 		t.Fatalf("local memory %+v", l)
 	}
-	r.f.trace = map[string][]abi.Write{}
+	r.f.trace = map[string][]hw.Write{}
 	r.wait(r.submit(nil, words(qCopy, 2)))
 	if got := r.f.trace["channel 0"]; len(got) != 0 {
 		t.Errorf("a value on COPY:0 wrote on the compute channel: %v", got)
@@ -807,15 +807,15 @@ func TestCapabilityLocal(t *testing.T) {
 	got := r.f.trace["channel 0"]
 	at, words3 := -1, -1
 	for i, w := range got {
-		if w.Subchannel == abi.SubCompute && w.Method == abi.ComputeLocalMemoryA && at < 0 {
+		if w.Subchannel == hw.SubCompute && w.Method == hw.ComputeLocalMemoryA && at < 0 {
 			at = i
 		}
-		if w.Subchannel == abi.SubHost && w.Method == abi.HostSemPayloadLo && w.Value == 3 && words3 < 0 {
+		if w.Subchannel == hw.SubHost && w.Method == hw.HostSemPayloadLo && w.Value == 3 && words3 < 0 {
 			words3 = i
 		}
 	}
 	if at < 0 || words3 < at || got[at].Value != uint32(l.mem.Address>>32) ||
-		got[at+1].Method != abi.ComputeLocalMemoryB || got[at+1].Value != uint32(l.mem.Address) {
+		got[at+1].Method != hw.ComputeLocalMemoryB || got[at+1].Value != uint32(l.mem.Address) {
 		t.Errorf("the compute channel's words after the growth: %v", got)
 	}
 	if a, b := binary.LittleEndian.Uint64(hostOf(m)), binary.LittleEndian.Uint64(hostOf(m)[8:]); a != 3 || b != 2 {
@@ -834,18 +834,18 @@ func TestCapabilityLocal(t *testing.T) {
 // prefetches its constant bank 0.
 func TestLinkLaunches(t *testing.T) {
 	r := openRaw(t, Config{})
-	c, _ := abi.Parse(cubin(t))
+	c, _ := hw.Parse(cubin(t))
 	k, _ := c.Kernel("twice")
 	r.f.twice(k.ParamOffset)
 	e := r.entry("twice")
-	x := r.alloc(device.Pinned, 4096)
+	x := r.alloc(device.PinnedMemory, 4096)
 	putF32(hostOf(x), 0, 1)
 	parts := make([]device.Part, 20)
 	for i := range parts {
 		parts[i] = launch(e, 1, 1, u64s(x.Address))
 	}
 	r.wait(r.submit(nil))
-	r.f.trace = map[string][]abi.Write{}
+	r.f.trace = map[string][]hw.Write{}
 	n0, l0 := r.f.launches, r.f.linked
 	g0, s0, b0 := r.f.gpuMembars, r.f.sysMembars, r.f.bank0Ahead
 	r.wait(r.submit(nil, parts...))
@@ -857,7 +857,7 @@ func TestLinkLaunches(t *testing.T) {
 	}
 	pcas := 0
 	for _, w := range r.f.trace["channel 0"] {
-		if w.Method == abi.ComputeSendPcasA {
+		if w.Method == hw.ComputeSendPcasA {
 			pcas++
 		}
 	}
@@ -869,7 +869,7 @@ func TestLinkLaunches(t *testing.T) {
 	}
 	// A fill between launches breaks the link.
 	l0 = r.f.linked
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	r.wait(r.submit(nil, parts[0], parts[1], fillPart(qCompute, m, 0, 8, 1), parts[2], parts[3]))
 	if l := r.f.linked - l0; l != 2 {
 		t.Errorf("%d linked around a fill, want 2", l)
@@ -888,12 +888,12 @@ func TestPinnedRings(t *testing.T) {
 		kinds = append(kinds, ch.ring.Kind, ch.seg0.Kind)
 	}
 	for i, k := range kinds {
-		if k != device.Pinned {
+		if k != device.PinnedMemory {
 			t.Errorf("ring %d in %v memory", i, k)
 		}
 	}
 	e := r.entry("twice")
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	r.wait(r.submit(nil, launch(e, 1, 32, u64s(m.Address)), fillPart(qCopy, m, 0, 8, 3)))
 	if hostOf(m)[7] != 3 {
 		t.Error("the fill did not run")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -47,8 +47,8 @@ type gpu struct {
 	p     path
 	rm    rmAPI
 	cfg   Config
-	gen   *abi.Generation
-	rec   *abi.Gpu
+	gen   *hw.Generation
+	rec   *hw.Gpu
 	facts device.Facts
 
 	// word is the host address of the word the channels release, and
@@ -93,7 +93,7 @@ type gpu struct {
 	copyK     *copyKernels // the driver's copy kernels, where it runs them
 	kpart     device.Part  // the launch of a copy kernel, as a walk stamps it
 	kparams   [24]byte
-	qmd       [2][abi.MaxQmdWords]uint32 // scratch descriptors, a launch's and the one before
+	qmd       [2][hw.MaxQmdWords]uint32 // scratch descriptors, a launch's and the one before
 	bank0     []byte
 	applied   *localMem // the local memory the compute channel was given
 	lastOwn   bool      // the last value's launch released it (no wait for idle followed)
@@ -224,19 +224,19 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	switch {
 	case c.RingEntries < 16 || c.RingEntries&(c.RingEntries-1) != 0 || c.RingEntries > 1<<31:
 		return nil, fmt.Errorf("nvdev: a ring of %d entries: a power of two from 16 to 2^31", c.RingEntries)
-	case c.SegmentBytes < 4096 || c.SegmentBytes%4096 != 0 || c.SegmentBytes/4 > abi.MaxSegmentWords:
+	case c.SegmentBytes < 4096 || c.SegmentBytes%4096 != 0 || c.SegmentBytes/4 > hw.MaxSegmentWords:
 		return nil, fmt.Errorf("nvdev: a segment ring of %d bytes", c.SegmentBytes)
 	case c.LaunchBytes < 4096 || c.LaunchBytes%4096 != 0:
 		return nil, fmt.Errorf("nvdev: a launch ring of %d bytes", c.LaunchBytes)
 	}
 	pg := p.GPU()
-	rec, err := abi.NewGpu(pg.SMVersion, pg.GPCs, pg.TPCsPerGPC, pg.SMsPerTPC, pg.WarpsPerSM)
+	rec, err := hw.NewGpu(pg.SMVersion, pg.GPCs, pg.TPCsPerGPC, pg.SMsPerTPC, pg.WarpsPerSM)
 	if err != nil {
 		return nil, fmt.Errorf("nvdev: GPU %d: %w", p.Index(), err)
 	}
 	rec.ChannelClass, rec.ComputeClass, rec.CopyClass = pg.Channel, pg.Compute, pg.Copy
 	d := &gpu{p: p, rm: rm, cfg: c, gen: rec.Gen, rec: rec, flush: p.Flush(),
-		recs: make([]record, records), bank0: make([]byte, abi.MaxBankBytes)}
+		recs: make([]record, records), bank0: make([]byte, hw.MaxBankBytes)}
 	rec.Local = d.growLocal
 	var undo []func() error
 	defer func() {
@@ -276,7 +276,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		}
 	}
 	if d.word == nil {
-		m, err := p.Alloc(device.Pinned, 4096)
+		m, err := p.Alloc(device.PinnedMemory, 4096)
 		if err != nil {
 			return nil, fmt.Errorf("nvdev: make: the device's own word: %w", err)
 		}
@@ -298,10 +298,10 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	d.ch = set.ch
 	d.live.Store(set)
 	if d.mapped() && c.pin&pinLaunch == 0 {
-		d.launchMem, err = alloc(device.Mapped, c.LaunchBytes)
+		d.launchMem, err = alloc(device.MappedMemory, c.LaunchBytes)
 	}
 	if d.launchMem == nil {
-		if d.launchMem, err = alloc(device.Pinned, c.LaunchBytes); err != nil {
+		if d.launchMem, err = alloc(device.PinnedMemory, c.LaunchBytes); err != nil {
 			return nil, err
 		}
 	}
@@ -331,7 +331,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		HostAddresses: false,
 		Alignment:     4096,
 		CacheBytes:    p.CacheBytes(),
-		Capability:    abi.Key,
+		Capability:    hw.Key,
 		Bus:           p.Bus(),
 	}
 	if set.grp != nil {
@@ -366,16 +366,16 @@ func (d *gpu) setup(chs [2]*channel, wait bool) error {
 	for _, ch := range chs {
 		b := ch.seg[:0]
 		if ch.q == qCompute {
-			b = abi.SetObject(b, abi.SubCompute, d.rec.ComputeClass)
+			b = hw.SetObject(b, hw.SubCompute, d.rec.ComputeClass)
 			if d.copyOnCompute {
-				b = abi.SetObject(b, abi.SubCopy, d.rec.CopyClass)
+				b = hw.SetObject(b, hw.SubCopy, d.rec.CopyClass)
 			}
-			b = abi.SetWindows(b, d.rec.Windows)
+			b = hw.SetWindows(b, d.rec.Windows)
 		} else {
-			b = abi.SetObject(b, abi.SubCopy, d.rec.CopyClass)
+			b = hw.SetObject(b, hw.SubCopy, d.rec.CopyClass)
 		}
 		ch.marks++
-		b = abi.Release(b, d.gen, ch.markGPU, ch.marks)
+		b = hw.Release(b, d.gen, ch.markGPU, ch.marks)
 		ch.segPos = uint64(len(b))
 		if err := ch.appendSegment(d.gen, 0, uint32(len(b))); err != nil {
 			return err
@@ -407,7 +407,7 @@ func (s *chanSet) ready() bool {
 }
 
 // awaitSetup waits, at most setupTimeout, for the channels chs to run
-// their first words, and answers the error a notifier holds meanwhile.
+// their first words, and returns the error a notifier holds meanwhile.
 func awaitSetup(chs [2]*channel) error {
 	t0 := time.Now()
 	for _, ch := range chs {
@@ -447,10 +447,10 @@ func (d *gpu) record() record {
 
 // appendSegment writes the entries that run the words from word index at
 // (monotonic) of the segment ring, n of them, and advances put.
-func (ch *channel) appendSegment(g *abi.Generation, at uint64, n uint32) error {
-	var tmp [2]abi.Entry
+func (ch *channel) appendSegment(g *hw.Generation, at uint64, n uint32) error {
+	var tmp [2]hw.Entry
 	addr := ch.segGPU + 4*(at%uint64(len(ch.seg)))
-	es, err := abi.AppendSegment(tmp[:0], g, &ch.base, addr, n, abi.Subroutine, false)
+	es, err := hw.AppendSegment(tmp[:0], g, &ch.base, addr, n, hw.Subroutine, false)
 	if err != nil {
 		return fmt.Errorf("the %s channel's segment of %d words at 0x%x: %w", ch.name, n, addr, err)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // dmabufFacts is what Linux says of the file fd: its name in /proc/self/fd,
-// its size (a seek to its end, which a dma-buf answers with its size) and
+// its size (a seek to its end, which a dma-buf returns with its size) and
 // its /proc/self/fdinfo text.
 func dmabufFacts(t testing.TB, fd int) (link string, size int64, info string) {
 	t.Helper()
@@ -77,7 +77,7 @@ func TestGPUDMA(t *testing.T) {
 		}
 	}
 
-	b := allocBuf(t, dev, device.Device, 2<<20)
+	b := allocBuf(t, dev, device.DeviceMemory, 2<<20)
 	t0 := time.Now()
 	d, err := b.DMA(fn)
 	if err != nil {
@@ -86,7 +86,7 @@ func TestGPUDMA(t *testing.T) {
 	t.Logf("dma of 2 MiB of Device memory at 0x%x for %s in %v: %+v", b.Address(), fn, time.Since(t0), d)
 	t.Run("Device 2 MiB", func(t *testing.T) { check(t, "Device 2 MiB", d, 2<<20) })
 	t.Run("Device 1000 bytes", func(t *testing.T) {
-		s := allocBuf(t, dev, device.Device, 1000)
+		s := allocBuf(t, dev, device.DeviceMemory, 1000)
 		d, err := s.DMA(fn)
 		if err != nil {
 			t.Fatal(err)
@@ -94,10 +94,10 @@ func TestGPUDMA(t *testing.T) {
 		check(t, "Device 1000 bytes", d, 1000)
 	})
 	t.Run("Mapped 64 KiB", func(t *testing.T) {
-		if !dev.Facts().Kinds.Has(device.Mapped) {
+		if !dev.Facts().Kinds.Has(device.MappedMemory) {
 			t.Skip("the device has no Mapped memory")
 		}
-		m := allocBuf(t, dev, device.Mapped, 64<<10)
+		m := allocBuf(t, dev, device.MappedMemory, 64<<10)
 		d, err := m.DMA(fn)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +105,7 @@ func TestGPUDMA(t *testing.T) {
 		check(t, "Mapped 64 KiB", d, 64<<10)
 	})
 
-	pinned := allocBuf(t, dev, device.Pinned, 4096)
+	pinned := allocBuf(t, dev, device.PinnedMemory, 4096)
 	for _, c := range []struct {
 		name string
 		buf  *rig.Buffer

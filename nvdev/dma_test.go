@@ -12,7 +12,7 @@ import (
 // made, and refuses any other region without asking the path.
 func TestDMARegions(t *testing.T) {
 	r := openRaw(t, Config{})
-	m := r.alloc(device.Device, 4096)
+	m := r.alloc(device.DeviceMemory, 4096)
 	for _, c := range []struct {
 		name   string
 		region device.Region

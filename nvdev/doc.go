@@ -2,7 +2,7 @@
 // rig's work on a GPU through NVIDIA's resource manager, with no CUDA, from
 // pure Go. rig.Open(nvdev.GPU(0)) opens the first NVIDIA GPU through
 // NVIDIA's kernel driver (nvdev/nvidia); the wire formats (methods, ring
-// entries, launch descriptors, cubins) are nvdev/abi's.
+// entries, launch descriptors, cubins) are nvdev/hw's.
 //
 // # The device
 //
@@ -65,7 +65,7 @@
 // the channels consumed by the position each value left in each ring, which
 // the word says is consumed.
 //
-// Room answers RoomGrow for words beyond a segment ring, launches beyond the
+// Room returns RoomGrow for words beyond a segment ring, launches beyond the
 // launch ring, entries beyond a channel's ring and the first timed
 // submission; Grow makes the rings anew (grow.go), two channels anew in a new
 // channel group (channels.go) and the stamp ring (profile.go), and Settle
@@ -87,7 +87,7 @@
 //
 // # Launches
 //
-// Entry makes a kernel's launch template (nvdev/abi's Launch) and grows the
+// Entry makes a kernel's launch template (nvdev/hw's Launch) and grows the
 // compute channel's local memory to serve it; a launch stamps the template's
 // descriptor (QMD V04 on Hopper) and its constant bank 0 into the launch ring
 // and sends the descriptor (SEND_PCAS_A, SEND_SIGNALING_PCAS2_B). A wait for
@@ -96,7 +96,7 @@
 // schedules it as it completes (Config.NoLinkLaunches), and ends with a
 // membar of the GPU alone, the chain's last launch keeping the system's.
 // On Hopper every launch has the engine prefetch its constant bank 0
-// before its groups start (abi.Qmd.SetBankPrefetch, SetDependent).
+// before its groups start (hw.Qmd.SetBankPrefetch, SetDependent).
 //
 // # Waiting
 //

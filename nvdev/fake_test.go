@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -40,11 +40,11 @@ type fake struct {
 	refuse                     map[uint32]bool
 	noRunqueue, noRunqueueCopy bool
 	// onLaunch runs a launch: its descriptor and constant bank 0.
-	onLaunch func(q abi.Qmd, bank0 []byte)
+	onLaunch func(q hw.Qmd, bank0 []byte)
 	// launches counts the launches run; trace records each channel's
 	// method writes when set.
 	launches int
-	trace    map[string][]abi.Write
+	trace    map[string][]hw.Write
 	mmu      []nvidia.MMUFaultInfoEntry
 	checkErr error
 	// ownReleases counts the launches that released a word; timerErr
@@ -79,20 +79,20 @@ type fakeChan struct {
 	notifier *fakeMem
 	get      uint64
 	base     uint64
-	pending  []abi.Write
+	pending  []hw.Write
 	pi       int
 	sem      [5]uint32
 	copyRegs map[uint32]uint32
 	compRegs map[uint32]uint32
-	objects  map[abi.Subchannel]uint32
+	objects  map[hw.Subchannel]uint32
 	flags    uint32 // the NVOS04 flags it was allocated with
 }
 
 func newFake() *fake {
 	return &fake{
 		gpu: nvidia.GPU{
-			Generation: nvidia.Generation{Name: "Hopper", Compute: abi.HopperComputeA, Copy: abi.HopperDmaCopyA,
-				Channel: abi.HopperChannelGpfifoA, Usermode: abi.HopperUsermodeA},
+			Generation: nvidia.Generation{Name: "Hopper", Compute: hw.HopperComputeA, Copy: hw.HopperDmaCopyA,
+				Channel: hw.HopperChannelGpfifoA, Usermode: hw.HopperUsermodeA},
 			SMVersion: 0x900, GPCs: 8, TPCsPerGPC: 9, SMsPerTPC: 2, WarpsPerSM: 64,
 		},
 		mems: map[nvidia.Handle]*fakeMem{}, handle: 0x1000, devNext: 1 << 41, hostNext: 64 << 30,
@@ -184,7 +184,7 @@ func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 	f.handle++
 	m := &nvidia.Memory{Kind: k, Size: n, Handle: f.handle, Address: f.hostNext, Host: host}
 	f.hostNext += uint64(size) + 1<<20
-	if k == device.Device {
+	if k == device.DeviceMemory {
 		m.Address, m.Host = f.devNext, 0
 		f.devNext += uint64(size) + 1<<20
 	}
@@ -196,7 +196,7 @@ func (f *fake) MapHost(a uintptr, n int) (*nvidia.Memory, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handle++
-	m := &nvidia.Memory{Kind: device.Pinned, Borrowed: true, Size: n, Handle: f.handle, Address: f.hostNext + uint64(a&4095), Host: a}
+	m := &nvidia.Memory{Kind: device.PinnedMemory, Borrowed: true, Size: n, Handle: f.handle, Address: f.hostNext + uint64(a&4095), Host: a}
 	f.hostNext += uint64(n) + 1<<20 + 4096
 	f.mems[f.handle] = &fakeMem{m: m, host: a}
 	return m, nil
@@ -257,7 +257,7 @@ func (f *fake) rmAlloc(parent nvidia.Handle, class uint32, params []byte) (nvidi
 		c := &fakeChan{name: fmt.Sprintf("channel %d", len(f.chans)), h: h, ring: p.GPFIFOOffset, entries: uint64(p.GPFIFOEntries),
 			gpPut:    (*uint32)(ptrAt(userd.host + uintptr(p.UserdOffset[0]) + 0x8c)),
 			notifier: f.mems[p.ObjectError], copyRegs: map[uint32]uint32{}, compRegs: map[uint32]uint32{},
-			objects: map[abi.Subchannel]uint32{}, flags: p.Flags}
+			objects: map[hw.Subchannel]uint32{}, flags: p.Flags}
 		f.chans = append(f.chans, c)
 	}
 	return h, nil
@@ -387,10 +387,10 @@ func (f *fake) run(c *fakeChan) bool {
 			return progress
 		}
 		progress = true
-		e := abi.Entry(binary.LittleEndian.Uint64(f.bytesAt(c.ring+8*c.get, 8)))
+		e := hw.Entry(binary.LittleEndian.Uint64(f.bytesAt(c.ring+8*c.get, 8)))
 		c.get = (c.get + 1) % c.entries
 		if op, ok := e.Control(); ok {
-			if op == abi.EntryOpExtendedBase {
+			if op == hw.EntryOpExtendedBase {
 				c.base = e.Base()
 			}
 			continue
@@ -401,7 +401,7 @@ func (f *fake) run(c *fakeChan) bool {
 			c.get = put
 			return true
 		}
-		ws, err := abi.Decode(unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), e.Length()))
+		ws, err := hw.Decode(unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), e.Length()))
 		if err != nil {
 			f.fail(c, 32)
 			c.get = put
@@ -425,14 +425,14 @@ func (f *fake) store64(a, v uint64) {
 }
 
 // exec runs one method write, and reports false where the channel stalls.
-func (f *fake) exec(c *fakeChan, w abi.Write) bool {
+func (f *fake) exec(c *fakeChan, w hw.Write) bool {
 	if w.Method == 0 {
 		c.objects[w.Subchannel] = w.Value
 		return true
 	}
 	switch w.Subchannel {
-	case abi.SubHost:
-		if w.Method == abi.HostNonStallInterrupt {
+	case hw.SubHost:
+		if w.Method == hw.HostNonStallInterrupt {
 			f.intrs++
 			if f.intr != nil {
 				select {
@@ -441,38 +441,38 @@ func (f *fake) exec(c *fakeChan, w abi.Write) bool {
 				}
 			}
 		}
-		if w.Method >= abi.HostSemAddrLo && w.Method <= abi.HostSemExecute {
-			c.sem[(w.Method-abi.HostSemAddrLo)/4] = w.Value
+		if w.Method >= hw.HostSemAddrLo && w.Method <= hw.HostSemExecute {
+			c.sem[(w.Method-hw.HostSemAddrLo)/4] = w.Value
 		}
-		if w.Method != abi.HostSemExecute {
+		if w.Method != hw.HostSemExecute {
 			return true
 		}
 		addr := uint64(c.sem[1])<<32 | uint64(c.sem[0])
 		payload := uint64(c.sem[3])<<32 | uint64(c.sem[2])
 		switch w.Value & 7 {
-		case abi.SemRelease:
+		case hw.SemRelease:
 			f.store64(addr, payload)
-			if w.Value&abi.SemReleaseTimeStmp != 0 {
+			if w.Value&hw.SemReleaseTimeStmp != 0 {
 				f.store64(addr+8, f.timer())
 			}
-		case abi.SemAcqCircGEQ:
+		case hw.SemAcqCircGEQ:
 			return device.AtLeast(f.load64(addr), payload)
 		}
-	case abi.SubCompute:
+	case hw.SubCompute:
 		c.compRegs[w.Method] = w.Value
-		if w.Method == abi.ComputeSendSignalingPcas2B && pcasSchedules(w.Value) {
+		if w.Method == hw.ComputeSendSignalingPcas2B && pcasSchedules(w.Value) {
 			// The launch, then each descriptor it links to. Its kernel
 			// runs with mu released: meanwhile the channel is busy,
 			// and another pump leaves it to this one.
 			c.busy = true
-			for qa := uint64(c.compRegs[abi.ComputeSendPcasA]) << 8; qa != 0; {
+			for qa := uint64(c.compRegs[hw.ComputeSendPcasA]) << 8; qa != 0; {
 				qa = f.runQmd(qa)
 			}
 			c.busy = false
 		}
-	case abi.SubCopy:
+	case hw.SubCopy:
 		c.copyRegs[w.Method] = w.Value
-		if w.Method == abi.CopyLaunchDMA {
+		if w.Method == hw.CopyLaunchDMA {
 			f.copyLaunch(c, w.Value)
 		}
 	}
@@ -493,16 +493,16 @@ func pcasSchedules(v uint32) bool {
 // copyLaunch runs a LAUNCH_DMA.
 func (f *fake) copyLaunch(c *fakeChan, v uint32) {
 	r := c.copyRegs
-	if v&3 != abi.DMATransferNone {
-		src := uint64(r[abi.CopyOffsetInUpper])<<32 | uint64(r[abi.CopyOffsetInUpper+4])
-		dst := uint64(r[abi.CopyOffsetOutUpper])<<32 | uint64(r[abi.CopyOffsetOutUpper+4])
+	if v&3 != hw.DMATransferNone {
+		src := uint64(r[hw.CopyOffsetInUpper])<<32 | uint64(r[hw.CopyOffsetInUpper+4])
+		dst := uint64(r[hw.CopyOffsetOutUpper])<<32 | uint64(r[hw.CopyOffsetOutUpper+4])
 		pin, pout := uint64(r[0x410]), uint64(r[0x414])
-		n, lines := uint64(r[abi.CopyLineLengthIn]), uint64(1)
-		if v&abi.DMAMultiLine != 0 {
-			lines = uint64(r[abi.CopyLineCount])
+		n, lines := uint64(r[hw.CopyLineLengthIn]), uint64(1)
+		if v&hw.DMAMultiLine != 0 {
+			lines = uint64(r[hw.CopyLineCount])
 		}
-		if v&abi.DMARemap != 0 {
-			k := r[abi.CopyRemapComponent]
+		if v&hw.DMARemap != 0 {
+			k := r[hw.CopyRemapComponent]
 			size := uint64(1)
 			if k>>16&3 == 3 {
 				size = 4
@@ -510,7 +510,7 @@ func (f *fake) copyLaunch(c *fakeChan, v uint32) {
 			b := f.bytesAt(dst, n*size)
 			for i := uint64(0); i < n; i++ {
 				for j := uint64(0); j < size; j++ {
-					b[i*size+j] = byte(r[abi.CopyRemapConstA] >> (8 * j))
+					b[i*size+j] = byte(r[hw.CopyRemapConstA] >> (8 * j))
 				}
 			}
 		} else {
@@ -520,26 +520,26 @@ func (f *fake) copyLaunch(c *fakeChan, v uint32) {
 		}
 	}
 	if v>>3&3 != 0 {
-		a := uint64(r[abi.CopySemaphoreA])<<32 | uint64(r[abi.CopySemaphoreB])
-		f.store64(a, uint64(r[abi.CopySemaphorePayloadUpper])<<32|uint64(r[abi.CopySemaphorePayload]))
+		a := uint64(r[hw.CopySemaphoreA])<<32 | uint64(r[hw.CopySemaphoreB])
+		f.store64(a, uint64(r[hw.CopySemaphorePayloadUpper])<<32|uint64(r[hw.CopySemaphorePayload]))
 	}
 }
 
 // runQmd runs the launch of the descriptor at qa and its release, and
-// answers the descriptor it links to, or 0. The caller holds mu.
+// returns the descriptor it links to, or 0. The caller holds mu.
 func (f *fake) runQmd(qa uint64) uint64 {
 	// The GPU fetches the descriptor before it runs the launch: once the
 	// launch releases its value, the host may write the slot again.
-	words := make([]uint32, abi.QmdV04.Words)
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 4*len(words)), f.bytesAt(qa, uint64(abi.QmdV04.Bytes())))
-	q := abi.QmdOf(abi.QmdV04, words)
+	words := make([]uint32, hw.QmdV04.Words)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 4*len(words)), f.bytesAt(qa, uint64(hw.QmdV04.Bytes())))
+	q := hw.QmdOf(hw.QmdV04, words)
 	_, ba, bn, _ := q.ConstantBuffer(0)
 	bank := append([]byte(nil), f.bytesAt(ba, uint64(bn))...)
 	f.launches++
 	switch membar, chase := q.L.CwdMembarType.Get(q.W), q.L.CwdMembarTaskChasing.Get(q.W); {
-	case membar == abi.CwdMembarL1Membar && chase == 1:
+	case membar == hw.CwdMembarL1Membar && chase == 1:
 		f.gpuMembars++
-	case membar == abi.CwdMembarL1Sysmembar && chase == 0:
+	case membar == hw.CwdMembarL1Sysmembar && chase == 0:
 		f.sysMembars++
 	}
 	if on, bound := q.BankPrefetch(0); on && bound >= uint32(bn) {

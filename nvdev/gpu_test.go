@@ -16,7 +16,7 @@ import (
 	"github.com/rig-go/rig/internal/gputest"
 	"github.com/rig-go/rig/internal/testutil"
 	"github.com/rig-go/rig/internal/timeline"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -71,7 +71,7 @@ func TestGPURawParts(t *testing.T) {
 	t0 := time.Now()
 	r.wait(r.submit(nil))
 	t.Logf("a value of no parts in %v", time.Since(t0))
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	for q := range 2 {
 		t0 = time.Now()
 		r.wait(r.submit(nil, fillPart(q, m, 64*uint64(q), 13, byte(0x40+q))))
@@ -109,13 +109,13 @@ func TestGPURawParts(t *testing.T) {
 			name string
 			c    Config
 		}{
-			{"local memory low", Config{tweak: func(q abi.Qmd) { lo, hi := q.Local(); q.SetLocal(lo+hi, 0) }}},
-			{"PCAS action 3", Config{pcas: abi.PcasInvalidateCopySchedule}},
-			{"QMD type 0, PCAS action 3", Config{pcas: abi.PcasInvalidateCopySchedule, tweak: func(q abi.Qmd) { q.L.QmdType.Set(q.W, 0) }}},
-			{"bare", Config{tweak: func(q abi.Qmd) {
+			{"local memory low", Config{tweak: func(q hw.Qmd) { lo, hi := q.Local(); q.SetLocal(lo+hi, 0) }}},
+			{"PCAS action 3", Config{pcas: hw.PcasInvalidateCopySchedule}},
+			{"QMD type 0, PCAS action 3", Config{pcas: hw.PcasInvalidateCopySchedule, tweak: func(q hw.Qmd) { q.L.QmdType.Set(q.W, 0) }}},
+			{"bare", Config{tweak: func(q hw.Qmd) {
 				lo, hi := q.Local()
 				q.SetLocal(lo+hi, 0)
-				for _, f := range []abi.Field{q.L.SassVersion, q.L.CwdMembarType, q.L.InvalidateTextureHeader, q.L.InvalidateTextureSampler,
+				for _, f := range []hw.Field{q.L.SassVersion, q.L.CwdMembarType, q.L.InvalidateTextureHeader, q.L.InvalidateTextureSampler,
 					q.L.InvalidateTextureData, q.L.InvalidateShaderData, q.L.PrefetchLower, q.L.PrefetchUpper, q.L.PrefetchSize, q.L.SmGlobalCachingEnable} {
 					f.Set(q.W, 0)
 				}
@@ -130,7 +130,7 @@ func TestGPURawParts(t *testing.T) {
 // store64 launches store64 on r, logs its descriptor, and reports whether
 // the kernel wrote its word.
 func store64(t *testing.T, r *raw, name string) bool {
-	x := r.alloc(device.Pinned, 4096)
+	x := r.alloc(device.PinnedMemory, 4096)
 	e := r.entry("store64")
 	t0 := time.Now()
 	r.wait(r.submit(nil, launch(e, 1, 1, u64s(x.Address, 0xfeed_beef_1234))))
@@ -177,7 +177,7 @@ func TestGPUExample(t *testing.T) {
 	ctx := ctxFor(t, 20*time.Second)
 	f := dev.Facts()
 	t.Logf("%s: %s, budget %d MiB, L2 %d KiB, bus %s, hang %d ms, queues %v", dev.Name(), f.Arch, f.Budget>>20, f.CacheBytes>>10, f.Bus, f.HangMs, f.Queues)
-	g, ok := rig.Capability(dev, abi.Key)
+	g, ok := rig.Capability(dev, hw.Key)
 	if !ok {
 		t.Fatal("no capability")
 	}
@@ -237,7 +237,7 @@ func TestGPUKernels(t *testing.T) {
 		return f
 	}
 	buf := func(n int) *rig.Buffer {
-		b, err := dev.Alloc(device.Pinned, n)
+		b, err := dev.Alloc(device.PinnedMemory, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +352,7 @@ func TestGPUCopiesBothQueues(t *testing.T) {
 		}
 		return b
 	}
-	src, mid, dst := alloc(device.Pinned), alloc(device.Device), alloc(device.Pinned)
+	src, mid, dst := alloc(device.PinnedMemory), alloc(device.DeviceMemory), alloc(device.PinnedMemory)
 	for i := range src.Bytes() {
 		src.Bytes()[i] = byte(i * 7)
 	}
@@ -465,7 +465,7 @@ func TestGPUFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p0, err := dev.Alloc(device.Pinned, 4096)
+	p0, err := dev.Alloc(device.PinnedMemory, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}

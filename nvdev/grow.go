@@ -10,7 +10,7 @@ import (
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
-// Growth. Room answers RoomGrow for a submission whose words exceed a
+// Growth. Room returns RoomGrow for a submission whose words exceed a
 // channel's segment ring, whose launches exceed the launch ring, or that is
 // timed before the device has a stamp ring, and records what it needs.
 // Grow makes each such ring anew, of the least power of two of bytes, at
@@ -66,7 +66,7 @@ func ringBytes(n uint64) int {
 	return 1 << bits.Len64(n-1)
 }
 
-// shortOf is a failed allocation of n bytes as a growth answers it.
+// shortOf is a failed allocation of n bytes as a growth returns it.
 func shortOf(err error, n int) error {
 	if errors.Is(err, device.ErrNoMemory) || errors.Is(err, nvidia.ErrLacking) {
 		return &device.Short{N: int64(n)}
@@ -74,7 +74,7 @@ func shortOf(err error, n int) error {
 	return err
 }
 
-// Grow makes the rings the submission whose Room answered RoomGrow needs.
+// Grow makes the rings the submission whose Room returned RoomGrow needs.
 func (d *gpu) Grow() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -110,11 +110,11 @@ func (d *gpu) Grow() error {
 		}
 		var m *nvidia.Memory
 		if d.mapped() && !d.cfg.PinnedSegments {
-			m, _ = d.p.Alloc(device.Mapped, size)
+			m, _ = d.p.Alloc(device.MappedMemory, size)
 		}
 		if m == nil {
 			var err error
-			if m, err = d.p.Alloc(device.Pinned, size); err != nil {
+			if m, err = d.p.Alloc(device.PinnedMemory, size); err != nil {
 				return shortOf(err, size)
 			}
 		}
@@ -129,11 +129,11 @@ func (d *gpu) Grow() error {
 		if d.grown.launch == nil {
 			var m *nvidia.Memory
 			if d.mapped() && d.cfg.pin&pinLaunch == 0 {
-				m, _ = d.p.Alloc(device.Mapped, size)
+				m, _ = d.p.Alloc(device.MappedMemory, size)
 			}
 			if m == nil {
 				var err error
-				if m, err = d.p.Alloc(device.Pinned, size); err != nil {
+				if m, err = d.p.Alloc(device.PinnedMemory, size); err != nil {
 					return shortOf(err, size)
 				}
 			}

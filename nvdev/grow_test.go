@@ -9,19 +9,19 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 )
 
 // TestGrow runs values whose words exceed the segment rings and whose
-// launches exceed the launch ring: Room answers RoomGrow, Grow makes rings
+// launches exceed the launch ring: Room returns RoomGrow, Grow makes rings
 // of the least power of two that holds twice the parts, the values run
 // right, and the rings a later growth replaced go back once the word
 // passed them.
 func TestGrow(t *testing.T) {
 	r := openRaw(t, Config{SegmentBytes: 4096, LaunchBytes: 8192, NoLinkLaunches: true})
 	e := r.entry("twice")
-	x := r.alloc(device.Device, 4096)
-	m := r.alloc(device.Pinned, 1<<16)
+	x := r.alloc(device.DeviceMemory, 4096)
+	m := r.alloc(device.PinnedMemory, 1<<16)
 	launches := func(n int) []device.Part {
 		ps := make([]device.Part, n)
 		for i := range ps {
@@ -87,7 +87,7 @@ func TestGrow(t *testing.T) {
 		t.Fatal("no ring retired by the second growth")
 	}
 	live := r.f.live()
-	r.alloc(device.Pinned, 4096)
+	r.alloc(device.PinnedMemory, 4096)
 	if got := r.f.live(); got != live+1-held {
 		t.Errorf("%d memories after an allocation, want %d: the retired rings stayed", got, live+1-held)
 	}
@@ -113,7 +113,7 @@ func TestGrow(t *testing.T) {
 // they close into an entry for each 4 MiB.
 func TestSegmentChunks(t *testing.T) {
 	r := openRaw(t, Config{})
-	m := r.alloc(device.Pinned, 1<<20)
+	m := r.alloc(device.PinnedMemory, 1<<20)
 	ps := make([]device.Part, 0, 160000)
 	for i := range 160000 {
 		ps = append(ps, fillPart(qCopy, m, uint64(i%(1<<20)), 1, byte(i)))
@@ -135,11 +135,11 @@ func TestSegmentChunks(t *testing.T) {
 func TestRegrow(t *testing.T) {
 	r := openRaw(t, Config{RingEntries: 64})
 	e := r.entry("twice")
-	x := r.alloc(device.Device, 4096)
-	m := r.alloc(device.Pinned, 4096)
+	x := r.alloc(device.DeviceMemory, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	seg := hostWords(m, 256, 6)
-	b := abi.Release(seg[:0], r.d.gen, m.Address+64, 0xfeed)
-	e0, e1 := abi.Segment(m.Address+256, uint32(len(b)), abi.Subroutine, false).Words()
+	b := hw.Release(seg[:0], r.d.gen, m.Address+64, 0xfeed)
+	e0, e1 := hw.Segment(m.Address+256, uint32(len(b)), hw.Subroutine, false).Words()
 	words := make([]uint32, 0, 200)
 	for range 100 {
 		words = append(words, e0, e1)
@@ -188,7 +188,7 @@ func TestRegrow(t *testing.T) {
 	old := r.d.ch
 	atomic.StoreUint64(w, 1)
 	r.wait(held)
-	r.f.trace = map[string][]abi.Write{}
+	r.f.trace = map[string][]hw.Write{}
 	r.wait(r.submit(nil, big, launch(e, 1, 32, u64s(x.Address)), fillPart(qCopy, m, 8, 8, 2)))
 	if r.d.ch == old || r.d.ch[qCompute].entries != 256 || r.d.ch[qCopy].entries != 256 {
 		t.Fatalf("channels of %d and %d entries", r.d.ch[qCompute].entries, r.d.ch[qCopy].entries)
@@ -199,13 +199,13 @@ func TestRegrow(t *testing.T) {
 	// The new compute channel got the local memory before its parts.
 	local := false
 	for _, w := range r.f.trace[fmt.Sprintf("channel %d", len(r.f.chans)-2)] {
-		local = local || w.Method == abi.ComputeLocalMemoryA
+		local = local || w.Method == hw.ComputeLocalMemoryA
 	}
 	if !local {
 		t.Error("the new compute channel got no local memory")
 	}
 	// The next allocation gives the replaced set back.
-	r.alloc(device.Pinned, 4096)
+	r.alloc(device.PinnedMemory, 4096)
 	if n := r.f.objectsOf(r.f.gpu.Channel); n != chans {
 		t.Errorf("%d channels after the allocation, want %d", n, chans)
 	}

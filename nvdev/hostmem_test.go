@@ -45,7 +45,7 @@ func TestPinnedIsGoMemory(t *testing.T) {
 		<-dev.Done()
 	}()
 	used, _ := dev.Budget()
-	b, err := dev.Alloc(device.Pinned, 5000)
+	b, err := dev.Alloc(device.PinnedMemory, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func TestGPUBytesOutliveFree(t *testing.T) {
 	}
 	used, _ := dev.Budget()
 	const n = 1 << 16
-	for _, k := range []device.Memory{device.Pinned, device.Mapped} {
-		x := alloc(device.Device, 4*n)
+	for _, k := range []device.Memory{device.PinnedMemory, device.MappedMemory} {
+		x := alloc(device.DeviceMemory, 4*n)
 		h := alloc(k, 4*n)
 		hb := h.Bytes()
 		for i := range n {
@@ -157,7 +157,7 @@ func TestGPUBytesOutliveFree(t *testing.T) {
 		}
 		sum, oldSum := readSum(t, hb), readSum(t, old)
 		switch k {
-		case device.Pinned:
+		case device.PinnedMemory:
 			for i := range n {
 				if got := math.Float32frombits(binary.LittleEndian.Uint32(hb[4*i:])); got != 2*float32(i) {
 					t.Fatalf("Pinned after Free and collection: x[%d] = %v, want %v", i, got, 2*float32(i))
@@ -166,7 +166,7 @@ func TestGPUBytesOutliveFree(t *testing.T) {
 			if oldSum != 0xaa*n {
 				t.Fatalf("the slice of a collected Pinned buffer reads %d, want %d: it aliases other memory", oldSum, 0xaa*n)
 			}
-		case device.Mapped:
+		case device.MappedMemory:
 			// The collector may have freed old's buffer before the
 			// writes of 0xaa, which then landed in the zeroed memory.
 			if sum != 0 || (oldSum != 0 && oldSum != 0xaa*n) {

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
-// Images. Image returns Place (n, lay) for a cubin nvdev/abi accepts, and
+// Images. Image returns Place (n, lay) for a cubin nvdev/hw accepts, and
 // rig allocates n bytes of Device memory for it. The host
 // does not address Device memory, so lay relocates the image for rig's
 // region, writes it into a staging buffer of Pinned memory, and has the
@@ -30,7 +30,7 @@ import (
 // image is a laid cubin.
 type image struct {
 	d     *gpu
-	cubin *abi.Cubin
+	cubin *hw.Cubin
 	mem   *nvidia.Memory // the device's own memory of a lay of no region, or nil
 	addr  uint64
 
@@ -43,7 +43,7 @@ type image struct {
 type kfunc struct {
 	d  *gpu
 	im *image
-	l  *abi.Launch
+	l  *hw.Launch
 }
 
 // entryOf is the template of a launch's entry, if this package made it.
@@ -57,7 +57,7 @@ func entryOf(e *device.Entry) (*kfunc, bool) {
 
 // Image takes a cubin for the GPU's architecture.
 func (d *gpu) Image(b []byte) (device.Code, error) {
-	c, err := abi.Parse(b)
+	c, err := hw.Parse(b)
 	if err != nil {
 		return device.Code{}, fmt.Errorf("nvdev: image: %w", err)
 	}
@@ -68,7 +68,7 @@ func (d *gpu) Image(b []byte) (device.Code, error) {
 }
 
 // lay relocates the cubin for rig's region r and uploads it there.
-func (d *gpu) lay(c *abi.Cubin, r device.Region) (device.Image, error) {
+func (d *gpu) lay(c *hw.Cubin, r device.Region) (device.Image, error) {
 	if d.stopped.Load() {
 		return nil, errors.New("nvdev: lay after stop")
 	}
@@ -86,7 +86,7 @@ func (d *gpu) lay(c *abi.Cubin, r device.Region) (device.Image, error) {
 		return nil, fmt.Errorf("nvdev: lay: %w", err)
 	}
 	d.reap()
-	st, err := d.p.Alloc(device.Pinned, len(img))
+	st, err := d.p.Alloc(device.PinnedMemory, len(img))
 	if err != nil {
 		return nil, fmt.Errorf("nvdev: lay: a staging buffer of %d bytes: %w", len(img), err)
 	}
@@ -105,8 +105,8 @@ const uploadTimeout = 10 * time.Second
 // the GPU address dst, between values, then release its mark, which the
 // compute channel's next submission acquires.
 func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
-	rows := abi.Rows{Src: st.Address, Dst: dst, SrcPitch: n, DstPitch: n, RowBytes: n, Rows: 1}
-	k := rows.Launches()*abi.CopyLaunchWords + flushWords + abi.ReleaseWords
+	rows := hw.Rows{Src: st.Address, Dst: dst, SrcPitch: n, DstPitch: n, RowBytes: n, Rows: 1}
+	k := rows.Launches()*hw.CopyLaunchWords + flushWords + hw.ReleaseWords
 	t0 := time.Now()
 	for {
 		d.mu.Lock()
@@ -126,10 +126,10 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 		// between its Room and its Submit.
 		if !d.planned && k <= size && pos+k-r.seg[qCopy] <= size && ch.put+3-r.put[qCopy] <= ch.entries-1 {
 			b := ch.seg[pos%size : pos%size : pos%size+k]
-			b = abi.CopyRows(b, d.gen, rows)
-			b = append(b, abi.Inc(abi.SubCopy, abi.CopyLaunchDMA, 1), abi.DMAFlushEnable)
+			b = hw.CopyRows(b, d.gen, rows)
+			b = append(b, hw.Inc(hw.SubCopy, hw.CopyLaunchDMA, 1), hw.DMAFlushEnable)
 			ch.marks++
-			b = abi.Release(b, d.gen, ch.markGPU, ch.marks)
+			b = hw.Release(b, d.gen, ch.markGPU, ch.marks)
 			if uint64(len(b)) != k {
 				panic(fmt.Sprintf("nvdev: an upload of %d words where %d were counted", len(b), k))
 			}
@@ -165,10 +165,10 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 }
 
 // layOwn writes the relocated image into memory of the device's own.
-func (d *gpu) layOwn(c *abi.Cubin) (device.Image, error) {
-	kind := device.Mapped
+func (d *gpu) layOwn(c *hw.Cubin) (device.Image, error) {
+	kind := device.MappedMemory
 	if !d.mapped() {
-		kind = device.Pinned
+		kind = device.PinnedMemory
 	}
 	align := c.Align()
 	n := c.Size()
@@ -259,7 +259,7 @@ func (d *gpu) growLocal(perThread int) error {
 		return nil
 	}
 	perTPC, total := d.rec.LocalBytes(perThread)
-	m, err := d.p.Alloc(device.Device, int(total))
+	m, err := d.p.Alloc(device.DeviceMemory, int(total))
 	if err != nil {
 		if errors.Is(err, device.ErrNoMemory) {
 			return &device.NoMemory{N: int64(total)}
@@ -276,7 +276,7 @@ func (d *gpu) growLocal(perThread int) error {
 // paramLayout is where each of k's parameters lies, in the order of its
 // signature, or nil where the cubin's parameter attributes do not state
 // every parameter once within its parameter bytes.
-func paramLayout(k *abi.Kernel) []device.Param {
+func paramLayout(k *hw.Kernel) []device.Param {
 	layout := make([]device.Param, len(k.Params))
 	seen := make([]bool, len(k.Params))
 	for _, p := range k.Params {

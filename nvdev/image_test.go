@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 )
 
 // TestUpload lays an image into a region of Device memory, as rig does:
@@ -19,7 +19,7 @@ func TestUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	region := r.alloc(device.Device, code.Place)
+	region := r.alloc(device.DeviceMemory, code.Place)
 	live := r.f.live()
 	img, err := code.Lay(region)
 	if err != nil {
@@ -29,7 +29,7 @@ func TestUpload(t *testing.T) {
 	if got := r.f.live(); got != live+1 {
 		t.Errorf("%d memories after the lay, want %d (the staging buffer)", got, live+1)
 	}
-	c, _ := abi.Parse(cubin(t))
+	c, _ := hw.Parse(cubin(t))
 	want, err := c.Lay(region.Address)
 	if err != nil {
 		t.Fatal(err)
@@ -45,12 +45,12 @@ func TestUpload(t *testing.T) {
 	if e.Code < region.Address || e.Code >= region.Address+uint64(region.Size) {
 		t.Errorf("the entry's code at 0x%x, outside the region at 0x%x", e.Code, region.Address)
 	}
-	r.f.trace = map[string][]abi.Write{}
-	x := r.alloc(device.Device, 1024)
+	r.f.trace = map[string][]hw.Write{}
+	x := r.alloc(device.DeviceMemory, 1024)
 	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))
 	got := r.f.trace["channel 0"]
-	if len(got) < 6 || got[4].Method != abi.HostSemExecute || got[4].Value&7 != abi.SemAcqCircGEQ ||
-		got[5].Method != abi.ComputeInvalidateShaderCachesNoWFI {
+	if len(got) < 6 || got[4].Method != hw.HostSemExecute || got[4].Value&7 != hw.SemAcqCircGEQ ||
+		got[5].Method != hw.ComputeInvalidateShaderCachesNoWFI {
 		t.Errorf("the compute channel's first words: %v", got)
 	}
 	// An allocation gave the staging buffer back.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -70,7 +70,7 @@ func (d *gpu) loadCopyKernels() (*copyKernels, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := abi.Parse(b)
+		c, err := hw.Parse(b)
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +94,7 @@ func (d *gpu) loadCopyKernels() (*copyKernels, error) {
 // ownDevice reports whether r is Device memory this device allocated.
 func ownDevice(r device.Region) (*nvidia.Memory, bool) {
 	m, ok := r.(*nvidia.Memory)
-	return m, ok && m != nil && m.Kind == device.Device && !m.Borrowed
+	return m, ok && m != nil && m.Kind == device.DeviceMemory && !m.Borrowed
 }
 
 // asKernel reports whether copy part p runs as a copy kernel, and its

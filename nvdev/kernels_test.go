@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 )
 
 // copyKernelsOn runs the driver's copy kernels on the fake, and counts
@@ -14,7 +14,7 @@ func (r *raw) copyKernelsOn(n *int) {
 	k := r.d.copyK
 	po := k.copy.Data.(*kfunc).l.Kernel.ParamOffset
 	fo := k.fill.Data.(*kfunc).l.Kernel.ParamOffset
-	r.f.onLaunch = func(q abi.Qmd, bank []byte) {
+	r.f.onLaunch = func(q hw.Qmd, bank []byte) {
 		switch q.Program() {
 		case k.copy.Code:
 			dst, src, m := binary.LittleEndian.Uint64(bank[po:]), binary.LittleEndian.Uint64(bank[po+8:]), binary.LittleEndian.Uint64(bank[po+16:])
@@ -47,9 +47,9 @@ func TestCopyKernels(t *testing.T) {
 	kernels := 0
 	r.copyKernelsOn(&kernels)
 	const n = 512 << 10
-	host := r.alloc(device.Pinned, n)
-	a := r.alloc(device.Device, n)
-	b := r.alloc(device.Device, n)
+	host := r.alloc(device.PinnedMemory, n)
+	a := r.alloc(device.DeviceMemory, n)
+	b := r.alloc(device.DeviceMemory, n)
 	src := hostOf(host)
 	for i := range src {
 		src[i] = byte(i * 7)

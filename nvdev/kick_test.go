@@ -113,7 +113,7 @@ func TestKickUploadBetween(t *testing.T) {
 	r := openRaw(t, Config{})
 	e := r.entry("empty")
 	r.submitOnly(launch(e, 1, 32, nil))
-	r.submitOnly(copyPart(qCopy, r.alloc(device.Device, 256), r.alloc(device.Device, 256), 0, 0, 256))
+	r.submitOnly(copyPart(qCopy, r.alloc(device.DeviceMemory, 256), r.alloc(device.DeviceMemory, 256), 0, 0, 256))
 	r.entry("empty") // a second image: its upload kicks both channels
 	r.d.Kick(r.v)
 	r.wait(r.v)
@@ -151,7 +151,7 @@ func TestGPUSubmitters(t *testing.T) {
 }
 
 // submitters runs goroutines submitters on dev, each each times or for
-// dur, and answers the submissions.
+// dur, and returns the submissions.
 func submitters(t *testing.T, dev *rig.Device, goroutines, each int, dur time.Duration) int {
 	t.Helper()
 	fn := emptyFn(t, dev)
@@ -164,7 +164,7 @@ func submitters(t *testing.T, dev *rig.Device, goroutines, each int, dur time.Du
 	errs := make(chan error, goroutines)
 	end := time.Now().Add(dur)
 	for g := range goroutines {
-		buf, err := dev.Alloc(device.Pinned, 64)
+		buf, err := dev.Alloc(device.PinnedMemory, 64)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 )
 
 // TestParamLayout: the entries' layouts are the cubin's parameter
 // attributes in the order of the kernels' signatures.
 func TestParamLayout(t *testing.T) {
-	c, err := abi.Parse(cubin(t))
+	c, err := hw.Parse(cubin(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestParamLayout(t *testing.T) {
 	}
 	k, _ := c.Kernel("saxpy")
 	bad := *k
-	bad.Params = append([]abi.Param(nil), k.Params...)
+	bad.Params = append([]hw.Param(nil), k.Params...)
 	bad.Params[0].Ordinal = 1
 	if paramLayout(&bad) != nil {
 		t.Fatal("a layout of two parameters in one place")

@@ -25,7 +25,7 @@ func (d *gpu) Facts() *device.Facts { return &d.facts }
 // Free unmaps it for the GPU, and the garbage collector frees it once no
 // slice of it is left, so that a slice of it never faults nor aliases
 // other memory. Device and Mapped memory are the path's; Mapped memory
-// one that a slice may outlive (nvidia.Path.AllocHeld), whose host view
+// one that a slice may outlive (nvidia.Client.AllocHeld), whose host view
 // reads zeros after Free.
 func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
@@ -37,12 +37,12 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 		d.reapSets()
 		d.mu.Unlock()
 	}
-	if m == device.Pinned && d.p.MapsHost() {
+	if m == device.PinnedMemory && d.p.MapsHost() {
 		return d.allocPinned(n)
 	}
 	if h, ok := d.p.(interface {
 		AllocHeld(device.Memory, int) (*nvidia.Memory, error)
-	}); ok && m == device.Mapped {
+	}); ok && m == device.MappedMemory {
 		return h.AllocHeld(m, n)
 	}
 	mem, err := d.p.Alloc(m, n)
@@ -128,7 +128,7 @@ func (d *gpu) Peer(other device.Driver) bool {
 }
 
 // MapPeer maps for this GPU the memory of r, a region of other. For a
-// device of another GPU the path maps it (nvidia.Path.MapPeer): Device
+// device of another GPU the path maps it (nvidia.Client.MapPeer): Device
 // memory where this GPU reaches the other's (Peer), Pinned memory always.
 // It refuses Mapped memory of another GPU (device.ErrNever): the host's
 // writes through that GPU's BAR would need a read of the other path's flush
@@ -150,10 +150,10 @@ func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 		return &v, nil
 	}
 	switch {
-	case m.Kind == device.Mapped:
+	case m.Kind == device.MappedMemory:
 		return nil, fmt.Errorf("nvdev: map_peer of Mapped memory of GPU %d for GPU %d: the order of the host's writes through the other GPU's BAR is not built: %w",
 			o.p.Index(), d.p.Index(), device.ErrNever)
-	case m.Kind == device.Device && !d.p.Reaches(o.p.Index()):
+	case m.Kind == device.DeviceMemory && !d.p.Reaches(o.p.Index()):
 		return nil, fmt.Errorf("nvdev: map_peer of Device memory of GPU %d: GPU %d does not reach it: %w", o.p.Index(), d.p.Index(), device.ErrNever)
 	}
 	v, err := d.p.MapPeer(m)
@@ -169,7 +169,7 @@ type peerView struct{}
 
 // sharesSpace reports whether the paths p and o are of one GPU's address
 // space, so that memory of either lies at the same address for both: a
-// path that says so (nvidia.Path.SharesSpace).
+// path that says so (nvidia.Client.SharesSpace).
 func sharesSpace(p, o path) bool {
 	s, ok := p.(interface{ SharesSpace(other any) bool })
 	return ok && s.SharesSpace(o)

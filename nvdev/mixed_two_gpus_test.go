@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -55,8 +55,8 @@ func TestGPUPeerTwoGPUsMixed(t *testing.T) {
 		two  bool
 		kind device.Memory
 		cfg  Config
-	}{{true, device.Device, Config{}}, {true, device.Pinned, Config{}},
-		{true, device.Pinned, Config{NoOwnRelease: true}}, {false, device.Device, Config{}}} {
+	}{{true, device.DeviceMemory, Config{}}, {true, device.PinnedMemory, Config{}},
+		{true, device.PinnedMemory, Config{NoOwnRelease: true}}, {false, device.DeviceMemory, Config{}}} {
 		two := c.two
 		name := fmt.Sprintf("two GPUs, %v buffers", c.kind)
 		if !two {
@@ -176,7 +176,7 @@ func valueWords(d *gpu, v uint64) string {
 		for i := from.seg[q]; i < to.seg[q] && len(words) < 4096; i++ {
 			words = append(words, atomic.LoadUint32(&ch.seg[i%uint64(n)]))
 		}
-		ws, err := abi.Decode(words)
+		ws, err := hw.Decode(words)
 		fmt.Fprintf(&b, "\n    value %d on %s: %d words (entries %d to %d)", v, ch.name, len(words), from.put[q], to.put[q])
 		if err != nil {
 			fmt.Fprintf(&b, ", %v", err)
@@ -184,19 +184,19 @@ func valueWords(d *gpu, v uint64) string {
 		var addr, payload uint64
 		for _, w := range ws {
 			switch {
-			case w.Subchannel == abi.SubHost && w.Method == abi.HostSemAddrLo:
+			case w.Subchannel == hw.SubHost && w.Method == hw.HostSemAddrLo:
 				addr = addr&^0xffffffff | uint64(w.Value)
-			case w.Subchannel == abi.SubHost && w.Method == abi.HostSemAddrHi:
+			case w.Subchannel == hw.SubHost && w.Method == hw.HostSemAddrHi:
 				addr = addr&0xffffffff | uint64(w.Value)<<32
-			case w.Subchannel == abi.SubHost && w.Method == abi.HostSemPayloadLo:
+			case w.Subchannel == hw.SubHost && w.Method == hw.HostSemPayloadLo:
 				payload = payload&^0xffffffff | uint64(w.Value)
-			case w.Subchannel == abi.SubHost && w.Method == abi.HostSemPayloadHi:
+			case w.Subchannel == hw.SubHost && w.Method == hw.HostSemPayloadHi:
 				payload = payload&0xffffffff | uint64(w.Value)<<32
-			case w.Subchannel == abi.SubHost && w.Method == abi.HostSemExecute:
+			case w.Subchannel == hw.SubHost && w.Method == hw.HostSemExecute:
 				fmt.Fprintf(&b, "\n      host semaphore op %#x at %#x payload %d: %s", w.Value, addr, payload, hostView(d, addr))
-			case w.Subchannel == abi.SubCopy && (w.Method == abi.CopySemaphoreA || w.Method == abi.CopySemaphoreB || w.Method == abi.CopySemaphorePayload || w.Method == abi.CopySemaphorePayloadUpper || w.Method == abi.CopyLaunchDMA):
+			case w.Subchannel == hw.SubCopy && (w.Method == hw.CopySemaphoreA || w.Method == hw.CopySemaphoreB || w.Method == hw.CopySemaphorePayload || w.Method == hw.CopySemaphorePayloadUpper || w.Method == hw.CopyLaunchDMA):
 				fmt.Fprintf(&b, "\n      copy method %#x = %#x", w.Method, w.Value)
-			case w.Subchannel == abi.SubCompute:
+			case w.Subchannel == hw.SubCompute:
 				fmt.Fprintf(&b, "\n      compute method %#x = %#x", w.Method, w.Value)
 			}
 		}

@@ -4,12 +4,12 @@ import (
 	"fmt"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
 // path is what a device needs of a path to a GPU's RM, as a method set.
-// *nvidia.Path, the path through NVIDIA's kernel driver, has it; a path
+// *nvidia.Client, the path through NVIDIA's kernel driver, has it; a path
 // through the GPU's own system processor would offer the same methods over
 // the same data types. The
 // tests give a fake one.
@@ -124,7 +124,7 @@ type Config struct {
 	// driver stamped and linked it, as it goes into the launch ring, and
 	// pcas, where not 0, is the SEND_SIGNALING_PCAS2_B action of each
 	// launch.
-	tweak func(q abi.Qmd)
+	tweak func(q hw.Qmd)
 	pcas  uint32
 	// pin puts the rings of its bits in Pinned memory one by one, for
 	// weighing where each costs the GPU (the flush word is still read

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -56,7 +56,7 @@ func TestPeerSameFake(t *testing.T) {
 		}
 		return x
 	}
-	src, x, dst := alloc(a, device.Pinned), alloc(a, device.Device), alloc(b, device.Pinned)
+	src, x, dst := alloc(a, device.PinnedMemory), alloc(a, device.DeviceMemory), alloc(b, device.PinnedMemory)
 	pattern(src.Bytes(), 1)
 	invert(dst.Bytes(), src.Bytes())
 	f.pause()
@@ -110,7 +110,7 @@ func TestAcceptanceOnFake(t *testing.T) {
 	f := newFake()
 	var mu sync.Mutex
 	var ks []*copyKernels
-	f.onLaunch = func(q abi.Qmd, bank []byte) {
+	f.onLaunch = func(q hw.Qmd, bank []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, k := range ks {
@@ -157,7 +157,7 @@ func TestAcceptanceOnFake(t *testing.T) {
 // it for a device of another fake.
 func TestMapPeerView(t *testing.T) {
 	a := openRaw(t, Config{})
-	m := a.alloc(device.Device, 4096)
+	m := a.alloc(device.DeviceMemory, 4096)
 	slot, w, err := timeline.Take()
 	if err != nil {
 		t.Fatal(err)
@@ -319,12 +319,12 @@ func TestPeerOtherGPURefusals(t *testing.T) {
 	if a.d.Peer(b.d) || b.d.Peer(a.d) {
 		t.Error("GPUs that do not reach each other are peers")
 	}
-	x := b.alloc(device.Device, 4096)
+	x := b.alloc(device.DeviceMemory, 4096)
 	if _, err := a.d.MapPeer(b.d, x); !errors.Is(err, device.ErrNever) || !strings.Contains(err.Error(), "does not reach") {
 		t.Errorf("Device memory of a GPU out of reach: %v", err)
 	}
 	m.reach = true
-	y := b.alloc(device.Mapped, 4096)
+	y := b.alloc(device.MappedMemory, 4096)
 	if _, err := a.d.MapPeer(b.d, y); !errors.Is(err, device.ErrNever) || !strings.Contains(err.Error(), "not built") {
 		t.Errorf("Mapped memory of another GPU: %v", err)
 	}
@@ -332,7 +332,7 @@ func TestPeerOtherGPURefusals(t *testing.T) {
 		t.Errorf("the path mapped %d memories the device refused", m.gpus[0].maps)
 	}
 	m.reach = false
-	z := b.alloc(device.Pinned, 4096)
+	z := b.alloc(device.PinnedMemory, 4096)
 	v, err := a.d.MapPeer(b.d, z)
 	if err != nil {
 		t.Fatalf("Pinned memory of a GPU out of reach: %v", err)

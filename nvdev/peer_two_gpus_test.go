@@ -83,9 +83,9 @@ func peerRaw(t *testing.T, a, b *raw) {
 		t.Fatal("the devices are not peers: their paths do not reach each other's GPU")
 	}
 	const n = 3<<20 + 12
-	x := b.alloc(device.Device, n)
+	x := b.alloc(device.DeviceMemory, n)
 	vx := mapPeer(t, a, b, x)
-	src, dst, back := a.alloc(device.Pinned, n), b.alloc(device.Pinned, n), a.alloc(device.Pinned, n)
+	src, dst, back := a.alloc(device.PinnedMemory, n), b.alloc(device.PinnedMemory, n), a.alloc(device.PinnedMemory, n)
 	pattern(hostOf(src), 21)
 	var fill byte
 	name := map[int]string{qCopy: "COPY:0", qCompute: "COMPUTE:0"}
@@ -119,13 +119,13 @@ func peerRaw(t *testing.T, a, b *raw) {
 	}
 	t.Logf("A's copy of %d bytes at odd offsets into B's memory is right, the bytes around it kept", m)
 
-	y := b.alloc(device.Mapped, 4096)
+	y := b.alloc(device.MappedMemory, 4096)
 	if _, err := a.d.MapPeer(b.d, y); !errors.Is(err, device.ErrNever) {
 		t.Errorf("map_peer of B's Mapped memory: %v, want a refusal", err)
 	} else {
 		t.Logf("map_peer of B's Mapped memory: %v", err)
 	}
-	z := b.alloc(device.Pinned, 4096)
+	z := b.alloc(device.PinnedMemory, 4096)
 	vz := mapPeer(t, a, b, z)
 	a.wait(a.submit(nil, fillPart(qCopy, vz, 0, 4096, 0x33)))
 	if i := notByte(hostOf(z), 0x33); i >= 0 {
@@ -153,7 +153,7 @@ type peerGate struct {
 	release func()
 }
 
-// submitWithin submits parts with bufs on d and answers the point, or
+// submitWithin submits parts with bufs on d and returns the point, or
 // fails the test where the submission does not return within limit (rig
 // waited on the host), after calling release.
 func submitWithin(t *testing.T, d *rig.Device, limit time.Duration, release func(), parts []rig.Part, bufs ...*rig.Buffer) rig.Point {
@@ -253,11 +253,11 @@ func peerRig(t *testing.T, a, b *rig.Device, gate func(t *testing.T, d *rig.Devi
 		t.Logf("%s: %s's buffer holds the %d bytes", what, second.Name(), n)
 	}
 
-	srcB, x, dstA := allocBuf(t, b, device.Pinned, n), allocBuf(t, b, device.Device, n), allocBuf(t, a, device.Pinned, n)
+	srcB, x, dstA := allocBuf(t, b, device.PinnedMemory, n), allocBuf(t, b, device.DeviceMemory, n), allocBuf(t, a, device.PinnedMemory, n)
 	pattern(srcB.Bytes(), 31)
 	run("A reads B's memory after B's work", b, a, srcB, x, dstA)
 
-	srcA, y, dstB := allocBuf(t, a, device.Pinned, n), allocBuf(t, b, device.Device, n), allocBuf(t, b, device.Pinned, n)
+	srcA, y, dstB := allocBuf(t, a, device.PinnedMemory, n), allocBuf(t, b, device.DeviceMemory, n), allocBuf(t, b, device.PinnedMemory, n)
 	pattern(srcA.Bytes(), 32)
 	run("A writes B's memory, then B reads it", a, b, srcA, y, dstB)
 }
@@ -266,7 +266,7 @@ func peerRig(t *testing.T, a, b *rig.Device, gate func(t *testing.T, d *rig.Devi
 // Pinned memory, which release sets.
 func spinGate(t *testing.T, d *rig.Device) peerGate {
 	spin := resolve(t, d, "spin_until")[0]
-	flag := allocBuf(t, d, device.Pinned, 8)
+	flag := allocBuf(t, d, device.PinnedMemory, 8)
 	word := (*uint64)(unsafe.Pointer(&flag.Bytes()[0]))
 	atomic.StoreUint64(word, 0)
 	var once sync.Once

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -21,7 +21,7 @@ import (
 // end, each a payload and a timer word. Submit marks the slot's payloads
 // unwritten (the value's complement) before the channels see the words.
 //
-// The first timed submission's Room answers RoomGrow, and Grow makes the
+// The first timed submission's Room returns RoomGrow, and Grow makes the
 // stamp ring, 3 MiB; it stays until Stop.
 //
 // Settle converts the stamps of timed values the word has reached, in
@@ -81,7 +81,7 @@ func (d *gpu) growStamps() error {
 	if d.prof.mem.Load() != nil {
 		return nil
 	}
-	m, err := d.p.Alloc(device.Pinned, records*stampBytes)
+	m, err := d.p.Alloc(device.PinnedMemory, records*stampBytes)
 	if err != nil {
 		return shortOf(err, records*stampBytes)
 	}
@@ -101,13 +101,13 @@ func (w *walk) stamp(c, i int) {
 		if w.cur[c].prev != prevIdle {
 			w.wfi(c)
 		}
-		if b := w.take(c, abi.ReleaseWords); b != nil {
+		if b := w.take(c, hw.ReleaseWords); b != nil {
 			m := w.d.prof.mem.Load()
-			w.done(c, abi.SubcontextReleaseStamp(b, w.d.gen, slotGPU(m, w.s.Value, i), w.s.Value), abi.ReleaseWords)
+			w.done(c, hw.SubcontextReleaseStamp(b, w.d.gen, slotGPU(m, w.s.Value, i), w.s.Value), hw.ReleaseWords)
 		}
-	} else if b := w.take(c, abi.ReleaseWords); b != nil {
+	} else if b := w.take(c, hw.ReleaseWords); b != nil {
 		m := w.d.prof.mem.Load()
-		w.done(c, abi.ReleaseStamp(b, w.d.gen, slotGPU(m, w.s.Value, i), w.s.Value), abi.ReleaseWords)
+		w.done(c, hw.ReleaseStamp(b, w.d.gen, slotGPU(m, w.s.Value, i), w.s.Value), hw.ReleaseWords)
 	}
 	w.cur[c].prev = prevIdle
 }

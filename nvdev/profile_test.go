@@ -16,8 +16,8 @@ import (
 func TestStamps(t *testing.T) {
 	r := openRaw(t, Config{})
 	e := r.entry("twice")
-	x := r.alloc(device.Device, 4096)
-	m := r.alloc(device.Pinned, 4096)
+	x := r.alloc(device.DeviceMemory, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	s := device.Submission{Value: r.v + 1, Timed: true}
 	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
 		t.Fatalf("room of the first timed value: %+v", a)

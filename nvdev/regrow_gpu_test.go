@@ -13,7 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -234,7 +234,7 @@ func dims(i, groups, threads int) func(*rig.Run) {
 }
 
 // wordsOf is the ring entries es as a Words part's words.
-func wordsOf(es []abi.Entry) []uint32 {
+func wordsOf(es []hw.Entry) []uint32 {
 	ws := make([]uint32, 0, 2*len(es))
 	for _, e := range es {
 		e0, e1 := e.Words()
@@ -253,16 +253,16 @@ func putWords(b []byte, off int, ws []uint32) {
 // segmentEntries appends the entries of the segments at the GPU addresses
 // addrs, n words each: an extended base before the first, whatever the
 // channel's words before left, where the generation has one.
-func segmentEntries(t testing.TB, gen *abi.Generation, addrs []uint64, n uint32) []abi.Entry {
+func segmentEntries(t testing.TB, gen *hw.Generation, addrs []uint64, n uint32) []hw.Entry {
 	t.Helper()
 	base := ^uint64(0)
 	if !gen.ExtendedBase {
 		base = 0
 	}
-	var es []abi.Entry
+	var es []hw.Entry
 	for _, a := range addrs {
 		var err error
-		if es, err = abi.AppendSegment(es, gen, &base, a, n, abi.Subroutine, false); err != nil {
+		if es, err = hw.AppendSegment(es, gen, &base, a, n, hw.Subroutine, false); err != nil {
 			t.Fatalf("a segment at 0x%x: %v", a, err)
 		}
 	}
@@ -271,13 +271,13 @@ func segmentEntries(t testing.TB, gen *abi.Generation, addrs []uint64, n uint32)
 
 // releaseWords writes k segments into segs at byte off, 32 bytes apart,
 // segment i releasing tag<<32 | i into the 8 bytes at byte resOff + 8i of
-// res, and answers the ring entries that run them.
-func releaseWords(t testing.TB, gen *abi.Generation, segs *rig.Buffer, off int, res *rig.Buffer, resOff, k int, tag uint64) []uint32 {
+// res, and returns the ring entries that run them.
+func releaseWords(t testing.TB, gen *hw.Generation, segs *rig.Buffer, off int, res *rig.Buffer, resOff, k int, tag uint64) []uint32 {
 	t.Helper()
 	addrs := make([]uint64, k)
 	n := 0
 	for i := range k {
-		ws := abi.Release(nil, gen, res.Address()+uint64(resOff+8*i), tag<<32|uint64(i))
+		ws := hw.Release(nil, gen, res.Address()+uint64(resOff+8*i), tag<<32|uint64(i))
 		putWords(segs.Bytes(), off+32*i, ws)
 		addrs[i], n = segs.Address()+uint64(off+32*i), len(ws)
 	}
@@ -286,10 +286,10 @@ func releaseWords(t testing.TB, gen *abi.Generation, segs *rig.Buffer, off int, 
 
 // acquireWords writes, at byte off of segs, a segment that holds its
 // channel until the 8 bytes at byte at of flag hold at least 1, and
-// answers the ring entries that run it.
-func acquireWords(t testing.TB, gen *abi.Generation, segs *rig.Buffer, off int, flag *rig.Buffer, at int) []uint32 {
+// returns the ring entries that run it.
+func acquireWords(t testing.TB, gen *hw.Generation, segs *rig.Buffer, off int, flag *rig.Buffer, at int) []uint32 {
 	t.Helper()
-	ws := abi.Acquire(nil, gen, flag.Address()+uint64(at), 1)
+	ws := hw.Acquire(nil, gen, flag.Address()+uint64(at), 1)
 	putWords(segs.Bytes(), off, ws)
 	return wordsOf(segmentEntries(t, gen, []uint64{segs.Address() + uint64(off)}, uint32(len(ws))))
 }
@@ -351,7 +351,7 @@ func runRegrow(t *testing.T, env regrowEnv) {
 	// rings of 256 follow), then kB those rings (300: rings of 1024).
 	kA, kB := ring+ring/2+4, 4*ring+ring/2+12
 	ringA, ringB := ringFor(kA), ringFor(kB)
-	g, ok := rig.Capability(dev, abi.Key)
+	g, ok := rig.Capability(dev, hw.Key)
 	if !ok {
 		t.Fatal("no capability")
 	}
@@ -411,12 +411,12 @@ func runRegrow(t *testing.T, env regrowEnv) {
 
 	n := env.floats
 	buf := func(k device.Memory, size int) *rig.Buffer { return allocBuf(t, dev, k, size) }
-	h, x, out, y := buf(device.Pinned, 4*n), buf(device.Device, 4*n), buf(device.Pinned, 4*n), buf(device.Device, 4*n)
+	h, x, out, y := buf(device.PinnedMemory, 4*n), buf(device.DeviceMemory, 4*n), buf(device.PinnedMemory, 4*n), buf(device.DeviceMemory, 4*n)
 	for i := range n {
 		putF32(h.Bytes(), i, float32(i))
 	}
-	fills := buf(device.Pinned, 16384)
-	flag := buf(device.Pinned, 4096)
+	fills := buf(device.PinnedMemory, 16384)
+	flag := buf(device.PinnedMemory, 4096)
 	// A test that fails while a value is held releases it before the
 	// device closes.
 	t.Cleanup(func() {
@@ -425,13 +425,13 @@ func runRegrow(t *testing.T, env regrowEnv) {
 	})
 	// segs holds the holds' segments, then the Words' of A, then B's;
 	// res what they release, A's then B's.
-	segs := buf(device.Pinned, 4096+32*(kA+kB))
-	res := buf(device.Pinned, 8*(kA+kB))
+	segs := buf(device.PinnedMemory, 4096+32*(kA+kB))
+	res := buf(device.PinnedMemory, 8*(kA+kB))
 	segsB, resB := 4096+32*kA, 8*kA
-	marks := buf(device.Pinned, 4096)
-	seen := buf(device.Pinned, 4096)
-	idx, lout := buf(device.Pinned, 1024), buf(device.Pinned, 1024)
-	z := buf(device.Pinned, 1024)
+	marks := buf(device.PinnedMemory, 4096)
+	seen := buf(device.PinnedMemory, 4096)
+	idx, lout := buf(device.PinnedMemory, 1024), buf(device.PinnedMemory, 1024)
+	z := buf(device.PinnedMemory, 1024)
 	twiceOf := func(f *rig.Function, b int) rig.Part { return rig.Launch(f, 8, rig.ReadWrite(b, 0)) }
 	doublings := 0
 	checkX := func(what string) {
@@ -472,7 +472,7 @@ func runRegrow(t *testing.T, env regrowEnv) {
 
 	// grow submits the value of Words that outgrows the rings, in a
 	// goroutine, while hold holds the values before it; it releases the
-	// hold once the new channels wait for them (at most 3 s), and answers
+	// hold once the new channels wait for them (at most 3 s), and returns
 	// the value once reached.
 	grow := func(what string, k int, hold rig.Point, release func(), parts []rig.Part, bufs ...*rig.Buffer) rig.Point {
 		t.Helper()
@@ -636,7 +636,7 @@ func runRegrow(t *testing.T, env regrowEnv) {
 
 	// The replaced set goes back at the next allocation.
 	heldBefore := w.held()
-	buf(device.Pinned, 4096)
+	buf(device.PinnedMemory, 4096)
 	heldAfter := w.held()
 	t.Logf("A: replaced channel sets held: %d before an allocation, %d after", heldBefore, heldAfter)
 	if heldAfter != 0 {
@@ -657,7 +657,7 @@ func runRegrow(t *testing.T, env regrowEnv) {
 		t.Fatalf("load an image after the switch: %v", err)
 	}
 	twice2, local2 := fn(img2, "twice"), fn(img2, "local_mem")
-	u := buf(device.Pinned, 4096)
+	u := buf(device.PinnedMemory, 4096)
 	for i := range 1024 {
 		putF32(u.Bytes(), i, float32(i)+0.5)
 	}
@@ -704,7 +704,7 @@ func runRegrow(t *testing.T, env regrowEnv) {
 	checkBytes("B: the fill on COMPUTE:0 after the switch", fills.Bytes()[:4096], 0xd4)
 	checkBytes("B: the fill on COPY:0 after the switch", fills.Bytes()[4096:8192], 0xe5)
 	checkLocal("B: after the second switch, local_mem", local)
-	buf(device.Pinned, 4096)
+	buf(device.PinnedMemory, 4096)
 	if c := w.held(); c != 0 {
 		t.Errorf("B: %d replaced channel sets held after an allocation", c)
 	}

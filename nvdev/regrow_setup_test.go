@@ -11,11 +11,11 @@ import (
 // TestRegrowFirstWordsLater checks that a regrowth does not wait for the
 // new channels' first words: Grow returns with the fake paused (as a GPU
 // holds a second channel group behind the work of the first); Room then
-// answers RoomGrow once every earlier value is reached, that Grow waits
+// returns RoomGrow once every earlier value is reached, that Grow waits
 // for the first words, and the next Room switches the channels.
 func TestRegrowFirstWordsLater(t *testing.T) {
 	r := openRaw(t, Config{RingEntries: 64})
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	before := r.submit(nil, fillPart(qCopy, m, 0, 8, 3))
 	r.wait(before)
 	s := device.Submission{Value: r.v + 1, Parts: []device.Part{bigWords(r, m, 100, 1)}}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -25,13 +25,13 @@ import (
 // once the device closed, the fake holds no memory and no channel.
 func TestRegrowOnFake(t *testing.T) {
 	f := newFake()
-	c, err := abi.Parse(cubin(t))
+	c, err := hw.Parse(cubin(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	kernels := map[uint64]string{}
-	f.onLaunch = func(q abi.Qmd, bank []byte) {
+	f.onLaunch = func(q hw.Qmd, bank []byte) {
 		mu.Lock()
 		name := kernels[q.Program()]
 		mu.Unlock()
@@ -198,8 +198,8 @@ func openStingy(t *testing.T, c Config) (*raw, *stingyRM) {
 // segment at byte 256 of m, which releases tag into the 8 bytes at byte
 // 64 of m.
 func bigWords(r *raw, m *nvidia.Memory, k int, tag uint64) device.Part {
-	b := abi.Release(hostWords(m, 256, 6)[:0], r.d.gen, m.Address+64, tag)
-	e0, e1 := abi.Segment(m.Address+256, uint32(len(b)), abi.Subroutine, false).Words()
+	b := hw.Release(hostWords(m, 256, 6)[:0], r.d.gen, m.Address+64, tag)
+	e0, e1 := hw.Segment(m.Address+256, uint32(len(b)), hw.Subroutine, false).Words()
 	words := make([]uint32, 0, 2*k)
 	for range k {
 		words = append(words, e0, e1)
@@ -214,7 +214,7 @@ func bigWords(r *raw, m *nvidia.Memory, k int, tag uint64) device.Part {
 func TestRegrowKept(t *testing.T) {
 	r, rm := openStingy(t, Config{RingEntries: regrowRing, OwnGroup: true})
 	rm.keepGroups.Store(true)
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	var kept []*chanSet
 	for i, k := range []int{100, 300, 1100, 4500} {
 		r.wait(r.submit(nil, bigWords(r, m, k, uint64(i+1))))
@@ -225,8 +225,8 @@ func TestRegrowKept(t *testing.T) {
 		if e := r.d.ch[qCompute].entries; e < want || e > 2*want {
 			t.Errorf("regrowth %d for %d entries: a ring of %d entries", i+1, k, e)
 		}
-		r.alloc(device.Pinned, 4096) // the replaced set would go back here
-		r.alloc(device.Pinned, 4096)
+		r.alloc(device.PinnedMemory, 4096) // the replaced set would go back here
+		r.alloc(device.PinnedMemory, 4096)
 		if n := len(r.d.oldSets); n != i+1 {
 			t.Fatalf("after regrowth %d: %d sets held, want %d", i+1, n, i+1)
 		}
@@ -275,13 +275,13 @@ func TestRegrowKept(t *testing.T) {
 }
 
 // TestRegrowRefused regrows channels whose RM bounds a ring at 65,536
-// entries, the fallback of make, for parts of 70,000 entries: Grow answers
+// entries, the fallback of make, for parts of 70,000 entries: Grow returns
 // the RM's refusal, not a set of rings smaller than the parts, and the
 // device keeps its channels and runs on.
 func TestRegrowRefused(t *testing.T) {
 	r, rm := openStingy(t, Config{RingEntries: fallbackEntries})
 	rm.maxEntries.Store(fallbackEntries)
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	chans, live := r.f.objectsOf(r.f.gpu.Channel), r.f.live()
 	s := device.Submission{Value: r.v + 1, Parts: []device.Part{bigWords(r, m, 70000, 1)}}
 	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
@@ -313,8 +313,8 @@ func TestRegrowRefused(t *testing.T) {
 // ring, which goes to the new compute channel as it takes over.
 func TestRegrowSegments(t *testing.T) {
 	r := openRaw(t, Config{RingEntries: regrowRing, SegmentBytes: 4096})
-	m := r.alloc(device.Pinned, 4096)
-	fills := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
+	fills := r.alloc(device.PinnedMemory, 4096)
 	parts := []device.Part{bigWords(r, m, 100, 7)}
 	for i := range 2000 {
 		parts = append(parts, fillPart(qCompute, fills, uint64(i%4096), 1, byte(i)))

@@ -1,6 +1,6 @@
 package nvdev
 
-import "github.com/rig-go/rig/nvdev/abi"
+import "github.com/rig-go/rig/nvdev/hw"
 
 // The launch that releases its own value writes it through release slot 0
 // of its descriptor. A launch releases its own value only where the value's
@@ -11,7 +11,7 @@ import "github.com/rig-go/rig/nvdev/abi"
 // (TestGPUReleaseForms, docs/nvdev.md).
 
 // releaseForm is a form of the descriptor's release: its structure size
-// (abi.ReleaseOneWord, abi.ReleaseFourWords, or 2 for two words) and
+// (hw.ReleaseOneWord, hw.ReleaseFourWords, or 2 for two words) and
 // whether its payload is 64 bits; on is false where launches release
 // nothing and each value ends with its channel's semaphore release.
 type releaseForm struct {
@@ -23,11 +23,11 @@ type releaseForm struct {
 
 // releaseForms are the forms the GPU tests try, the first the default.
 var releaseForms = []releaseForm{
-	{"one word, 32 bits", true, abi.ReleaseOneWord, false},
-	{"one word, 64 bits", true, abi.ReleaseOneWord, true},
-	{"four words, 64 bits", true, abi.ReleaseFourWords, true},
+	{"one word, 32 bits", true, hw.ReleaseOneWord, false},
+	{"one word, 64 bits", true, hw.ReleaseOneWord, true},
+	{"four words, 64 bits", true, hw.ReleaseFourWords, true},
 	{"two words, 64 bits", true, 2, true},
-	{"four words, 32 bits", true, abi.ReleaseFourWords, false},
+	{"four words, 32 bits", true, hw.ReleaseFourWords, false},
 	{"off", false, 0, false},
 }
 
@@ -36,7 +36,7 @@ var ownRelease = releaseForms[0]
 
 // set makes release slot 0 of q write value into the word at addr as the
 // launch completes, after a system-wide memory barrier.
-func (f releaseForm) set(q abi.Qmd, addr, value uint64) {
+func (f releaseForm) set(q hw.Qmd, addr, value uint64) {
 	q.SetRelease(0, addr, value)
 	r := &q.L.Releases[0]
 	r.StructureSize.Set(q.W, f.structure)

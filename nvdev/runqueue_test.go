@@ -58,9 +58,9 @@ func TestCopyRunqueue(t *testing.T) {
 					t.Errorf("the %s channel was allocated with flags 0x%x (recorded 0x%x), want 0x%x", ch.name, fc.flags, ch.flags, want[q])
 				}
 			}
-			a := r.alloc(device.Pinned, 4096)
-			b := r.alloc(device.Device, 4096)
-			c := r.alloc(device.Pinned, 4096)
+			a := r.alloc(device.PinnedMemory, 4096)
+			b := r.alloc(device.DeviceMemory, 4096)
+			c := r.alloc(device.PinnedMemory, 4096)
 			for i := range hostOf(a) {
 				hostOf(a)[i] = byte(i * 5)
 			}

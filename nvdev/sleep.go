@@ -292,10 +292,10 @@ func (d *gpu) Stop(string) error {
 	return nil
 }
 
-// Commit answers Committed: the channels run work as soon as they fetch it.
+// Commit returns Committed: the channels run work as soon as they fetch it.
 func (d *gpu) Commit(uint64) device.SubmitAnswer {
 	return device.SubmitAnswer{Kind: device.Committed}
 }
 
-// Capability is the GPU as compiled code sees it (abi.Key).
+// Capability is the GPU as compiled code sees it (hw.Key).
 func (d *gpu) Capability() any { return d.rec }

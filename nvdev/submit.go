@@ -6,7 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -51,8 +51,8 @@ const (
 const (
 	wfiWords   = 2 // WaitForIdle
 	flushWords = 2 // LAUNCH_DMA of nothing, flushed
-	pcasWords  = abi.LaunchWords
-	localWords = abi.LocalMemoryWords
+	pcasWords  = hw.LaunchWords
+	localWords = hw.LocalMemoryWords
 	icWords    = 1 // InvalidateShaderCaches
 	intrWords  = 2 // NonStallInterrupt
 )
@@ -107,7 +107,7 @@ type partPlan struct {
 	prevQ  int
 }
 
-// Room answers whether the queues hold s's parts now.
+// Room returns whether the queues hold s's parts now.
 func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -217,7 +217,7 @@ func never(part int, why string) device.RoomAnswer {
 // roundUp rounds x up to a multiple of n.
 func roundUp(x, n uint64) uint64 { return (x + n - 1) / n * n }
 
-// check answers RoomNever for parts the device does not run, and marks
+// check returns RoomNever for parts the device does not run, and marks
 // the parts whose completion a part of the other channel waits for.
 func (d *gpu) check(s *device.Submission) (device.RoomAnswer, bool) {
 	n := len(s.Parts)
@@ -477,12 +477,12 @@ func (w *walk) open(c int) {
 	}
 	if w.icache {
 		if b := w.take(c, icWords); b != nil {
-			w.done(c, abi.InvalidateShaderCaches(b, abi.InvalidateInstruction|abi.InvalidateConstant), icWords)
+			w.done(c, hw.InvalidateShaderCaches(b, hw.InvalidateInstruction|hw.InvalidateConstant), icWords)
 		}
 	}
 	if l := w.local; l != nil && l != d.applied {
 		if b := w.take(c, localWords); b != nil {
-			w.done(c, abi.LocalMemory(b, d.gen, l.mem.Address, l.perTPC, 0xff), localWords)
+			w.done(c, hw.LocalMemory(b, d.gen, l.mem.Address, l.perTPC, 0xff), localWords)
 		}
 	}
 }
@@ -516,12 +516,12 @@ func (w *walk) done(c int, b []uint32, n uint64) {
 
 // acquire holds channel c until the word at addr holds v.
 func (w *walk) acquire(c int, addr, v uint64) {
-	if b := w.take(c, abi.AcquireWords); b != nil {
+	if b := w.take(c, hw.AcquireWords); b != nil {
 		if w.d.sub {
-			w.done(c, abi.AcquireYield(b, w.d.gen, addr, v), abi.AcquireWords)
+			w.done(c, hw.AcquireYield(b, w.d.gen, addr, v), hw.AcquireWords)
 			return
 		}
-		w.done(c, abi.Acquire(b, w.d.gen, addr, v), abi.AcquireWords)
+		w.done(c, hw.Acquire(b, w.d.gen, addr, v), hw.AcquireWords)
 	}
 }
 
@@ -542,10 +542,10 @@ func (w *walk) barrier(c int, next uint8) {
 func (w *walk) wfi(c int) {
 	if b := w.take(c, wfiWords); b != nil {
 		if w.d.sub {
-			w.done(c, abi.WaitForIdleSubcontext(b), wfiWords)
+			w.done(c, hw.WaitForIdleSubcontext(b), wfiWords)
 			return
 		}
-		w.done(c, abi.WaitForIdle(b), wfiWords)
+		w.done(c, hw.WaitForIdle(b), wfiWords)
 	}
 }
 
@@ -553,12 +553,12 @@ func (w *walk) wfi(c int) {
 // with FLUSH_ENABLE.
 func (w *walk) flushCopies(c int) {
 	if b := w.take(c, flushWords); b != nil {
-		w.done(c, append(b, abi.Inc(abi.SubCopy, abi.CopyLaunchDMA, 1), abi.DMAFlushEnable), flushWords)
+		w.done(c, append(b, hw.Inc(hw.SubCopy, hw.CopyLaunchDMA, 1), hw.DMAFlushEnable), flushWords)
 	}
 }
 
 // mark releases channel c's mark once its work so far has completed, and
-// answers the mark.
+// returns the mark.
 func (w *walk) mark(c int) uint64 {
 	cur := &w.cur[c]
 	cur.marks++
@@ -585,11 +585,11 @@ func (w *walk) release(c int, addr, v uint64) {
 		if cur.prev != prevIdle {
 			w.wfi(c)
 		}
-		if b := w.take(c, abi.ReleaseWords); b != nil {
-			w.done(c, abi.SubcontextRelease(b, w.d.gen, addr, v), abi.ReleaseWords)
+		if b := w.take(c, hw.ReleaseWords); b != nil {
+			w.done(c, hw.SubcontextRelease(b, w.d.gen, addr, v), hw.ReleaseWords)
 		}
-	} else if b := w.take(c, abi.ReleaseWords); b != nil {
-		w.done(c, abi.Release(b, w.d.gen, addr, v), abi.ReleaseWords)
+	} else if b := w.take(c, hw.ReleaseWords); b != nil {
+		w.done(c, hw.Release(b, w.d.gen, addr, v), hw.ReleaseWords)
 	}
 	cur.prev = prevIdle
 }
@@ -598,7 +598,7 @@ func (w *walk) release(c int, addr, v uint64) {
 // run the words before.
 func (w *walk) interrupt(c int) {
 	if b := w.take(c, intrWords); b != nil {
-		w.done(c, abi.NonStallInterrupt(b), intrWords)
+		w.done(c, hw.NonStallInterrupt(b), intrWords)
 	}
 }
 
@@ -624,9 +624,9 @@ func (w *walk) closeSegment(c int) {
 			cur.segStart += n
 			continue
 		}
-		var tmp [2]abi.Entry
+		var tmp [2]hw.Entry
 		addr := ch.segGPU + 4*(cur.segStart%uint64(len(ch.seg)))
-		es, err := abi.AppendSegment(tmp[:0], w.d.gen, &cur.base, addr, uint32(n), abi.Subroutine, false)
+		es, err := hw.AppendSegment(tmp[:0], w.d.gen, &cur.base, addr, uint32(n), hw.Subroutine, false)
 		if err != nil {
 			panic(fmt.Sprintf("nvdev: the %s channel's segment of %d words at 0x%x: %v", ch.name, n, addr, err))
 		}
@@ -672,13 +672,13 @@ func (w *walk) launch(c int, p *device.Part) {
 		bankAddr := d.launchMem.Address + off
 		scratch := d.qmd[w.slot][:]
 		l.Stamp(scratch, d.bank0, bankAddr, p.Groups, p.Threads, p.Shared, p.Params)
-		q := abi.QmdOf(d.gen.Qmd, scratch)
+		q := hw.QmdOf(d.gen.Qmd, scratch)
 		if w.own && w.last {
 			ownRelease.set(q, d.wordGPU, w.s.Value)
 		}
 		copy(d.launchHost[off:off+uint64(l.Bank0Bytes)], d.bank0[:l.Bank0Bytes])
 		if linked {
-			abi.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]).SetDependent(qmdAddr, !d.cfg.noDepPrefetch)
+			hw.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]).SetDependent(qmdAddr, !d.cfg.noDepPrefetch)
 			w.flushPending()
 		}
 		if b != nil {
@@ -686,8 +686,8 @@ func (w *walk) launch(c int, p *device.Part) {
 			if d.cfg.pcas != 0 {
 				action = d.cfg.pcas
 			}
-			w.done(c, append(b, abi.Inc(abi.SubCompute, abi.ComputeSendPcasA, 1), uint32(qmdAddr>>8),
-				abi.Immd(abi.SubCompute, abi.ComputeSendSignalingPcas2B, action)), pcasWords)
+			w.done(c, append(b, hw.Inc(hw.SubCompute, hw.ComputeSendPcasA, 1), uint32(qmdAddr>>8),
+				hw.Immd(hw.SubCompute, hw.ComputeSendSignalingPcas2B, action)), pcasWords)
 		}
 	}
 	// The descriptor stays in the scratch until the next launch is known.
@@ -708,7 +708,7 @@ func (w *walk) flushPending() {
 	d := w.d
 	words := d.gen.Qmd.Words
 	if d.cfg.tweak != nil {
-		d.cfg.tweak(abi.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]))
+		d.cfg.tweak(hw.QmdOf(d.gen.Qmd, d.qmd[w.slot^1][:]))
 	}
 	copy(unsafe.Slice((*uint32)(unsafe.Pointer(&d.launchHost[w.pendOff])), words), d.qmd[w.slot^1][:words])
 }
@@ -727,23 +727,23 @@ func (w *walk) copyRows(c int, p *device.Part) {
 			rows, bytes = 1, rows*bytes
 		}
 		for r := range rows {
-			l, m := abi.FillLaunches(dst+r*p.DstPitch, bytes)
-			n += l*abi.CopyLaunchWords + m*abi.FillRemapWords
+			l, m := hw.FillLaunches(dst+r*p.DstPitch, bytes)
+			n += l*hw.CopyLaunchWords + m*hw.FillRemapWords
 		}
 		w.barrier(c, prevCopy)
 		if b := w.take(c, n); b != nil {
 			for r := range rows {
-				b = abi.Fill(b, d.gen, dst+r*p.DstPitch, bytes, p.Byte)
+				b = hw.Fill(b, d.gen, dst+r*p.DstPitch, bytes, p.Byte)
 			}
 			w.done(c, b, n)
 		}
 	} else {
-		r := abi.Rows{Src: p.Src.(*nvidia.Memory).Address + p.SrcOffset, Dst: dst,
+		r := hw.Rows{Src: p.Src.(*nvidia.Memory).Address + p.SrcOffset, Dst: dst,
 			SrcPitch: p.SrcPitch, DstPitch: p.DstPitch, RowBytes: p.RowBytes, Rows: p.Rows}
-		n = r.Launches() * abi.CopyLaunchWords
+		n = r.Launches() * hw.CopyLaunchWords
 		w.barrier(c, prevCopy)
 		if b := w.take(c, n); b != nil {
-			w.done(c, abi.CopyRows(b, d.gen, r), n)
+			w.done(c, hw.CopyRows(b, d.gen, r), n)
 		}
 	}
 	w.cur[c].prev = prevCopy
@@ -762,7 +762,7 @@ func (w *walk) words(c int, p *device.Part) {
 	k := uint64(len(p.Words) / 2)
 	if w.emit {
 		for i := range k {
-			ch.gp[(cur.put+i)%ch.entries] = uint64(abi.EntryOf(p.Words[2*i], p.Words[2*i+1]))
+			ch.gp[(cur.put+i)%ch.entries] = uint64(hw.EntryOf(p.Words[2*i], p.Words[2*i+1]))
 		}
 	}
 	cur.put += k

@@ -55,8 +55,8 @@ func TestGPUTimelinesShortBesideLong(t *testing.T) {
 			a, b := twoTimelines(t, m.own)
 			spin := resolve(t, a, "spin_until")[0]
 			store := resolve(t, b, "store64")[0]
-			flag := allocBuf(t, a, device.Pinned, 4096)
-			dst := allocBuf(t, b, device.Pinned, 4096)
+			flag := allocBuf(t, a, device.PinnedMemory, 4096)
+			dst := allocBuf(t, b, device.PinnedMemory, 4096)
 			defer atomic.StoreUint64(flagWord(flag), 1)
 			long, err := rig.NewSubmission(a, rig.Launch(spin, 8, rig.Read(0, 0)))
 			if err != nil {
@@ -136,7 +136,7 @@ func TestGPUTimelinesShortBesideLong(t *testing.T) {
 func TestGPUTimelinesOverlap(t *testing.T) {
 	needGPU(t)
 	a, b := twoTimelines(t, false)
-	flag := allocBuf(t, a, device.Pinned, 4096)
+	flag := allocBuf(t, a, device.PinnedMemory, 4096)
 	defer atomic.StoreUint64(flagWord(flag), 1)
 	const hold = 20 * time.Millisecond
 	var ps [2]rig.Point
@@ -196,9 +196,9 @@ func TestGPUTimelinesShared(t *testing.T) {
 	needGPU(t)
 	a, b := twoTimelines(t, false)
 	const n = 1 << 16
-	x := allocBuf(t, a, device.Device, 4*n)
-	host := allocBuf(t, a, device.Pinned, 4*n)
-	flag := allocBuf(t, a, device.Pinned, 4096)
+	x := allocBuf(t, a, device.DeviceMemory, 4*n)
+	host := allocBuf(t, a, device.PinnedMemory, 4*n)
+	flag := allocBuf(t, a, device.PinnedMemory, 4096)
 	defer atomic.StoreUint64(flagWord(flag), 1)
 	for i := 0; i < n; i++ {
 		putF32(host.Bytes(), i, float32(i))
@@ -260,7 +260,7 @@ func TestGPUTimelinesFault(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 			defer cancel()
-			p, err := s.Take().Submit(ctx, allocBuf(t, b, device.Pinned, 4096))
+			p, err := s.Take().Submit(ctx, allocBuf(t, b, device.PinnedMemory, 4096))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -272,7 +272,7 @@ func TestGPUTimelinesFault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pa, err := s.Take().Submit(ctx, allocBuf(t, a, device.Pinned, 4096))
+			pa, err := s.Take().Submit(ctx, allocBuf(t, a, device.PinnedMemory, 4096))
 			if err == nil {
 				err = pa.Wait(ctx)
 			}

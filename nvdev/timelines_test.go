@@ -12,7 +12,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/timeline"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -87,7 +87,7 @@ func TestTimelinesShareGroup(t *testing.T) {
 			}
 
 			// Memory of A at its own address for B.
-			m := a.alloc(device.Device, 4096)
+			m := a.alloc(device.DeviceMemory, 4096)
 			v, err := b.d.MapPeer(a.d, m)
 			if err != nil {
 				t.Fatal(err)
@@ -100,8 +100,8 @@ func TestTimelinesShareGroup(t *testing.T) {
 			}
 
 			// B waits on the GPU for A's next value.
-			out := b.alloc(device.Pinned, 4096)
-			f.trace = map[string][]abi.Write{}
+			out := b.alloc(device.PinnedMemory, 4096)
+			f.trace = map[string][]hw.Write{}
 			vb := b.submit([]device.Wait{{Word: a.d.word, Value: a.v + 1}}, fillPart(qCopy, out, 0, 8, 7))
 			b.pump()
 			if hostOf(out)[0] != 0 || device.AtLeast(b.d.Signaled(), vb) {
@@ -110,8 +110,8 @@ func TestTimelinesShareGroup(t *testing.T) {
 			yields := false
 			for _, ws := range f.trace {
 				for _, w := range ws {
-					if w.Subchannel == abi.SubHost && w.Method == abi.HostSemExecute && w.Value&0x7 == abi.SemAcqCircGEQ {
-						yields = w.Value&abi.SemAcquireSwitch != 0
+					if w.Subchannel == hw.SubHost && w.Method == hw.HostSemExecute && w.Value&0x7 == hw.SemAcqCircGEQ {
+						yields = w.Value&hw.SemAcquireSwitch != 0
 					}
 				}
 			}
@@ -154,12 +154,12 @@ func TestTimelinesRegrow(t *testing.T) {
 	f := newFake()
 	r := rawOn(t, f, Config{RingEntries: regrowRing})
 	defer r.close()
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	r.wait(r.submit(nil, bigWords(r, m, 100, 1)))
 	if r.d.ch[qCompute].entries <= regrowRing {
 		t.Fatalf("no regrowth: rings of %d entries", r.d.ch[qCompute].entries)
 	}
-	r.alloc(device.Pinned, 4096) // the replaced set goes back here
+	r.alloc(device.PinnedMemory, 4096) // the replaced set goes back here
 	if n := len(r.d.oldSets); n != 0 {
 		t.Fatalf("%d replaced sets held", n)
 	}
@@ -265,7 +265,7 @@ func TestTimelinesFaultDomain(t *testing.T) {
 			f.resume()
 			var aerr error
 			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
-				if _, aerr = a.Alloc(device.Pinned, 4096); aerr != nil {
+				if _, aerr = a.Alloc(device.PinnedMemory, 4096); aerr != nil {
 					break
 				}
 			}

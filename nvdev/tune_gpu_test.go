@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 )
 
 // Benchmarks that weigh the driver's choices on the GPU (RIG_GPU=1): where
@@ -121,16 +121,16 @@ var linkConfigs = []struct {
 }{
 	{"default", Config{}},
 	{"no-prefetch", Config{noDepPrefetch: true}},
-	{"no-bank-prefetch", Config{tweak: func(q abi.Qmd) { q.L.ConstantBuffers[0].Prefetch.Set(q.W, 0) }}},
-	{"system-membar", Config{tweak: membar(abi.CwdMembarL1Sysmembar, 0)}},
-	{"gpu-membar", Config{tweak: membar(abi.CwdMembarL1Membar, 1)}},
-	{"no-membar", Config{tweak: membar(abi.CwdMembarL1None, 0)}},
+	{"no-bank-prefetch", Config{tweak: func(q hw.Qmd) { q.L.ConstantBuffers[0].Prefetch.Set(q.W, 0) }}},
+	{"system-membar", Config{tweak: membar(hw.CwdMembarL1Sysmembar, 0)}},
+	{"gpu-membar", Config{tweak: membar(hw.CwdMembarL1Membar, 1)}},
+	{"no-membar", Config{tweak: membar(hw.CwdMembarL1None, 0)}},
 }
 
 // membar gives every launch the membar of type v at its end, chased task
 // by task where chase is 1 and the version can.
-func membar(v, chase uint64) func(q abi.Qmd) {
-	return func(q abi.Qmd) {
+func membar(v, chase uint64) func(q hw.Qmd) {
+	return func(q hw.Qmd) {
 		q.L.CwdMembarType.Set(q.W, v)
 		q.L.CwdMembarTaskChasing.Set(q.W, chase)
 	}
@@ -147,8 +147,8 @@ func BenchmarkGPUPcas(b *testing.B) {
 		pcas uint32
 	}{
 		{"default", 0},
-		{"invalidate-copy-schedule", abi.PcasInvalidateCopySchedule},
-		{"prefetch-schedule", abi.PcasPrefetchSchedule},
+		{"invalidate-copy-schedule", hw.PcasInvalidateCopySchedule},
+		{"prefetch-schedule", hw.PcasPrefetchSchedule},
 	} {
 		c := Config{pcas: t.pcas}
 		b.Run(t.name+"/held", func(b *testing.B) { benchHeld(b, c, 1) })
@@ -192,7 +192,7 @@ var heldConfigs = []struct {
 	{"no-prefetch", Config{noDepPrefetch: true}},
 	{"pinned-rings", Config{PinnedRings: true}},
 	{"pinned-rings-unlinked", Config{PinnedRings: true, NoLinkLaunches: true}},
-	{"system-membar", Config{tweak: membar(abi.CwdMembarL1Sysmembar, 0)}},
+	{"system-membar", Config{tweak: membar(hw.CwdMembarL1Sysmembar, 0)}},
 }
 
 // TestGPUHeldTwice holds the compute channel on a word the host writes,
@@ -208,7 +208,7 @@ func TestGPUHeldTwice(t *testing.T) {
 			c.LaunchBytes = 8 << 20
 			r := benchRaw(t, c)
 			if r.f != nil {
-				cc, err := abi.Parse(cubin(t))
+				cc, err := hw.Parse(cubin(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -217,7 +217,7 @@ func TestGPUHeldTwice(t *testing.T) {
 			}
 			flag := takeWord(t)
 			tw := r.entry("twice")
-			x := r.alloc(device.Pinned, 4096)
+			x := r.alloc(device.PinnedMemory, 4096)
 			putF32(hostOf(x), 0, 1)
 			next := atomic.LoadUint64(flag) + 1
 			r.submit([]device.Wait{{Word: flag, Value: next}})

@@ -28,7 +28,7 @@ import (
 // interrupt, or Sleep sees the value in quiet and does not block on the
 // event alone until the word reaches it: it waits on the event at most
 // bridgeFor at a time. Submit puts quiet back to the last value that
-// really went without an interrupt (quietV); so does a Room that answers
+// really went without an interrupt (quietV); so does a Room that returns
 // other than RoomOK.
 
 // nonStallNotifier is the subdevice notifier whose non-stall interrupts
@@ -91,7 +91,7 @@ func (d *gpu) openEvents() {
 }
 
 // planInterrupt is Room's half of the protocol for value v, under mu: it
-// answers whether v must raise the interrupt.
+// returns whether v must raise the interrupt.
 func (d *gpu) planInterrupt(v uint64) bool {
 	if d.wk.ev == nil {
 		return false

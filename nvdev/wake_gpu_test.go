@@ -28,7 +28,7 @@ func (e *countEvent) Wait(timeout time.Duration) (bool, error) {
 }
 
 // holdLateness submits a fill on queue q that waits on the GPU for the
-// word w to reach i+1, which a goroutine writes 2 ms later, and answers
+// word w to reach i+1, which a goroutine writes 2 ms later, and returns
 // how long after that write the host saw the value: by Sleep where sleep
 // is set, by spinning on the word otherwise.
 func holdLateness(t *testing.T, r *raw, w *uint64, m *nvidia.Memory, q, i int, sleep bool) time.Duration {
@@ -87,7 +87,7 @@ func TestGPUWake(t *testing.T) {
 			}
 			ce := &countEvent{events: r.d.wk.ev}
 			r.d.wk.ev = ce
-			m := r.alloc(device.Pinned, 4096)
+			m := r.alloc(device.PinnedMemory, 4096)
 			w := takeWord(t)
 			const rounds = 40
 			i := 0

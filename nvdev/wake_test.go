@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/abi"
+	"github.com/rig-go/rig/nvdev/hw"
 )
 
 // fakeEvent is the device's non-stall event on the fake: the fake's
@@ -58,8 +58,8 @@ func TestWakeInterrupt(t *testing.T) {
 	r := openRaw(t, Config{NoLinkLaunches: true})
 	ev := withEvent(r)
 	e := r.entry("twice")
-	x := r.alloc(device.Device, 1024)
-	m := r.alloc(device.Pinned, 4096)
+	x := r.alloc(device.DeviceMemory, 1024)
+	m := r.alloc(device.PinnedMemory, 4096)
 	for _, c := range []struct {
 		name   string
 		parked bool
@@ -79,13 +79,13 @@ func TestWakeInterrupt(t *testing.T) {
 			}
 			quiet := r.d.wk.quiet.Load()
 			intrs, own := r.f.intrs, r.f.ownReleases
-			r.f.trace = map[string][]abi.Write{}
+			r.f.trace = map[string][]hw.Write{}
 			v := r.submit(nil, c.parts...)
 			r.wait(v)
 			got := r.f.trace[c.ch]
 			n := len(got)
-			raised := n >= 2 && got[n-1].Method == abi.HostNonStallInterrupt && got[n-2].Method == abi.HostSemExecute &&
-				got[n-2].Value&7 == abi.SemRelease
+			raised := n >= 2 && got[n-1].Method == hw.HostNonStallInterrupt && got[n-2].Method == hw.HostSemExecute &&
+				got[n-2].Value&7 == hw.SemRelease
 			if raised != c.parked || r.f.intrs-intrs != b2i(c.parked) {
 				t.Errorf("the %s's last writes %v, %d interrupts; want the release and an interrupt: %v", c.ch, got[max(n-2, 0):], r.f.intrs-intrs, c.parked)
 			}
@@ -106,11 +106,11 @@ func TestWakeInterrupt(t *testing.T) {
 			}
 		})
 	}
-	// Room that answers other than RoomOK, here for entries beyond the
+	// Room that returns other than RoomOK, here for entries beyond the
 	// ring, leaves quiet as it was.
 	noWaiters(r)
 	q := r.d.wk.quiet.Load()
-	e0, e1 := abi.Segment(m.Address, 2, abi.Subroutine, false).Words()
+	e0, e1 := hw.Segment(m.Address, 2, hw.Subroutine, false).Words()
 	words := make([]uint32, 0, 2*r.d.ch[qCompute].entries)
 	for range r.d.ch[qCompute].entries {
 		words = append(words, e0, e1)
@@ -131,7 +131,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-// sleepAsync runs Sleep(seen, still) on a goroutine and answers its error.
+// sleepAsync runs Sleep(seen, still) on a goroutine and returns its error.
 func sleepAsync(r *raw, seen uint64, still time.Duration) chan error {
 	done := make(chan error, 1)
 	go func() { done <- r.d.Sleep(seen, still) }()
@@ -144,7 +144,7 @@ func sleepAsync(r *raw, seen uint64, still time.Duration) chan error {
 func TestWakeOnEvent(t *testing.T) {
 	r := openRaw(t, Config{})
 	ev := withEvent(r)
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	parkWaiters(r)
 	r.f.pause()
 	v := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
@@ -177,7 +177,7 @@ func TestWakeOnEvent(t *testing.T) {
 func TestWakeBridge(t *testing.T) {
 	r := openRaw(t, Config{})
 	ev := withEvent(r)
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	noWaiters(r)
 	r.f.pause()
 	v := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
@@ -210,7 +210,7 @@ func TestWakeBridge(t *testing.T) {
 func TestWakeParked(t *testing.T) {
 	r := openRaw(t, Config{})
 	withEvent(r)
-	m := r.alloc(device.Pinned, 4096)
+	m := r.alloc(device.PinnedMemory, 4096)
 	w := takeWord(t)
 	atomic.StoreUint64(w, 0)
 	parkWaiters(r)

@@ -34,7 +34,7 @@ func TestGPUSpans(t *testing.T) {
 			ctx := context.Background()
 			d := testutil.Open(t, c.op)
 			f := testutil.Functions(t, d, c.bin, "twice")[0]
-			x := testutil.Alloc(t, d, device.Device, 4*256*64)
+			x := testutil.Alloc(t, d, device.DeviceMemory, 4*256*64)
 			s := submission(t, d, rig.Launch(f, 8, rig.ReadWrite(0, 0)))
 			p, err := Start(d)
 			if err != nil {

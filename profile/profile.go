@@ -232,7 +232,7 @@ func (p *Profile) settler() {
 // The device tells its observer of a submission after the driver's Submit,
 // so the stamp of a value that ran at once may be settled before its record
 // arrives: such a stamp waits in pending for the next settle. The final
-// settle runs after SetTimed(false) answered, when every record arrived.
+// settle runs after SetTimed(false) returned, when every record arrived.
 func (p *Profile) settle(final bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -282,7 +282,7 @@ func (p *Profile) settle(final bool) {
 // is reached or ctx ends, settles the stamps left and ends the settling
 // goroutine. Every value submitted before Stop turned a device's stamping
 // off is in the profile, unless its device was closed or lost first or
-// ctx ended. Stop answers the first error met while the profile was taken,
+// ctx ended. Stop returns the first error met while the profile was taken,
 // such as a device lost, and the same at later calls; the spans settled
 // are kept whatever the answer. A device closed while the profile was
 // taken is not an error: the profile keeps what it settled of it.
@@ -291,7 +291,7 @@ func (p *Profile) Stop(ctx context.Context) error {
 		lasts := make([]rig.Point, len(p.devs))
 		for i, d := range p.devs {
 			lasts[i] = d.SetTimed(false)
-			// No timed submission is observed after SetTimed answers.
+			// No timed submission is observed after SetTimed returns.
 			d.SetObserver(nil)
 		}
 		end := device.Now()
@@ -390,7 +390,7 @@ func (p *Profile) materialize() []Span {
 	return spans
 }
 
-// deviceOf names the profile's device whose word is w, or answers "".
+// deviceOf names the profile's device whose word is w, or returns "".
 func (p *Profile) deviceOf(w *uint64) string {
 	if w == nil {
 		return ""

@@ -33,7 +33,7 @@ var submission = testutil.Submission
 // alloc allocates n bytes of Device memory on d.
 func alloc(t testing.TB, d *rig.Device, n int) *rig.Buffer {
 	t.Helper()
-	return testutil.Alloc(t, d, device.Device, n)
+	return testutil.Alloc(t, d, device.DeviceMemory, n)
 }
 
 // TestProfileHostdev takes a profile of two host devices whose work waits

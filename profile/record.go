@@ -113,7 +113,7 @@ func describe(p *device.Part) Part {
 	return d
 }
 
-// ready answers how many of batch, spans of the recorder's device in value
+// ready returns how many of batch, spans of the recorder's device in value
 // order, have their records: those of values up to the last recorded.
 func (r *recorder) ready(batch []spanRec) int {
 	r.mu.Lock()

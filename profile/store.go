@@ -11,7 +11,7 @@ type store[T any] struct {
 	n      int
 }
 
-// add appends x and answers its index.
+// add appends x and returns its index.
 func (s *store[T]) add(x T) int {
 	if s.n == len(s.chunks)*chunkLen {
 		s.chunks = append(s.chunks, make([]T, 0, chunkLen))

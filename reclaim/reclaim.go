@@ -2,8 +2,8 @@
 // deferred frees keyed by points, and the rounds an allocation runs before
 // it gives up.
 //
-// An allocation, an entry that answers No_memory n, or a growth that
-// answers Short n runs up to Rounds rounds (Retry). Before each retry the
+// An allocation, an entry that returns No_memory n, or a growth that
+// returns Short n runs up to Rounds rounds (Retry). Before each retry the
 // caller's round runs: free what is reached; wait for in-flight work that
 // holds deferred frees; collect garbage so that unreachable buffers'
 // cleanups give their memory back (Collect); and retry once more. After the
@@ -33,7 +33,7 @@ type Budget struct {
 // NewBudget makes a budget of limit bytes; a limit of 0 or less is none.
 func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 
-// Take counts n more bytes and answers 0, or counts nothing and answers the
+// Take counts n more bytes and returns 0, or counts nothing and returns the
 // bytes the budget lacks for them. Without a limit it lacks the bytes past
 // the most an int64 counts. Its arithmetic does not overflow for any n;
 // it panics if n is negative, as counting it would give bytes back.
@@ -73,7 +73,7 @@ func (b *Budget) Used() int64 { return b.used.Load() }
 // Limit is the budget's limit, 0 for none.
 func (b *Budget) Limit() int64 { return b.limit }
 
-// Item is a deferred free: Release runs once Due answers true.
+// Item is a deferred free: Release runs once Due returns true.
 type Item interface {
 	// Due reports whether every point the item waits for is reached.
 	Due() bool
@@ -99,7 +99,7 @@ func (d *Deferred) Add(it Item) {
 // Len is the number of items not yet released.
 func (d *Deferred) Len() int { return int(d.n.Load()) }
 
-// Sweep releases every due item and answers how many it released.
+// Sweep releases every due item and returns how many it released.
 // Release runs with no lock of the Deferred held.
 func (d *Deferred) Sweep() int {
 	if d.n.Load() == 0 {
@@ -125,7 +125,7 @@ func (d *Deferred) Sweep() int {
 	return len(due)
 }
 
-// Drain removes and answers every item, due or not.
+// Drain removes and returns every item, due or not.
 func (d *Deferred) Drain() []Item {
 	d.mu.Lock()
 	its := d.items
@@ -136,8 +136,8 @@ func (d *Deferred) Drain() []Item {
 }
 
 // Retry calls try until it lacks nothing, at most Rounds+1 times, calling
-// round(i) before retry i (0 to Rounds-1). try answers the bytes it lacked,
-// or 0 with its result err. Retry answers the last try's lack and error.
+// round(i) before retry i (0 to Rounds-1). try returns the bytes it lacked,
+// or 0 with its result err. Retry returns the last try's lack and error.
 func Retry(try func() (lack int64, err error), round func(i int)) (int64, error) {
 	lack, err := try()
 	for i := 0; lack > 0 && i < Rounds; i++ {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -48,7 +47,7 @@ func launch(t *testing.T, d *rig.Device, kernel string) error {
 
 func TestCollector(t *testing.T) {
 	d := open(t, "rigprom-a")
-	b, err := d.Alloc(device.Pinned, 4096)
+	b, err := d.Alloc(rig.PinnedMemory, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}

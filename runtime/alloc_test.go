@@ -17,7 +17,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		t.Skip("the race detector's instrumentation allocates")
 	}
 	d := host(t, hostdev.Config{})
-	x := alloc(t, d, device.Pinned, 4*256)
+	x := alloc(t, d, device.PinnedMemory, 4*256)
 	s := sub(t, d, rig.Launch(fn(t, d, "twice"), 8, rig.ReadWrite(0, 0)))
 	ctx := context.Background()
 	var p rig.Point

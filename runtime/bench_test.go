@@ -51,7 +51,7 @@ func BenchmarkSubmit(b *testing.B) {
 // tells a releaser goroutine to open the gate, and waits on the launch's
 // point: the kernel ends, the host driver writes the word, the supervisor
 // wakes the waiter. In "channel", it tells the releaser goroutine, which
-// answers on a second channel: the same two goroutine handoffs, without rig.
+// returns on a second channel: the same two goroutine handoffs, without rig.
 func BenchmarkWake(b *testing.B) {
 	b.Run("rig", func(b *testing.B) {
 		d := host(b, hostdev.Config{})

@@ -60,13 +60,13 @@ type view struct {
 var bufIDs atomic.Uint64
 
 // Alloc allocates n bytes of memory of kind on the device. Where the driver
-// or the budget lacks memory it runs the rounds of reclamation, and answers
+// or the budget lacks memory it runs the rounds of reclamation, and returns
 // an error matching ErrOutOfMemory after the last.
 func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte: %w", n, kind, d.name, ErrInvalid)
 	}
-	if kind > device.Mapped {
+	if kind > device.MappedMemory {
 		return nil, fmt.Errorf("rig: alloc of %d bytes on %s: %d is no kind of memory: %w", n, d.name, kind, ErrInvalid)
 	}
 	if err := d.begin(); err != nil {
@@ -192,7 +192,7 @@ func (d *Device) MapHost(b []byte) (*Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rig: map of %d bytes of host memory at %#x on %s: %w", len(b), p, d.name, d.fault(err))
 	}
-	return d.track(&bufState{kind: device.Pinned, n: len(b), region: r, loc: d.drv.Locate(r), off: uint64(p - start), pin: b})
+	return d.track(&bufState{kind: device.PinnedMemory, n: len(b), region: r, loc: d.drv.Locate(r), off: uint64(p - start), pin: b})
 }
 
 // Len is the buffer's length in bytes.
@@ -326,7 +326,7 @@ func (s *bufState) dropView(o *Device) {
 	}
 }
 
-// on answers the region and location through which device o's work uses
+// on returns the region and location through which device o's work uses
 // the buffer, mapping it for o at o's first use. o's submit lock is held.
 func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	if s.d == o {
@@ -396,7 +396,7 @@ func hostBytes(addr uintptr, n int) []byte {
 	return unsafe.Slice((*byte)(p), n)
 }
 
-// DMA answers how the PCI function at the bus address fn (such as
+// DMA returns how the PCI function at the bus address fn (such as
 // "0000:41:00.0") reaches all of the buffer's bytes by DMA, or an error
 // naming why it cannot. The buffer must be one Alloc made.
 func (b *Buffer) DMA(fn string) (device.DMA, error) {

@@ -2,8 +2,8 @@ package rig
 
 import "github.com/rig-go/rig/device"
 
-// Capability answers the record that compiled code uses on d, if d's driver
-// declares key: cudadev/abi's record of libcuda's functions, nvdev/abi's
+// Capability returns the record that compiled code uses on d, if d's driver
+// declares key: cudadev/cuda's record of libcuda's functions, nvdev/hw's
 // GPU record, hostdev's caps.
 func Capability[T any](d *Device, key *device.Key[T]) (T, bool) {
 	var zero T

@@ -233,7 +233,7 @@ func (d *Device) Last() Point { return Point{d: d, v: d.last.Load()} }
 // Done is closed once a closed device has given back everything it held.
 func (d *Device) Done() <-chan struct{} { return d.done }
 
-// Budget answers the bytes the device's buffers and images take, and its
+// Budget returns the bytes the device's buffers and images take, and its
 // budget (0 for none).
 func (d *Device) Budget() (used, limit int64) { return d.budget.Used(), d.budget.Limit() }
 
@@ -266,7 +266,7 @@ func (d *Device) loseAt(cause string, f *device.Fault, reached uint64) *LostErro
 }
 
 // fault loses the device if err is a *device.Fault of a counted call, and
-// answers the error the caller returns.
+// returns the error the caller returns.
 func (d *Device) fault(err error) error {
 	if f, ok := device.AsFault(err); ok {
 		return d.loseAt(f.Why, f, faultReached(f, d.read()))
@@ -299,7 +299,7 @@ func (d *Device) passedAnswer(v uint64) error {
 	return nil
 }
 
-// begin enters a counted driver call of the object paths: it answers the
+// begin enters a counted driver call of the object paths: it returns the
 // error of a device that takes no more calls, or holds callMu shared until
 // end.
 func (d *Device) begin() error {
@@ -314,7 +314,7 @@ func (d *Device) begin() error {
 // end leaves a counted driver call that begin entered.
 func (d *Device) end() { d.callMu.RUnlock() }
 
-// usable answers the error of a device that takes no more work.
+// usable returns the error of a device that takes no more work.
 func (d *Device) usable() error {
 	if d.closing.Load() {
 		return ErrClosed
@@ -355,7 +355,7 @@ func (d *Device) Close() error {
 	return d.closeErr
 }
 
-// domainPeers answers the other open devices of d's fault domain.
+// domainPeers returns the other open devices of d's fault domain.
 func (d *Device) domainPeers() []*Device {
 	dom := d.facts.FaultDomain
 	if dom == "" {

@@ -23,7 +23,7 @@
 // submission's waits, takes the device's next value and calls the driver's
 // Room and Submit on the calling goroutine, inside the device's submit
 // lock: a short critical section, with no channel send, no allocation and
-// no wait inside it. A Room that answers later, a growth and a host wait on
+// no wait inside it. A Room that returns later, a growth and a host wait on
 // another device's point are taken outside the lock. Where the driver is a
 // device.Kicker, its Submit only stores to memory and its Kick, which makes
 // the device see the value (on nvdev a read across the bus and a doorbell),
@@ -41,7 +41,7 @@
 // # Loss and close
 //
 // A *device.Fault from any counted driver call, a submission the driver
-// answers Failed, or a word unmoved for the device's HangMs while work is
+// returns Failed, or a word unmoved for the device's HangMs while work is
 // pending loses the device: every waiter wakes with a *LostError, which
 // matches ErrLost and names the cause, later calls fail at once, and the
 // fault goes to the supervisors of the devices of its fault domain. A
@@ -79,7 +79,7 @@
 //
 // # Profiles
 //
-// SetTimed turns the drivers' stamps on and answers the last point
+// SetTimed turns the drivers' stamps on and returns the last point
 // submitted before; Settle converts the stamps to the host's clock; an
 // Observer (SetObserver) sees each timed submission's parts and waits
 // inside the submit lock. Package profile builds on these.

@@ -58,7 +58,7 @@ func (e *LostError) Error() string { return fmt.Sprintf("rig: device %s lost: %s
 // Is matches ErrLost.
 func (e *LostError) Is(target error) bool { return target == ErrLost }
 
-// Unwrap answers the driver's fault, if any.
+// Unwrap returns the driver's fault, if any.
 func (e *LostError) Unwrap() error {
 	if e.Fault == nil {
 		return nil

@@ -28,7 +28,7 @@ func Example() {
 	defer g.Close()
 
 	const n = 1024
-	x, err := g.Alloc(device.Pinned, 4*n)
+	x, err := g.Alloc(device.PinnedMemory, 4*n)
 	if err != nil {
 		panic(err)
 	}

@@ -218,7 +218,7 @@ func TestRoomAnswers(t *testing.T) {
 	t.Run("never", func(t *testing.T) {
 		f := newFake()
 		d := openFake(t, "never", f)
-		b, _ := d.Alloc(device.Device, 64)
+		b, _ := d.Alloc(device.DeviceMemory, 64)
 		s, err := NewSubmission(d, Copy(0, 0, 0, 32, 16))
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"github.com/rig-go/rig/device"
 )
 
-// fake is a driver whose answers a test scripts: it completes each value
+// fake is a driver whose returns a test scripts: it completes each value
 // when the test says so (or at once), and records what rig handed it.
 type fake struct {
 	facts device.Facts

@@ -72,7 +72,7 @@ func FuzzSubmission(f *testing.F) {
 		for _, c := range []struct {
 			kind device.Memory
 			n    int
-		}{{device.Pinned, 4096}, {device.Pinned, 4096}, {device.Device, 512}} {
+		}{{device.PinnedMemory, 4096}, {device.PinnedMemory, 4096}, {device.DeviceMemory, 512}} {
 			b, err := d.Alloc(c.kind, c.n)
 			if err != nil {
 				return err

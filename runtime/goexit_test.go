@@ -49,7 +49,7 @@ func TestKernelGoexit(t *testing.T) {
 			name := "goexit-" + strings.ReplaceAll(c.name, " ", "-")
 			d := host(t, hostdev.Config{Name: name})
 			goexit, empty := fn(t, d, "test_goexit"), fn(t, d, "empty")
-			x := alloc(t, d, device.Device, 64)
+			x := alloc(t, d, device.DeviceMemory, 64)
 			parts := c.parts(goexit, empty)
 			s := sub(t, d, parts...)
 			r := s.Take()

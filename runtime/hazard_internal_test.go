@@ -32,7 +32,7 @@ func TestHazardWaits(t *testing.T) {
 	fa, fb := newFake(), newFake()
 	fa.held, fb.held, fa.peer, fb.peer = true, true, true, true
 	a, b := openFake(t, "HA", fa), openFake(t, "HB", fb)
-	x, err := a.Alloc(device.Device, 64)
+	x, err := a.Alloc(device.DeviceMemory, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestHostWait(t *testing.T) {
 	fa.held, fa.peer, fb.peer = true, true, true
 	fb.facts.Waits = 0
 	a, b := openFake(t, "WA", fa), openFake(t, "WB", fb)
-	x, _ := a.Alloc(device.Device, 64)
+	x, _ := a.Alloc(device.DeviceMemory, 64)
 	pa := submit(t, launchOn(t, a, Write(0, 0)), x)
 	done := make(chan Point, 1)
 	go func() { done <- submit(t, launchOn(t, b, Read(0, 0)), x) }()
@@ -109,7 +109,7 @@ func TestHostWait(t *testing.T) {
 }
 
 // TestWaitCommitsOther checks that a device-side wait on a point of a
-// device that commits lazily (Submit answers Pending) has that device
+// device that commits lazily (Submit returns Pending) has that device
 // commit the point before the waiting submission reaches its driver:
 // otherwise its word would never reach the value, or reach it only behind
 // later work of its device that waits on the waiting submission, and the
@@ -118,7 +118,7 @@ func TestWaitCommitsOther(t *testing.T) {
 	fa, fb := newFake(), newFake()
 	fa.held, fa.pending, fa.peer, fb.peer = true, true, true, true
 	a, b := openFake(t, "CA", fa), openFake(t, "CB", fb)
-	x, _ := a.Alloc(device.Device, 64)
+	x, _ := a.Alloc(device.DeviceMemory, 64)
 	pa := submit(t, launchOn(t, a, Write(0, 0)), x)
 	fa.mu.Lock()
 	before := len(fa.commits)

@@ -96,13 +96,13 @@ func TestHazards(t *testing.T) {
 		run  func(t *testing.T, a, b, c *rig.Device)
 	}{
 		{"read after write, across queues", func(t *testing.T, a, _, _ *rig.Device) {
-			x, y := alloc(t, a, device.Pinned, n), alloc(t, a, device.Pinned, n)
+			x, y := alloc(t, a, device.PinnedMemory, n), alloc(t, a, device.PinnedMemory, n)
 			slowFill(t, a, x, 7)
 			wait(t, submit(t, sub(t, a, rig.Copy(0, 0, 1, 0, n)), x, y))
 			allBytes(t, y, 7)
 		}},
 		{"write after read, across queues", func(t *testing.T, a, _, _ *rig.Device) {
-			x, z := alloc(t, a, device.Pinned, n), alloc(t, a, device.Pinned, 8)
+			x, z := alloc(t, a, device.PinnedMemory, n), alloc(t, a, device.PinnedMemory, 8)
 			copy(x.Bytes(), make([]byte, n))
 			for i := range x.Bytes() {
 				x.Bytes()[i] = 1
@@ -114,13 +114,13 @@ func TestHazards(t *testing.T) {
 			}
 		}},
 		{"read after write, across devices", func(t *testing.T, a, b, _ *rig.Device) {
-			x, y := alloc(t, a, device.Pinned, n), alloc(t, b, device.Pinned, n)
+			x, y := alloc(t, a, device.PinnedMemory, n), alloc(t, b, device.PinnedMemory, n)
 			slowFill(t, a, x, 9)
 			wait(t, submit(t, sub(t, b, rig.Copy(0, 0, 1, 0, n)), x, y))
 			allBytes(t, y, 9)
 		}},
 		{"write after read, across devices", func(t *testing.T, a, b, _ *rig.Device) {
-			x, z := alloc(t, a, device.Pinned, n), alloc(t, a, device.Pinned, 8)
+			x, z := alloc(t, a, device.PinnedMemory, n), alloc(t, a, device.PinnedMemory, 8)
 			for i := range x.Bytes() {
 				x.Bytes()[i] = 2
 			}
@@ -132,15 +132,15 @@ func TestHazards(t *testing.T) {
 			allBytes(t, x, 0)
 		}},
 		{"write after write, across devices", func(t *testing.T, a, b, _ *rig.Device) {
-			x := alloc(t, a, device.Pinned, n)
+			x := alloc(t, a, device.PinnedMemory, n)
 			slowFill(t, a, x, 1)
 			wait(t, fill(t, b, x, 2, device.Copy))
 			wait(t, a.Last())
 			allBytes(t, x, 2)
 		}},
 		{"write after reads on two devices", func(t *testing.T, a, b, c *rig.Device) {
-			x := alloc(t, a, device.Pinned, n)
-			z1, z2 := alloc(t, a, device.Pinned, 8), alloc(t, b, device.Pinned, 8)
+			x := alloc(t, a, device.PinnedMemory, n)
+			z1, z2 := alloc(t, a, device.PinnedMemory, 8), alloc(t, b, device.PinnedMemory, 8)
 			for i := range x.Bytes() {
 				x.Bytes()[i] = 3
 			}
@@ -156,7 +156,7 @@ func TestHazards(t *testing.T) {
 			}
 		}},
 		{"chain across three devices", func(t *testing.T, a, b, c *rig.Device) {
-			x, y, w := alloc(t, a, device.Pinned, n), alloc(t, b, device.Pinned, n), alloc(t, c, device.Pinned, n)
+			x, y, w := alloc(t, a, device.PinnedMemory, n), alloc(t, b, device.PinnedMemory, n), alloc(t, c, device.PinnedMemory, n)
 			slowFill(t, a, x, 5)
 			submit(t, sub(t, b, rig.Copy(0, 0, 1, 0, n)), x, y)
 			wait(t, submit(t, sub(t, c, rig.Copy(0, 0, 1, 0, n)), y, w))

@@ -14,7 +14,7 @@ import (
 )
 
 // The hostile-input suite: tables of bad calls per API function on the
-// host driver. Each is answered by an error that matches its documented
+// host driver. Each is returned by an error that matches its documented
 // sentinel and names the problem, or by a documented panic where the
 // standard library panics too (a nil context), and the device keeps
 // working after every one.
@@ -58,8 +58,8 @@ func runHostile(t *testing.T, d *rig.Device, cases []hostile) {
 // stillWorks runs a copy on d and checks its bytes.
 func stillWorks(t *testing.T, d *rig.Device) {
 	t.Helper()
-	a := alloc(t, d, device.Pinned, 64)
-	b := alloc(t, d, device.Pinned, 64)
+	a := alloc(t, d, device.PinnedMemory, 64)
+	b := alloc(t, d, device.PinnedMemory, 64)
 	for i := range a.Bytes() {
 		a.Bytes()[i] = byte(i)
 	}
@@ -135,8 +135,8 @@ func TestHostileRun(t *testing.T) {
 	d := host(t, hostdev.Config{MapsHost: true})
 	twice := fn(t, d, "twice")
 	one := sub(t, d, rig.Launch(twice, 8, rig.ReadWrite(0, 0)))
-	x := alloc(t, d, device.Pinned, 4*64)
-	y := alloc(t, d, device.Pinned, 4*64)
+	x := alloc(t, d, device.PinnedMemory, 4*64)
+	y := alloc(t, d, device.PinnedMemory, 4*64)
 	// A MapHost buffer of 100 bytes inside a larger array: the pages
 	// mapped hold more than the buffer.
 	backing := make([]byte, 8192)
@@ -144,7 +144,7 @@ func TestHostileRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	freed := alloc(t, d, device.Pinned, 64)
+	freed := alloc(t, d, device.PinnedMemory, 64)
 	if err := freed.Free(); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestHostileRun(t *testing.T) {
 // Release, is an error, and the run's next holder is not disturbed.
 func TestHostileSubmitTwice(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	x := alloc(t, d, device.Pinned, 4*64)
+	x := alloc(t, d, device.PinnedMemory, 4*64)
 	s := sub(t, d, rig.Launch(fn(t, d, "twice"), 8, rig.ReadWrite(0, 0)))
 	r := s.Take()
 	p, err := r.Submit(context.Background(), x)
@@ -239,9 +239,9 @@ func TestHostileAlloc(t *testing.T) {
 		return func() error { _, err := d.MapHost(b); return err }
 	}
 	runHostile(t, d, []hostile{
-		{"zero bytes", call(device.Pinned, 0), rig.ErrInvalid, "at least one byte"},
-		{"negative bytes", call(device.Device, -1), rig.ErrInvalid, "at least one byte"},
-		{"MinInt bytes", call(device.Pinned, math.MinInt), rig.ErrInvalid, "at least one byte"},
+		{"zero bytes", call(device.PinnedMemory, 0), rig.ErrInvalid, "at least one byte"},
+		{"negative bytes", call(device.DeviceMemory, -1), rig.ErrInvalid, "at least one byte"},
+		{"MinInt bytes", call(device.PinnedMemory, math.MinInt), rig.ErrInvalid, "at least one byte"},
 		{"no kind of memory", call(device.Memory(99), 8), rig.ErrInvalid, "99 is no kind of memory"},
 		{"map nil", mapHost(m, nil), rig.ErrInvalid, "at least one byte"},
 		{"map empty", mapHost(m, make([]byte, 0, 10)), rig.ErrInvalid, "at least one byte"},

@@ -63,7 +63,7 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 			return nil, fmt.Errorf("rig: image on %s: the driver answered neither an image nor a place", d.name)
 		}
 		size := (code.Place + 3) &^ 3
-		r, err := d.allocRegion(device.Device, size)
+		r, err := d.allocRegion(device.DeviceMemory, size)
 		if err != nil {
 			return nil, err
 		}
@@ -74,7 +74,7 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 			return nil, fmt.Errorf("rig: image on %s: laying it out: %w", d.name, d.fault(err))
 		}
 		st.img, st.place, st.size = img, r, int64(size)
-		d.stats.bytes[device.Device].Add(st.size)
+		d.stats.bytes[device.DeviceMemory].Add(st.size)
 	}
 	d.objMu.Lock()
 	if d.images == nil {
@@ -87,9 +87,9 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 	return &Image{s: st}, nil
 }
 
-// Resolve answers the image's function name, made ready to launch. Where
+// Resolve returns the image's function name, made ready to launch. Where
 // the device lacks the memory the function's launches need, it runs the
-// rounds of reclamation. An image with no such function answers an error
+// rounds of reclamation. An image with no such function returns an error
 // matching ErrNoFunction.
 func (im *Image) Resolve(name string) (*Function, error) {
 	s := im.s
@@ -220,7 +220,7 @@ func (s *imageState) unload() error {
 	if s.place != nil {
 		_ = s.d.drv.Free(s.place)
 		s.d.budget.Give(s.size)
-		s.d.stats.bytes[device.Device].Add(-s.size)
+		s.d.stats.bytes[device.DeviceMemory].Add(-s.size)
 	}
 	if err != nil {
 		return fmt.Errorf("rig: unload on %s: %w", s.d.name, s.d.fault(err))
@@ -237,7 +237,7 @@ func (s *imageState) release() {
 	if s.place != nil {
 		_ = s.d.drv.Free(s.place)
 		s.d.budget.Give(s.size)
-		s.d.stats.bytes[device.Device].Add(-s.size)
+		s.d.stats.bytes[device.DeviceMemory].Add(-s.size)
 	}
 }
 

@@ -108,7 +108,7 @@ func TestOpenWaitsForRelease(t *testing.T) {
 }
 
 // TestLossKeepsCompleted checks that a value that completed just before
-// the next one faulted is answered as reached, not lost: the loss records
+// the next one faulted is returned as reached, not lost: the loss records
 // what the word held at the fault, not before the supervisor's last sleep.
 func TestLossKeepsCompleted(t *testing.T) {
 	for i := 0; i < 10; i++ {
@@ -143,11 +143,11 @@ func TestLossKeepsCompleted(t *testing.T) {
 // ended, and that B's work reads A's bytes, not freed memory.
 func TestCloseKeepsBuffersOtherDevicesUse(t *testing.T) {
 	const n = 4096
-	for _, kind := range []device.Memory{device.Device, device.Pinned} {
+	for _, kind := range []device.Memory{device.DeviceMemory, device.PinnedMemory} {
 		t.Run(kind.String(), func(t *testing.T) {
 			a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{})
 			x := alloc(t, a, kind, n)
-			z := alloc(t, b, device.Pinned, 8)
+			z := alloc(t, b, device.PinnedMemory, 8)
 			wait(t, fill(t, a, x, 4, device.Compute))
 			p := slowSum(t, b, x, z)
 			if err := a.Close(); err != nil {
@@ -199,7 +199,7 @@ func TestWaitOnLostDevice(t *testing.T) {
 			if a.Facts().FaultDomain != "" {
 				t.Fatal("the host devices share a fault domain")
 			}
-			x, y := alloc(t, a, device.Pinned, n), alloc(t, b, device.Pinned, n)
+			x, y := alloc(t, a, device.PinnedMemory, n), alloc(t, b, device.PinnedMemory, n)
 			for i := range x.Bytes() {
 				x.Bytes()[i] = 1
 			}
@@ -237,7 +237,7 @@ func TestCrossDeviceSubmitAllocs(t *testing.T) {
 		t.Skip("the race detector's instrumentation allocates")
 	}
 	a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{})
-	x := alloc(t, a, device.Pinned, 4*256)
+	x := alloc(t, a, device.PinnedMemory, 4*256)
 	sa := sub(t, a, rig.Launch(fn(t, a, "twice"), 8, rig.ReadWrite(0, 0)))
 	sb := sub(t, b, rig.Launch(fn(t, b, "twice"), 8, rig.ReadWrite(0, 0)))
 	ctx := context.Background()
@@ -268,7 +268,7 @@ func TestCrossDeviceSubmitAllocs(t *testing.T) {
 func TestCloseWaitsForLostUser(t *testing.T) {
 	const n = 4096
 	a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{HangMs: 20})
-	x, y := alloc(t, a, device.Pinned, n), alloc(t, b, device.Pinned, n)
+	x, y := alloc(t, a, device.PinnedMemory, n), alloc(t, b, device.PinnedMemory, n)
 	wait(t, fill(t, a, x, 6, device.Compute))
 	// B's copy of x waits behind a hang, which loses B.
 	p := submit(t, sub(t, b, rig.Launch(fn(t, b, "hang"), 0), rig.Copy(0, 0, 1, 0, n).After(0)), x, y)

@@ -14,7 +14,7 @@ import (
 )
 
 // busy runs submitters and waiters of empty launches on d until they meet
-// an error, and answers their errors.
+// an error, and returns their errors.
 func busy(t *testing.T, d *rig.Device, goroutines int) (stop func() []error) {
 	s := sub(t, d, rig.Launch(fn(t, d, "empty"), 0))
 	var wg sync.WaitGroup
@@ -77,7 +77,7 @@ func TestLossByFault(t *testing.T) {
 					t.Fatalf("a busy goroutine ended with %v, want the loss", err)
 				}
 			}
-			if _, err := d.Alloc(device.Pinned, 64); !errors.Is(err, rig.ErrLost) {
+			if _, err := d.Alloc(device.PinnedMemory, 64); !errors.Is(err, rig.ErrLost) {
 				t.Fatalf("alloc on a lost device: %v", err)
 			}
 			if err := d.Close(); err != nil {
@@ -105,7 +105,7 @@ func TestLossByHang(t *testing.T) {
 
 func TestCloseWithWorkInFlight(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	x := alloc(t, d, device.Pinned, 1<<16)
+	x := alloc(t, d, device.PinnedMemory, 1<<16)
 	s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8))
 	before, err := sleepRun(s, 0).Submit(context.Background())
 	if err != nil {

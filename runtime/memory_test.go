@@ -17,12 +17,12 @@ import (
 
 func TestAllocKinds(t *testing.T) {
 	d := host(t, hostdev.Config{MapsHost: true})
-	for _, kind := range []device.Memory{device.Device, device.Pinned, device.Mapped} {
+	for _, kind := range []device.Memory{device.DeviceMemory, device.PinnedMemory, device.MappedMemory} {
 		b := alloc(t, d, kind, 1001)
 		if b.Len() != 1001 || b.Kind() != kind || b.Device() != d || b.Address() == 0 {
 			t.Fatalf("%s buffer: len %d kind %s address %#x", kind, b.Len(), b.Kind(), b.Address())
 		}
-		if kind != device.Device && len(b.Bytes()) != 1001 {
+		if kind != device.DeviceMemory && len(b.Bytes()) != 1001 {
 			t.Fatalf("%s memory exposes %d bytes to the host", kind, len(b.Bytes()))
 		}
 		if err := b.Free(); err != nil {
@@ -32,7 +32,7 @@ func TestAllocKinds(t *testing.T) {
 			t.Fatalf("second free: %v", err)
 		}
 	}
-	if _, err := d.Alloc(device.Device, 0); err == nil || !strings.Contains(err.Error(), "at least one byte") {
+	if _, err := d.Alloc(device.DeviceMemory, 0); err == nil || !strings.Contains(err.Error(), "at least one byte") {
 		t.Fatalf("alloc of 0 bytes: %v", err)
 	}
 }
@@ -68,9 +68,9 @@ func TestReclamation(t *testing.T) {
 	d := host(t, hostdev.Config{Budget: budget})
 	var held []*rig.Buffer
 	for i := 0; i < budget/chunk; i++ {
-		held = append(held, alloc(t, d, device.Device, chunk))
+		held = append(held, alloc(t, d, device.DeviceMemory, chunk))
 	}
-	_, err := d.Alloc(device.Device, chunk)
+	_, err := d.Alloc(device.DeviceMemory, chunk)
 	var oom *rig.OutOfMemoryError
 	if !errors.Is(err, rig.ErrOutOfMemory) || !errors.As(err, &oom) || oom.Lacking <= 0 || !strings.Contains(err.Error(), "bytes lacking") {
 		t.Fatalf("alloc past the budget: %v", err)
@@ -78,13 +78,13 @@ func TestReclamation(t *testing.T) {
 
 	t.Run("after a free", func(t *testing.T) {
 		_ = held[0].Free()
-		held[0] = alloc(t, d, device.Device, chunk)
+		held[0] = alloc(t, d, device.DeviceMemory, chunk)
 	})
 	t.Run("after the garbage collector", func(t *testing.T) {
 		// Nothing reaches the buffer: reclamation's collection round
 		// runs its cleanup, which gives the memory back.
 		held[1] = nil
-		held[1] = alloc(t, d, device.Device, chunk)
+		held[1] = alloc(t, d, device.DeviceMemory, chunk)
 	})
 	t.Run("after in-flight work", func(t *testing.T) {
 		s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8, rig.Uses(0, rig.Writes)))
@@ -96,7 +96,7 @@ func TestReclamation(t *testing.T) {
 		if p.Reached() {
 			t.Skip("the launch ended before the allocation")
 		}
-		held[2] = alloc(t, d, device.Device, chunk)
+		held[2] = alloc(t, d, device.DeviceMemory, chunk)
 		if !p.Reached() {
 			t.Fatal("the allocation succeeded before the work that held the memory ended")
 		}
@@ -106,7 +106,7 @@ func TestReclamation(t *testing.T) {
 
 func TestFreeWaitsForUse(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	b := alloc(t, d, device.Device, 1<<16)
+	b := alloc(t, d, device.DeviceMemory, 1<<16)
 	s := sub(t, d, rig.Launch(fn(t, d, "sleep"), 8, rig.Uses(0, rig.Reads)))
 	p, err := sleepRun(s, 30*time.Millisecond).Submit(context.Background(), b)
 	if err != nil {
@@ -165,7 +165,7 @@ func TestPlacedImageOnHost(t *testing.T) {
 
 func TestDMAOnHost(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	b := alloc(t, d, device.Device, 4096)
+	b := alloc(t, d, device.DeviceMemory, 4096)
 	if _, err := b.DMA("0000:41:00.0"); err == nil || !strings.Contains(err.Error(), "0000:41:00.0") {
 		t.Fatalf("dma on the host driver: %v", err)
 	}
@@ -181,7 +181,7 @@ var readAll = testutil.ReadSum
 // it: of memory the device wrote, and of memory written through the slice.
 func TestBytesOutlivesFree(t *testing.T) {
 	const n = 3 << 12
-	for _, kind := range []device.Memory{device.Pinned, device.Mapped} {
+	for _, kind := range []device.Memory{device.PinnedMemory, device.MappedMemory} {
 		t.Run(kind.String(), func(t *testing.T) {
 			d := host(t, hostdev.Config{})
 			b := alloc(t, d, kind, n)
@@ -208,7 +208,7 @@ func TestBytesOutlivesFree(t *testing.T) {
 func TestBytesOutlivesCollection(t *testing.T) {
 	const n = 1 << 16
 	d := host(t, hostdev.Config{})
-	mem := alloc(t, d, device.Pinned, n).Bytes()
+	mem := alloc(t, d, device.PinnedMemory, n).Bytes()
 	for i := range mem {
 		mem[i] = 0xaa
 	}
@@ -218,7 +218,7 @@ func TestBytesOutlivesCollection(t *testing.T) {
 	waitBudget(t, d, 0)
 	var held []*rig.Buffer
 	for range 8 {
-		b := alloc(t, d, device.Pinned, n)
+		b := alloc(t, d, device.PinnedMemory, n)
 		wait(t, fill(t, d, b, 0x55, device.Copy))
 		for i := range b.Bytes() {
 			b.Bytes()[i] = 0x55
@@ -278,7 +278,7 @@ func TestAllocHuge(t *testing.T) {
 			}()
 			for _, n := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt - 3, math.MaxInt - 4, math.MaxInt64 / 2, 1 << 50} {
 				start := time.Now()
-				_, err := d.Alloc(device.Pinned, n)
+				_, err := d.Alloc(device.PinnedMemory, n)
 				var oom *rig.OutOfMemoryError
 				if !errors.Is(err, rig.ErrOutOfMemory) || !errors.As(err, &oom) || oom.Lacking <= 0 {
 					t.Errorf("alloc of %d bytes: %v", n, err)
@@ -291,7 +291,7 @@ func TestAllocHuge(t *testing.T) {
 			if used, ok := <-negative; ok {
 				t.Fatalf("the budget counted %d bytes during huge allocations", used)
 			}
-			b := alloc(t, d, device.Pinned, 4096)
+			b := alloc(t, d, device.PinnedMemory, 4096)
 			_ = b.Free()
 		})
 	}

@@ -14,7 +14,7 @@ func TestOrderAfter(t *testing.T) {
 	d := openFake(t, "order", newFake())
 	var bufs [3]*Buffer
 	for i := range bufs {
-		b, err := d.Alloc(device.Pinned, 64)
+		b, err := d.Alloc(device.PinnedMemory, 64)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,8 +68,8 @@ func orderRun(t *testing.T, s *rig.Submission, launches []int, bufs ...*rig.Buff
 func TestPartsOrderedByBuffers(t *testing.T) {
 	d := host(t, hostdev.Config{})
 	twice := fn(t, d, "twice")
-	x := alloc(t, d, device.Pinned, 4*256)
-	out := alloc(t, d, device.Pinned, 4*256)
+	x := alloc(t, d, device.PinnedMemory, 4*256)
+	out := alloc(t, d, device.PinnedMemory, 4*256)
 	var v float32
 	fill := hostdev.FillFunc(func(uintptr) {
 		time.Sleep(2 * time.Millisecond)
@@ -116,8 +116,8 @@ func TestPartsOrderedByBuffers(t *testing.T) {
 // must wait for the read. Without the order the read sees x doubled.
 func TestPartsWriteAfterRead(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	x := alloc(t, d, device.Pinned, 4*256)
-	out := alloc(t, d, device.Pinned, 4*256)
+	x := alloc(t, d, device.PinnedMemory, 4*256)
+	out := alloc(t, d, device.PinnedMemory, 4*256)
 	read := hostdev.FillFunc(func(uintptr) {
 		time.Sleep(2 * time.Millisecond)
 		copy(out.Bytes(), x.Bytes())
@@ -147,9 +147,9 @@ func TestPartsWriteAfterRead(t *testing.T) {
 // the default queues and no After, many times over.
 func TestPartsCopyLaunchCopy(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	in := alloc(t, d, device.Pinned, 4*4096)
-	x := alloc(t, d, device.Device, 4*4096)
-	out := alloc(t, d, device.Pinned, 4*4096)
+	in := alloc(t, d, device.PinnedMemory, 4*4096)
+	x := alloc(t, d, device.DeviceMemory, 4*4096)
+	out := alloc(t, d, device.PinnedMemory, 4*4096)
 	s := sub(t, d,
 		rig.Copy(0, 0, 1, 0, 4*4096),
 		rig.Launch(fn(t, d, "twice"), 8, rig.ReadWrite(1, 0)),
@@ -180,8 +180,8 @@ func TestPartsCopyLaunchCopy(t *testing.T) {
 // COMPUTE:0 after it has run, which only parts side by side do.
 func TestPartsSideBySide(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	a := alloc(t, d, device.Pinned, 64)
-	b := alloc(t, d, device.Pinned, 64)
+	a := alloc(t, d, device.PinnedMemory, 64)
+	b := alloc(t, d, device.PinnedMemory, 64)
 	for _, c := range []struct {
 		name     string
 		fillRefs []rig.Ref
@@ -251,8 +251,8 @@ func TestPartsOrderAllocs(t *testing.T) {
 		t.Skip("the race detector's instrumentation allocates")
 	}
 	d := host(t, hostdev.Config{})
-	in := alloc(t, d, device.Pinned, 4*256)
-	x := alloc(t, d, device.Pinned, 4*256)
+	in := alloc(t, d, device.PinnedMemory, 4*256)
+	x := alloc(t, d, device.PinnedMemory, 4*256)
 	s := sub(t, d,
 		rig.Copy(0, 0, 1, 0, 4*256),
 		rig.Launch(fn(t, d, "twice"), 8, rig.ReadWrite(1, 0)),

@@ -51,7 +51,7 @@ func TestKernelLayout(t *testing.T) {
 func TestKernelArgs(t *testing.T) {
 	ctx := context.Background()
 	d := host(t, hostdev.Config{})
-	out := alloc(t, d, device.Pinned, 64)
+	out := alloc(t, d, device.PinnedMemory, 64)
 	s := sub(t, d, rig.Kernel(fn(t, d, "args"), rig.WriteArg(0, 0)))
 	r := s.Take()
 	r.SetBytes(0, 1, []byte{0xa5})
@@ -74,7 +74,7 @@ func TestKernelArgs(t *testing.T) {
 		t.Fatalf("the kernel read % x", b[:35])
 	}
 
-	x := alloc(t, d, device.Device, 16)
+	x := alloc(t, d, device.DeviceMemory, 16)
 	if err := rig.Upload(ctx, x, 0, []float32{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestKernelArgRefusals(t *testing.T) {
 		}
 	}
 
-	out := alloc(t, d, device.Pinned, 64)
+	out := alloc(t, d, device.PinnedMemory, 64)
 	s := sub(t, d, rig.Kernel(args, rig.WriteArg(0, 0)), rig.FillBytes(0, 0, 1, 0))
 	u := sub(t, d, rig.Kernel(untyped))
 	for _, c := range []struct {
@@ -159,7 +159,7 @@ func TestKernelArgsNoAlloc(t *testing.T) {
 
 func TestKernelArgErrorsMatchErrInvalid(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	out := alloc(t, d, device.Pinned, 64)
+	out := alloc(t, d, device.PinnedMemory, 64)
 	r := sub(t, d, rig.Kernel(fn(t, d, "args"), rig.WriteArg(0, 0))).Take()
 	r.SetUint64(0, 2, 1)
 	if _, err := r.Submit(context.Background(), out); !errors.Is(err, rig.ErrInvalid) {

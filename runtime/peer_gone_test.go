@@ -33,8 +33,8 @@ func TestPeerBufferGone(t *testing.T) {
 				{rig.Copy(1, 0, 0, 0, 64)},
 			} {
 				a := host(t, hostdev.Config{})
-				x := alloc(t, a, device.Device, 64)
-				y := alloc(t, b, device.Device, 64)
+				x := alloc(t, a, device.DeviceMemory, 64)
+				y := alloc(t, b, device.DeviceMemory, 64)
 				c.gone(a, x)
 				_, err := sub(t, b, parts...).Take().Submit(context.Background(), x, y)
 				if !errors.Is(err, c.want) {

@@ -61,7 +61,7 @@ func (p Point) Wait(ctx context.Context) error {
 	return p.d.wait(ctx, p.v)
 }
 
-// WaitAll waits until every point is reached, and answers the first error.
+// WaitAll waits until every point is reached, and returns the first error.
 func WaitAll(ctx context.Context, points ...Point) error {
 	for _, p := range points {
 		if err := p.Wait(ctx); err != nil {

@@ -13,7 +13,7 @@ import (
 // for.
 type Observer interface {
 	// Submitted is called on the submitting goroutine, inside the device's
-	// submit lock, after the driver's Submit answered, for each submission
+	// submit lock, after the driver's Submit returned, for each submission
 	// while the device is timed. It must be quick, must not call the
 	// device, and must not keep s or anything it points to.
 	//
@@ -49,7 +49,7 @@ func (e *ObserverPanicError) Unwrap() error {
 
 type observerBox struct{ o Observer }
 
-// SetTimed turns the stamping of each value's work on or off, and answers
+// SetTimed turns the stamping of each value's work on or off, and returns
 // the point of the last value submitted under the former setting: once it
 // is reached, every stamp of a value timed before the change is ready to
 // Settle. While on, the driver stamps each value's start and end, and the
@@ -108,7 +108,7 @@ func (d *Device) observe(s *device.Submission) (err error) {
 
 // Settle appends the stamps of timed values whose work completed, on the
 // host's clock (device.Now), in value order. A failed conversion loses the
-// device. After Close it answers ErrClosed, and the stamps not yet settled
+// device. After Close it returns ErrClosed, and the stamps not yet settled
 // are lost.
 func (d *Device) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	if d.closing.Load() {

@@ -27,7 +27,7 @@ func (r *recorder) Submitted(d *rig.Device, s *device.Submission) {
 
 func TestTimedAndObserved(t *testing.T) {
 	d := host(t, hostdev.Config{})
-	x := alloc(t, d, device.Pinned, 64)
+	x := alloc(t, d, device.PinnedMemory, 64)
 	s := sub(t, d, rig.Launch(fn(t, d, "empty"), 0), rig.FillBytes(0, 0, 64, 1))
 	submit(t, s, x) // untimed
 	rec := &recorder{}

@@ -15,8 +15,8 @@ import (
 func TestNever(t *testing.T) {
 	d := host(t, hostdev.Config{})
 	empty := fn(t, d, "empty")
-	x := alloc(t, d, device.Pinned, 64)
-	y := alloc(t, d, device.Pinned, 64)
+	x := alloc(t, d, device.PinnedMemory, 64)
+	y := alloc(t, d, device.PinnedMemory, 64)
 	cases := []struct {
 		name  string
 		parts []rig.Part
@@ -94,7 +94,7 @@ func TestSubmissionChecks(t *testing.T) {
 	}
 	r := s.Take()
 	r.Groups(0, -1, 1, 1)
-	if _, err := r.Submit(context.Background(), alloc(t, d, device.Pinned, 8)); err == nil {
+	if _, err := r.Submit(context.Background(), alloc(t, d, device.PinnedMemory, 8)); err == nil {
 		t.Fatal("negative groups went through")
 	}
 }

@@ -109,10 +109,10 @@ func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 // a Pinned buffer of the device and a copy on its queues.
 func (b *Buffer) stage(ctx context.Context, off int, host []byte, in bool) error {
 	d := b.s.d
-	if !d.facts.Kinds.Has(device.Pinned) {
+	if !d.facts.Kinds.Has(device.PinnedMemory) {
 		return fmt.Errorf("rig: copying %d bytes to or from a buffer of %s: the host does not address it and the device has no Pinned memory to stage through: %w", len(host), d.name, device.ErrNever)
 	}
-	st, err := d.Alloc(device.Pinned, len(host))
+	st, err := d.Alloc(device.PinnedMemory, len(host))
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func TestUploadDownload(t *testing.T) {
 	ctx := context.Background()
 	d := host(t, hostdev.Config{})
 	twice := fn(t, d, "twice")
-	for _, kind := range []device.Memory{device.Device, device.Pinned, device.Mapped} {
+	for _, kind := range []device.Memory{device.DeviceMemory, device.PinnedMemory, device.MappedMemory} {
 		const n = 1000
 		b := alloc(t, d, kind, 4*n+8)
 		in := make([]float32, n)
@@ -59,7 +59,7 @@ func TestUploadDownload(t *testing.T) {
 func TestUploadDownloadRefusals(t *testing.T) {
 	ctx := context.Background()
 	d := host(t, hostdev.Config{})
-	b := alloc(t, d, device.Device, 100)
+	b := alloc(t, d, device.DeviceMemory, 100)
 	for _, c := range []struct {
 		name string
 		err  error
@@ -90,7 +90,7 @@ func TestUploadDownloadRefusals(t *testing.T) {
 func TestUploadWaitsForReaders(t *testing.T) {
 	d := host(t, hostdev.Config{})
 	sleep := fn(t, d, "sleep")
-	b := alloc(t, d, device.Pinned, 16)
+	b := alloc(t, d, device.PinnedMemory, 16)
 	s := sub(t, d, rig.Launch(sleep, 8, rig.Uses(0, rig.Reads)))
 	p, err := sleepRun(s, 50*time.Millisecond).Submit(context.Background(), b)
 	if err != nil {

@@ -124,7 +124,7 @@ func (s *supervisor) spinFirst(cur uint64, since time.Duration) bool {
 }
 
 // roomLine counts the submitters that wait for room in the driver's
-// queues (a Room that answered later). The n-th of them waits until n
+// queues (a Room that returned later). The n-th of them waits until n
 // more values complete, each of which frees room for at least one: a
 // completed value then wakes about one of them, where a wait of each for
 // the next value woke them all to contend for that one value's room.

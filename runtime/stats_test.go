@@ -33,22 +33,22 @@ func TestStats(t *testing.T) {
 		t.Fatalf("%d submissions of %d timed, want one in %d", n, 3*rig.SubmitSample, rig.SubmitSample)
 	}
 
-	pinned := alloc(t, d, device.Pinned, 1000)
-	dev := alloc(t, d, device.Device, 4096)
-	if b := d.Stats().Bytes; b[device.Pinned] != 1000 || b[device.Device] < 4096 {
+	pinned := alloc(t, d, device.PinnedMemory, 1000)
+	dev := alloc(t, d, device.DeviceMemory, 4096)
+	if b := d.Stats().Bytes; b[device.PinnedMemory] != 1000 || b[device.DeviceMemory] < 4096 {
 		t.Fatalf("bytes by kind %v with 1000 of Pinned and 4096 of Device", b)
 	}
 	_ = pinned.Free()
 	_ = dev.Free()
-	if b := d.Stats().Bytes; b[device.Pinned] != 0 {
+	if b := d.Stats().Bytes; b[device.PinnedMemory] != 0 {
 		t.Fatalf("bytes by kind %v after the Pinned buffer was freed", b)
 	}
 
 	// An allocation past what the budget has left runs the rounds of
 	// reclamation.
-	held := alloc(t, d, device.Device, 700<<10)
+	held := alloc(t, d, device.DeviceMemory, 700<<10)
 	defer held.Free()
-	if _, err := d.Alloc(device.Device, 700<<10); !errors.Is(err, rig.ErrOutOfMemory) {
+	if _, err := d.Alloc(device.DeviceMemory, 700<<10); !errors.Is(err, rig.ErrOutOfMemory) {
 		t.Fatalf("an allocation past the budget: %v", err)
 	}
 	if n := d.Stats().ReclaimRounds; n == 0 {

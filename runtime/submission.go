@@ -286,7 +286,7 @@ func (r *Run) Release() {
 }
 
 // Submit submits the run's work with its buffers (refs index them), and
-// answers the point its completion reaches. It computes the hazards of the
+// returns the point its completion reaches. It computes the hazards of the
 // buffers: the work waits for the last write of each buffer it reads, and
 // for the last write and the reads since of each buffer it writes, and
 // inside the run each part waits for the earlier parts, on any queue, that
@@ -581,7 +581,7 @@ func (r *Run) unlockBuffers() {
 }
 
 // hazards fills r.waits with the device-side waits the run's buffers need
-// on d, or answers a point to wait for on the host first. The buffers'
+// on d, or returns a point to wait for on the host first. The buffers'
 // locks and d's submit lock are held.
 func (r *Run) hazards(d *Device) (Point, error) {
 	r.waits = r.waits[:0]
@@ -608,7 +608,7 @@ func (r *Run) hazards(d *Device) (Point, error) {
 	return Point{}, nil
 }
 
-// waitFor adds a device-side wait on p for d, or answers p where d's work
+// waitFor adds a device-side wait on p for d, or returns p where d's work
 // cannot wait on p's word.
 func (r *Run) waitFor(d *Device, p Point) Point {
 	if p.never() {
@@ -640,7 +640,7 @@ func (r *Run) waitFor(d *Device, p Point) Point {
 	return Point{}
 }
 
-// uncommitted answers the first point the run's device-side waits name
+// uncommitted returns the first point the run's device-side waits name
 // that its device has not committed, or the zero Point.
 func (r *Run) uncommitted() Point {
 	for _, p := range r.owed {
@@ -681,7 +681,7 @@ func (r *Run) publish(d *Device, v uint64) {
 }
 
 // progress blocks until the device's word moves past what it reads now, or
-// ctx ends: the back-pressure of a Room that answered later.
+// ctx ends: the back-pressure of a Room that returned later.
 func (d *Device) progress(ctx context.Context) error {
 	cur := d.read()
 	if device.AtLeast(cur, d.last.Load()) {

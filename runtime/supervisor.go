@@ -291,7 +291,7 @@ func (s *supervisor) run() {
 			if f, ok := device.AsFault(err); ok {
 				// The work of values past cur may have failed: the
 				// driver may raise the word past them once Sleep
-				// answered, so only the fault's own record of the word
+				// returned, so only the fault's own record of the word
 				// says more.
 				d.loseAt(f.Why, f, faultReached(f, cur))
 			}
@@ -343,14 +343,14 @@ func (s *supervisor) handle(m message) {
 	}
 }
 
-// wake answers every waiter whose value cur reached.
+// wake returns every waiter whose value cur reached.
 func (s *supervisor) wake(cur uint64) {
 	for len(s.waiters) > 0 && device.AtLeast(cur, s.waiters[0].v) {
 		s.answer(heap.Pop(&s.waiters).(*waiter), nil)
 	}
 }
 
-// wakeAll answers every waiter: nil where reached, err otherwise.
+// wakeAll returns every waiter: nil where reached, err otherwise.
 func (s *supervisor) wakeAll(err error) {
 	cur := s.d.read()
 	for len(s.waiters) > 0 {
@@ -379,7 +379,7 @@ func (s *supervisor) onLoss(le *LostError) {
 	}
 }
 
-// close stops the driver, answers the closer, and gives back everything
+// close stops the driver, replies to the closer, and gives back everything
 // once the word reads the last value.
 func (s *supervisor) close(reply chan error) {
 	d := s.d
@@ -399,7 +399,7 @@ func (s *supervisor) close(reply chan error) {
 	d.failDebtors()
 	err := d.drv.Stop(fault)
 	s.box.Close()
-	// Waiters that registered after the last drain are answered too.
+	// Waiters that registered after the last drain are returned too.
 	for drained := false; !drained; {
 		select {
 		case m := <-s.box.Receive():
@@ -497,6 +497,6 @@ func (s *supervisor) reap() {
 }
 
 // Waiting is the number of waiters registered with the device's
-// supervisor. A wait that returned, cancelled or answered, is not among
+// supervisor. A wait that returned, cancelled or returned, is not among
 // them.
 func (d *Device) Waiting() int { return int(max(d.sup.count.Load(), 0)) }

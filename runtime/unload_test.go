@@ -26,7 +26,7 @@ func TestLaunchAfterUnload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := alloc(t, d, device.Pinned, 4)
+	x := alloc(t, d, device.PinnedMemory, 4)
 	before := sub(t, d, rig.Launch(twice, 8, rig.ReadWrite(0, 0)))
 	p, err := before.Take().Submit(context.Background(), x)
 	if err != nil {

@@ -87,7 +87,7 @@ type laneState struct {
 // the call of submit otherwise. Submitting stops when ctx ends (-duration,
 // Ctrl-C), after -n submissions, or at the first error; the waiters then
 // wait for what is in flight, each wait bounded by -timeout, and bench
-// answers what was measured, with the process's CPU time over the run.
+// returns what was measured, with the process's CPU time over the run.
 func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *measure {
 	m := newMeasure()
 	runCtx, stopRun := context.WithCancel(ctx)

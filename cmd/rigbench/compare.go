@@ -19,7 +19,7 @@ type baseline struct {
 	// rig's: rig's devices close before each of its rounds, and open again
 	// after it.
 	exclusive bool
-	// start makes the baseline ready for a round and answers its lanes,
+	// start makes the baseline ready for a round and returns its lanes,
 	// one for each of rig's; finish ends the round; stop ends the baseline
 	// once the run is over.
 	start  func() ([]lane[uint64], error)
@@ -28,7 +28,7 @@ type baseline struct {
 }
 
 // newBaseline makes the baseline of the run's workload that -baseline
-// picks, or answers why there is none: on the host driver, a bare
+// picks, or returns why there is none: on the host driver, a bare
 // goroutine pipeline (pipeline, the default) or the driver alone (driver);
 // on the GPU drivers, the driver alone.
 func newBaseline(e *env) (*baseline, error) {

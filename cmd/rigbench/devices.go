@@ -71,7 +71,7 @@ type opened struct {
 // openDevices opens the devices the specs name, or the default device
 // where there are none: device 0 of the first GPU driver built in that
 // opens one, and the host device otherwise, with a note of why no GPU's
-// opened. A device that does not open answers an *unavailableError, having
+// opened. A device that does not open returns an *unavailableError, having
 // closed those opened.
 func openDevices(ctx context.Context, specs []spec) ([]opened, []string, error) {
 	var notes []string
@@ -135,7 +135,7 @@ func openSpec(ctx context.Context, s spec) (*rig.Device, error) {
 }
 
 // companion opens a second device of the driver of s for the mixed
-// workload's waits across devices, or answers why it cannot.
+// workload's waits across devices, or returns why it cannot.
 func companion(ctx context.Context, have []opened) (opened, error) {
 	s := have[0].spec
 	taken := map[spec]bool{}
@@ -161,7 +161,7 @@ func companion(ctx context.Context, have []opened) (opened, error) {
 func closeDevices(ds []opened) { _ = closeDevicesWithin(ds, 5*time.Second) }
 
 // closeDevicesWithin closes the devices and waits until each gave back
-// what it held (Done), for at most limit each. It answers an error naming
+// what it held (Done), for at most limit each. It returns an error naming
 // a device that did not within its limit.
 func closeDevicesWithin(ds []opened, limit time.Duration) error {
 	for _, o := range ds {
@@ -182,7 +182,7 @@ func closeDevicesWithin(ds []opened, limit time.Duration) error {
 	return err
 }
 
-// retryOpen calls open until it succeeds or limit has passed, and answers
+// retryOpen calls open until it succeeds or limit has passed, and returns
 // its last error: a GPU that a closed device left may take a moment to
 // free, as its last work's events end.
 func retryOpen(limit time.Duration, open func() error) error {

@@ -62,7 +62,7 @@ const (
 	maxLevels     = 64
 )
 
-// parseFlags parses rigbench's command line. It answers flag.ErrHelp for
+// parseFlags parses rigbench's command line. It returns flag.ErrHelp for
 // -h, having written the usage to out, and a *usageError for a bad line.
 func parseFlags(args []string, out io.Writer) (*config, error) {
 	c := &config{}
@@ -128,7 +128,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	return c, nil
 }
 
-// check answers a *usageError where the flags do not make a run.
+// check returns a *usageError where the flags do not make a run.
 func (c *config) check(set map[string]bool) error {
 	if workloads[c.Workload] == nil {
 		return usagef("unknown workload %q: want one of %s", c.Workload, strings.Join(workloadNames(), ", "))

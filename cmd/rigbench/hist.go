@@ -15,7 +15,7 @@ const (
 )
 
 // latency is a histogram of latencies that many goroutines record into:
-// each records into one of a few shards, which merged answers.
+// each records into one of a few shards, which it merges.
 type latency struct {
 	shards []shard
 }

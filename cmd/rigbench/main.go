@@ -88,7 +88,7 @@ func main() {
 }
 
 // run is rigbench with its command line, its output and its context, whose
-// end stops the run as Ctrl-C does. It answers the exit code.
+// end stops the run as Ctrl-C does. It returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -16,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// runJSON runs rigbench in the process with args and -json, and answers
+// runJSON runs rigbench in the process with args and -json, and returns
 // its report; it fails the test where the exit code is not 0.
 func runJSON(t *testing.T, ctx context.Context, args ...string) *Report {
 	t.Helper()

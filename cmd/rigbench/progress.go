@@ -29,7 +29,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // startProgress starts drawing the progress of the run lv on w, labelled
-// name, where w is a terminal; it answers nil otherwise.
+// name, where w is a terminal; it returns nil otherwise.
 func startProgress(w io.Writer, name string, lv *live) *progress {
 	if !isTerminal(w) {
 		return nil

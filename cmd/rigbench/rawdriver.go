@@ -15,13 +15,13 @@ import (
 )
 
 // The driver's baseline drives the workload straight through each
-// device's driver (the device.Driver its opener's Make answers), with no
+// device's driver (the device.Driver its opener's Make returns), with no
 // rig core in between: no supervisor, no hazards, no pools. Each lane
 // builds the device.Submission of its workload's item once, and for each
 // submission sets its value and calls Room then Submit under the device's
 // mutex (the contract asks for value order, and rig's submit lock holds
 // the same calls), Grow where Room asks for it, and Commit where Submit
-// answered Pending and a wait needs the value. A wait spins on the
+// returned Pending and a wait needs the value. A wait spins on the
 // device's word, yielding between reads: the timeline word the baseline
 // gave Make, or the driver's Signaled where it keeps a word of its own. So
 // the ratio of rig to it is rig's own cost on that driver.
@@ -147,7 +147,7 @@ func (r *rawDev) load(bin []byte) (device.Image, error) {
 		if code.Place < 1 || code.Lay == nil {
 			return nil, fmt.Errorf("an image on %s: the driver answered neither an image nor a place", r.name)
 		}
-		place, err := r.alloc(device.Device, int64(code.Place))
+		place, err := r.alloc(device.DeviceMemory, int64(code.Place))
 		if err != nil {
 			return nil, fmt.Errorf("the place of an image: %w", err)
 		}
@@ -159,9 +159,9 @@ func (r *rawDev) load(bin []byte) (device.Image, error) {
 	return img, nil
 }
 
-// submit submits s as the device's next value, and answers the value.
-// While Room answers later it waits for the device's progress; where it
-// answers grow, it grows the queues and asks again.
+// submit submits s as the device's next value, and returns the value.
+// While Room returns later it waits for the device's progress; where it
+// returns grow, it grows the queues and asks again.
 func (r *rawDev) submit(ctx context.Context, s *device.Submission) (uint64, error) {
 	for grows := 0; ; {
 		if err := ctx.Err(); err != nil {
@@ -313,7 +313,7 @@ var rawLanes = map[string]rawLane{
 			return nil, 0, err
 		}
 		groups, threads, values := twiceShape(size / 4)
-		x, err := r.alloc(device.Device, 4*values)
+		x, err := r.alloc(device.DeviceMemory, 4*values)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -321,9 +321,9 @@ var rawLanes = map[string]rawLane{
 		binary.LittleEndian.PutUint64(params, r.drv.Locate(x).Address)
 		return launch(e, [3]uint32{uint32(groups), 1, 1}, [3]uint32{uint32(threads), 1, 1}, params), 0, nil
 	},
-	"d2d":  rawCopy(device.Device, device.Device),
-	"h2d":  rawCopy(device.Pinned, device.Device),
-	"d2h":  rawCopy(device.Device, device.Pinned),
+	"d2d":  rawCopy(device.DeviceMemory, device.DeviceMemory),
+	"h2d":  rawCopy(device.PinnedMemory, device.DeviceMemory),
+	"d2h":  rawCopy(device.DeviceMemory, device.PinnedMemory),
 	"fill": rawFill,
 }
 
@@ -353,7 +353,7 @@ func rawCopy(from, to device.Memory) rawLane {
 }
 
 func rawFill(r *rawDev, size int64) (*device.Submission, int64, error) {
-	dst, err := r.alloc(device.Device, size)
+	dst, err := r.alloc(device.DeviceMemory, size)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -448,7 +448,7 @@ func (rb *rawRun) open() error {
 	return nil
 }
 
-// close closes the open devices, and answers the first error.
+// close closes the open devices, and returns the first error.
 func (rb *rawRun) close() error {
 	var first error
 	for _, r := range rb.devs {

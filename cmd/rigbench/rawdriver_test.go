@@ -125,7 +125,7 @@ func TestNewBaselineChoice(t *testing.T) {
 }
 
 // TestRawDevice drives a host device through its driver alone with a ring
-// of 4 values and arenas that start small, so that Room answers later and
+// of 4 values and arenas that start small, so that Room returns later and
 // grow, and with an image that asks for its place.
 func TestRawDevice(t *testing.T) {
 	drivers["hostsmall"] = &driver{

@@ -27,9 +27,9 @@ type workload struct {
 var workloads = map[string]*workload{
 	"empty": {what: "a launch of the empty kernel (one thread)", lanes: perDevice(emptyLane)},
 	"twice": {what: "a launch of twice over a float32 array of %s, 256 threads a group", sized: true, size: 4 << 10, lanes: perDevice(twiceLane)},
-	"d2d":   {what: "a copy of %s from Device to Device memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.Device, device.Device))},
-	"h2d":   {what: "a copy of %s from Pinned to Device memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.Pinned, device.Device))},
-	"d2h":   {what: "a copy of %s from Device to Pinned memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.Device, device.Pinned))},
+	"d2d":   {what: "a copy of %s from Device to Device memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.DeviceMemory, device.DeviceMemory))},
+	"h2d":   {what: "a copy of %s from Pinned to Device memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.PinnedMemory, device.DeviceMemory))},
+	"d2h":   {what: "a copy of %s from Device to Pinned memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.DeviceMemory, device.PinnedMemory))},
 	"fill":  {what: "a fill of %s of Device memory", sized: true, size: 1 << 20, lanes: perDevice(fillLane)},
 	"mixed": {what: "in turn: a fill of %s on device A; a copy of it into device B's buffer, on B (B waits for A); an empty launch on B; a copy back, on A (A waits for B)", sized: true, size: 64 << 10, lanes: mixedLanes},
 }
@@ -44,7 +44,7 @@ func workloadNames() []string {
 	return names
 }
 
-// lane is one submitter's work: submit submits one piece and answers its
+// lane is one submitter's work: submit submits one piece and returns its
 // ticket and the bytes it moves; wait waits until the ticket's work is
 // done. T is rig.Point for rig, and the baselines' own tickets.
 type lane[T any] struct {
@@ -154,7 +154,7 @@ func twiceLane(e *env, o opened) (lane[rig.Point], error) {
 		return lane[rig.Point]{}, err
 	}
 	groups, threads, values := twiceShape(e.size / 4)
-	x, err := d.Alloc(device.Device, int(4*values))
+	x, err := d.Alloc(device.DeviceMemory, int(4*values))
 	if err != nil {
 		return lane[rig.Point]{}, err
 	}
@@ -197,7 +197,7 @@ func copyLane(from, to device.Memory) func(e *env, o opened) (lane[rig.Point], e
 
 func fillLane(e *env, o opened) (lane[rig.Point], error) {
 	d := o.dev
-	dst, err := d.Alloc(device.Device, int(e.size))
+	dst, err := d.Alloc(device.DeviceMemory, int(e.size))
 	if err != nil {
 		return lane[rig.Point]{}, err
 	}
@@ -244,11 +244,11 @@ func mixedLanes(e *env) ([]lane[rig.Point], error) {
 	}
 	var out []lane[rig.Point]
 	for range e.cfg.C {
-		ba, err := a.Alloc(device.Device, int(e.size))
+		ba, err := a.Alloc(device.DeviceMemory, int(e.size))
 		if err != nil {
 			return nil, err
 		}
-		bb, err := b.Alloc(device.Device, int(e.size))
+		bb, err := b.Alloc(device.DeviceMemory, int(e.size))
 		if err != nil {
 			return nil, err
 		}

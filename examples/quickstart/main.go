@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -24,7 +23,7 @@ func main() {
 
 	// x: n float32s of the device's own memory, filled from a Go slice.
 	const n = 1024
-	x, err := dev.Alloc(device.Device, 4*n)
+	x, err := dev.Alloc(rig.DeviceMemory, 4*n)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -30,7 +30,7 @@ type Frame struct {
 }
 
 // Call calls f.Fn with every argument of f.A (a C function ignores those
-// past its own) on the thread's system stack, and answers its result,
+// past its own) on the thread's system stack, and returns its result,
 // which it also leaves in f.R. f must not be on a goroutine's stack.
 func (f *Frame) Call() uintptr {
 	call(f)

@@ -32,7 +32,7 @@ func KernelArgs(t *testing.T, dev *rig.Device, bin []byte) {
 	if got := mixed.Layout(); !equal(got, want) {
 		t.Fatalf("mixed's layout is %v, want %v", got, want)
 	}
-	out, err := dev.Alloc(device.Pinned, 64)
+	out, err := dev.Alloc(device.PinnedMemory, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,12 +75,12 @@ func KernelArgs(t *testing.T, dev *rig.Device, bin []byte) {
 	for i := range x {
 		x[i], y[i] = float32(i), float32(2*i+1)
 	}
-	bx, err := dev.Alloc(device.Device, 4*n)
+	bx, err := dev.Alloc(device.DeviceMemory, 4*n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bx.Free()
-	by, err := dev.Alloc(device.Device, 4*n)
+	by, err := dev.Alloc(device.DeviceMemory, 4*n)
 	if err != nil {
 		t.Fatal(err)
 	}

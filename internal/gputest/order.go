@@ -35,7 +35,7 @@ func PartsOrderedByBuffers(t *testing.T, dev *rig.Device, bin []byte) {
 		}
 		return b
 	}
-	in, x, out, y := newBuf(device.Pinned), newBuf(device.Device), newBuf(device.Pinned), newBuf(device.Device)
+	in, x, out, y := newBuf(device.PinnedMemory), newBuf(device.DeviceMemory), newBuf(device.PinnedMemory), newBuf(device.DeviceMemory)
 	subOf := func(parts ...rig.Part) *rig.Submission {
 		s, err := rig.NewSubmission(dev, parts...)
 		if err != nil {

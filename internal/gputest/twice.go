@@ -26,12 +26,12 @@ func Twice(t testing.TB, ctx context.Context, dev *rig.Device, bin []byte, n uin
 	if err != nil {
 		t.Fatalf("%s: example: %v", dev.Name(), err)
 	}
-	x, err := dev.Alloc(device.Device, 4*int(n))
+	x, err := dev.Alloc(device.DeviceMemory, 4*int(n))
 	if err != nil {
 		t.Fatalf("%s: example: %v", dev.Name(), err)
 	}
 	defer x.Free()
-	h, err := dev.Alloc(device.Pinned, 4*int(n))
+	h, err := dev.Alloc(device.PinnedMemory, 4*int(n))
 	if err != nil {
 		t.Fatalf("%s: example: %v", dev.Name(), err)
 	}

@@ -37,7 +37,7 @@ func Unload(t *testing.T, dev *rig.Device, bin []byte) {
 		return img, twice, empty
 	}
 	const n = 256
-	x, err := dev.Alloc(device.Pinned, 4*n)
+	x, err := dev.Alloc(device.PinnedMemory, 4*n)
 	if err != nil {
 		t.Fatal(err)
 	}

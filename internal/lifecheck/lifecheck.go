@@ -36,7 +36,7 @@ type gate struct {
 
 func newGate(t testing.TB, d *rig.Device) *gate {
 	t.Helper()
-	flag := alloc(t, d, device.Pinned, 8)
+	flag := alloc(t, d, device.PinnedMemory, 8)
 	g := &gate{flag: flag, word: (*uint64)(unsafe.Pointer(&flag.Bytes()[0]))}
 	atomic.StoreUint64(g.word, 0)
 	return g
@@ -76,7 +76,7 @@ func waitFor(p rig.Point) error {
 // read A's bytes.
 func CloseKeepsPeerBuffers(t *testing.T, a, b *rig.Device, spinB *rig.Function) {
 	const n = 1 << 20
-	x, y := alloc(t, a, device.Device, n), alloc(t, b, device.Pinned, n)
+	x, y := alloc(t, a, device.DeviceMemory, n), alloc(t, b, device.PinnedMemory, n)
 	clear(y.Bytes())
 	p, err := submit(t, a, []rig.Part{rig.FillBytes(0, 0, n, 0x5a)}, x)
 	if err == nil {
@@ -126,7 +126,7 @@ func CloseKeepsPeerBuffers(t *testing.T, a, b *rig.Device, spinB *rig.Function) 
 // point must not be reached.
 func WaitOnEnded(t *testing.T, a, b *rig.Device, spinA *rig.Function, before bool, end func(), want string) {
 	const n = 1 << 20
-	x, y := alloc(t, a, device.Device, n), alloc(t, b, device.Pinned, n)
+	x, y := alloc(t, a, device.DeviceMemory, n), alloc(t, b, device.PinnedMemory, n)
 	// The flag is B's, which outlives A's close: A's spin reads it through
 	// A's view, and the host still writes it after A gave its memory back.
 	g := newGate(t, b)

@@ -4,16 +4,16 @@
 # fatbin of sm_80 and sm_90 cubins; kernels.cu less the two kernels that
 # need CUDA's vprintf and __assertfail (-DNO_DEVICE_LIBRARY) as the sm_90
 # cubin kernels_nv; and
-# the listings cuobjdump writes of the kernels.cu cubins, which nvdev/abi's
+# the listings cuobjdump writes of the kernels.cu cubins, which nvdev/hw's
 # tests read from that package's testdata to check its cubin parser.
 # portable.ptx is written by hand and is not rebuilt here.
 set -e
 cd "$(dirname "$0")"
-abi=../../nvdev/abi/testdata
+listings=../../nvdev/hw/testdata
 for a in 80 86 89 90; do
   nvcc -cubin -arch=sm_$a -o kernels.sm_$a.cubin kernels.cu
-  cuobjdump -elf kernels.sm_$a.cubin > $abi/kernels.sm_$a.elf.txt
-  cuobjdump -res-usage kernels.sm_$a.cubin > $abi/kernels.sm_$a.res-usage.txt
+  cuobjdump -elf kernels.sm_$a.cubin > $listings/kernels.sm_$a.elf.txt
+  cuobjdump -res-usage kernels.sm_$a.cubin > $listings/kernels.sm_$a.res-usage.txt
 done
 nvcc -ptx -arch=compute_90 -o kernels.compute_90.ptx kernels.cu
 nvcc -fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -o kernels.fatbin kernels.cu

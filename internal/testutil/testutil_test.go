@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestHelpersRunAKernel(t *testing.T) {
 	dev := testutil.Open(t, hostdev.Open(hostdev.Config{Name: "testutil"}))
 	sleep := testutil.Functions(t, dev, hostdev.ImageOf("sleep", "empty"), "sleep", "empty")[0]
-	buf := testutil.Alloc(t, dev, device.Pinned, 64)
+	buf := testutil.Alloc(t, dev, device.PinnedMemory, 64)
 	if len(buf.Bytes()) != 64 {
 		t.Fatalf("Alloc of 64 bytes gave %d", len(buf.Bytes()))
 	}
@@ -58,7 +58,7 @@ func TestNeedGPU(t *testing.T) {
 func TestSettleAndReadSum(t *testing.T) {
 	dev := testutil.Open(t, hostdev.Open(hostdev.Config{Name: "testutil-settle"}))
 	used, _ := dev.Budget()
-	b := testutil.Alloc(t, dev, device.Pinned, 100)
+	b := testutil.Alloc(t, dev, device.PinnedMemory, 100)
 	mem := b.Bytes()
 	for i := range mem {
 		mem[i] = 2

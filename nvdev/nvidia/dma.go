@@ -34,19 +34,19 @@ const (
 // attach the dma-buf is NVIDIA's driver's answer to that attach, by the PCI
 // topology between fn and the GPU.
 //
-// It answers an error naming fn where fn is not a bus address or names no
+// It returns an error naming fn where fn is not a bus address or names no
 // function under /sys/bus/pci/devices, one naming the cause for memory the
 // export cannot take (host memory: Pinned memory and MapHost's; bytes off
 // whole host pages of the memory), one with the RM's status name where
-// NVIDIA's driver refuses the export, and a *device.Fault where it answers
+// NVIDIA's driver refuses the export, and a *device.Fault where it returns
 // that the GPU is lost.
-func (p *Path) DMA(m *Memory, fn string) (device.DMA, error) {
+func (p *Client) DMA(m *Memory, fn string) (device.DMA, error) {
 	return p.dma(m, fn, sysfsPCI, uint64(os.Getpagesize()))
 }
 
 // dma is DMA with the machine's PCI functions listed under dir and host
 // pages of ps bytes, a power of two.
-func (p *Path) dma(m *Memory, fn, dir string, ps uint64) (device.DMA, error) {
+func (p *Client) dma(m *Memory, fn, dir string, ps uint64) (device.DMA, error) {
 	a, err := ParsePCIAddress(fn)
 	if err != nil {
 		return device.DMA{}, fmt.Errorf("nvidia: dma for %q: not a PCI bus address such as 0000:41:00.0", fn)
@@ -74,7 +74,7 @@ func (p *Path) dma(m *Memory, fn, dir string, ps uint64) (device.DMA, error) {
 
 // dmaRecord is the path's record of m, or an error naming why the export
 // cannot take m.
-func (p *Path) dmaRecord(m *Memory, fn string) (*memRecord, error) {
+func (p *Client) dmaRecord(m *Memory, fn string) (*memRecord, error) {
 	if m == nil {
 		return nil, fmt.Errorf("nvidia: dma for %s of no memory", fn)
 	}
@@ -83,11 +83,11 @@ func (p *Path) dmaRecord(m *Memory, fn string) (*memRecord, error) {
 		return nil, fmt.Errorf("nvidia: dma for %s: the memory at 0x%x is not memory this path gave", fn, m.Address)
 	}
 	switch {
-	case m.Kind == device.Pinned && m.Borrowed:
+	case m.Kind == device.PinnedMemory && m.Borrowed:
 		return nil, fmt.Errorf("nvidia: dma for %s: the memory at 0x%x is the caller's host memory mapped for the GPU, and NVIDIA's driver exports only the GPU's own memory as a dma-buf", fn, m.Address)
-	case m.Kind == device.Pinned:
+	case m.Kind == device.PinnedMemory:
 		return nil, fmt.Errorf("nvidia: dma for %s: the memory at 0x%x is Pinned memory, host pages, and NVIDIA's driver exports only the GPU's own memory as a dma-buf", fn, m.Address)
-	case m.Kind != device.Device && m.Kind != device.Mapped:
+	case m.Kind != device.DeviceMemory && m.Kind != device.MappedMemory:
 		return nil, fmt.Errorf("nvidia: dma for %s: no export of %v memory", fn, m.Kind)
 	}
 	p.mu.Lock()
@@ -119,9 +119,9 @@ func dmaSpan(off, n, objLen, ps uint64) (start, size uint64, err error) {
 }
 
 // exportDMABuf makes a dma-buf of size bytes of the memory object h from
-// byte off (NV_ESC_EXPORT_TO_DMABUF_FD on the GPU's file), and answers its
+// byte off (NV_ESC_EXPORT_TO_DMABUF_FD on the GPU's file), and returns its
 // file descriptor, which the caller owns.
-func (p *Path) exportDMABuf(h Handle, off, size uint64) (int, error) {
+func (p *Client) exportDMABuf(h Handle, off, size uint64) (int, error) {
 	x := &exportDMABufParams{
 		FD:           -1,
 		Client:       p.r.client,
@@ -144,7 +144,7 @@ func (p *Path) exportDMABuf(h Handle, off, size uint64) (int, error) {
 }
 
 // dmaRefusal is the error of a failed export of size bytes of m for fn: a
-// *device.Fault where the driver answered that the GPU is lost, the
+// *device.Fault where the driver returned that the GPU is lost, the
 // refusal with its cause otherwise.
 func dmaRefusal(fn string, m *Memory, size uint64, err error) error {
 	what := fmt.Sprintf("nvidia: dma for %s: NVIDIA's driver did not export %d bytes of %v memory at 0x%x as a dma-buf", fn, size, m.Kind, m.Address)

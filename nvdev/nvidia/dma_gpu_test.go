@@ -95,10 +95,10 @@ func TestGPUDMA(t *testing.T) {
 	for i, c := range []struct {
 		k device.Memory
 		n int
-	}{{device.Device, 2 << 20}, {device.Device, 1000}, {device.Device, 9 << 20}, {device.Mapped, 64 << 10}} {
+	}{{device.DeviceMemory, 2 << 20}, {device.DeviceMemory, 1000}, {device.DeviceMemory, 9 << 20}, {device.MappedMemory, 64 << 10}} {
 		ok := t.Run(fmt.Sprintf("%v/%d", c.k, c.n), func(t *testing.T) {
 			m, err := p.Alloc(c.k, c.n)
-			if c.k == device.Mapped && err != nil {
+			if c.k == device.MappedMemory && err != nil {
 				t.Skipf("no Mapped memory: %v", err)
 			}
 			if err != nil {
@@ -122,9 +122,9 @@ func TestGPUDMA(t *testing.T) {
 		}
 	}
 
-	dev := alloc(t, device.Device, 2<<20)
+	dev := alloc(t, device.DeviceMemory, 2<<20)
 	t.Run("two exports, one past Free", func(t *testing.T) {
-		m := alloc(t, device.Device, 2<<20)
+		m := alloc(t, device.DeviceMemory, 2<<20)
 		a, err := p.DMA(m, fn)
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +145,7 @@ func TestGPUDMA(t *testing.T) {
 	})
 
 	t.Run("refusals", func(t *testing.T) {
-		pinned := alloc(t, device.Pinned, 4096)
+		pinned := alloc(t, device.PinnedMemory, 4096)
 		const hostLen = 64 << 10
 		ha, err := mmap(0, hostLen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS, -1, 0)
 		if err != nil {
@@ -158,7 +158,7 @@ func TestGPUDMA(t *testing.T) {
 		}
 		live[host] = true
 		defer free(t, host) // before the munmap
-		gone := alloc(t, device.Device, 4096)
+		gone := alloc(t, device.DeviceMemory, 4096)
 		free(t, gone)
 		bogus := *dev
 		bogus.Handle = 0xdead0001

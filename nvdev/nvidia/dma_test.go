@@ -18,7 +18,7 @@ import (
 
 // fakeExport is a fake of NVIDIA's kernel driver's NV_ESC_EXPORT_TO_DMABUF_FD,
 // which checks a call as nv-ioctl.h and nv-dmabuf.c of release 580 would,
-// and answers a memfd of the exported size for the dma-buf.
+// and returns a memfd of the exported size for the dma-buf.
 type fakeExport struct {
 	t      *testing.T
 	devFD  int
@@ -69,7 +69,7 @@ func (f *fakeExport) ioctl(fd int, req uintptr, arg unsafe.Pointer) syscall.Errn
 	return 0
 }
 
-// check is the status the driver answers the block x with.
+// check is the status the driver returns the block x with.
 func (f *fakeExport) check(x *exportDMABufParams) uint32 {
 	if f.status != 0 {
 		return f.status
@@ -94,8 +94,8 @@ func (f *fakeExport) check(x *exportDMABufParams) uint32 {
 
 // fakePath is a path whose only call of the driver is the export, on the
 // fake.
-func fakePath(f *fakeExport) *Path {
-	p := &Path{gpuState: &gpuState{devFD: f.devFD}}
+func fakePath(f *fakeExport) *Client {
+	p := &Client{gpuState: &gpuState{devFD: f.devFD}}
 	p.r = rm{conn: conn{ioctl: f.ioctl, sink: &p.sink}, ctl: fakeCtlFD, client: fakeClient}
 	return p
 }
@@ -118,7 +118,7 @@ func vidmem(k device.Memory, h Handle, va, length, off uint64, n int) *Memory {
 }
 
 // fdSize is the size of the file fd, by a seek to its end, as a dma-buf
-// answers it.
+// returns it.
 func fdSize(t testing.TB, fd int) int64 {
 	t.Helper()
 	n, err := unix.Seek(fd, 0, unix.SEEK_END)
@@ -131,11 +131,11 @@ func fdSize(t testing.TB, fd int) int64 {
 func TestDMA(t *testing.T) {
 	const va = 0x20_0000_0000
 	dir := fakeSysfs(t, "0000:41:00.0", "0000:4a:00.0", "10000:e1:1f.7")
-	freed := vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20)
+	freed := vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20)
 	freed.Data.(*memRecord).freed = true
-	pinned := vidmem(device.Pinned, 0xcaf00003, va, 4096, 0, 4096)
+	pinned := vidmem(device.PinnedMemory, 0xcaf00003, va, 4096, 0, 4096)
 	pinned.Data.(*memRecord).own = true
-	borrowed := vidmem(device.Pinned, 0xcaf00003, va, 8192, 0x123, 100)
+	borrowed := vidmem(device.PinnedMemory, 0xcaf00003, va, 8192, 0x123, 100)
 	borrowed.Borrowed = true
 	for _, c := range []struct {
 		name   string
@@ -149,43 +149,43 @@ func TestDMA(t *testing.T) {
 		errs   []string
 		fault  bool
 	}{
-		{name: "2 MiB of Device memory", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0", size: 2 << 20, calls: 1},
-		{name: "upper-case hex", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:4A:00.0", size: 2 << 20, calls: 1},
-		{name: "a domain past 0xffff", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "10000:e1:1f.7", size: 2 << 20, calls: 1},
-		{name: "1000 bytes in a page", m: vidmem(device.Device, 0xcaf00001, va, 4096, 0, 1000), fn: "0000:41:00.0", size: 4096, calls: 1},
-		{name: "Mapped memory", m: vidmem(device.Mapped, 0xcaf00002, va, 64<<10, 0, 64<<10), fn: "0000:41:00.0", size: 64 << 10, calls: 1},
-		{name: "2 MiB pages, 9 MiB asked", m: vidmem(device.Device, 0xcaf00004, va, 10<<20, 0, 9<<20), fn: "0000:41:00.0", size: 9 << 20, calls: 1},
-		{name: "a region inside its object", m: vidmem(device.Device, 0xcaf00004, va, 10<<20, 0x1234, 0x2000), fn: "0000:41:00.0", size: 0x3000, offset: 0x234, calls: 1},
-		{name: "64 KiB host pages", m: vidmem(device.Device, 0xcaf00004, va, 10<<20, 0x10010, 16), fn: "0000:41:00.0", ps: 64 << 10, size: 64 << 10, offset: 0x10, calls: 1},
+		{name: "2 MiB of Device memory", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0", size: 2 << 20, calls: 1},
+		{name: "upper-case hex", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:4A:00.0", size: 2 << 20, calls: 1},
+		{name: "a domain past 0xffff", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "10000:e1:1f.7", size: 2 << 20, calls: 1},
+		{name: "1000 bytes in a page", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 4096, 0, 1000), fn: "0000:41:00.0", size: 4096, calls: 1},
+		{name: "Mapped memory", m: vidmem(device.MappedMemory, 0xcaf00002, va, 64<<10, 0, 64<<10), fn: "0000:41:00.0", size: 64 << 10, calls: 1},
+		{name: "2 MiB pages, 9 MiB asked", m: vidmem(device.DeviceMemory, 0xcaf00004, va, 10<<20, 0, 9<<20), fn: "0000:41:00.0", size: 9 << 20, calls: 1},
+		{name: "a region inside its object", m: vidmem(device.DeviceMemory, 0xcaf00004, va, 10<<20, 0x1234, 0x2000), fn: "0000:41:00.0", size: 0x3000, offset: 0x234, calls: 1},
+		{name: "64 KiB host pages", m: vidmem(device.DeviceMemory, 0xcaf00004, va, 10<<20, 0x10010, 16), fn: "0000:41:00.0", ps: 64 << 10, size: 64 << 10, offset: 0x10, calls: 1},
 
-		{name: "no bus address", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "zz", errs: []string{`"zz"`, "not a PCI bus address"}},
-		{name: "empty fn", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "", errs: []string{`""`, "not a PCI bus address"}},
-		{name: "slot past 31", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:20.0", errs: []string{"0000:41:20.0", "not a PCI bus address"}},
-		{name: "no such function", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:ff:1f.7", errs: []string{"0000:ff:1f.7", "no such PCI function"}},
+		{name: "no bus address", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "zz", errs: []string{`"zz"`, "not a PCI bus address"}},
+		{name: "empty fn", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "", errs: []string{`""`, "not a PCI bus address"}},
+		{name: "slot past 31", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:20.0", errs: []string{"0000:41:20.0", "not a PCI bus address"}},
+		{name: "no such function", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:ff:1f.7", errs: []string{"0000:ff:1f.7", "no such PCI function"}},
 		{name: "Pinned memory", m: pinned, fn: "0000:41:00.0", errs: []string{"0000:41:00.0", "Pinned memory", "only the GPU's own memory"}},
 		{name: "MapHost memory", m: borrowed, fn: "0000:41:00.0", errs: []string{"0000:41:00.0", "host memory", "only the GPU's own memory"}},
 		{name: "freed memory", m: freed, fn: "0000:41:00.0", errs: []string{"0000:41:00.0", "freed"}},
-		{name: "memory of no path", m: &Memory{Kind: device.Device, Address: va, Size: 4096, Handle: 0xcaf00001}, fn: "0000:41:00.0", errs: []string{"not memory this path gave"}},
+		{name: "memory of no path", m: &Memory{Kind: device.DeviceMemory, Address: va, Size: 4096, Handle: 0xcaf00001}, fn: "0000:41:00.0", errs: []string{"not memory this path gave"}},
 		{name: "no memory", fn: "0000:41:00.0", errs: []string{"no memory"}},
-		{name: "4 KiB object, 64 KiB host pages", m: vidmem(device.Device, 0xcaf00005, va, 4096, 0, 4096), fn: "0000:41:00.0", ps: 64 << 10, errs: []string{"0000:41:00.0", "whole host pages of 65536 bytes"}},
-		{name: "a region past its object", m: vidmem(device.Device, 0xcaf00001, va, 4096, 0, 8192), fn: "0000:41:00.0", errs: []string{"outside its memory object"}},
+		{name: "4 KiB object, 64 KiB host pages", m: vidmem(device.DeviceMemory, 0xcaf00005, va, 4096, 0, 4096), fn: "0000:41:00.0", ps: 64 << 10, errs: []string{"0000:41:00.0", "whole host pages of 65536 bytes"}},
+		{name: "a region past its object", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 4096, 0, 8192), fn: "0000:41:00.0", errs: []string{"outside its memory object"}},
 
-		{name: "not supported", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
+		{name: "not supported", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
 			fake: func(f *fakeExport) { f.status = StatusNotSupported }, calls: 1,
 			errs: []string{"0000:41:00.0", "NV_ERR_NOT_SUPPORTED", "exports no dma-buf of this GPU's memory"}},
-		{name: "a handle the RM lacks", m: vidmem(device.Device, 0xdead0001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0", calls: 1,
+		{name: "a handle the RM lacks", m: vidmem(device.DeviceMemory, 0xdead0001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0", calls: 1,
 			errs: []string{"0000:41:00.0", "NV_ERR_OBJECT_NOT_FOUND", "0xdead0001"}},
-		{name: "a handle of host memory", m: vidmem(device.Device, 0xcaf00003, va, 4096, 0, 4096), fn: "0000:41:00.0", calls: 1,
+		{name: "a handle of host memory", m: vidmem(device.DeviceMemory, 0xcaf00003, va, 4096, 0, 4096), fn: "0000:41:00.0", calls: 1,
 			errs: []string{"0000:41:00.0", "NV_ERR_INVALID_ARGUMENT"}},
-		{name: "a record longer than the RM's object", m: vidmem(device.Device, 0xcaf00001, va, 4<<20, 0, 4<<20), fn: "0000:41:00.0", calls: 1,
+		{name: "a record longer than the RM's object", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 4<<20, 0, 4<<20), fn: "0000:41:00.0", calls: 1,
 			errs: []string{"NV_ERR_INVALID_ARGUMENT"}},
-		{name: "EINVAL", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
+		{name: "EINVAL", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
 			fake: func(f *fakeExport) { f.errno = syscall.EINVAL }, calls: 1, errs: []string{"0000:41:00.0", "before the RM saw it", "invalid argument"}},
-		{name: "lacking", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
+		{name: "lacking", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
 			fake: func(f *fakeExport) { f.status = StatusNoMemory }, calls: 1, errs: []string{"NV_ERR_NO_MEMORY"}},
-		{name: "no descriptor", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
+		{name: "no descriptor", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
 			fake: func(f *fakeExport) { f.noFD = true }, calls: 1, errs: []string{"0000:41:00.0", "no file descriptor"}},
-		{name: "the GPU lost", m: vidmem(device.Device, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
+		{name: "the GPU lost", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 2<<20, 0, 2<<20), fn: "0000:41:00.0",
 			fake: func(f *fakeExport) { f.status = StatusGPUIsLost }, calls: 1, errs: []string{"0000:41:00.0", "NV_ERR_GPU_IS_LOST"}, fault: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestDMA(t *testing.T) {
 func TestDMAPublic(t *testing.T) {
 	f := &fakeExport{t: t, devFD: fakeDevFD, ps: 4096, vidmem: map[Handle]uint64{0xcaf00001: 4096}}
 	p := fakePath(f)
-	m := vidmem(device.Device, 0xcaf00001, 0x20_0000_0000, 4096, 0, 4096)
+	m := vidmem(device.DeviceMemory, 0xcaf00001, 0x20_0000_0000, 4096, 0, 4096)
 	for _, fn := range []string{"zz", "ffff:ff:1f.7"} {
 		if _, err := p.DMA(m, fn); err == nil || !strings.Contains(err.Error(), fn) {
 			t.Errorf("DMA for %q answered %v", fn, err)
@@ -264,7 +264,7 @@ func TestDMAPublic(t *testing.T) {
 }
 
 // FuzzDMAFunction: any fn is taken for the one function the fake machine
-// has exactly where it names that function, and answers an error naming fn
+// has exactly where it names that function, and returns an error naming fn
 // without a call of the driver otherwise.
 func FuzzDMAFunction(f *testing.F) {
 	for _, s := range []string{"0000:41:00.0", "0000:41:00.1", "0000:4A:00.0", "00000000:41:00.0", "0:41:00.0", "zz", "", "0000:41:00.0\n", "0000:41:1f.7", "../0000:41:00.0", "0000:41:00.0/.."} {
@@ -274,7 +274,7 @@ func FuzzDMAFunction(f *testing.F) {
 	f.Fuzz(func(t *testing.T, fn string) {
 		fe := &fakeExport{t: t, devFD: fakeDevFD, ps: 4096, vidmem: map[Handle]uint64{0xcaf00001: 4096}}
 		p := fakePath(fe)
-		d, err := p.dma(vidmem(device.Device, 0xcaf00001, 0x20_0000_0000, 4096, 0, 4096), fn, dir, 4096)
+		d, err := p.dma(vidmem(device.DeviceMemory, 0xcaf00001, 0x20_0000_0000, 4096, 0, 4096), fn, dir, 4096)
 		a, perr := ParsePCIAddress(fn)
 		want := perr == nil && a == PCIAddress{Bus: 0x41}
 		if err == nil {

@@ -1,6 +1,7 @@
 // Package nvidia is the path to an NVIDIA GPU through NVIDIA's kernel
 // driver: the RM's objects by ioctl on /dev/nvidiactl and /dev/nvidia<minor>,
-// GPU addresses through /dev/nvidia-uvm, in pure Go: the RM driver (nvdev) builds its channels on a *Path.
+// GPU addresses through /dev/nvidia-uvm, in pure Go. A Client is one such
+// path; the RM driver (nvdev) builds its channels on it.
 //
 // # The RM's interface
 //
@@ -14,7 +15,7 @@
 // NV_VASPACE_ALLOCATION_PARAMETERS to 56 and NV_CHANNEL_ALLOC_PARAMS to 368.
 //
 // Every ioctl goes through one invoker (conn.invoke), which checks the
-// ioctl's errno and the RM's status word in the parameters and answers a
+// ioctl's errno and the RM's status word in the parameters and returns a
 // *RMError naming the call and the status. Refusals are Lacking
 // (errors.Is(err, ErrLacking): NV_ERR_NO_MEMORY,
 // NV_ERR_INSUFFICIENT_RESOURCES, ENOMEM) or Refused (ErrRefused). An answer
@@ -120,7 +121,7 @@
 //
 // # Ownership and lifetime
 //
-// A *Path owns its files, objects and registrations. The device's stop
+// A *Client owns its files, objects and registrations. The device's stop
 // calls Stop, which ends channel registrations still held, frees the
 // channel groups and channels the device made through RM and left (the RM
 // preempts their work), and unmaps the doorbell and the flush word. Memory
@@ -131,7 +132,7 @@
 //
 // # Concurrency
 //
-// Any goroutine may call any method of a Path or its RM at any time. The
+// Any goroutine may call any method of a Client or its RM at any time. The
 // path's lock guards its bookkeeping (memories alive, registered channels,
 // stop state), the process's lock the address pools and handle names; a
 // goroutine holds one at a time, never both, and never across a call of
@@ -153,12 +154,12 @@
 // fault) into NvNotification[0] within 132 ms, with the engine (1, GR) in
 // info16 and status 0xffff; NvNotification[1] holds the work submit token.
 // The debugger's SM and MMU reports stay empty for such a fault of the
-// channel's host engine. Check reports only what the driver's answers to
+// channel's host engine. Check reports only what the driver's returns to
 // the path said (a lost GPU); the device reads the notifiers itself.
 //
 // # Another path
 //
-// The RM driver needs of a path what Path's methods give: RM (Alloc, Free,
+// The RM driver needs of a path what Client's methods give: RM (Alloc, Free,
 // Control, Token, Schedule, Boost, SMErrors, MMUFaults), Key, Index,
 // Device, Subdevice, VASpace, GPU, Budget, CacheBytes, Doorbell, Ring,
 // Flush, Alloc, MapsHost, MapHost, Free, Reaches, MapPeer, Bus, DMA,

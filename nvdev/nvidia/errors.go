@@ -36,7 +36,7 @@ type RMError struct {
 	// Status is the RM's status (nvstatuscodes.h), or 0 where the ioctl
 	// itself failed.
 	Status uint32
-	// Errno is the ioctl's failure, or 0 where the RM answered with Status.
+	// Errno is the ioctl's failure, or 0 where the RM returned with Status.
 	Errno syscall.Errno
 }
 
@@ -80,7 +80,7 @@ func (e *RMError) Fatal() bool {
 	return false
 }
 
-// Is answers errors.Is for ErrLacking and ErrRefused.
+// Is returns errors.Is for ErrLacking and ErrRefused.
 func (e *RMError) Is(target error) bool {
 	switch target {
 	case ErrLacking:

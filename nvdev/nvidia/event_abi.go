@@ -3,7 +3,7 @@ package nvidia
 // The GPU's non-stall interrupts as a file the host waits on.
 //
 // A channel raises its engine's non-stall interrupt with the host method
-// NON_STALL_INTERRUPT (nvdev/abi's NonStallInterrupt). The RM posts it to
+// NON_STALL_INTERRUPT (nvdev/hw's NonStallInterrupt). The RM posts it to
 // every event registered for that engine on the subdevice: an object of
 // NV01_EVENT_OS_EVENT under the subdevice whose notify index is the
 // engine's NV2080_NOTIFIERS_* number with NV01_EVENT_NONSTALL_INTR set
@@ -12,11 +12,11 @@ package nvidia
 // file registers it under the client and the number of the file, and the
 // event object's data is that number. The RM then marks the file (with
 // NV01_EVENT_WITHOUT_EVENT_DATA, a flag rather than a queue of records)
-// and wakes its pollers: poll answers POLLIN|POLLPRI and clears the flag,
+// and wakes its pollers: poll returns POLLIN|POLLPRI and clears the flag,
 // so nothing is left to read (NV_ESC_RM_GET_EVENT_DATA reads only records
 // of events with data). Non-stall events need no
 // NV2080_CTRL_CMD_EVENT_SET_NOTIFICATION: the RM notifies the engine's list
-// at each interrupt. A GPU the driver lost answers POLLHUP.
+// at each interrupt. A GPU the driver lost returns POLLHUP.
 
 // Notifier indices of a subdevice (class/cl2080_notification.h).
 const (

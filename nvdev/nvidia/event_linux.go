@@ -35,7 +35,7 @@ type Event struct {
 // NonStallEvent makes an event for the non-stall interrupts of the engine
 // whose notifier index on the subdevice is notifier (NotifierGraphics for
 // the channels of the graphics engine's groups).
-func (p *Path) NonStallEvent(notifier uint32) (*Event, error) {
+func (p *Client) NonStallEvent(notifier uint32) (*Event, error) {
 	fd, err := openDevice("/dev/nvidiactl")
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ type Event struct{}
 
 // NonStallEvent returns an error naming the operating system: the driver's
 // files are Linux's.
-func (p *Path) NonStallEvent(notifier uint32) (*Event, error) { return nil, errNotLinux }
+func (p *Client) NonStallEvent(notifier uint32) (*Event, error) { return nil, errNotLinux }
 
 // Wait returns an error: an Event is never made off Linux.
 func (e *Event) Wait(time.Duration) (bool, error) { return false, errNotLinux }

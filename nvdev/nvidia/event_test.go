@@ -13,7 +13,7 @@ import (
 )
 
 // eventFake is a fake of the kernel driver for an event's calls: it
-// records them, and answers status to the call numbered failAt.
+// records them, and returns status to the call numbered failAt.
 type eventFake struct {
 	ctl    int
 	calls  []string

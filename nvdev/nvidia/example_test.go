@@ -18,7 +18,7 @@ func ExampleOpen() {
 	defer p.Close()
 	g := p.GPU()
 	fmt.Printf("%s %s, %d SMs\n", g.Name, g.Arch(), g.GPCs*g.TPCsPerGPC*g.SMsPerTPC)
-	m, err := p.Alloc(device.Mapped, 1<<20)
+	m, err := p.Alloc(device.MappedMemory, 1<<20)
 	if err != nil {
 		fmt.Println(err)
 		return

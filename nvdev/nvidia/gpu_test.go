@@ -34,7 +34,7 @@ const (
 )
 
 // release writes at pb the words of a 64-bit semaphore release of value
-// to the GPU address a, and answers their count.
+// to the GPU address a, and returns their count.
 func release(pb []uint32, a, value uint64) int {
 	pb[0] = methodInc | 5<<16 | 0<<13 | semAddrLo>>2
 	pb[1] = uint32(a)
@@ -62,7 +62,7 @@ func words(m *Memory) []uint32 {
 // and pushbuffers (from word pbWords).
 type testChannel struct {
 	t                  testing.TB
-	p                  *Path
+	p                  *Client
 	pinned, ring       *Memory
 	pw, rw             []uint32
 	tsg, ctx, ch, comp Handle
@@ -72,14 +72,14 @@ type testChannel struct {
 }
 
 // newChannel makes a test channel on p, registered and scheduled.
-func newChannel(t testing.TB, p *Path) *testChannel {
+func newChannel(t testing.TB, p *Client) *testChannel {
 	t.Helper()
 	c := &testChannel{t: t, p: p}
 	var err error
-	if c.pinned, err = p.Alloc(device.Pinned, 64<<10); err != nil {
+	if c.pinned, err = p.Alloc(device.PinnedMemory, 64<<10); err != nil {
 		t.Fatalf("Alloc(Pinned): %v", err)
 	}
-	if c.ring, err = p.Alloc(device.Mapped, ringBytes); err != nil {
+	if c.ring, err = p.Alloc(device.MappedMemory, ringBytes); err != nil {
 		t.Fatalf("Alloc(Mapped): %v", err)
 	}
 	c.pw, c.rw = words(c.pinned), words(c.ring)
@@ -236,12 +236,12 @@ func gpuPath(t *testing.T, opts *Options, full bool) {
 		}
 	}()
 
-	mapped := alloc(device.Mapped, 64<<10)
+	mapped := alloc(device.MappedMemory, 64<<10)
 	if full {
-		alloc(device.Device, 1<<20)
-		alloc(device.Device, 16<<20)
-		alloc(device.Pinned, 3<<20)
-		big := alloc(device.Mapped, 8<<20)
+		alloc(device.DeviceMemory, 1<<20)
+		alloc(device.DeviceMemory, 16<<20)
+		alloc(device.PinnedMemory, 3<<20)
+		big := alloc(device.MappedMemory, 8<<20)
 		b := big.Bytes()
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = byte(i >> 12)
@@ -336,7 +336,7 @@ func gpuPath(t *testing.T, opts *Options, full bool) {
 	if p.Doorbell() != nil || p.Flush() != nil {
 		t.Error("the doorbell or the flush word is mapped after Stop")
 	}
-	if _, err := p.Alloc(device.Pinned, 4); !errors.Is(err, errStopped) {
+	if _, err := p.Alloc(device.PinnedMemory, 4); !errors.Is(err, errStopped) {
 		t.Errorf("Alloc after Stop: %v", err)
 	}
 	if got := rm.made(ClassChannelGroup, g.Channel); len(got) != 0 {
@@ -361,7 +361,7 @@ func TestGPULifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	if _, err := p.Alloc(device.Device, 1<<42); !errors.Is(err, device.ErrNoMemory) {
+	if _, err := p.Alloc(device.DeviceMemory, 1<<42); !errors.Is(err, device.ErrNoMemory) {
 		t.Errorf("Alloc of 4 TiB: %v", err)
 	} else {
 		t.Logf("Alloc of 4 TiB: %v", err)
@@ -377,7 +377,7 @@ func TestGPULifecycle(t *testing.T) {
 	} else {
 		t.Logf("MapHost of PROT_NONE pages: %v", err)
 	}
-	m, err := p.Alloc(device.Pinned, 100)
+	m, err := p.Alloc(device.PinnedMemory, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestGPUFault(t *testing.T) {
 }
 
 // benchChannel opens GPU 0 and a test channel for a benchmark.
-func benchChannel(b *testing.B, opts *Options) (*Path, *testChannel) {
+func benchChannel(b *testing.B, opts *Options) (*Client, *testChannel) {
 	needGPU(b)
 	p, err := Open(0, opts)
 	if err != nil {

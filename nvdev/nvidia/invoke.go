@@ -23,7 +23,7 @@ func (s *faultSink) load() *RMError { return s.first.Load() }
 
 // conn is the choke point of the package: every ioctl of NVIDIA's kernel
 // driver goes through its invoke, which checks the ioctl's errno and the
-// RM's status word in the parameters, once, and answers a *RMError that
+// RM's status word in the parameters, once, and returns a *RMError that
 // names the call. A fatal answer is recorded in sink.
 type conn struct {
 	ioctl ioctlFunc

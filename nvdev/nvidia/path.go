@@ -104,11 +104,12 @@ type memRecord struct {
 	freed   bool
 }
 
-// Path is the path to one GPU through NVIDIA's kernel driver
-// (/dev/nvidiactl, /dev/nvidia<minor> and /dev/nvidia-uvm), which the RM driver builds its channels on. Open makes it; the
-// device's stop calls Stop; Close gives everything back once every Memory
-// is freed. Any goroutine may call its methods at any time.
-type Path struct {
+// Client is the path to one GPU through NVIDIA's kernel driver
+// (/dev/nvidiactl, /dev/nvidia<minor> and /dev/nvidia-uvm), which the RM
+// driver builds its channels on. Open makes it; the device's stop calls
+// Stop; Close gives everything back once every Memory is freed. Any
+// goroutine may call its methods at any time.
+type Client struct {
 	*gpuState // what the paths of this GPU share
 
 	sys  *system
@@ -159,7 +160,7 @@ var pathKey = &struct{ name string }{"nvidia"}
 // address space, which go back with the last of them: a path opened while
 // an earlier one still waits for its memory to be freed uses the earlier
 // one's objects, which is safe once that path's device has stopped.
-func Open(index int, opts *Options) (_ *Path, err error) {
+func Open(index int, opts *Options) (_ *Client, err error) {
 	if index < 0 {
 		return nil, fmt.Errorf("nvidia: no GPU %d", index)
 	}
@@ -167,7 +168,7 @@ func Open(index int, opts *Options) (_ *Path, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Path{sys: s, channels: map[Handle]span{}}
+	p := &Client{sys: s, channels: map[Handle]span{}}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -188,7 +189,7 @@ func Open(index int, opts *Options) (_ *Path, err error) {
 	}
 	// The flush word: a read of it drains the host's writes through BAR1.
 	// Without room for it the device has no Mapped memory.
-	m, err := p.Alloc(device.Mapped, 4)
+	m, err := p.Alloc(device.MappedMemory, 4)
 	switch {
 	case err == nil:
 		p.flush = m
@@ -202,7 +203,7 @@ func Open(index int, opts *Options) (_ *Path, err error) {
 
 // mapUsermode allocates the GPU's usermode page and maps it for the host:
 // the doorbell and the GPU's timer.
-func (p *Path) mapUsermode() (err error) {
+func (p *Client) mapUsermode() (err error) {
 	var params []byte
 	if p.opts.bar1Doorbell && p.gpu.Usermode == classHopperUsermode {
 		params = bytesOf(&HopperUsermodeAllocParams{Bar1Mapping: 1})
@@ -220,7 +221,7 @@ func (p *Path) mapUsermode() (err error) {
 // mapCPU maps length bytes of the memory object mem for the host, at a if
 // a is not 0: RM_MAP_MEMORY through a fresh /dev/nvidia<minor>, then mmap of
 // that file. The driver allows one mapping per file.
-func (p *Path) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
+func (p *Client) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
 	fd, err := p.openDevFD(p.r, p.sys.ctl)
 	if err != nil {
 		return 0, err
@@ -243,55 +244,55 @@ func (p *Path) mapCPU(mem Handle, length uint64, a uintptr) (uintptr, error) {
 }
 
 // Index is the GPU's number (IsGPU).
-func (p *Path) Index() int { return p.index }
+func (p *Client) Index() int { return p.index }
 
 // Key is the path's key: devices whose paths share it are of one machine,
 // and may map each other's memory.
-func (p *Path) Key() any { return pathKey }
+func (p *Client) Key() any { return pathKey }
 
 // RM is the GPU's resource manager.
-func (p *Path) RM() *RM { return p.rm }
+func (p *Client) RM() *RM { return p.rm }
 
 // Device is the RM's device object of the GPU (NV01_DEVICE_0).
-func (p *Path) Device() Handle { return p.device }
+func (p *Client) Device() Handle { return p.device }
 
 // Subdevice is its subdevice object (NV20_SUBDEVICE_0).
-func (p *Path) Subdevice() Handle { return p.subdevice }
+func (p *Client) Subdevice() Handle { return p.subdevice }
 
 // VASpace is the address space the device's channels use (FERMI_VASPACE_A):
 // a channel group takes it through its context share.
-func (p *Path) VASpace() Handle { return p.vaspace }
+func (p *Client) VASpace() Handle { return p.vaspace }
 
 // GPU is the GPU's classes and counts.
-func (p *Path) GPU() GPU { return p.gpu }
+func (p *Client) GPU() GPU { return p.gpu }
 
 // UUID is the GPU's UUID.
-func (p *Path) UUID() UUID { return p.uuid }
+func (p *Client) UUID() UUID { return p.uuid }
 
 // DriverVersion is the kernel driver's version, such as "580.159.04".
-func (p *Path) DriverVersion() string { return p.sys.version }
+func (p *Client) DriverVersion() string { return p.sys.version }
 
 // Budget is the GPU memory, in bytes, the device's work may allocate: the
 // RM's heap (NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE).
-func (p *Path) Budget() int64 { return p.budget }
+func (p *Client) Budget() int64 { return p.budget }
 
 // CacheBytes is the bytes of the GPU's L2 cache, or 0 where the RM states
 // none.
-func (p *Path) CacheBytes() int64 { return p.cache }
+func (p *Client) CacheBytes() int64 { return p.cache }
 
 // Bus is the bus address of the GPU's PCI function.
-func (p *Path) Bus() string { return p.addr.String() }
+func (p *Client) Bus() string { return p.addr.String() }
 
 // HangMs is the path's hang_ms (Options.HangMs), 0 for None.
-func (p *Path) HangMs() int { return p.opts.HangMs }
+func (p *Client) HangMs() int { return p.opts.HangMs }
 
 // MapsHost is true: the path maps host memory for the GPU.
-func (p *Path) MapsHost() bool { return true }
+func (p *Client) MapsHost() bool { return true }
 
 // Doorbell is the 4-byte register into which the device stores a channel's
 // work submit token to wake it (NVC361_NOTIFY_CHANNEL_PENDING). It stays
 // mapped until Stop.
-func (p *Path) Doorbell() *uint32 { return p.doorbell }
+func (p *Client) Doorbell() *uint32 { return p.doorbell }
 
 // Ring wakes the channel whose work submit token is token. It orders every
 // store of the calling goroutine before it, to host memory and through the
@@ -307,7 +308,7 @@ func (p *Path) Doorbell() *uint32 { return p.doorbell }
 //
 // Ring does not read the flush word; a device reads it first where it
 // wrote through the BAR. It must not be called after Stop.
-func (p *Path) Ring(token uint32) {
+func (p *Client) Ring(token uint32) {
 	ring(p.doorbell, token)
 }
 
@@ -326,14 +327,14 @@ func ring(d *uint32, v uint32) {
 // then has no Mapped memory. It stays mapped until Stop. A read of it took
 // 1.3 µs on the lent H200: a device reads it only where it wrote through
 // the BAR since its last read.
-func (p *Path) Flush() *uint32 {
+func (p *Client) Flush() *uint32 {
 	if p.flush == nil {
 		return nil
 	}
 	return (*uint32)(p.flush.Data.(*memRecord).hostPtr)
 }
 
-// errStopped answers the calls a path takes no more after Stop.
+// errStopped returns the calls a path takes no more after Stop.
 var errStopped = errors.New("nvidia: path stopped")
 
 // Alloc is n new bytes of memory of kind k at a GPU address aligned to 4
@@ -341,18 +342,18 @@ var errStopped = errors.New("nvidia: path stopped")
 // the host lacks the memory or the addresses. Mapped memory is
 // write-combined for the host, as the kernel driver maps the BAR. Any other
 // failure is a *device.Fault. It panics if n is below 1.
-func (p *Path) Alloc(k device.Memory, n int) (*Memory, error) {
+func (p *Client) Alloc(k device.Memory, n int) (*Memory, error) {
 	return p.alloc(k, n, false)
 }
 
 // AllocHeld is Alloc for memory that Go code may hold a slice of past its
 // Free: Mapped memory lies over pages of Go's heap (allocVidmem says how),
 // so that the slice never faults nor reaches other memory.
-func (p *Path) AllocHeld(k device.Memory, n int) (*Memory, error) {
+func (p *Client) AllocHeld(k device.Memory, n int) (*Memory, error) {
 	return p.alloc(k, n, true)
 }
 
-func (p *Path) alloc(k device.Memory, n int, held bool) (*Memory, error) {
+func (p *Client) alloc(k device.Memory, n int, held bool) (*Memory, error) {
 	if n < 1 {
 		panic(fmt.Sprintf("nvidia: Alloc of %d bytes", n))
 	}
@@ -362,11 +363,11 @@ func (p *Path) alloc(k device.Memory, n int, held bool) (*Memory, error) {
 	var m *Memory
 	var err error
 	switch {
-	case k == device.Mapped && p.noMapped:
+	case k == device.MappedMemory && p.noMapped:
 		err = fmt.Errorf("nvidia: the BAR had no room for the flush word: %w", errNoAddresses)
-	case k == device.Device, k == device.Mapped:
+	case k == device.DeviceMemory, k == device.MappedMemory:
 		m, err = p.allocVidmem(k, n, held)
-	case k == device.Pinned:
+	case k == device.PinnedMemory:
 		m, err = p.allocPinned(n)
 	default:
 		err = fmt.Errorf("nvidia: no memory of kind %v", k)
@@ -379,7 +380,7 @@ func (p *Path) alloc(k device.Memory, n int, held bool) (*Memory, error) {
 }
 
 // begin counts a memory about to be made, unless the path stopped.
-func (p *Path) begin() error {
+func (p *Client) begin() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped || p.closed {
@@ -390,7 +391,7 @@ func (p *Path) begin() error {
 }
 
 // end uncounts a memory that was not made.
-func (p *Path) end(made bool) {
+func (p *Client) end(made bool) {
 	if !made {
 		p.mu.Lock()
 		p.live--
@@ -398,7 +399,7 @@ func (p *Path) end(made bool) {
 	}
 }
 
-// errNoAddresses answers an allocation the path has no addresses for.
+// errNoAddresses returns an allocation the path has no addresses for.
 var errNoAddresses = errors.New("nvidia: no GPU addresses left")
 
 // allocError sorts a failed allocation's error: lack is device.ErrNoMemory,
@@ -444,7 +445,7 @@ func pageFor(n uint64) uint64 {
 
 // takeVA takes size bytes of addresses from the host-visible pool, or from
 // Device memory's pool.
-func (p *Path) takeVA(host bool, size, align uint64) (uint64, *pool, error) {
+func (p *Client) takeVA(host bool, size, align uint64) (uint64, *pool, error) {
 	p.sys.mu.Lock()
 	defer p.sys.mu.Unlock()
 	pl := p.sys.dev
@@ -462,7 +463,7 @@ func (p *Path) takeVA(host bool, size, align uint64) (uint64, *pool, error) {
 }
 
 // giveVA gives back what takeVA took.
-func (p *Path) giveVA(pl *pool, va, size uint64) {
+func (p *Client) giveVA(pl *pool, va, size uint64) {
 	p.sys.mu.Lock()
 	pl.release(va, size)
 	p.sys.mu.Unlock()
@@ -481,10 +482,10 @@ func (p *Path) giveVA(pl *pool, va, size uint64) {
 // the host-visible pool's addresses, and Free puts zeroed memory there and
 // never gives them back. Other Mapped memory takes the pool's addresses,
 // and Free puts the reservation back.
-func (p *Path) allocVidmem(k device.Memory, n int, held bool) (m *Memory, err error) {
+func (p *Client) allocVidmem(k device.Memory, n int, held bool) (m *Memory, err error) {
 	page := pageFor(uint64(n))
 	size := roundUp(uint64(n), page)
-	host := k == device.Mapped
+	host := k == device.MappedMemory
 	var goMem []byte
 	var va uint64
 	var pl *pool
@@ -544,7 +545,7 @@ func (p *Path) allocVidmem(k device.Memory, n int, held bool) (m *Memory, err er
 // allocPinned allocates host pages the GPU maps coherently: anonymous
 // shared memory at an address of the reservation, which the RM pins
 // (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR), mapped for the GPU at the same address.
-func (p *Path) allocPinned(n int) (m *Memory, err error) {
+func (p *Client) allocPinned(n int) (m *Memory, err error) {
 	size := roundUp(uint64(n), pageSize)
 	va, pl, err := p.takeVA(true, size, pageSize)
 	if err != nil {
@@ -565,7 +566,7 @@ func (p *Path) allocPinned(n int) (m *Memory, err error) {
 	if err != nil {
 		return nil, errors.Join(err, unreserveTo(uintptr(va), size))
 	}
-	m = &Memory{Kind: device.Pinned, Address: va, Host: uintptr(va), Size: n, Handle: h, Data: rec}
+	m = &Memory{Kind: device.PinnedMemory, Address: va, Host: uintptr(va), Size: n, Handle: h, Data: rec}
 	if err = p.mapGPU(rec, h); err != nil {
 		return nil, errors.Join(err, p.undo(rec, h))
 	}
@@ -575,7 +576,7 @@ func (p *Path) allocPinned(n int) (m *Memory, err error) {
 // describeHost makes an RM memory object of the host pages [a, a+size),
 // which the RM pins (NV_ESC_RM_ALLOC_MEMORY of
 // NV01_MEMORY_SYSTEM_OS_DESCRIPTOR on /dev/nvidia<minor>).
-func (p *Path) describeHost(a uintptr, size uint64) (Handle, error) {
+func (p *Client) describeHost(a uintptr, size uint64) (Handle, error) {
 	h := p.sys.nameHandle()
 	am := rmAllocMemoryWithFD{
 		Params: rmAllocMemoryParams{
@@ -600,7 +601,7 @@ func (p *Path) describeHost(a uintptr, size uint64) (Handle, error) {
 
 // mapGPU maps the memory object h for the GPU at rec's addresses, through
 // UVM: an external range, then the mapping of the object in it.
-func (p *Path) mapGPU(rec *memRecord, h Handle) error {
+func (p *Client) mapGPU(rec *memRecord, h Handle) error {
 	cr := uvmCreateExternalRangeParams{Base: rec.va, Length: rec.length}
 	if err := uvmCall(p.u, "UVM_CREATE_EXTERNAL_RANGE", uvmCreateExternalRange, &cr, &cr.RMStatus); err != nil {
 		return err
@@ -632,7 +633,7 @@ func (p *Path) mapGPU(rec *memRecord, h Handle) error {
 }
 
 // mapParams is UVM_MAP_EXTERNAL_ALLOCATION's 9 KiB block, on the heap.
-func (p *Path) mapParams(rec *memRecord, h Handle) *uvmMapExternalAllocationParams {
+func (p *Client) mapParams(rec *memRecord, h Handle) *uvmMapExternalAllocationParams {
 	me := &uvmMapExternalAllocationParams{
 		Base:               rec.va,
 		Length:             rec.length,
@@ -646,7 +647,7 @@ func (p *Path) mapParams(rec *memRecord, h Handle) *uvmMapExternalAllocationPara
 }
 
 // uvmFree unmaps rec's addresses for the GPU and ends their external range.
-func (p *Path) uvmFree(rec *memRecord) error {
+func (p *Client) uvmFree(rec *memRecord) error {
 	f := uvmFreeParams{Base: rec.va, Length: rec.length}
 	return uvmCall(p.u, "UVM_FREE", uvmFree, &f, &f.RMStatus)
 }
@@ -655,7 +656,7 @@ func (p *Path) uvmFree(rec *memRecord) error {
 // their own, and that address, which it adds to the ranges the GPU maps at
 // their own addresses; or nil where the pages lie past the windows or in
 // a range the GPU maps already.
-func (p *Path) goRange(size, align uint64) ([]byte, uint64) {
+func (p *Client) goRange(size, align uint64) ([]byte, uint64) {
 	if size > 1<<62 {
 		return nil, 0
 	}
@@ -693,7 +694,7 @@ func (rec *memRecord) dropHost() error {
 
 // undo gives back the memory object h of a failed allocation and its host
 // pages, once UVM no longer maps it.
-func (p *Path) undo(rec *memRecord, h Handle) error {
+func (p *Client) undo(rec *memRecord, h Handle) error {
 	var errs []error
 	if rec.own {
 		errs = append(errs, rec.dropHost())
@@ -706,11 +707,11 @@ func (p *Path) undo(rec *memRecord, h Handle) error {
 // caller keeps mapped until it frees the answer. The GPU addresses the
 // whole pages that hold them at their own host addresses where those lie
 // below the windows and no other mapping holds them, and at addresses of
-// the path's otherwise. It answers an error that wraps device.ErrNoRoom
+// the path's otherwise. It returns an error that wraps device.ErrNoRoom
 // where the path lacked the addresses or the RM the resources, and one that
 // wraps device.ErrNever where the RM refused the pages. It panics if n is
 // below 1.
-func (p *Path) MapHost(a uintptr, n int) (*Memory, error) {
+func (p *Client) MapHost(a uintptr, n int) (*Memory, error) {
 	if n < 1 {
 		panic(fmt.Sprintf("nvidia: MapHost of %d bytes", n))
 	}
@@ -722,7 +723,7 @@ func (p *Path) MapHost(a uintptr, n int) (*Memory, error) {
 	return m, err
 }
 
-func (p *Path) mapHost(a uintptr, n int) (m *Memory, err error) {
+func (p *Client) mapHost(a uintptr, n int) (m *Memory, err error) {
 	start := uint64(a) &^ (pageSize - 1)
 	size := roundUp(uint64(a)+uint64(n), pageSize) - start
 	s := span{start, size}
@@ -752,11 +753,11 @@ func (p *Path) mapHost(a uintptr, n int) (m *Memory, err error) {
 	if err = p.mapGPU(rec, h); err != nil {
 		return nil, mapError(n, errors.Join(err, p.r.free(p.device, h)))
 	}
-	return &Memory{Kind: device.Pinned, Borrowed: true, Address: rec.va + (uint64(a) - start), Host: a, Size: n, Handle: h, Data: rec}, nil
+	return &Memory{Kind: device.PinnedMemory, Borrowed: true, Address: rec.va + (uint64(a) - start), Host: a, Size: n, Handle: h, Data: rec}, nil
 }
 
 // giveRange gives back rec's GPU addresses.
-func (p *Path) giveRange(rec *memRecord) {
+func (p *Client) giveRange(rec *memRecord) {
 	if rec.pool != nil {
 		p.giveVA(rec.pool, rec.va, rec.length)
 		return
@@ -783,8 +784,8 @@ func mapError(n int, err error) error {
 
 // Free gives back m, which Alloc or MapHost gave: it unmaps it for the GPU
 // and the host and frees the RM's object. A free that fails keeps what it
-// could not give back, and answers a *device.Fault.
-func (p *Path) Free(m *Memory) error {
+// could not give back, and returns a *device.Fault.
+func (p *Client) Free(m *Memory) error {
 	rec, ok := m.Data.(*memRecord)
 	if !ok {
 		return fmt.Errorf("nvidia: Free of memory this path did not give")
@@ -799,7 +800,7 @@ func (p *Path) Free(m *Memory) error {
 	if err := p.uvmFree(rec); err != nil {
 		return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: %v", m.Kind, m.Address, err)}
 	}
-	if m.Kind == device.Mapped && rec.own {
+	if m.Kind == device.MappedMemory && rec.own {
 		// The BAR mapping goes before the memory does; zeroed memory
 		// takes its place, for slices of it that Go code still holds.
 		rec.kept = rec.held && rec.goMem == nil
@@ -835,7 +836,7 @@ func (p *Path) Free(m *Memory) error {
 // to run: UVM maps the channel's buffers in 64 MiB of the path's addresses
 // (UVM_REGISTER_CHANNEL). A refusal is an error; a lost GPU a
 // *device.Fault.
-func (p *Path) Register(channel Handle) error {
+func (p *Client) Register(channel Handle) error {
 	p.mu.Lock()
 	_, dup := p.channels[channel]
 	stopped := p.stopped || p.closed
@@ -863,7 +864,7 @@ func (p *Path) Register(channel Handle) error {
 
 // Unregister gives back what Register took, before the device frees the
 // channel.
-func (p *Path) Unregister(channel Handle) error {
+func (p *Client) Unregister(channel Handle) error {
 	p.mu.Lock()
 	s, ok := p.channels[channel]
 	p.mu.Unlock()
@@ -883,11 +884,11 @@ func (p *Path) Unregister(channel Handle) error {
 	return nil
 }
 
-// Check answers a *device.Fault with the path's report of a fault of the
+// Check returns a *device.Fault with the path's report of a fault of the
 // GPU or of its work that the driver sent the path, such as a GPU the
 // driver lost, and nil otherwise. It reads what the path recorded and
 // waits for nothing.
-func (p *Path) Check() error {
+func (p *Client) Check() error {
 	if e := p.sink.load(); e != nil {
 		return &device.Fault{Why: e.Error()}
 	}
@@ -904,7 +905,7 @@ func (p *Path) Check() error {
 // the flush word. It returns nil once none of the
 // device's work runs, and an error that says why otherwise (Unknown).
 // Memory stays until freed; Close gives back the rest.
-func (p *Path) Stop() error {
+func (p *Client) Stop() error {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -954,7 +955,7 @@ func (p *Path) Stop() error {
 // Close stops the path if it is not stopped, and gives back everything it
 // holds once every Memory it gave is freed: at once if none is left, and
 // at the last Free otherwise.
-func (p *Path) Close() error {
+func (p *Client) Close() error {
 	serr := p.Stop()
 	p.mu.Lock()
 	if p.closed {
@@ -971,7 +972,7 @@ func (p *Path) Close() error {
 }
 
 // release gives back the path's own objects, registrations and files.
-func (p *Path) release() error {
+func (p *Client) release() error {
 	p.mu.Lock()
 	if p.released {
 		p.mu.Unlock()
@@ -983,7 +984,7 @@ func (p *Path) release() error {
 }
 
 // teardown undoes Open, as far as it went.
-func (p *Path) teardown() error {
+func (p *Client) teardown() error {
 	var errs []error
 	if p.flush != nil {
 		errs = append(errs, p.Free(p.flush))

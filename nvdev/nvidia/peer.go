@@ -44,12 +44,12 @@ import (
 //
 // The process keeps the RM's answer for a pair of GPUs from the first time
 // a path asked for it; Open asks for each other GPU the process holds then.
-// So a path answers from what it learned once either GPU was lost, where it
-// or a path opened after it asked before the loss. It answers false for a
+// So a path returns from what it learned once either GPU was lost, where it
+// or a path opened after it asked before the loss. It returns false for a
 // GPU the RM could not tell of: one that is not the driver's, or that no
 // process opened yet (the RM initializes a GPU at its first open, unless
 // persistence mode keeps it). Any goroutine may call it.
-func (p *Path) Reaches(index int) bool {
+func (p *Client) Reaches(index int) bool {
 	if p.gpuState == nil || index < 0 {
 		return false
 	}
@@ -63,13 +63,13 @@ func (p *Path) Reaches(index int) bool {
 // SharesSpace reports whether other is a path of the same GPU in this
 // process: the paths share the GPU's address space, so memory either gives
 // lies at the same GPU address for the channels of both.
-func (p *Path) SharesSpace(other any) bool {
-	q, ok := other.(*Path)
+func (p *Client) SharesSpace(other any) bool {
+	q, ok := other.(*Client)
 	return ok && p.gpuState != nil && q.gpuState == p.gpuState
 }
 
 // MapPeer maps for this GPU the memory m, which a path of another GPU of
-// this process gave (Alloc, MapHost, or MapPeer), and answers the view: m's
+// this process gave (Alloc, MapHost, or MapPeer), and returns the view: m's
 // bytes at GPU addresses of this path's, of m's kind and size, Borrowed, in
 // this path's count of memories until Free gives it back. The view of
 // Device or Mapped memory lies in Device memory's range; that of Mapped
@@ -81,14 +81,14 @@ func (p *Path) SharesSpace(other any) bool {
 //
 // Free the view before m: the view holds the memory object itself, but
 // m's path may give back the GPU's registration with UVM with its last
-// memory. MapPeer answers an error that wraps device.ErrNever where this
+// memory. MapPeer returns an error that wraps device.ErrNever where this
 // GPU does not reach m's GPU (Reaches) or the RM or UVM refused the
 // mapping, naming the call and the RM's status, and one that wraps
 // device.ErrNoRoom where the path lacked the addresses or the RM the
 // resources. Its refusals of Device or Mapped memory are never a
 // *device.Fault, since the cause may be the other GPU's: a lost GPU of this
 // path's shows in its channels and Check. Any goroutine may call it.
-func (p *Path) MapPeer(m *Memory) (*Memory, error) {
+func (p *Client) MapPeer(m *Memory) (*Memory, error) {
 	if m == nil {
 		return nil, fmt.Errorf("nvidia: map_peer of no memory: %w", device.ErrNever)
 	}
@@ -102,9 +102,9 @@ func (p *Path) MapPeer(m *Memory) (*Memory, error) {
 	var v *Memory
 	var err error
 	switch {
-	case m.Kind == device.Pinned && m.Host != 0:
+	case m.Kind == device.PinnedMemory && m.Host != 0:
 		v, err = p.mapHost(m.Host, m.Size)
-	case (m.Kind == device.Device || m.Kind == device.Mapped) && rec.gpu != nil:
+	case (m.Kind == device.DeviceMemory || m.Kind == device.MappedMemory) && rec.gpu != nil:
 		v, err = p.mapPeerVidmem(m, rec)
 	default:
 		err = fmt.Errorf("nvidia: map_peer of %v memory at 0x%x that is neither host pages nor a GPU's: %w", m.Kind, m.Address, device.ErrNever)
@@ -114,7 +114,7 @@ func (p *Path) MapPeer(m *Memory) (*Memory, error) {
 }
 
 // mapPeerVidmem maps the GPU memory m, whose record is rec, for this GPU.
-func (p *Path) mapPeerVidmem(m *Memory, rec *memRecord) (_ *Memory, err error) {
+func (p *Client) mapPeerVidmem(m *Memory, rec *memRecord) (_ *Memory, err error) {
 	owner := rec.gpu
 	what := fmt.Sprintf("a view for GPU %d of %d bytes of %v memory of GPU %d at 0x%x", p.index, m.Size, m.Kind, owner.index, m.Address)
 	enabled := false
@@ -184,7 +184,7 @@ func (p *Path) mapPeerVidmem(m *Memory, rec *memRecord) (_ *Memory, err error) {
 // quiet is the path's RM and UVM calls with no fault sink: a fatal answer
 // to a call of peer access may be the other GPU's, which is no loss of
 // this path's GPU.
-func (p *Path) quiet() (rm, uvm) {
+func (p *Client) quiet() (rm, uvm) {
 	r := p.r
 	r.sink = nil
 	return r, uvm{conn: r.conn, fd: p.u.fd}
@@ -193,7 +193,7 @@ func (p *Path) quiet() (rm, uvm) {
 // dupMemory is a duplicate of the memory object h of the process's client
 // under this GPU's device (NV_ESC_RM_DUP_OBJECT): the same memory, which
 // stays while the duplicate does.
-func (p *Path) dupMemory(r rm, h Handle) (Handle, error) {
+func (p *Client) dupMemory(r rm, h Handle) (Handle, error) {
 	d := rmDupObjectParams{Client: r.client, Parent: p.device, ClientSrc: r.client, ObjectSrc: h}
 	err := r.invoke(func() string { return fmt.Sprintf("RM_DUP_OBJECT 0x%x under 0x%x", h, p.device) }, r.ctl,
 		escape(escRMDupObject, unsafe.Sizeof(d)), unsafe.Pointer(&d), &d.Status)
@@ -227,7 +227,7 @@ var peerPairs = map[[2]*gpuState]bool{}
 
 // enablePeer turns on peer access between this GPU and owner in UVM's
 // space (UVM_ENABLE_PEER_ACCESS), unless this process did already.
-func (p *Path) enablePeer(owner *gpuState) error {
+func (p *Client) enablePeer(owner *gpuState) error {
 	s := p.sys
 	s.gpuLock.Lock()
 	defer s.gpuLock.Unlock()
@@ -291,7 +291,7 @@ var p2pLinks struct {
 }
 
 // linkTo is the RM's answer for this GPU and GPU index.
-func (p *Path) linkTo(index int) (p2pLink, error) {
+func (p *Client) linkTo(index int) (p2pLink, error) {
 	a, ok := p.sys.card(p.addr)
 	if !ok {
 		return p2pLink{}, fmt.Errorf("nvidia: GPU %d (%s) has no card of the driver's", p.index, p.addr)
@@ -364,9 +364,9 @@ func (s *system) gpuID(index int) (uint32, error) {
 }
 
 // learnPeers asks the RM for the link between this GPU and each other GPU
-// the process holds, so that Reaches answers from what the path learned as
+// the process holds, so that Reaches returns from what the path learned as
 // it opened. A failure is left for Reaches to ask again.
-func (p *Path) learnPeers() {
+func (p *Client) learnPeers() {
 	s := p.sys
 	s.gpuLock.Lock()
 	var others []int

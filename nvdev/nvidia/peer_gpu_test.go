@@ -27,7 +27,7 @@ func needTwoGPUs(t testing.TB) {
 const semExecAcquire = 0
 
 // acquire writes at pb the words of a 64-bit semaphore acquire of value at
-// the GPU address a, and answers their count.
+// the GPU address a, and returns their count.
 func acquire(pb []uint32, a, value uint64) int {
 	pb[0] = methodInc | 5<<16 | 0<<13 | semAddrLo>>2
 	pb[1] = uint32(a)
@@ -72,7 +72,7 @@ func (c *testChannel) progress() *uint64 { return (*uint64)(unsafe.Pointer(&c.pw
 func peerValue(step, i int) uint64 { return 0x5eed_0000_0000_00a1 | uint64(step)<<40 | uint64(i)<<8 }
 
 // pollWord waits, at most a second, until the 8 bytes of b at off read v,
-// and answers what they read last.
+// and returns what they read last.
 func pollWord(b []byte, off int, v uint64) (uint64, bool) {
 	t0 := time.Now()
 	w := (*uint64)(unsafe.Pointer(&b[off]))
@@ -96,7 +96,7 @@ func pollWord(b []byte, off int, v uint64) (uint64, bool) {
 // RIG_GPU=1 on a machine of two GPUs.
 func TestGPUPeerTwo(t *testing.T) {
 	needTwoGPUs(t)
-	open := func(i int) *Path {
+	open := func(i int) *Client {
 		t0 := time.Now()
 		p, err := Open(i, nil)
 		if err != nil {
@@ -128,7 +128,7 @@ func TestGPUPeerTwo(t *testing.T) {
 	defer cb.close()
 	t.Logf("channels: A 0x%x token 0x%x, B 0x%x token 0x%x", ca.ch, ca.token, cb.ch, cb.token)
 
-	alloc := func(p *Path, k device.Memory, n int) *Memory {
+	alloc := func(p *Client, k device.Memory, n int) *Memory {
 		t.Helper()
 		m, err := p.Alloc(k, n)
 		if err != nil {
@@ -162,7 +162,7 @@ func TestGPUPeerTwo(t *testing.T) {
 
 	// Device memory of B, 2 MiB pages: words at both ends and across pages.
 	const xBytes = 8<<20 + 4096
-	x := alloc(b, device.Device, xBytes)
+	x := alloc(b, device.DeviceMemory, xBytes)
 	vx := view(x)
 	offs := []uint64{0, 8, 2<<20 - 8, 2 << 20, 4<<20 + 64, 8 << 20, xBytes - 8}
 
@@ -197,7 +197,7 @@ func TestGPUPeerTwo(t *testing.T) {
 	// Mapped memory of B: the host reads A's writes through B's BAR, and
 	// A reads the host's.
 	const yBytes = 64 << 10
-	y := alloc(b, device.Mapped, yBytes)
+	y := alloc(b, device.MappedMemory, yBytes)
 	vy := view(y)
 	yOffs := []uint64{0, 4096, yBytes - 8}
 	p = newPeerProgram(ca, 2)
@@ -223,9 +223,9 @@ func TestGPUPeerTwo(t *testing.T) {
 	p.run("GPU 0 reads through the view what the host wrote through GPU 1's BAR", 1)
 
 	// Pinned memory of B: host pages, mapped for A as MapHost maps them.
-	z := alloc(b, device.Pinned, 4096)
+	z := alloc(b, device.PinnedMemory, 4096)
 	vz := view(z)
-	if vz.Host != z.Host || vz.Kind != device.Pinned {
+	if vz.Host != z.Host || vz.Kind != device.PinnedMemory {
 		t.Errorf("the view of Pinned memory: host 0x%x kind %v, the memory's host 0x%x", vz.Host, vz.Kind, z.Host)
 	}
 	p = newPeerProgram(ca, 4)
@@ -236,7 +236,7 @@ func TestGPUPeerTwo(t *testing.T) {
 		t.Errorf("GPU 1's Pinned memory reads 0x%x, not 0x%x", got, peerValue(5, 0))
 	}
 
-	for _, q := range []*Path{a, b} {
+	for _, q := range []*Client{a, b} {
 		if err := q.Check(); err != nil {
 			t.Errorf("GPU %d: Check: %v", q.Index(), err)
 		}

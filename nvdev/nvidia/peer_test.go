@@ -70,7 +70,7 @@ func TestP2PLink(t *testing.T) {
 }
 
 // peerFake is a fake of the RM and UVM for peer access: the control file
-// is fd 42, UVM's file fd 43, the GPUs' files fd 44. It answers the P2P
+// is fd 42, UVM's file fd 43, the GPUs' files fd 44. It returns the P2P
 // capabilities caps, names the duplicates, and records each call.
 type peerFake struct {
 	t        *testing.T
@@ -167,8 +167,8 @@ func (f *peerFake) ioctl(fd int, req uintptr, arg unsafe.Pointer) syscall.Errno 
 }
 
 // peerRig is a process of two GPUs on the fake: paths a (GPU 0) and b
-// (GPU 1), whose RM answers caps for the pair.
-func peerRig(t *testing.T, caps uint32) (f *peerFake, a, b *Path) {
+// (GPU 1), whose RM returns caps for the pair.
+func peerRig(t *testing.T, caps uint32) (f *peerFake, a, b *Client) {
 	f = &peerFake{t: t, caps: caps, next: 0xcaf00100, statuses: map[string][]uint32{}}
 	forget := func() {
 		p2pLinks.Lock()
@@ -188,8 +188,8 @@ func peerRig(t *testing.T, caps uint32) (f *peerFake, a, b *Path) {
 	}
 	s.gpus[0] = &gpuState{index: 0, addr: PCIAddress{Bus: 0x18}, refs: 1, devFD: 44, device: 0xa0, subdevice: 0xa1, uuid: UUID{0xa}}
 	s.gpus[1] = &gpuState{index: 1, addr: PCIAddress{Bus: 0x2a}, refs: 1, devFD: 44, device: 0xb0, subdevice: 0xb1, uuid: UUID{0xb}}
-	path := func(g *gpuState) *Path {
-		p := &Path{gpuState: g, sys: s, channels: map[Handle]span{}}
+	path := func(g *gpuState) *Client {
+		p := &Client{gpuState: g, sys: s, channels: map[Handle]span{}}
 		p.r = rm{conn: conn{ioctl: f.ioctl, sink: &p.sink}, ctl: 42, client: s.client}
 		p.u = uvm{conn: p.r.conn, fd: 43}
 		return p
@@ -199,7 +199,7 @@ func peerRig(t *testing.T, caps uint32) (f *peerFake, a, b *Path) {
 
 // peerVidmem is n bytes of memory of kind k of path p, as allocVidmem records
 // it, with the RM's handle h.
-func peerVidmem(t *testing.T, p *Path, k device.Memory, n int, h Handle) *Memory {
+func peerVidmem(t *testing.T, p *Client, k device.Memory, n int, h Handle) *Memory {
 	page := pageFor(uint64(n))
 	size := roundUp(uint64(n), page)
 	va, pl, err := p.takeVA(false, size, page)
@@ -226,7 +226,7 @@ func TestMapPeerNVLink(t *testing.T) {
 	if got := strings.Join(f.calls, ","); got != "RM_CONTROL 0x12b" {
 		t.Errorf("calls to learn the link: %s", got)
 	}
-	m := peerVidmem(t, b, device.Device, 9<<20, 0xbeef)
+	m := peerVidmem(t, b, device.DeviceMemory, 9<<20, 0xbeef)
 	f.calls = nil
 	v, err := a.MapPeer(m)
 	if err != nil {
@@ -248,7 +248,7 @@ func TestMapPeerNVLink(t *testing.T) {
 	if f.ranges[0].Base != rec.va || f.ranges[0].Length != 10<<20 || rec.va%memHugePage != 0 {
 		t.Errorf("range %+v", f.ranges[0])
 	}
-	if v.Kind != device.Device || !v.Borrowed || v.Address != rec.va || v.Size != m.Size || v.Host != 0 ||
+	if v.Kind != device.DeviceMemory || !v.Borrowed || v.Address != rec.va || v.Size != m.Size || v.Host != 0 ||
 		v.Address == m.Address || rec.gpu != b.gpuState || a.live != 1 {
 		t.Errorf("view %+v, live %d", v, a.live)
 	}
@@ -276,13 +276,13 @@ func TestMapPeerNVLink(t *testing.T) {
 // joins, and asks again once a GPU's state was given back.
 func TestMapPeerPCIe(t *testing.T) {
 	f, a, b := peerRig(t, P2PReads|P2PWrites|P2PPCI|P2PPCIBAR1)
-	m := peerVidmem(t, b, device.Mapped, 4096, 0xbeef)
+	m := peerVidmem(t, b, device.MappedMemory, 4096, 0xbeef)
 	for range 2 {
 		v, err := a.MapPeer(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Kind != device.Mapped || v.Address%4096 != 0 {
+		if v.Kind != device.MappedMemory || v.Address%4096 != 0 {
 			t.Errorf("view %+v", v)
 		}
 	}
@@ -297,7 +297,7 @@ func TestMapPeerPCIe(t *testing.T) {
 	nb := *b.gpuState
 	nb.refs = 1
 	a.sys.gpus[1] = &nb
-	m2 := peerVidmem(t, &Path{gpuState: &nb, sys: a.sys}, device.Device, 4096, 0xbee2)
+	m2 := peerVidmem(t, &Client{gpuState: &nb, sys: a.sys}, device.DeviceMemory, 4096, 0xbee2)
 	if _, err := a.MapPeer(m2); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestMapPeerPCIe(t *testing.T) {
 // no path.
 func TestMapPeerRefusals(t *testing.T) {
 	f, a, b := peerRig(t, P2PPCI)
-	m := peerVidmem(t, b, device.Device, 4096, 0xbeef)
+	m := peerVidmem(t, b, device.DeviceMemory, 4096, 0xbeef)
 	_, err := a.MapPeer(m)
 	if !errors.Is(err, device.ErrNever) || !strings.Contains(err.Error(), "does not reach") || len(f.dups) != 0 {
 		t.Errorf("no P2P: %v", err)
@@ -328,7 +328,7 @@ func TestMapPeerRefusals(t *testing.T) {
 		t.Error("GPUs without P2P reads and writes reach each other")
 	}
 	f, a, b = peerRig(t, nvlinkCaps)
-	m = peerVidmem(t, b, device.Device, 4096, 0xbeef)
+	m = peerVidmem(t, b, device.DeviceMemory, 4096, 0xbeef)
 	free := fmt.Sprint(a.sys.dev.free)
 	f.answer("RM_DUP_OBJECT", StatusInsufficientResources)
 	if _, err := a.MapPeer(m); !errors.Is(err, device.ErrNoRoom) || errors.Is(err, device.ErrNever) {
@@ -363,7 +363,7 @@ func TestMapPeerRefusals(t *testing.T) {
 	if _, err := a.MapPeer(nil); !errors.Is(err, device.ErrNever) {
 		t.Errorf("no memory: %v", err)
 	}
-	if _, err := a.MapPeer(&Memory{Kind: device.Device, Data: "x"}); !errors.Is(err, device.ErrNever) {
+	if _, err := a.MapPeer(&Memory{Kind: device.DeviceMemory, Data: "x"}); !errors.Is(err, device.ErrNever) {
 		t.Errorf("memory of no path: %v", err)
 	}
 	a.stopped = true
@@ -377,7 +377,7 @@ func TestMapPeerRefusals(t *testing.T) {
 func TestMapPeerPinned(t *testing.T) {
 	f, a, b := peerRig(t, 0)
 	host := uintptr(0x20_0000_1000)
-	m := &Memory{Kind: device.Pinned, Address: 0x10_0000_0000, Host: host, Size: 100, Handle: 0xb1,
+	m := &Memory{Kind: device.PinnedMemory, Address: 0x10_0000_0000, Host: host, Size: 100, Handle: 0xb1,
 		Data: &memRecord{va: 0x10_0000_0000, length: 4096, page: 4096, own: true}}
 	_ = b
 	v, err := a.MapPeer(m)
@@ -387,7 +387,7 @@ func TestMapPeerPinned(t *testing.T) {
 	if got := strings.Join(f.calls, ","); got != "RM_ALLOC_MEMORY,UVM_CREATE_EXTERNAL_RANGE,UVM_MAP_EXTERNAL_ALLOCATION" {
 		t.Errorf("calls: %s", got)
 	}
-	if v.Kind != device.Pinned || !v.Borrowed || v.Host != host || v.Address != uint64(host) || f.maps[0].PerGPUAttributes[0].GPUUUID != a.uuid {
+	if v.Kind != device.PinnedMemory || !v.Borrowed || v.Host != host || v.Address != uint64(host) || f.maps[0].PerGPUAttributes[0].GPUUUID != a.uuid {
 		t.Errorf("view %+v", v)
 	}
 	if err := a.Free(v); err != nil {

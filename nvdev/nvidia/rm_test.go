@@ -12,7 +12,7 @@ import (
 )
 
 // fakeRM is a fake of NVIDIA's kernel driver behind the invoker: it checks
-// each escape's number against its block's size, names objects, and answers
+// each escape's number against its block's size, names objects, and returns
 // the controls the tests send.
 type fakeRM struct {
 	t       *testing.T

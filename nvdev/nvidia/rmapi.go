@@ -8,10 +8,10 @@ import (
 
 // RM is a GPU's resource manager as a path reaches it: the
 // allocations, frees and commands a device sends, which this
-// path answers through NVIDIA's kernel driver. Any goroutine may call its
+// path returns through NVIDIA's kernel driver. Any goroutine may call its
 // methods at any time.
 //
-// Each method answers a refusal of the RM or of the kernel as a *RMError,
+// Each method returns a refusal of the RM or of the kernel as a *RMError,
 // for which errors.Is(err, ErrLacking) or errors.Is(err, ErrRefused) holds,
 // and any other failure, such as a GPU the driver lost, as a *device.Fault.
 type RM struct {

@@ -6,11 +6,11 @@ import "testing"
 // paths of another, or no path, do not.
 func TestSharesSpace(t *testing.T) {
 	g, h := &gpuState{index: 0}, &gpuState{index: 1}
-	a, b, c := &Path{gpuState: g}, &Path{gpuState: g}, &Path{gpuState: h}
+	a, b, c := &Client{gpuState: g}, &Client{gpuState: g}, &Client{gpuState: h}
 	if !a.SharesSpace(b) || !b.SharesSpace(a) || !a.SharesSpace(a) {
 		t.Error("paths of one GPU do not share its address space")
 	}
-	if a.SharesSpace(c) || a.SharesSpace(nil) || a.SharesSpace("x") || (&Path{}).SharesSpace(&Path{}) {
+	if a.SharesSpace(c) || a.SharesSpace(nil) || a.SharesSpace("x") || (&Client{}).SharesSpace(&Client{}) {
 		t.Error("paths of different GPUs, or no path, share an address space")
 	}
 }

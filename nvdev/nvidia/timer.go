@@ -20,7 +20,7 @@ type Timer struct {
 // TIME_0 registers, between two reads of the host's clock: the path's clock,
 // which a device measures at open and again as it
 // settles stamps. It fails once Stop unmapped the page.
-func (p *Path) ReadTimer() (Timer, error) {
+func (p *Client) ReadTimer() (Timer, error) {
 	if p.usermodeMap == 0 {
 		return Timer{}, errStopped
 	}
@@ -52,7 +52,7 @@ func (p *Path) ReadTimer() (Timer, error) {
 // (NV2080_CTRL_CMD_TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO, PLATFORM_API),
 // and maps the kernel's clock to the host's with a pair of readings of its
 // own. It is ReadTimer's witness: slower, but it needs no usermode page.
-func (p *Path) ReadTimerRM() (Timer, error) {
+func (p *Client) ReadTimerRM() (Timer, error) {
 	// The offset of the host's clock from the raw clock, from the
 	// narrowest of a few pairs.
 	var off, width int64 = 0, -1

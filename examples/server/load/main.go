@@ -1,7 +1,7 @@
 // Command load measures the example service under load: at each level of
 // concurrent clients it drives the service over HTTP with vegeta's
 // attacker (closed loop: each client sends its next request once the last
-// answered), then runs the same saxpy through the service's Go API with as
+// returned), then runs the same saxpy through the service's Go API with as
 // many goroutines and no HTTP, so that the HTTP layer's share shows. The
 // service runs in a child process, so that its CPU time is its own.
 //

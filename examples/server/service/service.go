@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rig-go/rig/device"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -160,11 +159,11 @@ func (s *Service) prepare(dev *rig.Device) (*backend, error) {
 		}
 	}
 	for range s.slots {
-		x, err := dev.Alloc(device.Pinned, 4*MaxElements)
+		x, err := dev.Alloc(rig.PinnedMemory, 4*MaxElements)
 		if err != nil {
 			return nil, err
 		}
-		y, err := dev.Alloc(device.Pinned, 4*MaxElements)
+		y, err := dev.Alloc(rig.PinnedMemory, 4*MaxElements)
 		if err != nil {
 			return nil, err
 		}
@@ -363,7 +362,7 @@ func (s *Service) give(b *backend, sl *slot, p rig.Point) {
 
 var errShutdown = errors.New("the service is shutting down")
 
-// fail answers a request whose work failed: 503 with the cause for a lost
+// fail returns a request whose work failed: 503 with the cause for a lost
 // or closed device or a shutdown, nothing for a client that went away.
 func (s *Service) fail(w http.ResponseWriter, err error) {
 	switch {
@@ -449,7 +448,7 @@ func (s *Service) Close(ctx context.Context) error {
 	return err
 }
 
-// Saxpy computes a*x + y on the host: what the service answers.
+// Saxpy computes a*x + y on the host: what the service returns.
 func Saxpy(a float32, x, y []float32) []float32 {
 	out := make([]float32, len(x))
 	for i := range x {

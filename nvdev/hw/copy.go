@@ -1,0 +1,204 @@
+package hw
+
+// Copy-engine launches, mirroring clc6b5.h, clc7b5.h and clc8b5.h
+// (NVC?B5_OFFSET_IN_UPPER .. LINE_COUNT, SET_REMAP_*, LAUNCH_DMA): a
+// launch copies LINE_COUNT lines of LINE_LENGTH_IN bytes, PITCH_IN and
+// PITCH_OUT apart, or writes a constant through the remap unit, which
+// reads no memory.
+
+// Copy-engine methods.
+const (
+	CopyLaunchDMA      = 0x300 // LAUNCH_DMA
+	CopyOffsetInUpper  = 0x400 // OFFSET_IN_UPPER, then _LOWER, OFFSET_OUT_*, PITCH_IN/OUT, LINE_LENGTH_IN, LINE_COUNT
+	CopyOffsetOutUpper = 0x408 // OFFSET_OUT_UPPER
+	CopyLineLengthIn   = 0x418 // LINE_LENGTH_IN
+	CopyLineCount      = 0x41c // LINE_COUNT
+	CopyRemapConstA    = 0x700 // SET_REMAP_CONST_A, then _CONST_B and SET_REMAP_COMPONENTS
+	CopyRemapComponent = 0x708 // SET_REMAP_COMPONENTS
+)
+
+// LAUNCH_DMA fields.
+const (
+	DMATransferNone         = 0       // DATA_TRANSFER_TYPE_NONE
+	DMATransferPipelined    = 1       // DATA_TRANSFER_TYPE_PIPELINED
+	DMATransferNonPipelined = 2       // DATA_TRANSFER_TYPE_NON_PIPELINED
+	DMAFlushEnable          = 1 << 2  // FLUSH_ENABLE
+	DMASemaphoreOneWord     = 1 << 3  // SEMAPHORE_TYPE_RELEASE_ONE_WORD_SEMAPHORE
+	DMASemaphoreFourWord    = 2 << 3  // SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE
+	DMASrcPitch             = 1 << 7  // SRC_MEMORY_LAYOUT_PITCH
+	DMADstPitch             = 1 << 8  // DST_MEMORY_LAYOUT_PITCH
+	DMAMultiLine            = 1 << 9  // MULTI_LINE_ENABLE
+	DMARemap                = 1 << 10 // REMAP_ENABLE
+	DMAFlushSys             = 0 << 25 // FLUSH_TYPE_SYS
+	DMASemaphorePayload64   = 1 << 27 // SEMAPHORE_PAYLOAD_SIZE_TWO_WORD (C7B5, C8B5)
+)
+
+// SET_REMAP_COMPONENTS fields.
+const (
+	RemapDstXConstA    = 4       // DST_X_CONST_A
+	RemapDstYNoWrite   = 6 << 4  // DST_Y_NO_WRITE
+	RemapDstZNoWrite   = 6 << 8  // DST_Z_NO_WRITE
+	RemapDstWNoWrite   = 6 << 12 // DST_W_NO_WRITE
+	RemapComponentOne  = 0 << 16 // COMPONENT_SIZE_ONE
+	RemapComponentFour = 3 << 16 // COMPONENT_SIZE_FOUR
+	RemapSrcOne        = 0 << 20 // NUM_SRC_COMPONENTS_ONE
+	RemapDstOne        = 0 << 24 // NUM_DST_COMPONENTS_ONE
+)
+
+// The copy engine's limits, by which a driver splits its work: a line
+// of at most 2 GiB, at most 2^32 - 1 lines a launch, pitches below 2^32.
+const (
+	MaxLine  = 1 << 31
+	MaxLines = 1<<32 - 1
+)
+
+// CopyLaunchWords is the words of one copy-engine launch: the eight
+// offsets, pitches and lengths under one header, and LAUNCH_DMA.
+const CopyLaunchWords = 11
+
+// FillRemapWords is the words that set the remap unit's constant.
+const FillRemapWords = 4
+
+// Rows is a copy of Rows rows of RowBytes bytes, from Src with SrcPitch
+// bytes from one row's start to the next's, to Dst with DstPitch.
+type Rows struct {
+	Src, Dst           uint64
+	SrcPitch, DstPitch uint64
+	RowBytes, Rows     uint64
+}
+
+// multiLine reports whether r runs as multi-line launches: more than one
+// row, rows of at most 2 GiB, pitches below 2^32.
+func (r Rows) multiLine() bool {
+	return r.Rows > 1 && r.RowBytes <= MaxLine && r.SrcPitch < 1<<32 && r.DstPitch < 1<<32
+}
+
+// Launches is the number of copy-engine launches CopyRows makes of r: one
+// multi-line launch for each 2^32 - 1 rows; and for a copy of one row, or
+// of rows of more than 2 GiB or 2^32 bytes or more apart, one single-line
+// launch for each 2 GiB of each row. A copy of no byte makes none.
+func (r Rows) Launches() uint64 {
+	switch {
+	case r.Rows == 0 || r.RowBytes == 0:
+		return 0
+	case r.multiLine():
+		return (r.Rows + MaxLines - 1) / MaxLines
+	}
+	return r.Rows * ((r.RowBytes + MaxLine - 1) / MaxLine)
+}
+
+func copyLaunch(b []uint32, g *Generation, src, dst uint64, srcPitch, dstPitch uint64, length, lines uint32, launch uint32) []uint32 {
+	return append(b, Inc(SubCopy, CopyOffsetInUpper, 8),
+		hi32(src, g.CopyAddressBits), lo32(src),
+		hi32(dst, g.CopyAddressBits), lo32(dst),
+		uint32(srcPitch), uint32(dstPitch), length, lines,
+		Inc(SubCopy, CopyLaunchDMA, 1), launch)
+}
+
+// CopyRows appends the launches that copy r (r.Launches() of them, each
+// CopyLaunchWords words). Each launch waits for the copy engine's earlier
+// launches (NON_PIPELINED), so a copy keeps its place in the channel's
+// order; a release after it (CopyRelease) flushes its writes.
+func CopyRows(b []uint32, g *Generation, r Rows) []uint32 {
+	if r.Rows == 0 || r.RowBytes == 0 {
+		return b
+	}
+	if r.multiLine() {
+		for done := uint64(0); done < r.Rows; {
+			n := min(r.Rows-done, MaxLines)
+			b = copyLaunch(b, g, r.Src+done*r.SrcPitch, r.Dst+done*r.DstPitch, r.SrcPitch, r.DstPitch,
+				uint32(r.RowBytes), uint32(n), DMATransferNonPipelined|DMASrcPitch|DMADstPitch|DMAMultiLine)
+			done += n
+		}
+		return b
+	}
+	for row := uint64(0); row < r.Rows; row++ {
+		src, dst := r.Src+row*r.SrcPitch, r.Dst+row*r.DstPitch
+		for off := uint64(0); off < r.RowBytes; off += MaxLine {
+			n := min(r.RowBytes-off, MaxLine)
+			b = copyLaunch(b, g, src+off, dst+off, 0, 0, uint32(n), 1,
+				DMATransferNonPipelined|DMASrcPitch|DMADstPitch)
+		}
+	}
+	return b
+}
+
+// fillPieces splits a fill of n bytes at dst into its head and tail bytes
+// (at most three each) and its body of four-byte components from the first
+// multiple of 4 of dst.
+func fillPieces(dst, n uint64) (head, body, tail uint64) {
+	a := (dst + 3) &^ 3
+	e := (dst + n) &^ 3
+	if n == 0 {
+		return 0, 0, 0
+	}
+	if a >= e {
+		return n, 0, 0
+	}
+	return a - dst, (e - a) / 4, dst + n - e
+}
+
+// FillLaunches is the number of copy-engine launches Fill makes for n
+// bytes at dst, and the remap settings among them.
+func FillLaunches(dst, n uint64) (launches, remaps uint64) {
+	head, body, tail := fillPieces(dst, n)
+	bodyLaunches := (body + MaxLine/4 - 1) / (MaxLine / 4)
+	launches = bodyLaunches
+	if bodyLaunches > 0 {
+		remaps++
+	}
+	if head > 0 {
+		launches++
+		remaps++
+	}
+	if tail > 0 {
+		launches++
+		if body > 0 || head == 0 {
+			remaps++
+		}
+	}
+	return launches, remaps
+}
+
+func remap(b []uint32, v uint32, size uint32) []uint32 {
+	return append(b, Inc(SubCopy, CopyRemapConstA, 3), v, v,
+		RemapDstXConstA|RemapDstYNoWrite|RemapDstZNoWrite|RemapDstWNoWrite|size|RemapSrcOne|RemapDstOne)
+}
+
+const fillLaunch = DMATransferNonPipelined | DMASrcPitch | DMADstPitch | DMARemap
+
+// Fill appends the launches that set n bytes at dst to v by the copy
+// engine's remap of a constant, which reads no memory: four-byte
+// components from the first multiple of 4 of dst, 2 GiB a launch, and one-
+// byte components for the at most three bytes at each end.
+// FillLaunches says how many launches and remap settings it makes.
+func Fill(b []uint32, g *Generation, dst, n uint64, v byte) []uint32 {
+	head, body, tail := fillPieces(dst, n)
+	bytes := uint32(v)
+	words := bytes * 0x01010101
+	byteRemap := false
+	if head > 0 {
+		b = remap(b, bytes, RemapComponentOne)
+		byteRemap = true
+		b = copyLaunch(b, g, dst, dst, 0, 0, uint32(head), 1, fillLaunch)
+	}
+	if body > 0 {
+		b = remap(b, words, RemapComponentFour)
+		byteRemap = false
+		at := dst + head
+		for left := body; left > 0; {
+			k := min(left, MaxLine/4)
+			b = copyLaunch(b, g, at, at, 0, 0, uint32(k), 1, fillLaunch)
+			at += 4 * k
+			left -= k
+		}
+	}
+	if tail > 0 {
+		if !byteRemap {
+			b = remap(b, bytes, RemapComponentOne)
+		}
+		at := dst + n - tail
+		b = copyLaunch(b, g, at, at, 0, 0, uint32(tail), 1, fillLaunch)
+	}
+	return b
+}
