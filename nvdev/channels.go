@@ -113,7 +113,7 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 		return h, nil
 	}
 	var tsg nvidia.Handle
-	if c.OwnGroup {
+	if !c.SharedGroup {
 		if set.tsg, err = rmAlloc("channel group", p.Device(), nvidia.ClassChannelGroup,
 			nvidia.Bytes(&nvidia.ChannelGroupAllocParams{EngineType: nvidia.EngineGraphics})); err != nil {
 			return nil, err

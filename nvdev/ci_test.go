@@ -300,7 +300,7 @@ func TestGoldenWords(t *testing.T) {
 }
 
 func goldenWords(t *testing.T, own bool) {
-	r := openRaw(t, Config{NoOwnRelease: true, OwnGroup: own})
+	r := openRaw(t, Config{NoOwnRelease: true, SharedGroup: !own})
 	e := r.entry("twice")
 	r.f.trace = map[string][]hw.Write{}
 	x := r.alloc(device.DeviceMemory, 1024)
@@ -698,7 +698,7 @@ func TestOwnRelease(t *testing.T) {
 	if !ownRelease.on {
 		t.Skip("launches release nothing (NVDEV_RELEASE)")
 	}
-	r := openRaw(t, Config{NoLinkLaunches: true, OwnGroup: true})
+	r := openRaw(t, Config{NoLinkLaunches: true})
 	e := r.entry("twice")
 	x := r.alloc(device.DeviceMemory, 1024)
 	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))

@@ -290,7 +290,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	// The channels, then the launch ring in Mapped memory where the BAR has
 	// room, Pinned otherwise.
 	d.copyOnCompute = !c.NoComputeCopies
-	d.sub = !c.OwnGroup
+	d.sub = c.SharedGroup
 	set, err := d.openChannels(c.RingEntries, [2]uint64{}, "make", true, &undo)
 	if err != nil {
 		return nil, err

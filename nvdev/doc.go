@@ -6,10 +6,10 @@
 //
 // # The device
 //
-// make allocates, under the path's RM device, a context share in the
-// channel group on the graphics engine that the GPU's timelines share in
-// the process (one it makes where there is none; Config.OwnGroup: a group
-// of its own), and in it two GPFIFO channels
+// make allocates, under the path's RM device, a channel group on the
+// graphics engine of its own (or with Config.SharedGroup a context share in
+// the group that the GPU's timelines share in the process, one it makes
+// where there is none), and in it two GPFIFO channels
 // of the generation's class (HOPPER_CHANNEL_GPFIFO_A on the H200): the
 // compute channel, with the compute engine bound on subchannel 1 and a copy
 // engine on subchannel 4, and the copy channel, with a copy engine on

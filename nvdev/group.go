@@ -9,7 +9,8 @@ import (
 )
 
 // Channel groups of timelines. The timelines of a GPU in a process
-// (Timeline) share one channel group by default, each with a context share
+// (Timeline) that ask for it (Config.SharedGroup) share one channel group,
+// each with a context share
 // of its own (FERMI_CONTEXT_SHARE_A, asynchronous: a subcontext, whose VEID
 // is its own) and its channels in it. The GPU's scheduler gives its engines
 // to one channel group at a time, in timeslices (NVIDIA's documentation of
@@ -17,8 +18,8 @@ import (
 // Volta and later MPS runs its clients side by side as subcontexts of one
 // group; CUDA runs the streams of a context as channels of one group); the
 // compute engine runs the work of the subcontexts of the group it holds
-// side by side. Config.OwnGroup gives a timeline a channel group of its own
-// instead, as before, for measuring.
+// side by side. By default a timeline has a channel group of its own: see
+// Config.SharedGroup for what kept sharing opt-in.
 //
 // A device in a shared group scopes its waits for idle to its subcontext
 // (WFI scope CURRENT_VEID), so that one timeline's release does not wait

@@ -61,12 +61,15 @@ type Config struct {
 	// Timeline is which timeline of the GPU the opener opens (Timeline):
 	// 0, the first, is GPU(i)'s. Negative panics.
 	Timeline int
-	// OwnGroup puts the device's channels in a channel group of their own,
-	// which the GPU's scheduler time-slices against the groups of the
-	// GPU's other timelines. By default the timelines of a GPU in a
-	// process share one channel group, each in a subcontext of its own,
-	// whose work the compute engine runs side by side (group.go).
-	OwnGroup bool
+	// SharedGroup puts the device's channels in the channel group the
+	// GPU's timelines share in the process, each in a subcontext of its
+	// own, whose work the compute engine runs side by side (group.go). By
+	// default a device's channels are in a channel group of their own,
+	// which the GPU's scheduler time-slices against the other groups.
+	// Sharing is opt-in: on the H200 (RM 580) a device that closed in the
+	// shared group preempted its siblings' channels, and a regrowth's new
+	// channels waited behind held work of the group (docs/nvdev.md).
+	SharedGroup bool
 	// HangMs is the path's hang_ms: rig loses the device once its word has
 	// not moved for HangMs milliseconds while work is pending. 0 leaves the
 	// GPU's work to the RM's watchdog.

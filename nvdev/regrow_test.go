@@ -212,7 +212,7 @@ func bigWords(r *raw, m *nvidia.Memory, k int, tag uint64) device.Part {
 // memory, and the device asks the RM once for each until Stop, which asks
 // again and, the path stopped, gives the sets' memory back.
 func TestRegrowKept(t *testing.T) {
-	r, rm := openStingy(t, Config{RingEntries: regrowRing, OwnGroup: true})
+	r, rm := openStingy(t, Config{RingEntries: regrowRing})
 	rm.keepGroups.Store(true)
 	m := r.alloc(device.PinnedMemory, 4096)
 	var kept []*chanSet

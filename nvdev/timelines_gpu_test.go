@@ -30,8 +30,8 @@ var groupModes = []struct {
 // twoTimelines opens timelines 0 and 1 of GPU 0 through rig.
 func twoTimelines(t *testing.T, own bool) (a, b *rig.Device) {
 	t.Helper()
-	a = openNamed(t, Name(0, 0), Config{OwnGroup: own})
-	b = openNamed(t, Name(0, 1), Config{Timeline: 1, OwnGroup: own})
+	a = openNamed(t, Name(0, 0), Config{SharedGroup: !own})
+	b = openNamed(t, Name(0, 1), Config{Timeline: 1, SharedGroup: !own})
 	if fa, fb := a.Facts().FaultDomain, b.Facts().FaultDomain; own != (fa == "") || fa != fb {
 		t.Fatalf("fault domains %q and %q", fa, fb)
 	}
@@ -46,11 +46,13 @@ func flagWord(b *rig.Buffer) *uint64 { return (*uint64)(unsafe.Pointer(&b.Bytes(
 // until the host lets it end: the short kernel completes while the long
 // one runs, in each placement, and the test logs how long it took, from
 // submit to its point reached and on the GPU's own clock (its profile
-// span). The subcontexts are the default where they take microseconds
-// and the own groups a timeslice.
+// span), with the timelines in subcontexts of one group. (In groups of
+// their own, the default, the GPU's scheduler time-slices the groups, and
+// on the H200 the RM lost the spinning timeline with error 109, a context
+// switch timeout: docs/nvdev.md.)
 func TestGPUTimelinesShortBesideLong(t *testing.T) {
 	needGPU(t)
-	for _, m := range groupModes {
+	for _, m := range groupModes[:1] {
 		t.Run(m.name, func(t *testing.T) {
 			a, b := twoTimelines(t, m.own)
 			spin := resolve(t, a, "spin_until")[0]
@@ -153,6 +155,7 @@ func TestGPUTimelinesOverlap(t *testing.T) {
 		if ps[i], err = r.Submit(bg, flag); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(2 * time.Millisecond) // the first kernel runs
 	}
 	time.Sleep(hold)
 	atomic.StoreUint64(flagWord(flag), 1)
@@ -251,8 +254,9 @@ func TestGPUTimelinesFault(t *testing.T) {
 	needGPU(t)
 	for _, m := range groupModes {
 		t.Run(m.name, func(t *testing.T) {
-			a := openNamed(t, Name(0, 0), Config{OwnGroup: m.own, HangMs: 10000})
-			b := openNamed(t, Name(0, 1), Config{Timeline: 1, OwnGroup: m.own, HangMs: 10000})
+			a := openNamed(t, Name(0, 0), Config{SharedGroup: !m.own, HangMs: 10000})
+			b := openNamed(t, Name(0, 1), Config{Timeline: 1, SharedGroup: !m.own, HangMs: 10000})
+			bufA := allocBuf(t, a, device.PinnedMemory, 4096)
 			fn := resolve(t, b, "fault_illegal_address")[0]
 			s, err := rig.NewSubmission(b, rig.Launch(fn, fn.Params(), rig.Write(0, 0)))
 			if err != nil {
@@ -272,7 +276,7 @@ func TestGPUTimelinesFault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pa, err := s.Take().Submit(ctx, allocBuf(t, a, device.PinnedMemory, 4096))
+			pa, err := s.Take().Submit(ctx, bufA)
 			if err == nil {
 				err = pa.Wait(ctx)
 			}

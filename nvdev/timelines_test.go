@@ -60,7 +60,7 @@ func TestTimelineNames(t *testing.T) {
 
 // TestTimelinesShareGroup opens two timelines of one GPU: by default in
 // one channel group, each with a context share of its own, naming the
-// group's fault domain, their acquires yielding the group; with OwnGroup
+// group's fault domain, their acquires yielding the group; with groups of their own
 // in two groups of no domain. Either way they share memory at the same
 // addresses, wait on each other's words on the GPU, and the group goes
 // back with the last of them.
@@ -68,8 +68,8 @@ func TestTimelinesShareGroup(t *testing.T) {
 	for _, own := range []bool{false, true} {
 		t.Run(map[bool]string{false: "subcontexts", true: "own groups"}[own], func(t *testing.T) {
 			f := newFake()
-			a := rawOn(t, f, Config{OwnGroup: own})
-			b := rawOn(t, f, Config{Timeline: 1, OwnGroup: own})
+			a := rawOn(t, f, Config{SharedGroup: !own})
+			b := rawOn(t, f, Config{Timeline: 1, SharedGroup: !own})
 			groupsWant := map[bool]int{false: 1, true: 2}[own]
 			count := func(what string, groups, shares, chans int) {
 				t.Helper()
@@ -152,7 +152,7 @@ func TestTimelinesShareGroup(t *testing.T) {
 // group stays.
 func TestTimelinesRegrow(t *testing.T) {
 	f := newFake()
-	r := rawOn(t, f, Config{RingEntries: regrowRing})
+	r := rawOn(t, f, Config{RingEntries: regrowRing, SharedGroup: true})
 	defer r.close()
 	m := r.alloc(device.PinnedMemory, 4096)
 	r.wait(r.submit(nil, bigWords(r, m, 100, 1)))
@@ -199,7 +199,7 @@ func TestTimelinesSchedule(t *testing.T) {
 	f := newFake()
 	rm := &schedRM{fakeRM: fakeRM{f}}
 	var ws [2]uint64
-	a, err := makeDevice(&ws[0], f, rm, Config{})
+	a, err := makeDevice(&ws[0], f, rm, Config{SharedGroup: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestTimelinesSchedule(t *testing.T) {
 	if !slices.Equal(rm.groups, []nvidia.Handle{tsg}) || len(rm.chans) != 0 || !slices.Equal(rm.disowned, []nvidia.Handle{tsg}) {
 		t.Fatalf("the first timeline: groups scheduled %x, channels %x, disowned %x; want the group 0x%x", rm.groups, rm.chans, rm.disowned, tsg)
 	}
-	b, err := makeDevice(&ws[1], f, rm, Config{Timeline: 1})
+	b, err := makeDevice(&ws[1], f, rm, Config{Timeline: 1, SharedGroup: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestTimelinesFaultDomain(t *testing.T) {
 		t.Run(map[bool]string{false: "subcontexts", true: "own groups"}[own], func(t *testing.T) {
 			f := newFake()
 			open := func(k int) *rig.Device {
-				op := f.opener(Config{Timeline: k, OwnGroup: own})
+				op := f.opener(Config{Timeline: k, SharedGroup: !own})
 				op.Name += "/" + strconv.Itoa(k)
 				d, err := rig.Open(bg, op)
 				if err != nil {

@@ -83,10 +83,8 @@ func (p *Client) dmaRecord(m *Memory, fn string) (*memRecord, error) {
 		return nil, fmt.Errorf("nvidia: dma for %s: the memory at 0x%x is not memory this path gave", fn, m.Address)
 	}
 	switch {
-	case m.Kind == device.PinnedMemory && m.Borrowed:
-		return nil, fmt.Errorf("nvidia: dma for %s: the memory at 0x%x is the caller's host memory mapped for the GPU, and NVIDIA's driver exports only the GPU's own memory as a dma-buf", fn, m.Address)
 	case m.Kind == device.PinnedMemory:
-		return nil, fmt.Errorf("nvidia: dma for %s: the memory at 0x%x is Pinned memory, host pages, and NVIDIA's driver exports only the GPU's own memory as a dma-buf", fn, m.Address)
+		return nil, fmt.Errorf("nvidia: dma for %s: the memory at 0x%x is Pinned memory, host memory (the path's or the caller's, mapped for the GPU), and NVIDIA's driver exports only the GPU's own memory as a dma-buf", fn, m.Address)
 	case m.Kind != device.DeviceMemory && m.Kind != device.MappedMemory:
 		return nil, fmt.Errorf("nvidia: dma for %s: no export of %v memory", fn, m.Kind)
 	}
