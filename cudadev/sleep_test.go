@@ -62,7 +62,10 @@ func TestGPUSleepBlocks(t *testing.T) {
 		t.Fatal("the wait did not end 10 s after the kernel was released")
 	}
 	t.Logf("%v of CPU in %v of waiting", used, wall)
-	if used > wall/30 {
+	// The process's own time (the test, the collector, the supervisor)
+	// counts too: a Sleep that polled in steps of tens of microseconds
+	// would take a good share of a core.
+	if used > wall/15 {
 		t.Errorf("%v of CPU in %v of waiting on a running kernel: Sleep polls", used, wall)
 	}
 }
