@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
+	sharedGroups = cfg.Timelines > 1
 	devs, notes, err := openDevices(context.Background(), cfg.Devices)
 	if err == nil {
 		if devs, err = openTimelines(context.Background(), devs, cfg.Timelines); err != nil {

@@ -14,8 +14,10 @@ import (
 // baseline's, with -compare).
 func init() {
 	drivers["nv"] = &driver{
-		what:   "the RM driver (nvdev)",
-		opener: func(i int) (device.Opener, error) { return nvdev.GPU(i), nil },
+		what: "the RM driver (nvdev)",
+		opener: func(i int) (device.Opener, error) {
+			return nvdev.Open(i, nvdev.Config{SharedGroup: sharedGroups}), nil
+		},
 		image: func(arch, dev, _ string) ([]byte, error) {
 			// The test kernels without CUDA's printf and assert, which
 			// the RM driver refuses; they hold empty and twice.
@@ -26,5 +28,13 @@ func init() {
 			return b, nil
 		},
 	}
-	timelineOpeners["nv"] = nvdev.Timeline
+	timelineOpeners["nv"] = func(i, k int) device.Opener {
+		return nvdev.Open(i, nvdev.Config{Timeline: k, SharedGroup: sharedGroups})
+	}
 }
+
+// sharedGroups is set where -timelines asks for more than one timeline:
+// the RM driver's devices then put their channels in the GPU's shared
+// channel group, as subcontexts, whose work the GPU runs side by side,
+// rather than in groups of their own, which it time-slices.
+var sharedGroups bool
