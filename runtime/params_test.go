@@ -81,7 +81,7 @@ func TestKernelArgs(t *testing.T) {
 	tw := sub(t, d, rig.Kernel(fn(t, d, "twice"), rig.ReadWriteArg(0, 0)))
 	r = tw.Take()
 	r.Groups(0, 4, 1, 1)
-	if p, err = r.Submit(ctx, x); err != nil {
+	if _, err := r.Submit(ctx, x); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]float32, 4)
