@@ -148,6 +148,24 @@ func (d *Device) commit(v uint64) error {
 	return nil
 }
 
+// commitLost asks the driver of a lost device to write the word for every
+// value submitted, as work that still runs (the held work of a device lost
+// to its hang bound, rather than to a fault) then reaches it: the frees of
+// other devices' buffers that wait for its points end, rather than waiting
+// for its close. The loss keeps every point past the value it reached
+// failing. Only the supervisor calls it, holding no lock.
+func (d *Device) commitLost() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	last := d.last.Load()
+	if d.closing.Load() || device.AtLeast(d.committed.Load(), last) {
+		return
+	}
+	if a := d.drv.Commit(last); a.Kind == device.Committed {
+		d.committed.Store(last)
+	}
+}
+
 func timelineGive(slot int) { timeline.Give(slot) }
 
 // DefaultWaitSpin is how long a wait reads the word, yielding now and

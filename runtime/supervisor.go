@@ -369,6 +369,7 @@ func (s *supervisor) onLoss(le *LostError) {
 	s.lost = le
 	s.wakeAll(le)
 	s.d.failDebtors()
+	s.d.commitLost()
 	logEvent(slog.LevelError, "rig: device lost", "device", s.d.name, "cause", le.Cause, "reached", le.Reached)
 	if le.Fault == nil {
 		return
