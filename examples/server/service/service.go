@@ -51,6 +51,7 @@ type backend struct {
 	spin  *rig.Submission
 	fault *rig.Submission
 	free  chan *slot
+	made  atomic.Int32 // slots allocated, at most cap(free)
 }
 
 // slot is the memory of one request in flight.
@@ -158,18 +159,29 @@ func (s *Service) prepare(dev *rig.Device) (*backend, error) {
 			return nil, err
 		}
 	}
-	for range s.slots {
-		x, err := dev.Alloc(rig.PinnedMemory, 4*MaxElements)
-		if err != nil {
-			return nil, err
-		}
-		y, err := dev.Alloc(rig.PinnedMemory, 4*MaxElements)
-		if err != nil {
-			return nil, err
-		}
-		b.free <- &slot{x: x, y: y}
+	// One slot now; the others as requests need them, so that an open,
+	// and a reopen after a loss, serve at once.
+	sl, err := b.newSlot()
+	if err != nil {
+		return nil, err
 	}
+	b.made.Store(1)
+	b.free <- sl
 	return b, nil
+}
+
+// newSlot allocates a slot's buffers on the backend's device.
+func (b *backend) newSlot() (*slot, error) {
+	x, err := b.dev.Alloc(rig.PinnedMemory, 4*MaxElements)
+	if err != nil {
+		return nil, err
+	}
+	y, err := b.dev.Alloc(rig.PinnedMemory, 4*MaxElements)
+	if err != nil {
+		_ = x.Free()
+		return nil, err
+	}
+	return &slot{x: x, y: y}, nil
 }
 
 // Handler returns the service's HTTP handler:
@@ -337,6 +349,21 @@ func (s *Service) take(ctx context.Context) (*backend, *slot, error) {
 		s.recover(b)
 		return nil, nil, err
 	}
+	select {
+	case sl := <-b.free:
+		return b, sl, nil
+	default:
+	}
+	// No free slot: make one while fewer than the bound exist.
+	if n := b.made.Add(1); int(n) <= cap(b.free) {
+		sl, err := b.newSlot()
+		if err != nil {
+			b.made.Add(-1)
+			return nil, nil, err
+		}
+		return b, sl, nil
+	}
+	b.made.Add(-1)
 	select {
 	case sl := <-b.free:
 		return b, sl, nil
