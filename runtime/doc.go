@@ -48,7 +48,10 @@
 // device whose submitted work waits on the device side for a point that
 // another device, lost or closed, will never reach is lost too, with a
 // cause that names the other device and its error; a submission that
-// would wait on such a point fails with that error. Close
+// would wait on such a point fails with that error. A lost device asks its
+// driver to write the word for what it submitted, so that held work that
+// still runs ends there (its points still fail). Lost returns a channel
+// closed at the loss, for a server to select on. Close
 // stops the driver without waiting for its work; the supervisor then frees
 // every region and unloads every image once the word reads the last value
 // and no work of another device that uses its buffers can run, and Done
@@ -84,6 +87,15 @@
 // Observer (SetObserver) sees each timed submission's parts and waits
 // inside the submit lock. Package profile builds on these.
 //
+// # Observing
+//
+// Device.Stats is a snapshot of a device's counters (values submitted and
+// in flight, waits by how they ended, reclamation rounds, growths, bytes
+// by kind of memory, the loss) and histograms of Submit's time (sampled)
+// and of parked waiters' wake-ups, taken without a lock; the paths that
+// count do so with atomic adds. SetLogger reports opens, losses, closes
+// and reclamation rounds through log/slog.
+//
 // # Tuning choices
 //
 // A wait reads the word for up to 20 µs (SetWaitSpin) before it registers
@@ -91,8 +103,8 @@
 // wakes its waiter without a goroutine handoff; only a few waits of a
 // device spin at once (half of GOMAXPROCS, or eight times GOMAXPROCS
 // where the device's work runs on the process's goroutines and a spin
-// yields at each read), and the others register at once, so that thousands of waiting
-// goroutines cost no CPU. The supervisor wakes registered waiters in value
+// yields at each read), and the others register at once, so that
+// thousands of waiting goroutines cost no CPU. The supervisor wakes registered waiters in value
 // order. Where they exist and the word moved in the last 200 µs it reads
 // the word for up to 20 µs before it sleeps in the driver. A submitter
 // that finds the driver's queues full waits for as many values to
