@@ -70,6 +70,16 @@ rig_values_in_flight{device="rigprom-a"} 0
 		t.Fatal(err)
 	}
 
+	if err := testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP rig_memory_bytes Bytes of the device's live buffers and images, by kind of memory.
+# TYPE rig_memory_bytes gauge
+rig_memory_bytes{device="rigprom-a",kind="Device"} 0
+rig_memory_bytes{device="rigprom-a",kind="Mapped"} 0
+rig_memory_bytes{device="rigprom-a",kind="Pinned"} 4096
+`), "rig_memory_bytes"); err != nil {
+		t.Fatal(err)
+	}
+
 	// A loss shows with its cause, and is counted once across scrapes and
 	// after the device of the name is replaced.
 	if err := launch(t, d, "panic"); err == nil {
