@@ -54,19 +54,7 @@ func TestGPULifeWaitOnEnded(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b, spinA, _ := lifePair(t, Config{Hang: c.hang})
-			lifecheck.WaitOnEnded(t, a, b, spinA, c.before, func() {
-				if c.hang == 0 {
-					_ = a.Close()
-					return
-				}
-				deadline := time.Now().Add(20 * time.Second)
-				for a.Err() == nil {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s is not lost 20 s into its held work", a.Name())
-					}
-					time.Sleep(time.Millisecond)
-				}
-			}, c.want)
+			lifecheck.WaitOnEnded(t, a, b, spinA, c.before, lifecheck.Ender(t, a, c.hang > 0, 20*time.Second), c.want)
 		})
 	}
 }

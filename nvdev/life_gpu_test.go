@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/internal/lifecheck"
-	rig "github.com/rig-go/rig/runtime"
 )
 
 // TestGPULifeClosePeer opens two devices of GPU 0 through rig, A and B,
@@ -40,24 +39,7 @@ func TestGPULifeWaitOnEnded(t *testing.T) {
 			if a.Facts().FaultDomain != "" && a.Facts().FaultDomain == b.Facts().FaultDomain {
 				t.Logf("A and B share fault domain %q", a.Facts().FaultDomain)
 			}
-			lifecheck.WaitOnEnded(t, a, b, resolve(t, a, "spin_until")[0], c.before, func() { endDevice(t, a, c.hangMs) }, c.want)
+			lifecheck.WaitOnEnded(t, a, b, resolve(t, a, "spin_until")[0], c.before, lifecheck.Ender(t, a, c.hangMs > 0, 20*time.Second), c.want)
 		})
-	}
-}
-
-// endDevice closes d where it has no hang bound, and waits until its hang
-// bound loses it otherwise.
-func endDevice(t *testing.T, d *rig.Device, hangMs int) {
-	t.Helper()
-	if hangMs == 0 {
-		_ = d.Close()
-		return
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for d.Err() == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is not lost 20 s into its held work", d.Name())
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rig-go/rig/hostdev"
 	"github.com/rig-go/rig/internal/lifecheck"
-	rig "github.com/rig-go/rig/runtime"
 )
 
 func init() {
@@ -45,24 +44,7 @@ func TestLifecheckOnHost(t *testing.T) {
 	} {
 		t.Run("wait on ended: "+c.name, func(t *testing.T) {
 			a, b := host(t, hostdev.Config{HangMs: c.hangMs}), host(t, hostdev.Config{})
-			lifecheck.WaitOnEnded(t, a, b, fn(t, a, "test_spin_until"), c.before, func() { endHost(t, a, c.hangMs) }, c.want)
+			lifecheck.WaitOnEnded(t, a, b, fn(t, a, "test_spin_until"), c.before, lifecheck.Ender(t, a, c.hangMs > 0, 10*time.Second), c.want)
 		})
-	}
-}
-
-// endHost closes d where it has no hang bound, and waits until its hang
-// bound loses it otherwise.
-func endHost(t *testing.T, d *rig.Device, hangMs int) {
-	t.Helper()
-	if hangMs == 0 {
-		_ = d.Close()
-		return
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for d.Err() == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is not lost 10 s into its held work", d.Name())
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -153,3 +153,21 @@ func WaitOnEnded(t *testing.T, a, b *rig.Device, spinA *rig.Function, before boo
 	}
 	t.Logf("%s: %v", b.Name(), err)
 }
+
+// Ender returns the end WaitOnEnded takes: a close of d where held is
+// false, and otherwise a wait (up to limit) until d's hang bound loses it
+// while its work is held.
+func Ender(t *testing.T, d *rig.Device, held bool, limit time.Duration) func() {
+	return func() {
+		t.Helper()
+		if !held {
+			_ = d.Close()
+			return
+		}
+		select {
+		case <-d.Lost():
+		case <-time.After(limit):
+			t.Fatalf("%s is not lost %v into its held work", d.Name(), limit)
+		}
+	}
+}
