@@ -131,8 +131,15 @@ func openSpec(ctx context.Context, s spec) (*rig.Device, error) {
 	if err != nil {
 		return nil, &unavailableError{s, err}
 	}
+	if waitSpin >= 0 {
+		d.SetWaitSpin(waitSpin)
+	}
 	return d, nil
 }
+
+// waitSpin is -waitspin: the devices' wait spin (Device.SetWaitSpin), or
+// below 0 for their default.
+var waitSpin time.Duration = -1
 
 // companion opens a second device of the driver of s for the mixed
 // workload's waits across devices, or returns why it cannot.

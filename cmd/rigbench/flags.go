@@ -41,6 +41,8 @@ type config struct {
 	Timelines int
 	// CPUProfile is the file -cpuprofile writes the run's CPU profile to.
 	CPUProfile string
+	// GoTrace is the file -gotrace writes the run's Go execution trace to.
+	GoTrace string
 }
 
 // usageError is a bad command line: rigbench says why and exits with 2.
@@ -100,6 +102,15 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"pipeline (a bare goroutine pipeline, the host driver's only), or auto (pipeline on the host driver, driver on the GPU drivers)")
 	fs.IntVar(&c.Timelines, "timelines", 0, "K timelines of each device: its timelines 1 to K-1 open beside it as devices of their own, each with -c submitters, and the report adds each one's figures; 0 or 1 for the device alone")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the run into this file (go tool pprof reads it)")
+	fs.Func("waitspin", "how long a wait reads the device's word before it parks (Device.SetWaitSpin), such as 0, 5us or 50us (default: the device's)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("a duration of 0 or more, such as 20us")
+		}
+		waitSpin = d
+		return nil
+	})
+	fs.StringVar(&c.GoTrace, "gotrace", "", "write a Go execution trace of the run into this file (go tool trace reads it): where goroutines waited for a processor, a lock or a wake-up")
 	fs.IntVar(&c.Rounds, "rounds", 5, "with -compare, the rounds that alternate rig and the baseline, each a share of -duration or -n, so that both meet the machine's other load alike")
 
 	if err := fs.Parse(args); err != nil {

@@ -106,6 +106,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
+	if cfg.GoTrace != "" {
+		stop, err := startGoTrace(cfg.GoTrace)
+		if err != nil {
+			fmt.Fprintf(stderr, "rigbench: %v\n", err)
+			return 2
+		}
+		defer stop()
+	}
 	sharedGroups = cfg.Timelines > 1
 	devs, notes, err := openDevices(context.Background(), cfg.Devices)
 	if err == nil {
@@ -236,9 +244,15 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 			defer base.stop()
 		}
 	}
+	before := statsOf(rigDevs)
 	rr := runRounds(ctx, cfg, rs, base, stderr)
 	m, bm := rr.m, rr.bm
 	rep.Rig = result("rig", m)
+	if bm == nil {
+		// A baseline's rounds reopen the devices, whose counters then
+		// start again.
+		rep.Rig.Waits = waitsBetween(before, statsOf(rigDevs))
+	}
 	rep.PerDevice = per.results(m)
 	if m.errors > 0 {
 		code = 1

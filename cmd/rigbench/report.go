@@ -98,9 +98,11 @@ type Result struct {
 	CPUPerSecond       float64 `json:"cpu_per_s"`
 	// Lateness is the load generator's own, with -rate: from each
 	// arrival's intended send time to when its submitter took it up.
-	Lateness   *Latency `json:"lateness,omitempty"`
-	Errors     int64    `json:"errors"`
-	FirstError string   `json:"first_error,omitempty"`
+	Lateness *Latency `json:"lateness,omitempty"`
+	// Waits is how the waits ended, for the run through rig.
+	Waits      *Waits `json:"waits,omitempty"`
+	Errors     int64  `json:"errors"`
+	FirstError string `json:"first_error,omitempty"`
 	// Interrupted is true where Ctrl-C ended the run early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -283,6 +285,9 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 			b.WriteString(" (interrupted)")
 		}
 		b.WriteString("\n")
+		if x.Waits != nil {
+			b.WriteString(x.Waits.text())
+		}
 		if x.Errors > 0 {
 			fmt.Fprintf(&b, "  errors %d, the first: %s\n", x.Errors, x.FirstError)
 		}
@@ -321,6 +326,9 @@ func writeResult(b *strings.Builder, r *Result) {
 	fmt.Fprintf(b, "  CPU time (user + system) %s: %s per submission, %.2f s per s\n",
 		profile.Nanos(r.CPUNs), profile.Nanos(int64(r.CPUPerSubmissionNs)), r.CPUPerSecond)
 	fmt.Fprintf(b, "  allocations %.2f per submission (%.1f B)\n", r.AllocsPerSubmission, r.AllocBytesPerSubmission)
+	if r.Waits != nil {
+		b.WriteString(r.Waits.text())
+	}
 	if r.Errors > 0 {
 		fmt.Fprintf(b, "  errors %d, the first: %s\n", r.Errors, r.FirstError)
 	}

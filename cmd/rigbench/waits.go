@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rig-go/rig/profile"
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// Waits is how the run's waits ended, over all its devices, from their
+// Stats taken before and after the run: so that a tail shows whether it
+// came from waits that parked with the supervisor.
+type Waits struct {
+	Spun      uint64 `json:"spun"`
+	Parked    uint64 `json:"parked"`
+	Cancelled uint64 `json:"cancelled"`
+	// WakeP50Ns and WakeP99Ns bound a parked waiter's wake-up: the time
+	// from the supervisor's finding its point reached to the waiter's
+	// running again (the upper bound of the histogram's bucket).
+	WakeP50Ns int64 `json:"wake_p50_ns"`
+	WakeP99Ns int64 `json:"wake_p99_ns"`
+}
+
+// statsOf takes the devices' Stats.
+func statsOf(devs []*rig.Device) []rig.Stats {
+	s := make([]rig.Stats, len(devs))
+	for i, d := range devs {
+		s[i] = d.Stats()
+	}
+	return s
+}
+
+// waitsBetween is the waits of the devices between the Stats before and
+// after.
+func waitsBetween(before, after []rig.Stats) *Waits {
+	var w Waits
+	var wake rig.Histogram
+	for i := range after {
+		b, a := before[i], after[i]
+		w.Spun += a.WaitsSpun - b.WaitsSpun
+		w.Parked += a.WaitsParked - b.WaitsParked
+		w.Cancelled += a.WaitsCancelled - b.WaitsCancelled
+		for j := range wake.Buckets {
+			wake.Buckets[j] += a.WakeLatency.Buckets[j] - b.WakeLatency.Buckets[j]
+		}
+		wake.Count += a.WakeLatency.Count - b.WakeLatency.Count
+		wake.Sum += a.WakeLatency.Sum - b.WakeLatency.Sum
+	}
+	w.WakeP50Ns = int64(wake.Quantile(0.5))
+	w.WakeP99Ns = int64(wake.Quantile(0.99))
+	return &w
+}
+
+// text is w as a line of the text report.
+func (w *Waits) text() string {
+	var b strings.Builder
+	all := w.Spun + w.Parked + w.Cancelled
+	fmt.Fprintf(&b, "  waits: %d spun, %d parked", w.Spun, w.Parked)
+	if all > 0 {
+		fmt.Fprintf(&b, " (%.1f%%)", 100*float64(w.Parked)/float64(all))
+	}
+	if w.Cancelled > 0 {
+		fmt.Fprintf(&b, ", %d cancelled", w.Cancelled)
+	}
+	if w.Parked > 0 {
+		fmt.Fprintf(&b, "; a parked waiter's wake-up p50 <= %s, p99 <= %s",
+			profile.Nanos(w.WakeP50Ns), profile.Nanos(w.WakeP99Ns))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
