@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -32,14 +33,14 @@ type Device struct {
 
 	// mu is the submit lock: it orders values, hazards and the driver's
 	// Room, Submit and Commit. It is never held across a wait.
-	mu        sync.Mutex
+	mu        submitLock
 	last      atomic.Uint64 // last value submitted; written under mu
 	committed atomic.Uint64 // last value committed; written under mu
 	kicks     kicks         // a device.Kicker's combined kicks (kick.go)
 	timed     atomic.Bool
 	observer  atomic.Pointer[observerBox]
 	spin      atomic.Int64 // nanoseconds a wait reads the word before it parks
-	spinners  spinGate     // the waits that read the word now
+	spinners  *spinGate    // the places of the goroutines that spin now (spin.go)
 	roomWait  roomLine     // the submitters that wait for room
 	stock     waiterStock  // waiters for reuse
 
@@ -200,7 +201,9 @@ func open(op device.Opener) (*Device, error) {
 	d.kicks.done.Store(d.base)
 	d.sup = newSupervisor(d)
 	d.spin.Store(int64(DefaultWaitSpin))
-	d.spinners.init(f.OnHost)
+	var lockGate *spinGate
+	d.spinners, lockGate = spinGatesFor(f.OnHost)
+	d.mu.init(runtime.GOMAXPROCS(0), f.OnHost, lockGate)
 	return d, nil
 }
 

@@ -123,12 +123,20 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	}
 }
 
-// commit asks the driver to commit every value up to v.
+// commit asks the driver to commit every value up to v: every value
+// submitted, so that the waiters of the values submitted before this
+// commit find them committed and do not queue on the submit lock for
+// commits of their own (a closed loop of 16 goroutines on cudadev spent
+// more than a third of its blocked time in commits that one would have
+// covered).
 func (d *Device) commit(v uint64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if device.AtLeast(d.committed.Load(), v) {
 		return nil
+	}
+	if last := d.last.Load(); device.AtLeast(last, v) {
+		v = last
 	}
 	if le := d.loss.Load(); le != nil {
 		return le

@@ -327,6 +327,10 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			return Point{}, err
 		}
 		d.mu.Lock()
+		var held time.Time
+		if !t0.IsZero() {
+			held = time.Now()
+		}
 		if err := d.usable(); err != nil {
 			d.mu.Unlock()
 			return Point{}, err
@@ -389,6 +393,9 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 				if err := d.observe(&r.sub); err != nil && lost == nil {
 					lost = err
 				}
+			}
+			if !held.IsZero() {
+				d.mu.held(time.Since(held))
 			}
 			d.mu.Unlock()
 			if k, ok := d.drv.(device.Kicker); ok && lost == nil {
