@@ -14,43 +14,12 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
+	"github.com/rig-go/rig/internal/testkernels"
 	rig "github.com/rig-go/rig/runtime"
 )
 
 // The GPU tests of several timelines of one GPU (RIG_GPU=1).
-
-// spinPTX is a kernel that spins on %globaltimer for ns nanoseconds, each
-// group on its own SM at most, and has group 0's thread 0 write its start
-// and end (the GPU's nanoseconds) into out[0] and out[1].
-const spinPTX = `.version 7.0
-.target sm_80
-.address_size 64
-
-.visible .entry spin_ns(.param .u64 out, .param .u64 ns)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<4>;
-	.reg .b64 %rd<8>;
-	ld.param.u64 %rd1, [out];
-	ld.param.u64 %rd2, [ns];
-	mov.u64 %rd3, %globaltimer;
-	add.u64 %rd4, %rd3, %rd2;
-SPIN:
-	mov.u64 %rd5, %globaltimer;
-	setp.lt.u64 %p1, %rd5, %rd4;
-	@%p1 bra SPIN;
-	mov.u32 %r1, %tid.x;
-	mov.u32 %r2, %ctaid.x;
-	or.b32 %r3, %r1, %r2;
-	setp.ne.u32 %p2, %r3, 0;
-	@%p2 bra DONE;
-	cvta.to.global.u64 %rd6, %rd1;
-	st.global.u64 [%rd6], %rd3;
-	st.global.u64 [%rd6+8], %rd5;
-DONE:
-	ret;
-}
-`
 
 // twoTimelines opens timelines 0 and 1 of GPU 0 through rig.
 func twoTimelines(t *testing.T) (a, b *rig.Device) {
@@ -82,7 +51,7 @@ func TestGPUTimelinesOverlap(t *testing.T) {
 	}
 	tls := []*tl{{dev: a}, {dev: b}}
 	for _, x := range tls {
-		img, err := x.dev.LoadImage([]byte(spinPTX))
+		img, err := x.dev.LoadImage(testkernels.Spin())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,6 +106,26 @@ func TestGPUTimelinesOverlap(t *testing.T) {
 	if wall >= 2*spin {
 		t.Errorf("the pair took %v, two kernels' time or more (%v each)", wall, spin)
 	}
+}
+
+// TestGPUTimelinesPair holds the requirement on several timelines of one
+// GPU: two timelines each running a 1 ms kernel on 8 multiprocessors (the
+// PTX spin_ns, 8 groups) take 1.2 ms or less for the pair, the median of
+// gputest.PairRounds rounds of both submitted back to back, from the first
+// submit to both points reached. It logs one kernel's median alone on
+// timeline 0 beside the pair's.
+func TestGPUTimelinesPair(t *testing.T) {
+	needGPU(t)
+	a, b := twoTimelines(t)
+	var fns [2]*rig.Function
+	for i, dev := range []*rig.Device{a, b} {
+		img, err := dev.LoadImage(testkernels.Spin())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns[i] = resolve(t, img, "spin_ns")
+	}
+	gputest.TimelinePair(t, a, b, fns[0], fns[1])
 }
 
 // TestGPUTimelinesShortBesideLong runs a short kernel on timeline 1 while

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,7 +39,26 @@ func init() {
 		binary.LittleEndian.PutUint64(k.Bytes(k.Uint64(8), 8), v+k.Uint64(16))
 	})
 	hostdev.RegisterParams("timelines.fault", 0, func(k *hostdev.Ctx) { k.Fault("a fault of the test") })
+	// timelines.hold sleeps for the nanoseconds in parameter 1, or until
+	// the device stops, and writes when it started and ended (nanoseconds
+	// since holdEpoch, by the monotonic clock) to the two uint64s at
+	// parameter 0's address.
+	hostdev.RegisterParams("timelines.hold", 16, func(k *hostdev.Ctx) {
+		start := time.Since(holdEpoch)
+		t := time.NewTimer(time.Duration(k.Uint64(8)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-k.Stopped():
+		}
+		out := k.Bytes(k.Uint64(0), 16)
+		binary.LittleEndian.PutUint64(out, uint64(start))
+		binary.LittleEndian.PutUint64(out[8:], uint64(time.Since(holdEpoch)))
+	})
 }
+
+// holdEpoch is the origin of timelines.hold's times.
+var holdEpoch = time.Now()
 
 // hostTimelines opens n host devices named name/0 … of fault domain dom,
 // and closes them at the test's end.
@@ -157,6 +177,58 @@ func TestSeveralDevices(t *testing.T) {
 	}
 	if got := binary.LittleEndian.Uint64(out.Bytes()); got != 42 {
 		t.Fatalf("B read %d from A's memory, want 42", got)
+	}
+}
+
+// TestSeveralDevicesSideBySide runs a kernel that holds its goroutine
+// 1 ms on each of two host devices, submitted back to back, in 20 rounds:
+// by the kernels' own start and end times, the two ran at once in most
+// rounds (in none where the devices ran their work one after the other),
+// and each held its 1 ms. It logs the pair's median wall time.
+func TestSeveralDevicesSideBySide(t *testing.T) {
+	const hold, rounds = time.Millisecond, 20
+	devs := hostTimelines(t, "host-pair", "", 2)
+	var outs [2]*rig.Buffer
+	var parts [2][]rig.Part
+	for i, d := range devs {
+		out, err := d.Alloc(device.PinnedMemory, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = out
+		parts[i] = []rig.Part{rig.Launch(fn(t, d, "timelines.hold"), 16, rig.Write(0, 0))}
+	}
+	setHold := func(r *rig.Run) { binary.LittleEndian.PutUint64(r.Params(0)[8:], uint64(hold)) }
+	overlapped := 0
+	var walls []time.Duration
+	for round := range rounds {
+		t0 := time.Now()
+		var ps [2]rig.Point
+		for i, d := range devs {
+			clear(outs[i].Bytes())
+			ps[i] = submit(t, d, parts[i], setHold, outs[i])
+		}
+		for _, p := range ps {
+			if err := waitFor(t, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		walls = append(walls, time.Since(t0))
+		var start, end [2]uint64
+		for i, out := range outs {
+			start[i], end[i] = binary.LittleEndian.Uint64(out.Bytes()), binary.LittleEndian.Uint64(out.Bytes()[8:])
+			if start[i] == 0 || end[i] < start[i]+uint64(hold) {
+				t.Fatalf("round %d: %s's kernel ran from %d to %d, not %v", round, devs[i].Name(), start[i], end[i], hold)
+			}
+		}
+		if start[0] < end[1] && start[1] < end[0] {
+			overlapped++
+		}
+	}
+	slices.Sort(walls)
+	t.Logf("two %v kernels on two host devices: ran at once in %d of %d rounds; the pair took %v at the median", hold, overlapped, rounds, walls[len(walls)/2])
+	if overlapped <= rounds/2 {
+		t.Errorf("the kernels of two host devices ran at once in %d of %d rounds", overlapped, rounds)
 	}
 }
 

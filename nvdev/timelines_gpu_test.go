@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -11,14 +13,18 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/gputest"
+	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
 
 // The GPU tests of several timelines of one GPU (RIG_GPU=1). The test
-// cubin has no kernel that reads a clock, so concurrency shows in how long
-// a short kernel of one timeline takes while a kernel of the other spins:
-// a few microseconds where the compute engine runs the two side by side,
-// a timeslice or more where the scheduler takes turns.
+// cubin of kernels.cu has no kernel that reads a clock, so concurrency
+// shows in how long a short kernel of one timeline takes while a kernel of
+// the other spins: a few microseconds where the compute engine runs the
+// two side by side, a timeslice or more where the scheduler takes turns.
+// TestGPUTimelinesPair times kernels that spin on the GPU's clock
+// (testdata/spin.sm_90.cubin).
 
 // groupModes are the two ways of placing timelines: subcontexts of one
 // channel group (the default), and channel groups of their own.
@@ -177,6 +183,34 @@ func TestGPUTimelinesOverlap(t *testing.T) {
 	if wall >= 2*hold {
 		t.Errorf("the pair took %v", wall)
 	}
+	noCUDA(t)
+}
+
+// spinCubin is testdata/spin.sm_90.cubin: spin_ns (testkernels.Spin), a
+// kernel that spins on the GPU's nanosecond clock, which ptxas assembles
+// from internal/testkernels/spin.ptx (internal/testkernels/build.sh).
+func spinCubin(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "spin.sm_90.cubin"))
+	if err != nil {
+		t.Fatalf("%v: build it on a machine with CUDA, from the repository's root: ptxas -arch=sm_90 -o nvdev/testdata/spin.sm_90.cubin internal/testkernels/spin.ptx", err)
+	}
+	return b
+}
+
+// TestGPUTimelinesPair holds the requirement on several timelines of one
+// GPU: two timelines (subcontexts of one channel group) each running a
+// 1 ms kernel on 8 multiprocessors (spin_ns, 8 groups) take 1.2 ms or less
+// for the pair, the median of gputest.PairRounds rounds of both submitted
+// back to back, from the first submit to both points reached. It logs one
+// kernel's median alone on timeline 0 beside the pair's.
+func TestGPUTimelinesPair(t *testing.T) {
+	needGPU(t)
+	a, b := twoTimelines(t, false)
+	bin := spinCubin(t)
+	fa := testutil.Functions(t, a, bin, "spin_ns")[0]
+	fb := testutil.Functions(t, b, bin, "spin_ns")[0]
+	gputest.TimelinePair(t, a, b, fa, fb)
 	noCUDA(t)
 }
 

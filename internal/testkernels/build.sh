@@ -6,7 +6,9 @@
 # cubin kernels_nv; and
 # the listings cuobjdump writes of the kernels.cu cubins, which nvdev/hw's
 # tests read from that package's testdata to check its cubin parser.
-# portable.ptx is written by hand and is not rebuilt here.
+# portable.ptx and spin.ptx are written by hand and are not rebuilt here;
+# ptxas assembles spin.ptx into the sm_90 cubin that nvdev's tests read
+# from that package's testdata.
 set -e
 cd "$(dirname "$0")"
 listings=../../nvdev/hw/testdata
@@ -19,4 +21,6 @@ nvcc -ptx -arch=compute_90 -o kernels.compute_90.ptx kernels.cu
 nvcc -fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -o kernels.fatbin kernels.cu
 nvcc -cubin -arch=sm_90 -DNO_DEVICE_LIBRARY -o kernels_nv.sm_90.cubin kernels.cu
 cuobjdump -res-usage kernels_nv.sm_90.cubin > kernels_nv.sm_90.res-usage.txt
+mkdir -p ../../nvdev/testdata
+ptxas -arch=sm_90 -o ../../nvdev/testdata/spin.sm_90.cubin spin.ptx
 nvcc --version | tail -2 > NVCC_VERSION

@@ -9,7 +9,10 @@
 // of drivers that run without CUDA (kernels.cu built with
 // -DNO_DEVICE_LIBRARY).
 // Portable returns empty and twice as PTX that any GPU of compute
-// capability 5.2 or later loads. build.sh rebuilds the images with nvcc.
+// capability 5.2 or later loads. Spin returns spin_ns, a kernel that holds
+// its multiprocessors for a given number of nanoseconds of the GPU's
+// clock, as PTX written by hand. build.sh rebuilds the images with nvcc,
+// and assembles spin_ns into the sm_90 cubin of the RM driver's tests.
 //
 // Every function returns a fresh copy, which the caller owns and may
 // change. Each image is its own variable, so that a program links only the
@@ -44,6 +47,8 @@ var (
 	nvSM90 []byte
 	//go:embed portable.ptx
 	portable []byte
+	//go:embed spin.ptx
+	spin []byte
 	//go:embed kernels.cu
 	source []byte
 	//go:embed build.sh
@@ -101,6 +106,14 @@ func NVCubin(arch string) ([]byte, bool) {
 // Portable returns the PTX of empty and twice for any GPU of compute
 // capability 5.2 or later.
 func Portable() []byte { return slices.Clone(portable) }
+
+// Spin returns spin.ptx: spin_ns(out, ns), which spins in each thread
+// until the GPU's nanosecond clock (%globaltimer) passes the thread's first
+// reading by ns, then has thread 0 of group 0 write its first and last
+// readings to out[0] and out[1], for any GPU of compute capability 8.0 or
+// later. Its parameters are the address out in bytes 0 to 8 and ns in bytes
+// 8 to 16.
+func Spin() []byte { return slices.Clone(spin) }
 
 // Source returns kernels.cu.
 func Source() []byte { return slices.Clone(source) }

@@ -50,6 +50,7 @@ func TestImagesHoldTheirSourcesKernels(t *testing.T) {
 		image{"kernels.compute_90.ptx", PTX(), "//", all},
 		image{"kernels.fatbin", Fatbin(), "\x50\xed\x55\xba", nil},
 		image{"portable.ptx", Portable(), "//", []string{"empty", "twice"}},
+		image{"spin.ptx", Spin(), "//", []string{"spin_ns"}},
 	)
 	for _, im := range images {
 		if !bytes.HasPrefix(im.b, []byte(im.magic)) {
