@@ -73,17 +73,18 @@ type lockParker struct {
 var lockParkers = sync.Pool{New: func() any { return &lockParker{ch: make(chan struct{}, 1)} }}
 
 // init sets how the lock's waiters spin, for procs processors, with
-// places from gate. A spinner yields rarely: a yield goes through the
-// scheduler's global queue and its lock, and with a yield every 64 looks
-// that lock took a third of the CPU of 16 submitters on cudadev. Where the
-// device's work runs on the process's goroutines (onHost) it yields every
-// 8 looks, as the holder may need its processor.
+// places from gate. A spinner yields every 64 looks (a yield goes through
+// the scheduler's global queue and its lock: 256 made no difference on the
+// H200), and reads the clock every 64, which on a virtual machine costs
+// more than the looks. Where the device's work runs on the process's
+// goroutines (onHost) it yields every 8 looks, as the holder may need its
+// processor.
 func (l *submitLock) init(procs int, onHost bool, gate *spinGate) {
 	l.gate = gate
 	l.maxAhead = uint64(min(max(procs/4, 1), 4))
 	l.ahead.Store(l.maxAhead)
 	l.spinFor = 50 * time.Microsecond
-	l.yieldEvery = 255
+	l.yieldEvery = 63
 	l.nslots = lockSlots
 	if onHost {
 		l.maxAhead = 1
