@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,7 +231,7 @@ func (s *Service) lossText() string {
 }
 
 func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
-	a, err := strconv.ParseFloat(r.URL.Query().Get("a"), 32)
+	a, err := queryFloat32(r.URL.RawQuery, "a")
 	if err != nil {
 		http.Error(w, "a: not a number", http.StatusBadRequest)
 		return
@@ -239,19 +241,8 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := int(r.ContentLength / 8)
-	err = s.Saxpy(r.Context(), float32(a), n, func(x, y []byte) error {
-		if _, err := io.ReadFull(r.Body, x); err != nil {
-			return badRequest{fmt.Errorf("reading x: %w", err)}
-		}
-		if _, err := io.ReadFull(r.Body, y); err != nil {
-			return badRequest{fmt.Errorf("reading y: %w", err)}
-		}
-		return nil
-	}, func(y []byte) {
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Content-Length", strconv.Itoa(len(y)))
-		_, _ = w.Write(y)
-	})
+	h := saxpyHandling{w: w, body: r.Body}
+	err = s.Saxpy(r.Context(), a, n, h.fill, h.answer)
 	if br, ok := err.(badRequest); ok {
 		http.Error(w, br.Error(), http.StatusBadRequest)
 		return
@@ -259,6 +250,82 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, err)
 	}
+}
+
+// saxpyHandling is one request's reading of x and y and writing of the
+// answer, on the handler's goroutine.
+type saxpyHandling struct {
+	w    http.ResponseWriter
+	body io.Reader
+}
+
+// fill reads x and y from the body straight into the device's memory.
+func (h *saxpyHandling) fill(x, y []byte) error {
+	if _, err := io.ReadFull(h.body, x); err != nil {
+		return badRequest{fmt.Errorf("reading x: %w", err)}
+	}
+	if _, err := io.ReadFull(h.body, y); err != nil {
+		return badRequest{fmt.Errorf("reading y: %w", err)}
+	}
+	return nil
+}
+
+// answer writes y, with header values that are not allocated per request.
+func (h *saxpyHandling) answer(y []byte) {
+	hd := h.w.Header()
+	hd["Content-Type"] = octetStream
+	hd["Content-Length"] = contentLength(len(y))
+	_, _ = h.w.Write(y)
+}
+
+// octetStream is the answer's Content-Type; net/http only reads it.
+var octetStream = []string{"application/octet-stream"}
+
+// lastLength is the Content-Length value of the last answer, which the
+// next answer of as many bytes reuses; net/http only reads it.
+var lastLength atomic.Pointer[lengthValue]
+
+type lengthValue struct {
+	n int
+	v []string
+}
+
+// contentLength returns the header value of a Content-Length of n bytes.
+func contentLength(n int) []string {
+	if l := lastLength.Load(); l != nil && l.n == n {
+		return l.v
+	}
+	l := &lengthValue{n: n, v: []string{strconv.Itoa(n)}}
+	lastLength.Store(l)
+	return l.v
+}
+
+// queryFloat32 parses the float32 of the first parameter key of the raw
+// query q, without allocating where the value needs no unescaping.
+func queryFloat32(q, key string) (float32, error) {
+	for q != "" {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.ContainsAny(k, "%+") {
+			if u, err := url.QueryUnescape(k); err == nil {
+				k = u
+			}
+		}
+		if k != key {
+			continue
+		}
+		if strings.ContainsAny(v, "%+") {
+			u, err := url.QueryUnescape(v)
+			if err != nil {
+				return 0, err
+			}
+			v = u
+		}
+		f, err := strconv.ParseFloat(v, 32)
+		return float32(f), err
+	}
+	return 0, fmt.Errorf("no parameter %q", key)
 }
 
 type badRequest struct{ error }

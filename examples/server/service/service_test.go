@@ -30,6 +30,22 @@ var names atomic.Int64
 // running.
 func serve(t *testing.T, slots int) (*httptest.Server, *Service, *atomic.Int64) {
 	t.Helper()
+	svc := hostService(t, slots)
+	var active atomic.Int64
+	h := svc.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		active.Add(1)
+		defer active.Add(-1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, svc, &active
+}
+
+// hostService opens the service on a host device of a fresh name; it is
+// closed when the test ends.
+func hostService(t *testing.T, slots int) *Service {
+	t.Helper()
 	name := fmt.Sprintf("server-test-%d", names.Add(1))
 	open := func(ctx context.Context) (*rig.Device, error) {
 		return rig.Open(ctx, hostdev.Open(hostdev.Config{Name: name}))
@@ -38,20 +54,12 @@ func serve(t *testing.T, slots int) (*httptest.Server, *Service, *atomic.Int64) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var active atomic.Int64
-	h := svc.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		active.Add(1)
-		defer active.Add(-1)
-		h.ServeHTTP(w, r)
-	}))
 	t.Cleanup(func() {
-		srv.Close()
 		if err := svc.Close(context.Background()); err != nil {
 			t.Errorf("closing the service: %v", err)
 		}
 	})
-	return srv, svc, &active
+	return svc
 }
 
 func post(ctx context.Context, c *http.Client, url string, body []byte) (int, []byte, error) {
@@ -240,5 +248,80 @@ func TestShutdown(t *testing.T) {
 	case <-dev.Done():
 	default:
 		t.Fatal("Close returned before the device gave everything back")
+	}
+}
+
+// recorder is a ResponseWriter that keeps the status and the body's bytes
+// and allocates nothing per request.
+type recorder struct {
+	h    http.Header
+	code int
+	body []byte
+}
+
+func (w *recorder) Header() http.Header { return w.h }
+func (w *recorder) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *recorder) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.body = append(w.body, b...)
+	return len(b), nil
+}
+
+// TestSaxpyHandlerAllocs: the saxpy handler allocates nothing of its own
+// per request: the query is parsed in place, and the answer's header
+// values are not made per request.
+func TestSaxpyHandlerAllocs(t *testing.T) {
+	svc := hostService(t, 2)
+	x, y := vectors(1024, 3)
+	body := Body(x, y)
+	want := Body(Saxpy(2, x, y), nil)
+	rd := bytes.NewReader(body)
+	req := httptest.NewRequest("POST", "/saxpy?a=2", nil)
+	req.Body, req.ContentLength = io.NopCloser(rd), int64(len(body))
+	w := &recorder{h: http.Header{}, body: make([]byte, 0, len(want))}
+	run := func() {
+		rd.Reset(body)
+		w.code, w.body = 0, w.body[:0]
+		svc.handleSaxpy(w, req)
+	}
+	run()
+	if w.code != http.StatusOK || !bytes.Equal(w.body, want) {
+		t.Fatalf("%d %q", w.code, w.body)
+	}
+	if got := w.h.Get("Content-Length"); got != "4096" {
+		t.Fatalf("Content-Length %q", got)
+	}
+	if n := testing.AllocsPerRun(200, run); n != 0 {
+		t.Errorf("%v allocations a request", n)
+	}
+}
+
+func TestQueryFloat32(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want float32
+		ok   bool
+	}{
+		{"a=2", 2, true},
+		{"b=1&a=-1.5", -1.5, true},
+		{"a=1e3&a=2", 1000, true},
+		{"%61=4", 4, true},
+		{"a=%2B4", 4, true},
+		{"a=+4", 0, false}, // "+" is a space
+		{"a=", 0, false},
+		{"a=x", 0, false},
+		{"a=%zz", 0, false},
+		{"b=1", 0, false},
+		{"", 0, false},
+		{"a=1e40", 0, false},
+	} {
+		got, err := queryFloat32(c.q, "a")
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("%q: %v %v, want %v (ok %v)", c.q, got, err, c.want, c.ok)
+		}
 	}
 }
