@@ -44,6 +44,7 @@ func main() {
 	n := flag.Int("n", 1024, "elements of x and y in a request (1024: 4 KiB each)")
 	serve := flag.String("serve", "", "run the service on this address (the child process)")
 	kind := flag.String("client", "raw", "the load generator: raw (keep-alive HTTP/1.1 connections, one a client, a request in one write) or vegeta (vegeta's attacker)")
+	faults := flag.Int("faults", 0, "after the HTTP levels, lose the device this many times with a faulting kernel and report how soon the service serves again (not on cuda, whose faults end the process's GPU)")
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles over the HTTP levels: the server's to `PREFIX`.server.pprof and the client's to PREFIX.client.pprof (with -serve: the server's profile to this file)")
 	flag.Parse()
 	if *serve != "" {
@@ -66,7 +67,7 @@ func main() {
 		}
 		cs = append(cs, c)
 	}
-	if err := measure(*dev, *kind, cs, *duration, *n, *cpuprofile); err != nil {
+	if err := measure(*dev, *kind, cs, *duration, *n, *faults, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -84,7 +85,7 @@ func runService(addr, dev, profile string) error {
 			return err
 		}
 	}
-	svc, driver, err := open(ctx, dev, 1024)
+	svc, driver, err := open(ctx, dev, 1024, true)
 	if err != nil {
 		return err
 	}
@@ -108,12 +109,12 @@ func runService(addr, dev, profile string) error {
 }
 
 // open opens the service on the device dev names.
-func open(ctx context.Context, dev string, slots int) (*service.Service, string, error) {
+func open(ctx context.Context, dev string, slots int, debug bool) (*service.Service, string, error) {
 	o, driver, err := service.Pick(ctx, dev, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, "", err
 	}
-	svc, err := service.NewService(ctx, service.Config{Open: o, Driver: driver, Slots: slots})
+	svc, err := service.NewService(ctx, service.Config{Open: o, Driver: driver, Slots: slots, Debug: debug})
 	return svc, driver, err
 }
 
@@ -149,7 +150,7 @@ func (r result) String() string {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
 
-func measure(dev, kind string, levels []int, duration time.Duration, n int, profile string) error {
+func measure(dev, kind string, levels []int, duration time.Duration, n, faults int, profile string) error {
 	x, y := make([]float32, n), make([]float32, n)
 	for i := range x {
 		x[i], y[i] = float32(i), 1
@@ -197,13 +198,21 @@ func measure(dev, kind string, levels []int, duration time.Duration, n int, prof
 		_ = child.Process.Kill()
 		return err
 	}
+	var rec []time.Duration
+	var recErr error
+	if faults > 0 && driver != "cuda" {
+		rec, recErr = recoveries(addr, request(addr, "/saxpy?a=2", body), want, faults)
+	}
 	_ = child.Process.Signal(syscall.SIGTERM)
 	if err := child.Wait(); err != nil {
 		return fmt.Errorf("the service process: %v", err)
 	}
+	if recErr != nil {
+		return recErr
+	}
 
 	// The same work through the Go API, in this process.
-	svc, _, err := open(context.Background(), dev, 1024)
+	svc, _, err := open(context.Background(), dev, 1024, false)
 	if err != nil {
 		return err
 	}
@@ -222,6 +231,17 @@ func measure(dev, kind string, levels []int, duration time.Duration, n int, prof
 		if h.failed+d.failed > 0 {
 			fmt.Printf("|   | %d HTTP requests failed | | | | | | %d saxpys failed | | | | | |\n", h.failed, d.failed)
 		}
+	}
+	if faults > 0 && driver == "cuda" {
+		fmt.Println("\nno faults on cuda: a CUDA fault ends the GPU for the process")
+	}
+	if len(rec) > 0 {
+		fmt.Printf("\nserving again after a fault (from the faulting request to the first right answer), %d faults:", len(rec))
+		for _, d := range rec {
+			fmt.Printf(" %s", us(d))
+		}
+		slices.Sort(rec)
+		fmt.Printf("; median %s, max %s\n", us(rec[len(rec)/2]), us(rec[len(rec)-1]))
 	}
 	return nil
 }

@@ -29,12 +29,13 @@ const MaxElements = 16384
 // of the submission), writes the request's vectors into the slot's host
 // memory, submits one launch and waits for its point with the request's
 // context. Where the device is lost, requests answer 503 with the cause
-// and the service reopens the device in the background, except on a
-// driver whose faults end the GPU for the process (CUDA), where it reports
-// itself unhealthy so that an orchestrator restarts it.
+// and the service opens a replacement in the background, before it closes
+// the lost device (recover), except on a driver whose faults end the GPU
+// for the process (CUDA), where it reports itself unhealthy so that an
+// orchestrator restarts it.
 type Service struct {
 	log    *slog.Logger
-	open   func(ctx context.Context) (*rig.Device, error)
+	open   func(ctx context.Context, seat int) (*rig.Device, error)
 	driver string
 	slots  int
 	debug  bool
@@ -49,6 +50,7 @@ type Service struct {
 // backend is one open device and what the service made on it.
 type backend struct {
 	dev   *rig.Device
+	seat  int // the seat of Config.Open the device was opened on
 	saxpy *rig.Submission
 	spin  *rig.Submission
 	fault *rig.Submission
@@ -63,9 +65,19 @@ type slot struct {
 
 // Config configures a Service.
 type Config struct {
-	// Open opens the device; the service calls it again to recover from a
-	// loss.
-	Open func(ctx context.Context) (*rig.Device, error)
+	// Open opens the device of seat 0 or 1: two devices of different
+	// names on the same GPU (nvdev.Timeline(i, 0) and (i, 1), say). The
+	// service opens seat 0 first; to recover from the loss of the device
+	// of seat k, it opens seat 1-k while the lost device is still open, and
+	// closes the lost one after, so that the driver's state of the GPU that
+	// its open devices share (nvdev's RM objects of the GPU and its UVM
+	// registration) stays up and the replacement does not make it anew.
+	// Where the replacement does not open beside the lost device, the
+	// service closes the lost one, waits until it gave everything back,
+	// and opens seat 1-k then. rig opens one device of a name at a time: an
+	// Open that returns devices of one name for both seats gets the
+	// second order.
+	Open func(ctx context.Context, seat int) (*rig.Device, error)
 	// Driver is the device's driver: "host", "cuda" or "nv".
 	Driver string
 	// Slots bounds the requests whose work is on the device at once.
@@ -85,19 +97,19 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 		c.Slots = 256
 	}
 	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug}
-	b, err := s.start(ctx)
+	b, err := s.start(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	s.healthy.Store(true)
-	s.publish(b)
+	s.cur.Store(b)
+	s.watch(b)
 	return s, nil
 }
 
-// publish makes b the backend requests use, and recovers it as soon as
-// its device is lost, whether or not a request meets the loss.
-func (s *Service) publish(b *backend) {
-	s.cur.Store(b)
+// watch recovers b, the backend requests use, as soon as its device is
+// lost, whether or not a request meets the loss.
+func (s *Service) watch(b *backend) {
 	s.inFlight.Add(1)
 	go func() {
 		defer s.inFlight.Done()
@@ -117,13 +129,13 @@ func (s *Service) Devices() []*rig.Device {
 	return nil
 }
 
-// start opens the device and makes a backend on it.
-func (s *Service) start(ctx context.Context) (*backend, error) {
-	dev, err := s.open(ctx)
+// start opens the device of seat and makes a backend on it.
+func (s *Service) start(ctx context.Context, seat int) (*backend, error) {
+	dev, err := s.open(ctx, seat)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.prepare(dev)
+	b, err := s.prepare(dev, seat)
 	if err != nil {
 		_ = dev.Close()
 		<-dev.Done()
@@ -133,7 +145,7 @@ func (s *Service) start(ctx context.Context) (*backend, error) {
 	return b, nil
 }
 
-func (s *Service) prepare(dev *rig.Device) (*backend, error) {
+func (s *Service) prepare(dev *rig.Device, seat int) (*backend, error) {
 	bin, err := Image(s.driver, dev.Arch())
 	if err != nil {
 		return nil, err
@@ -142,7 +154,7 @@ func (s *Service) prepare(dev *rig.Device) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{dev: dev, free: make(chan *slot, s.slots)}
+	b := &backend{dev: dev, seat: seat, free: make(chan *slot, s.slots)}
 	subs := []struct {
 		to   **rig.Submission
 		name string
@@ -478,10 +490,14 @@ func (s *Service) fail(w http.ResponseWriter, err error) {
 	}
 }
 
-// recover replaces the lost backend b: it closes its device, waits until
-// the device gave everything back, and opens it again, retrying while the
-// service runs. On CUDA, whose faults end the GPU for the process, it only
-// marks the service unhealthy.
+// recover replaces the lost backend b. It opens the device of the other
+// seat first, while b's device, lost but not closed, still holds what the
+// driver shares among the open devices of its GPU, makes it the backend
+// requests use, and then closes b's device and waits until it gave
+// everything back. Where the replacement does not open so, it closes b's
+// device first and opens the other seat after, retrying while the service
+// runs. On CUDA, whose faults end the GPU for the process, it only marks
+// the service unhealthy.
 func (s *Service) recover(b *backend) {
 	if s.driver == "cuda" {
 		if s.healthy.CompareAndSwap(true, false) {
@@ -492,33 +508,60 @@ func (s *Service) recover(b *backend) {
 	if !s.reopenMu.TryLock() {
 		return
 	}
-	if s.cur.Load() != b {
+	// A request that met the loss may ask after the replacement serves:
+	// only the lost backend that requests still use is replaced.
+	if s.cur.Load() != b || b.dev.Err() == nil || s.closed.Load() {
 		s.reopenMu.Unlock()
 		return
 	}
 	s.inFlight.Add(1)
 	go func() {
 		defer s.inFlight.Done()
-		defer s.reopenMu.Unlock()
 		start := time.Now()
-		_ = b.dev.Close()
-		<-b.dev.Done()
-		for wait := time.Millisecond; !s.closed.Load(); wait = min(2*wait, time.Second) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			nb, err := s.start(ctx)
-			cancel()
-			if err == nil {
-				s.publish(nb)
-				s.log.Info("device reopened after a loss", "device", nb.dev.Name(), "took", time.Since(start))
-				if s.closed.Load() {
-					_ = nb.dev.Close()
+		seat := 1 - b.seat
+		lostClosed := false
+		nb, err := s.startWithin(seat)
+		if err != nil {
+			s.log.Error("opening a replacement beside the lost device", "err", err)
+			closeLost(b)
+			lostClosed = true
+			for wait := time.Millisecond; err != nil && !s.closed.Load(); wait = min(2*wait, time.Second) {
+				time.Sleep(wait)
+				if nb, err = s.startWithin(seat); err != nil {
+					s.log.Error("reopening the device", "err", err)
 				}
-				return
 			}
-			s.log.Error("reopening the device", "err", err)
-			time.Sleep(wait)
+		}
+		if nb != nil {
+			s.cur.Store(nb)
+			s.log.Info("device reopened after a loss", "device", nb.dev.Name(), "took", time.Since(start))
+			if s.closed.Load() {
+				_ = nb.dev.Close()
+			}
+		}
+		s.reopenMu.Unlock()
+		if nb != nil {
+			// After the unlock, so that a loss of nb at once recovers it.
+			s.watch(nb)
+		}
+		if !lostClosed {
+			closeLost(b)
 		}
 	}()
+}
+
+// startWithin is start with 10 s to open the device.
+func (s *Service) startWithin(seat int) (*backend, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.start(ctx, seat)
+}
+
+// closeLost closes the lost backend's device and waits until it gave
+// everything back.
+func closeLost(b *backend) {
+	_ = b.dev.Close()
+	<-b.dev.Done()
 }
 
 // Close closes the device once the HTTP server has finished its requests

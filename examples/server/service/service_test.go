@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -30,7 +31,13 @@ var names atomic.Int64
 // running.
 func serve(t *testing.T, slots int) (*httptest.Server, *Service, *atomic.Int64) {
 	t.Helper()
-	svc := hostService(t, slots)
+	return serveOn(t, slots, hostOpener())
+}
+
+// serveOn is serve with the devices open returns.
+func serveOn(t *testing.T, slots int, open func(context.Context, int) (*rig.Device, error)) (*httptest.Server, *Service, *atomic.Int64) {
+	t.Helper()
+	svc := hostService(t, slots, open)
 	var active atomic.Int64
 	h := svc.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,14 +49,18 @@ func serve(t *testing.T, slots int) (*httptest.Server, *Service, *atomic.Int64) 
 	return srv, svc, &active
 }
 
-// hostService opens the service on a host device of a fresh name; it is
-// closed when the test ends.
-func hostService(t *testing.T, slots int) *Service {
-	t.Helper()
+// hostOpener opens host devices of fresh names, one for each seat.
+func hostOpener() func(context.Context, int) (*rig.Device, error) {
 	name := fmt.Sprintf("server-test-%d", names.Add(1))
-	open := func(ctx context.Context) (*rig.Device, error) {
-		return rig.Open(ctx, hostdev.Open(hostdev.Config{Name: name}))
+	return func(ctx context.Context, seat int) (*rig.Device, error) {
+		return rig.Open(ctx, hostdev.Open(hostdev.Config{Name: fmt.Sprintf("%s/%d", name, seat)}))
 	}
+}
+
+// hostService opens the service on the host devices open returns; it is
+// closed when the test ends.
+func hostService(t *testing.T, slots int, open func(context.Context, int) (*rig.Device, error)) *Service {
+	t.Helper()
 	svc, err := NewService(context.Background(), Config{Open: open, Driver: "host", Slots: slots, Debug: true})
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +196,22 @@ func TestClientGoesAway(t *testing.T) {
 func TestFaultRecovery(t *testing.T) {
 	srv, svc, _ := serve(t, 4)
 	c := srv.Client()
+	faultAndRecover(t, srv)
+	if !svc.healthy.Load() {
+		t.Fatal("the host driver's service reports itself unhealthy after a recovery")
+	}
+	resp, err := c.Get(srv.URL + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("readyz after the recovery: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// faultAndRecover loses the service's device with a faulting kernel, and
+// returns once the service serves right answers again.
+func faultAndRecover(t *testing.T, srv *httptest.Server) {
+	t.Helper()
+	c := srv.Client()
 	code, body, err := post(context.Background(), c, srv.URL+"/debug/fault", nil)
 	if err != nil || code != 503 || !strings.Contains(string(body), "lost") {
 		t.Fatalf("the faulting request: %d %q %v", code, body, err)
@@ -211,14 +238,103 @@ func TestFaultRecovery(t *testing.T) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	t.Logf("served again %v after the fault", time.Since(start))
-	if !svc.healthy.Load() {
-		t.Fatal("the host driver's service reports itself unhealthy after a recovery")
+}
+
+// TestRecoveryOrder: after a loss the service opens the replacement on
+// the other seat while the lost device is still open (lost, not closed),
+// and closes the lost device after: it gives everything back (Done), and
+// its error is still the loss. Twice, so that the seats alternate.
+func TestRecoveryOrder(t *testing.T) {
+	name := fmt.Sprintf("server-test-%d", names.Add(1))
+	var (
+		mu     sync.Mutex
+		devs   []*rig.Device
+		seats  []int
+		probes []error // the last device's answer to an Alloc, at each later open
+	)
+	open := func(ctx context.Context, seat int) (*rig.Device, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n := len(devs); n > 0 {
+			b, err := devs[n-1].Alloc(rig.PinnedMemory, 64)
+			if err == nil {
+				_ = b.Free()
+			}
+			probes = append(probes, err)
+		}
+		d, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: fmt.Sprintf("%s/%d", name, seat)}))
+		if err == nil {
+			devs, seats = append(devs, d), append(seats, seat)
+		}
+		return d, err
 	}
-	resp, err := c.Get(srv.URL + "/readyz")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("readyz after the recovery: %v %v", resp, err)
+	srv, svc, _ := serveOn(t, 4, open)
+	for round := range 2 {
+		faultAndRecover(t, srv)
+		mu.Lock()
+		if len(devs) != round+2 {
+			mu.Unlock()
+			t.Fatalf("round %d: %d devices opened, want %d", round, len(devs), round+2)
+		}
+		lost, next, probe := devs[round], devs[round+1], probes[round]
+		if seats[round+1] != 1-seats[round] {
+			t.Errorf("round %d: the replacement opened on seat %d after seat %d", round, seats[round+1], seats[round])
+		}
+		mu.Unlock()
+		if !errors.Is(probe, rig.ErrLost) || errors.Is(probe, rig.ErrClosed) {
+			t.Errorf("round %d: at the replacement's open, the lost device answered %v, want its loss (not closed)", round, probe)
+		}
+		if svc.cur.Load().dev != next {
+			t.Errorf("round %d: the service does not run on the replacement", round)
+		}
+		select {
+		case <-lost.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the lost device did not give everything back within 10 s", round)
+		}
+		if err := lost.Err(); !errors.Is(err, rig.ErrLost) {
+			t.Errorf("round %d: the lost device's error after its close: %v", round, err)
+		}
+		if _, err := lost.Alloc(rig.PinnedMemory, 64); !errors.Is(err, rig.ErrClosed) {
+			t.Errorf("round %d: the lost device was not closed: Alloc returned %v", round, err)
+		}
 	}
-	resp.Body.Close()
+}
+
+// TestRecoveryFallback: where the replacement does not open beside the
+// lost device, the service closes the lost device first, and opens the
+// replacement after.
+func TestRecoveryFallback(t *testing.T) {
+	name := fmt.Sprintf("server-test-%d", names.Add(1))
+	var (
+		mu      sync.Mutex
+		last    *rig.Device
+		refused int
+	)
+	open := func(ctx context.Context, seat int) (*rig.Device, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if last != nil {
+			select {
+			case <-last.Done():
+			default:
+				refused++
+				return nil, errors.New("the GPU holds one device at a time")
+			}
+		}
+		d, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: fmt.Sprintf("%s/%d", name, seat)}))
+		if err == nil {
+			last = d
+		}
+		return d, err
+	}
+	srv, _, _ := serveOn(t, 4, open)
+	faultAndRecover(t, srv)
+	mu.Lock()
+	defer mu.Unlock()
+	if refused != 1 {
+		t.Errorf("%d opens refused beside the lost device, want 1", refused)
+	}
 }
 
 // TestShutdown: Close waits for the requests in flight to end first, under
@@ -275,7 +391,7 @@ func (w *recorder) Write(b []byte) (int, error) {
 // per request: the query is parsed in place, and the answer's header
 // values are not made per request.
 func TestSaxpyHandlerAllocs(t *testing.T) {
-	svc := hostService(t, 2)
+	svc := hostService(t, 2, hostOpener())
 	x, y := vectors(1024, 3)
 	body := Body(x, y)
 	want := Body(Saxpy(2, x, y), nil)
@@ -294,6 +410,10 @@ func TestSaxpyHandlerAllocs(t *testing.T) {
 	}
 	if got := w.h.Get("Content-Length"); got != "4096" {
 		t.Fatalf("Content-Length %q", got)
+	}
+	if raceEnabled {
+		t.Log("allocations not counted: the race detector allocates")
+		return
 	}
 	if n := testing.AllocsPerRun(200, run); n != 0 {
 		t.Errorf("%v allocations a request", n)
