@@ -34,10 +34,16 @@ func serve(t *testing.T, slots int) (*httptest.Server, *Service, *atomic.Int64) 
 	return serveOn(t, slots, hostOpener())
 }
 
-// serveOn is serve with the devices open returns.
+// serveOn is serve with the host devices open returns.
 func serveOn(t *testing.T, slots int, open func(context.Context, int) (*rig.Device, error)) (*httptest.Server, *Service, *atomic.Int64) {
 	t.Helper()
-	svc := hostService(t, slots, open)
+	return serveDriver(t, slots, "host", open)
+}
+
+// serveDriver is serve with the devices of driver that open returns.
+func serveDriver(t *testing.T, slots int, driver string, open func(context.Context, int) (*rig.Device, error)) (*httptest.Server, *Service, *atomic.Int64) {
+	t.Helper()
+	svc := newService(t, slots, driver, open)
 	var active atomic.Int64
 	h := svc.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +67,14 @@ func hostOpener() func(context.Context, int) (*rig.Device, error) {
 // closed when the test ends.
 func hostService(t *testing.T, slots int, open func(context.Context, int) (*rig.Device, error)) *Service {
 	t.Helper()
-	svc, err := NewService(context.Background(), Config{Open: open, Driver: "host", Slots: slots, Debug: true})
+	return newService(t, slots, "host", open)
+}
+
+// newService opens the service on the devices of driver that open
+// returns, with /debug; it is closed when the test ends.
+func newService(t *testing.T, slots int, driver string, open func(context.Context, int) (*rig.Device, error)) *Service {
+	t.Helper()
+	svc, err := NewService(context.Background(), Config{Open: open, Driver: driver, Slots: slots, Debug: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,53 +258,71 @@ func faultAndRecover(t *testing.T, srv *httptest.Server) {
 // and closes the lost device after: it gives everything back (Done), and
 // its error is still the loss. Twice, so that the seats alternate.
 func TestRecoveryOrder(t *testing.T) {
-	name := fmt.Sprintf("server-test-%d", names.Add(1))
-	var (
-		mu     sync.Mutex
-		devs   []*rig.Device
-		seats  []int
-		probes []error // the last device's answer to an Alloc, at each later open
-	)
-	open := func(ctx context.Context, seat int) (*rig.Device, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if n := len(devs); n > 0 {
-			b, err := devs[n-1].Alloc(rig.PinnedMemory, 64)
-			if err == nil {
-				_ = b.Free()
-			}
-			probes = append(probes, err)
-		}
-		d, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: fmt.Sprintf("%s/%d", name, seat)}))
+	opens := &openLog{base: hostOpener()}
+	srv, svc, _ := serveOn(t, 4, opens.open)
+	checkRecoveryOrder(t, srv, svc, opens, 2)
+}
+
+// openLog records the devices an opener opened, and at each open after
+// the first the answer of the device opened last to an Alloc: its loss
+// where it is lost and not yet closed, ErrClosed once it is closed.
+type openLog struct {
+	base func(context.Context, int) (*rig.Device, error)
+
+	mu     sync.Mutex
+	devs   []*rig.Device
+	seats  []int
+	probes []error
+}
+
+func (l *openLog) open(ctx context.Context, seat int) (*rig.Device, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.devs); n > 0 {
+		b, err := l.devs[n-1].Alloc(rig.PinnedMemory, 64)
 		if err == nil {
-			devs, seats = append(devs, d), append(seats, seat)
+			_ = b.Free()
 		}
-		return d, err
+		l.probes = append(l.probes, err)
 	}
-	srv, svc, _ := serveOn(t, 4, open)
-	for round := range 2 {
+	d, err := l.base(ctx, seat)
+	if err == nil {
+		l.devs, l.seats = append(l.devs, d), append(l.seats, seat)
+	}
+	return d, err
+}
+
+// checkRecoveryOrder faults the service's device rounds times and checks
+// each recovery: the replacement opened on the other seat while the lost
+// device was lost and not closed, the service runs on it, and the lost
+// device was closed after and gave everything back.
+func checkRecoveryOrder(t *testing.T, srv *httptest.Server, svc *Service, l *openLog, rounds int) {
+	t.Helper()
+	for round := range rounds {
 		faultAndRecover(t, srv)
-		mu.Lock()
-		if len(devs) != round+2 {
-			mu.Unlock()
-			t.Fatalf("round %d: %d devices opened, want %d", round, len(devs), round+2)
+		l.mu.Lock()
+		if len(l.devs) != round+2 {
+			l.mu.Unlock()
+			t.Fatalf("round %d: %d devices opened, want %d", round, len(l.devs), round+2)
 		}
-		lost, next, probe := devs[round], devs[round+1], probes[round]
-		if seats[round+1] != 1-seats[round] {
-			t.Errorf("round %d: the replacement opened on seat %d after seat %d", round, seats[round+1], seats[round])
+		lost, next, probe := l.devs[round], l.devs[round+1], l.probes[round]
+		if l.seats[round+1] != 1-l.seats[round] {
+			t.Errorf("round %d: the replacement opened on seat %d after seat %d", round, l.seats[round+1], l.seats[round])
 		}
-		mu.Unlock()
+		l.mu.Unlock()
 		if !errors.Is(probe, rig.ErrLost) || errors.Is(probe, rig.ErrClosed) {
 			t.Errorf("round %d: at the replacement's open, the lost device answered %v, want its loss (not closed)", round, probe)
 		}
 		if svc.cur.Load().dev != next {
 			t.Errorf("round %d: the service does not run on the replacement", round)
 		}
+		start := time.Now()
 		select {
 		case <-lost.Done():
 		case <-time.After(10 * time.Second):
 			t.Fatalf("round %d: the lost device did not give everything back within 10 s", round)
 		}
+		t.Logf("round %d: %s served, %s gave everything back %v later", round, next.Name(), lost.Name(), time.Since(start))
 		if err := lost.Err(); !errors.Is(err, rig.ErrLost) {
 			t.Errorf("round %d: the lost device's error after its close: %v", round, err)
 		}
