@@ -45,6 +45,8 @@ func main() {
 	serve := flag.String("serve", "", "run the service on this address (the child process)")
 	kind := flag.String("client", "raw", "the load generator: raw (keep-alive HTTP/1.1 connections, one a client, a request in one write) or vegeta (vegeta's attacker)")
 	faults := flag.Int("faults", 0, "after the HTTP levels, lose the device this many times with a faulting kernel and report how soon the service serves again (not on cuda, whose faults end the process's GPU)")
+	serverProcs := flag.Int("server-procs", 0, "GOMAXPROCS of the service's process (0: Go's default)")
+	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator over the HTTP levels (0: Go's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles over the HTTP levels: the server's to `PREFIX`.server.pprof and the client's to PREFIX.client.pprof (with -serve: the server's profile to this file)")
 	flag.Parse()
 	if *serve != "" {
@@ -67,7 +69,9 @@ func main() {
 		}
 		cs = append(cs, c)
 	}
-	if err := measure(*dev, *kind, cs, *duration, *n, *faults, *cpuprofile); err != nil {
+	o := options{dev: *dev, kind: *kind, levels: cs, duration: *duration, n: *n, faults: *faults,
+		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs}
+	if err := measure(o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -150,7 +154,18 @@ func (r result) String() string {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
 
-func measure(dev, kind string, levels []int, duration time.Duration, n, faults int, profile string) error {
+// options are the load test's flags.
+type options struct {
+	dev, kind                string
+	levels                   []int
+	duration                 time.Duration
+	n, faults                int
+	profile                  string
+	serverProcs, clientProcs int
+}
+
+func measure(o options) error {
+	dev, kind, levels, duration, n, faults, profile := o.dev, o.kind, o.levels, o.duration, o.n, o.faults, o.profile
 	x, y := make([]float32, n), make([]float32, n)
 	for i := range x {
 		x[i], y[i] = float32(i), 1
@@ -169,6 +184,9 @@ func measure(dev, kind string, levels []int, duration time.Duration, n, faults i
 	}
 	child := exec.Command(exe, args...)
 	child.Stderr = os.Stderr
+	if o.serverProcs > 0 {
+		child.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", o.serverProcs))
+	}
 	out, err := child.StdoutPipe()
 	if err != nil {
 		return err
@@ -190,10 +208,16 @@ func measure(dev, kind string, levels []int, duration time.Duration, n, faults i
 			return err
 		}
 	}
+	procs := runtime.GOMAXPROCS(0)
+	if o.clientProcs > 0 {
+		runtime.GOMAXPROCS(o.clientProcs)
+	}
+	clientProcs := runtime.GOMAXPROCS(0)
 	httpRes := map[int]result{}
 	for _, c := range levels {
 		httpRes[c] = attack(kind, addr, body, want, c, duration, child.Process.Pid)
 	}
+	runtime.GOMAXPROCS(procs)
 	if err := stopProfile(); err != nil {
 		_ = child.Process.Kill()
 		return err
@@ -217,7 +241,12 @@ func measure(dev, kind string, levels []int, duration time.Duration, n, faults i
 		return err
 	}
 	defer func() { _ = svc.Close(context.Background()) }()
-	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), closed loop, %v a level, %s client, GOMAXPROCS %d\n\n", n, 4*n/1024, dev, driver, duration, kind, runtime.GOMAXPROCS(0))
+	serverProcs := "default"
+	if o.serverProcs > 0 {
+		serverProcs = strconv.Itoa(o.serverProcs)
+	}
+	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), closed loop, %v a level, %s client; GOMAXPROCS: server %s, client %d, Go API %d of %d CPUs\n\n",
+		n, 4*n/1024, dev, driver, duration, kind, serverProcs, clientProcs, procs, runtime.NumCPU())
 	fmt.Println("| clients | HTTP: requests/s | p50 | p99 | max | server CPU/request | client CPU/request | Go API: saxpys/s | p50 | p99 | max | CPU/saxpy | HTTP's share of the server's CPU |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, c := range levels {
