@@ -525,11 +525,12 @@ func (s *Service) recover(b *backend) {
 			s.log.Error("opening a replacement beside the lost device", "err", err)
 			closeLost(b)
 			lostClosed = true
-			for wait := time.Millisecond; err != nil && !s.closed.Load(); wait = min(2*wait, time.Second) {
-				time.Sleep(wait)
-				if nb, err = s.startWithin(seat); err != nil {
-					s.log.Error("reopening the device", "err", err)
+			for wait := time.Millisecond; !s.closed.Load(); wait = min(2*wait, time.Second) {
+				if nb, err = s.startWithin(seat); err == nil {
+					break
 				}
+				s.log.Error("reopening the device", "err", err)
+				time.Sleep(wait)
 			}
 		}
 		if nb != nil {
