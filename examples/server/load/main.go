@@ -1,15 +1,18 @@
 // Command load measures the example service under load: at each level of
-// concurrent clients it drives the service over HTTP with vegeta's
-// attacker (closed loop: each client sends its next request once the last
-// returned), then runs the same saxpy through the service's Go API with as
-// many goroutines and no HTTP, so that the HTTP layer's share shows. The
-// service runs in a child process, so that its CPU time is its own.
+// concurrent clients it drives the service over HTTP in a closed loop
+// (each client sends its next request once the last returned), with
+// keep-alive connections of its own (client.go) or with vegeta's attacker
+// (-client vegeta), then runs the same saxpy through the service's Go API
+// with as many goroutines and no HTTP, so that the HTTP layer's share
+// shows. The service runs in a child process, so that its CPU time is its
+// own; -cpuprofile writes CPU profiles of both processes.
 //
 //	go run ./load -device auto -c 1,16,64,256 -duration 2s
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"flag"
@@ -21,6 +24,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,13 +43,22 @@ func main() {
 	duration := flag.Duration("duration", 2*time.Second, "how long each level runs")
 	n := flag.Int("n", 1024, "elements of x and y in a request (1024: 4 KiB each)")
 	serve := flag.String("serve", "", "run the service on this address (the child process)")
+	kind := flag.String("client", "raw", "the load generator: raw (keep-alive HTTP/1.1 connections, one a client, a request in one write) or vegeta (vegeta's attacker)")
+	faults := flag.Int("faults", 0, "after the HTTP levels, lose the device this many times with a faulting kernel and report how soon the service serves again (not on cuda, whose faults end the process's GPU)")
+	serverProcs := flag.Int("server-procs", 0, "GOMAXPROCS of the service's process (0: Go's default)")
+	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator over the HTTP levels (0: Go's default)")
+	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles over the HTTP levels: the server's to `PREFIX`.server.pprof and the client's to PREFIX.client.pprof (with -serve: the server's profile to this file)")
 	flag.Parse()
 	if *serve != "" {
-		if err := runService(*serve, *dev); err != nil {
+		if err := runService(*serve, *dev, *cpuprofile); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		return
+	}
+	if *kind != "raw" && *kind != "vegeta" {
+		fmt.Fprintf(os.Stderr, "-client %q: want raw or vegeta\n", *kind)
+		os.Exit(2)
 	}
 	var cs []int
 	for _, f := range strings.Split(*levels, ",") {
@@ -55,17 +69,27 @@ func main() {
 		}
 		cs = append(cs, c)
 	}
-	if err := measure(*dev, cs, *duration, *n); err != nil {
+	o := options{dev: *dev, kind: *kind, levels: cs, duration: *duration, n: *n, faults: *faults,
+		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs}
+	if err := measure(o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
 // runService serves on addr until SIGTERM, and prints "ready" once it
-// listens.
-func runService(addr, dev string) error {
+// listens. Where profile is not empty, it writes a CPU profile of the
+// process from the start to SIGTERM to that file.
+func runService(addr, dev, profile string) error {
 	ctx := context.Background()
-	svc, driver, err := open(ctx, dev, 1024)
+	stopProfile := func() error { return nil }
+	if profile != "" {
+		var err error
+		if stopProfile, err = startProfile(profile); err != nil {
+			return err
+		}
+	}
+	svc, driver, err := open(ctx, dev, 1024, true)
 	if err != nil {
 		return err
 	}
@@ -79,6 +103,9 @@ func runService(addr, dev string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	<-sig
+	if err := stopProfile(); err != nil {
+		return err
+	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
@@ -86,19 +113,38 @@ func runService(addr, dev string) error {
 }
 
 // open opens the service on the device dev names.
-func open(ctx context.Context, dev string, slots int) (*service.Service, string, error) {
+func open(ctx context.Context, dev string, slots int, debug bool) (*service.Service, string, error) {
 	o, driver, err := service.Pick(ctx, dev, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, "", err
 	}
-	svc, err := service.NewService(ctx, service.Config{Open: o, Driver: driver, Slots: slots})
+	svc, err := service.NewService(ctx, service.Config{Open: o, Driver: driver, Slots: slots, Debug: debug})
 	return svc, driver, err
+}
+
+// startProfile starts a CPU profile of this process into the file path;
+// the function it returns stops it and closes the file.
+func startProfile(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 type result struct {
 	rate          float64
 	p50, p99, max time.Duration
+	n             int           // requests served
 	cpu           time.Duration // per request
+	client        time.Duration // the load generator's CPU per request, over HTTP
 	failed        int
 }
 
@@ -108,20 +154,39 @@ func (r result) String() string {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
 
-func measure(dev string, levels []int, duration time.Duration, n int) error {
+// options are the load test's flags.
+type options struct {
+	dev, kind                string
+	levels                   []int
+	duration                 time.Duration
+	n, faults                int
+	profile                  string
+	serverProcs, clientProcs int
+}
+
+func measure(o options) error {
+	dev, kind, levels, duration, n, faults, profile := o.dev, o.kind, o.levels, o.duration, o.n, o.faults, o.profile
 	x, y := make([]float32, n), make([]float32, n)
 	for i := range x {
 		x[i], y[i] = float32(i), 1
 	}
 	body := service.Body(x, y)
+	want := service.Body(service.Saxpy(2, x, y), nil)
 
 	// Over HTTP, the service in a child process.
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	child := exec.Command(exe, "-serve", "127.0.0.1:0", "-device", dev)
+	args := []string{"-serve", "127.0.0.1:0", "-device", dev}
+	if profile != "" {
+		args = append(args, "-cpuprofile", profile+".server.pprof")
+	}
+	child := exec.Command(exe, args...)
 	child.Stderr = os.Stderr
+	if o.serverProcs > 0 {
+		child.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", o.serverProcs))
+	}
 	out, err := child.StdoutPipe()
 	if err != nil {
 		return err
@@ -135,25 +200,55 @@ func measure(dev string, levels []int, duration time.Duration, n int) error {
 		_ = child.Process.Kill()
 		return fmt.Errorf("the service did not start: %q %v", line, err)
 	}
-	url, driver := "http://"+f[1]+"/saxpy?a=2", f[2]
+	addr, driver := f[1], f[2]
+	stopProfile := func() error { return nil }
+	if profile != "" {
+		if stopProfile, err = startProfile(profile + ".client.pprof"); err != nil {
+			_ = child.Process.Kill()
+			return err
+		}
+	}
+	procs := runtime.GOMAXPROCS(0)
+	if o.clientProcs > 0 {
+		runtime.GOMAXPROCS(o.clientProcs)
+	}
+	clientProcs := runtime.GOMAXPROCS(0)
 	httpRes := map[int]result{}
 	for _, c := range levels {
-		httpRes[c] = attack(url, body, c, duration, child.Process.Pid)
+		httpRes[c] = attack(kind, addr, body, want, c, duration, child.Process.Pid)
+	}
+	runtime.GOMAXPROCS(procs)
+	if err := stopProfile(); err != nil {
+		_ = child.Process.Kill()
+		return err
+	}
+	var rec []time.Duration
+	var recErr error
+	if faults > 0 && driver != "cuda" {
+		rec, recErr = recoveries(addr, request(addr, "/saxpy?a=2", body), want, faults)
 	}
 	_ = child.Process.Signal(syscall.SIGTERM)
 	if err := child.Wait(); err != nil {
 		return fmt.Errorf("the service process: %v", err)
 	}
+	if recErr != nil {
+		return recErr
+	}
 
 	// The same work through the Go API, in this process.
-	svc, _, err := open(context.Background(), dev, 1024)
+	svc, _, err := open(context.Background(), dev, 1024, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = svc.Close(context.Background()) }()
-	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), closed loop, %v a level\n\n", n, 4*n/1024, dev, driver, duration)
-	fmt.Println("| clients | HTTP: requests/s | p50 | p99 | max | server CPU/request | Go API: saxpys/s | p50 | p99 | max | CPU/saxpy | HTTP's share of the server's CPU |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	serverProcs := "default"
+	if o.serverProcs > 0 {
+		serverProcs = strconv.Itoa(o.serverProcs)
+	}
+	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), closed loop, %v a level, %s client; GOMAXPROCS: server %s, client %d, Go API %d of %d CPUs\n\n",
+		n, 4*n/1024, dev, driver, duration, kind, serverProcs, clientProcs, procs, runtime.NumCPU())
+	fmt.Println("| clients | HTTP: requests/s | p50 | p99 | max | server CPU/request | client CPU/request | Go API: saxpys/s | p50 | p99 | max | CPU/saxpy | HTTP's share of the server's CPU |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, c := range levels {
 		d := direct(svc, body[:4*n], body[4*n:], c, duration)
 		h := httpRes[c]
@@ -161,34 +256,121 @@ func measure(dev string, levels []int, duration time.Duration, n int) error {
 		if h.cpu > 0 {
 			share = fmt.Sprintf("%.0f%%", 100*(1-float64(d.cpu)/float64(h.cpu)))
 		}
-		fmt.Printf("| %d | %s | %s | %s |\n", c, h, d, share)
+		fmt.Printf("| %d | %s | %s | %s | %s |\n", c, h, us(h.client), d, share)
 		if h.failed+d.failed > 0 {
-			fmt.Printf("|   | %d HTTP requests failed | | | | | %d saxpys failed | | | | | |\n", h.failed, d.failed)
+			fmt.Printf("|   | %d HTTP requests failed | | | | | | %d saxpys failed | | | | | |\n", h.failed, d.failed)
 		}
+	}
+	if faults > 0 && driver == "cuda" {
+		fmt.Println("\nno faults on cuda: a CUDA fault ends the GPU for the process")
+	}
+	if len(rec) > 0 {
+		fmt.Printf("\nserving again after a fault (from the faulting request to the first right answer), %d faults:", len(rec))
+		for _, d := range rec {
+			fmt.Printf(" %s", us(d))
+		}
+		slices.Sort(rec)
+		fmt.Printf("; median %s, max %s\n", us(rec[len(rec)/2]), us(rec[len(rec)-1]))
 	}
 	return nil
 }
 
-// attack drives url with c clients for duration, and reads the CPU time
-// of the process pid over it.
-func attack(url string, body []byte, c int, duration time.Duration, pid int) result {
-	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: url, Body: body})
-	a := vegeta.NewAttacker(vegeta.Workers(uint64(c)), vegeta.MaxWorkers(uint64(c)), vegeta.Connections(c), vegeta.KeepAlive(true))
+// attack drives the service at addr with c clients for duration, and
+// reads the CPU time of the process pid, and of this process, over it.
+// Each client sends its next request once the last answered; a request
+// counts as served where it answered 200 with want. With vegeta the
+// clients are vegeta's attacker's workers.
+func attack(kind, addr string, body, want []byte, c int, duration time.Duration, pid int) result {
+	if kind == "vegeta" {
+		return attackVegeta(addr, body, c, duration, pid)
+	}
+	req := request(addr, "/saxpy?a=2", body)
+	lat := make([][]time.Duration, c)
+	fails := make([]int, c)
+	var wg sync.WaitGroup
+	cpu0, self0 := procCPU(pid), selfCPU()
+	start := time.Now()
+	end := start.Add(duration)
+	for g := range c {
+		wg.Go(func() {
+			cl := newClient(addr, req)
+			defer cl.close()
+			l := make([]time.Duration, 0, 1<<16)
+			for {
+				t := time.Now()
+				if t.After(end) {
+					break
+				}
+				code, got, err := cl.do()
+				if err != nil || code != http.StatusOK || !bytes.Equal(got, want) {
+					fails[g]++
+					continue
+				}
+				l = append(l, time.Since(t))
+			}
+			lat[g] = l
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	cpu, self := procCPU(pid)-cpu0, selfCPU()-self0
+	r := summarize(lat, fails, wall)
+	r.cpu, r.client = perRequest(cpu, r), perRequest(self, r)
+	return r
+}
+
+// attackVegeta drives the service at addr with vegeta's attacker: c
+// workers at an unbounded rate, each with a keep-alive connection.
+func attackVegeta(addr string, body []byte, c int, duration time.Duration, pid int) result {
+	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: "http://" + addr + "/saxpy?a=2", Body: body})
+	hc := &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: c,
+		MaxConnsPerHost:     c,
+		DisableCompression:  true,
+		WriteBufferSize:     64 << 10, // a request in one write
+		ReadBufferSize:      64 << 10,
+	}}
+	a := vegeta.NewAttacker(vegeta.Client(hc), vegeta.Workers(uint64(c)), vegeta.MaxWorkers(uint64(c)), vegeta.MaxBody(0))
 	var m vegeta.Metrics
-	cpu0 := procCPU(pid)
+	cpu0, self0 := procCPU(pid), selfCPU()
 	start := time.Now()
 	for res := range a.Attack(tr, vegeta.Rate{Freq: 0}, duration, "load") {
 		m.Add(res)
 	}
 	m.Close()
 	wall := time.Since(start)
-	cpu := procCPU(pid) - cpu0
+	cpu, self := procCPU(pid)-cpu0, selfCPU()-self0
+	hc.CloseIdleConnections()
 	ok := int(float64(m.Requests) * m.Success)
-	r := result{rate: float64(ok) / wall.Seconds(), p50: m.Latencies.P50, p99: m.Latencies.P99, max: m.Latencies.Max, failed: int(m.Requests) - ok}
-	if ok > 0 && cpu > 0 {
-		r.cpu = cpu / time.Duration(ok)
-	}
+	r := result{n: ok, rate: float64(ok) / wall.Seconds(), p50: m.Latencies.P50, p99: m.Latencies.P99, max: m.Latencies.Max, failed: int(m.Requests) - ok}
+	r.cpu, r.client = perRequest(cpu, r), perRequest(self, r)
 	return r
+}
+
+// summarize returns the rate and the latencies of the requests of lat,
+// one slice per client, over wall.
+func summarize(lat [][]time.Duration, fails []int, wall time.Duration) result {
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	var r result
+	for _, f := range fails {
+		r.failed += f
+	}
+	r.n = len(all)
+	if len(all) == 0 {
+		return r
+	}
+	r.rate = float64(len(all)) / wall.Seconds()
+	r.p50, r.p99, r.max = all[len(all)/2], all[len(all)*99/100], all[len(all)-1]
+	return r
+}
+
+// perRequest is cpu over r's requests served.
+func perRequest(cpu time.Duration, r result) time.Duration {
+	if r.n == 0 {
+		return 0
+	}
+	return cpu / time.Duration(r.n)
 }
 
 // direct runs saxpys through the service's Go API on c goroutines for
@@ -197,8 +379,7 @@ func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) re
 	var wg sync.WaitGroup
 	lat := make([][]time.Duration, c)
 	fails := make([]int, c)
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu0 := selfCPU()
 	start := time.Now()
 	end := start.Add(duration)
 	for g := range c {
@@ -225,21 +406,17 @@ func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) re
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	r := result{failed: 0}
-	for _, f := range fails {
-		r.failed += f
-	}
-	if len(all) == 0 {
-		return r
-	}
-	r.rate = float64(len(all)) / wall.Seconds()
-	r.p50, r.p99, r.max = all[len(all)/2], all[len(all)*99/100], all[len(all)-1]
-	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
-	r.cpu = cpu / time.Duration(len(all))
+	cpu := selfCPU() - cpu0
+	r := summarize(lat, fails, wall)
+	r.cpu = perRequest(cpu, r)
 	return r
+}
+
+// selfCPU is the user and system time of this process.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procCPU is the user and system time of process pid, from /proc, or 0

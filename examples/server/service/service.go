@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,12 +29,13 @@ const MaxElements = 16384
 // of the submission), writes the request's vectors into the slot's host
 // memory, submits one launch and waits for its point with the request's
 // context. Where the device is lost, requests answer 503 with the cause
-// and the service reopens the device in the background, except on a
-// driver whose faults end the GPU for the process (CUDA), where it reports
-// itself unhealthy so that an orchestrator restarts it.
+// and the service opens a replacement in the background, before it closes
+// the lost device (recover), except on a driver whose faults end the GPU
+// for the process (CUDA), where it reports itself unhealthy so that an
+// orchestrator restarts it.
 type Service struct {
 	log    *slog.Logger
-	open   func(ctx context.Context) (*rig.Device, error)
+	open   func(ctx context.Context, seat int) (*rig.Device, error)
 	driver string
 	slots  int
 	debug  bool
@@ -47,6 +50,7 @@ type Service struct {
 // backend is one open device and what the service made on it.
 type backend struct {
 	dev   *rig.Device
+	seat  int // the seat of Config.Open the device was opened on
 	saxpy *rig.Submission
 	spin  *rig.Submission
 	fault *rig.Submission
@@ -61,9 +65,19 @@ type slot struct {
 
 // Config configures a Service.
 type Config struct {
-	// Open opens the device; the service calls it again to recover from a
-	// loss.
-	Open func(ctx context.Context) (*rig.Device, error)
+	// Open opens the device of seat 0 or 1: two devices of different
+	// names on the same GPU (nvdev.Timeline(i, 0) and (i, 1), say). The
+	// service opens seat 0 first; to recover from the loss of the device
+	// of seat k, it opens seat 1-k while the lost device is still open, and
+	// closes the lost one after, so that the driver's state of the GPU that
+	// its open devices share (nvdev's RM objects of the GPU and its UVM
+	// registration) stays up and the replacement does not make it anew.
+	// Where the replacement does not open beside the lost device, the
+	// service closes the lost one, waits until it gave everything back,
+	// and opens seat 1-k then. rig opens one device of a name at a time: an
+	// Open that returns devices of one name for both seats gets the
+	// second order.
+	Open func(ctx context.Context, seat int) (*rig.Device, error)
 	// Driver is the device's driver: "host", "cuda" or "nv".
 	Driver string
 	// Slots bounds the requests whose work is on the device at once.
@@ -83,19 +97,19 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 		c.Slots = 256
 	}
 	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug}
-	b, err := s.start(ctx)
+	b, err := s.start(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	s.healthy.Store(true)
-	s.publish(b)
+	s.cur.Store(b)
+	s.watch(b)
 	return s, nil
 }
 
-// publish makes b the backend requests use, and recovers it as soon as
-// its device is lost, whether or not a request meets the loss.
-func (s *Service) publish(b *backend) {
-	s.cur.Store(b)
+// watch recovers b, the backend requests use, as soon as its device is
+// lost, whether or not a request meets the loss.
+func (s *Service) watch(b *backend) {
 	s.inFlight.Add(1)
 	go func() {
 		defer s.inFlight.Done()
@@ -115,13 +129,13 @@ func (s *Service) Devices() []*rig.Device {
 	return nil
 }
 
-// start opens the device and makes a backend on it.
-func (s *Service) start(ctx context.Context) (*backend, error) {
-	dev, err := s.open(ctx)
+// start opens the device of seat and makes a backend on it.
+func (s *Service) start(ctx context.Context, seat int) (*backend, error) {
+	dev, err := s.open(ctx, seat)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.prepare(dev)
+	b, err := s.prepare(dev, seat)
 	if err != nil {
 		_ = dev.Close()
 		<-dev.Done()
@@ -131,7 +145,7 @@ func (s *Service) start(ctx context.Context) (*backend, error) {
 	return b, nil
 }
 
-func (s *Service) prepare(dev *rig.Device) (*backend, error) {
+func (s *Service) prepare(dev *rig.Device, seat int) (*backend, error) {
 	bin, err := Image(s.driver, dev.Arch())
 	if err != nil {
 		return nil, err
@@ -140,7 +154,7 @@ func (s *Service) prepare(dev *rig.Device) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{dev: dev, free: make(chan *slot, s.slots)}
+	b := &backend{dev: dev, seat: seat, free: make(chan *slot, s.slots)}
 	subs := []struct {
 		to   **rig.Submission
 		name string
@@ -229,7 +243,7 @@ func (s *Service) lossText() string {
 }
 
 func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
-	a, err := strconv.ParseFloat(r.URL.Query().Get("a"), 32)
+	a, err := queryFloat32(r.URL.RawQuery, "a")
 	if err != nil {
 		http.Error(w, "a: not a number", http.StatusBadRequest)
 		return
@@ -239,19 +253,8 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := int(r.ContentLength / 8)
-	err = s.Saxpy(r.Context(), float32(a), n, func(x, y []byte) error {
-		if _, err := io.ReadFull(r.Body, x); err != nil {
-			return badRequest{fmt.Errorf("reading x: %w", err)}
-		}
-		if _, err := io.ReadFull(r.Body, y); err != nil {
-			return badRequest{fmt.Errorf("reading y: %w", err)}
-		}
-		return nil
-	}, func(y []byte) {
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Content-Length", strconv.Itoa(len(y)))
-		_, _ = w.Write(y)
-	})
+	h := saxpyHandling{w: w, body: r.Body}
+	err = s.Saxpy(r.Context(), a, n, h.fill, h.answer)
 	if br, ok := err.(badRequest); ok {
 		http.Error(w, br.Error(), http.StatusBadRequest)
 		return
@@ -259,6 +262,82 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, err)
 	}
+}
+
+// saxpyHandling is one request's reading of x and y and writing of the
+// answer, on the handler's goroutine.
+type saxpyHandling struct {
+	w    http.ResponseWriter
+	body io.Reader
+}
+
+// fill reads x and y from the body straight into the device's memory.
+func (h *saxpyHandling) fill(x, y []byte) error {
+	if _, err := io.ReadFull(h.body, x); err != nil {
+		return badRequest{fmt.Errorf("reading x: %w", err)}
+	}
+	if _, err := io.ReadFull(h.body, y); err != nil {
+		return badRequest{fmt.Errorf("reading y: %w", err)}
+	}
+	return nil
+}
+
+// answer writes y, with header values that are not allocated per request.
+func (h *saxpyHandling) answer(y []byte) {
+	hd := h.w.Header()
+	hd["Content-Type"] = octetStream
+	hd["Content-Length"] = contentLength(len(y))
+	_, _ = h.w.Write(y)
+}
+
+// octetStream is the answer's Content-Type; net/http only reads it.
+var octetStream = []string{"application/octet-stream"}
+
+// lastLength is the Content-Length value of the last answer, which the
+// next answer of as many bytes reuses; net/http only reads it.
+var lastLength atomic.Pointer[lengthValue]
+
+type lengthValue struct {
+	n int
+	v []string
+}
+
+// contentLength returns the header value of a Content-Length of n bytes.
+func contentLength(n int) []string {
+	if l := lastLength.Load(); l != nil && l.n == n {
+		return l.v
+	}
+	l := &lengthValue{n: n, v: []string{strconv.Itoa(n)}}
+	lastLength.Store(l)
+	return l.v
+}
+
+// queryFloat32 parses the float32 of the first parameter key of the raw
+// query q, without allocating where the value needs no unescaping.
+func queryFloat32(q, key string) (float32, error) {
+	for q != "" {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.ContainsAny(k, "%+") {
+			if u, err := url.QueryUnescape(k); err == nil {
+				k = u
+			}
+		}
+		if k != key {
+			continue
+		}
+		if strings.ContainsAny(v, "%+") {
+			u, err := url.QueryUnescape(v)
+			if err != nil {
+				return 0, err
+			}
+			v = u
+		}
+		f, err := strconv.ParseFloat(v, 32)
+		return float32(f), err
+	}
+	return 0, fmt.Errorf("no parameter %q", key)
 }
 
 type badRequest struct{ error }
@@ -411,10 +490,14 @@ func (s *Service) fail(w http.ResponseWriter, err error) {
 	}
 }
 
-// recover replaces the lost backend b: it closes its device, waits until
-// the device gave everything back, and opens it again, retrying while the
-// service runs. On CUDA, whose faults end the GPU for the process, it only
-// marks the service unhealthy.
+// recover replaces the lost backend b. It opens the device of the other
+// seat first, while b's device, lost but not closed, still holds what the
+// driver shares among the open devices of its GPU, makes it the backend
+// requests use, and then closes b's device and waits until it gave
+// everything back. Where the replacement does not open so, it closes b's
+// device first and opens the other seat after, retrying while the service
+// runs. On CUDA, whose faults end the GPU for the process, it only marks
+// the service unhealthy.
 func (s *Service) recover(b *backend) {
 	if s.driver == "cuda" {
 		if s.healthy.CompareAndSwap(true, false) {
@@ -425,33 +508,61 @@ func (s *Service) recover(b *backend) {
 	if !s.reopenMu.TryLock() {
 		return
 	}
-	if s.cur.Load() != b {
+	// A request that met the loss may ask after the replacement serves:
+	// only the lost backend that requests still use is replaced.
+	if s.cur.Load() != b || b.dev.Err() == nil || s.closed.Load() {
 		s.reopenMu.Unlock()
 		return
 	}
 	s.inFlight.Add(1)
 	go func() {
 		defer s.inFlight.Done()
-		defer s.reopenMu.Unlock()
 		start := time.Now()
-		_ = b.dev.Close()
-		<-b.dev.Done()
-		for wait := time.Millisecond; !s.closed.Load(); wait = min(2*wait, time.Second) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			nb, err := s.start(ctx)
-			cancel()
-			if err == nil {
-				s.publish(nb)
-				s.log.Info("device reopened after a loss", "device", nb.dev.Name(), "took", time.Since(start))
-				if s.closed.Load() {
-					_ = nb.dev.Close()
+		seat := 1 - b.seat
+		lostClosed := false
+		nb, err := s.startWithin(seat)
+		if err != nil {
+			s.log.Error("opening a replacement beside the lost device", "err", err)
+			closeLost(b)
+			lostClosed = true
+			for wait := time.Millisecond; !s.closed.Load(); wait = min(2*wait, time.Second) {
+				if nb, err = s.startWithin(seat); err == nil {
+					break
 				}
-				return
+				s.log.Error("reopening the device", "err", err)
+				time.Sleep(wait)
 			}
-			s.log.Error("reopening the device", "err", err)
-			time.Sleep(wait)
+		}
+		if nb != nil {
+			s.cur.Store(nb)
+			s.log.Info("device reopened after a loss", "device", nb.dev.Name(), "took", time.Since(start))
+			if s.closed.Load() {
+				_ = nb.dev.Close()
+			}
+		}
+		s.reopenMu.Unlock()
+		if nb != nil {
+			// After the unlock, so that a loss of nb at once recovers it.
+			s.watch(nb)
+		}
+		if !lostClosed {
+			closeLost(b)
 		}
 	}()
+}
+
+// startWithin is start with 10 s to open the device.
+func (s *Service) startWithin(seat int) (*backend, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.start(ctx, seat)
+}
+
+// closeLost closes the lost backend's device and waits until it gave
+// everything back.
+func closeLost(b *backend) {
+	_ = b.dev.Close()
+	<-b.dev.Done()
 }
 
 // Close closes the device once the HTTP server has finished its requests

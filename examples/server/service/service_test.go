@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -30,14 +31,19 @@ var names atomic.Int64
 // running.
 func serve(t *testing.T, slots int) (*httptest.Server, *Service, *atomic.Int64) {
 	t.Helper()
-	name := fmt.Sprintf("server-test-%d", names.Add(1))
-	open := func(ctx context.Context) (*rig.Device, error) {
-		return rig.Open(ctx, hostdev.Open(hostdev.Config{Name: name}))
-	}
-	svc, err := NewService(context.Background(), Config{Open: open, Driver: "host", Slots: slots, Debug: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return serveOn(t, slots, hostOpener())
+}
+
+// serveOn is serve with the host devices open returns.
+func serveOn(t *testing.T, slots int, open func(context.Context, int) (*rig.Device, error)) (*httptest.Server, *Service, *atomic.Int64) {
+	t.Helper()
+	return serveDriver(t, slots, "host", open)
+}
+
+// serveDriver is serve with the devices of driver that open returns.
+func serveDriver(t *testing.T, slots int, driver string, open func(context.Context, int) (*rig.Device, error)) (*httptest.Server, *Service, *atomic.Int64) {
+	t.Helper()
+	svc := newService(t, slots, driver, open)
 	var active atomic.Int64
 	h := svc.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,13 +51,39 @@ func serve(t *testing.T, slots int) (*httptest.Server, *Service, *atomic.Int64) 
 		defer active.Add(-1)
 		h.ServeHTTP(w, r)
 	}))
+	t.Cleanup(srv.Close)
+	return srv, svc, &active
+}
+
+// hostOpener opens host devices of fresh names, one for each seat.
+func hostOpener() func(context.Context, int) (*rig.Device, error) {
+	name := fmt.Sprintf("server-test-%d", names.Add(1))
+	return func(ctx context.Context, seat int) (*rig.Device, error) {
+		return rig.Open(ctx, hostdev.Open(hostdev.Config{Name: fmt.Sprintf("%s/%d", name, seat)}))
+	}
+}
+
+// hostService opens the service on the host devices open returns; it is
+// closed when the test ends.
+func hostService(t *testing.T, slots int, open func(context.Context, int) (*rig.Device, error)) *Service {
+	t.Helper()
+	return newService(t, slots, "host", open)
+}
+
+// newService opens the service on the devices of driver that open
+// returns, with /debug; it is closed when the test ends.
+func newService(t *testing.T, slots int, driver string, open func(context.Context, int) (*rig.Device, error)) *Service {
+	t.Helper()
+	svc, err := NewService(context.Background(), Config{Open: open, Driver: driver, Slots: slots, Debug: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		srv.Close()
 		if err := svc.Close(context.Background()); err != nil {
 			t.Errorf("closing the service: %v", err)
 		}
 	})
-	return srv, svc, &active
+	return svc
 }
 
 func post(ctx context.Context, c *http.Client, url string, body []byte) (int, []byte, error) {
@@ -177,6 +209,22 @@ func TestClientGoesAway(t *testing.T) {
 func TestFaultRecovery(t *testing.T) {
 	srv, svc, _ := serve(t, 4)
 	c := srv.Client()
+	faultAndRecover(t, srv)
+	if !svc.healthy.Load() {
+		t.Fatal("the host driver's service reports itself unhealthy after a recovery")
+	}
+	resp, err := c.Get(srv.URL + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("readyz after the recovery: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// faultAndRecover loses the service's device with a faulting kernel, and
+// returns once the service serves right answers again.
+func faultAndRecover(t *testing.T, srv *httptest.Server) {
+	t.Helper()
+	c := srv.Client()
 	code, body, err := post(context.Background(), c, srv.URL+"/debug/fault", nil)
 	if err != nil || code != 503 || !strings.Contains(string(body), "lost") {
 		t.Fatalf("the faulting request: %d %q %v", code, body, err)
@@ -203,14 +251,121 @@ func TestFaultRecovery(t *testing.T) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	t.Logf("served again %v after the fault", time.Since(start))
-	if !svc.healthy.Load() {
-		t.Fatal("the host driver's service reports itself unhealthy after a recovery")
+}
+
+// TestRecoveryOrder: after a loss the service opens the replacement on
+// the other seat while the lost device is still open (lost, not closed),
+// and closes the lost device after: it gives everything back (Done), and
+// its error is still the loss. Twice, so that the seats alternate.
+func TestRecoveryOrder(t *testing.T) {
+	opens := &openLog{base: hostOpener()}
+	srv, svc, _ := serveOn(t, 4, opens.open)
+	checkRecoveryOrder(t, srv, svc, opens, 2)
+}
+
+// openLog records the devices an opener opened, and at each open after
+// the first the answer of the device opened last to an Alloc: its loss
+// where it is lost and not yet closed, ErrClosed once it is closed.
+type openLog struct {
+	base func(context.Context, int) (*rig.Device, error)
+
+	mu     sync.Mutex
+	devs   []*rig.Device
+	seats  []int
+	probes []error
+}
+
+func (l *openLog) open(ctx context.Context, seat int) (*rig.Device, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.devs); n > 0 {
+		b, err := l.devs[n-1].Alloc(rig.PinnedMemory, 64)
+		if err == nil {
+			_ = b.Free()
+		}
+		l.probes = append(l.probes, err)
 	}
-	resp, err := c.Get(srv.URL + "/readyz")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("readyz after the recovery: %v %v", resp, err)
+	d, err := l.base(ctx, seat)
+	if err == nil {
+		l.devs, l.seats = append(l.devs, d), append(l.seats, seat)
 	}
-	resp.Body.Close()
+	return d, err
+}
+
+// checkRecoveryOrder faults the service's device rounds times and checks
+// each recovery: the replacement opened on the other seat while the lost
+// device was lost and not closed, the service runs on it, and the lost
+// device was closed after and gave everything back.
+func checkRecoveryOrder(t *testing.T, srv *httptest.Server, svc *Service, l *openLog, rounds int) {
+	t.Helper()
+	for round := range rounds {
+		faultAndRecover(t, srv)
+		l.mu.Lock()
+		if len(l.devs) != round+2 {
+			l.mu.Unlock()
+			t.Fatalf("round %d: %d devices opened, want %d", round, len(l.devs), round+2)
+		}
+		lost, next, probe := l.devs[round], l.devs[round+1], l.probes[round]
+		if l.seats[round+1] != 1-l.seats[round] {
+			t.Errorf("round %d: the replacement opened on seat %d after seat %d", round, l.seats[round+1], l.seats[round])
+		}
+		l.mu.Unlock()
+		if !errors.Is(probe, rig.ErrLost) || errors.Is(probe, rig.ErrClosed) {
+			t.Errorf("round %d: at the replacement's open, the lost device answered %v, want its loss (not closed)", round, probe)
+		}
+		if svc.cur.Load().dev != next {
+			t.Errorf("round %d: the service does not run on the replacement", round)
+		}
+		start := time.Now()
+		select {
+		case <-lost.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the lost device did not give everything back within 10 s", round)
+		}
+		t.Logf("round %d: %s served, %s gave everything back %v later", round, next.Name(), lost.Name(), time.Since(start))
+		if err := lost.Err(); !errors.Is(err, rig.ErrLost) {
+			t.Errorf("round %d: the lost device's error after its close: %v", round, err)
+		}
+		if _, err := lost.Alloc(rig.PinnedMemory, 64); !errors.Is(err, rig.ErrClosed) {
+			t.Errorf("round %d: the lost device was not closed: Alloc returned %v", round, err)
+		}
+	}
+}
+
+// TestRecoveryFallback: where the replacement does not open beside the
+// lost device, the service closes the lost device first, and opens the
+// replacement after.
+func TestRecoveryFallback(t *testing.T) {
+	name := fmt.Sprintf("server-test-%d", names.Add(1))
+	var (
+		mu      sync.Mutex
+		last    *rig.Device
+		refused int
+	)
+	open := func(ctx context.Context, seat int) (*rig.Device, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if last != nil {
+			select {
+			case <-last.Done():
+			default:
+				refused++
+				return nil, errors.New("the GPU holds one device at a time")
+			}
+		}
+		d, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: fmt.Sprintf("%s/%d", name, seat)}))
+		if err == nil {
+			last = d
+		}
+		return d, err
+	}
+	srv, _, _ := serveOn(t, 4, open)
+	faultAndRecover(t, srv)
+	mu.Lock()
+	defer mu.Unlock()
+	if refused != 1 {
+		t.Errorf("%d opens refused beside the lost device, want 1", refused)
+	}
 }
 
 // TestShutdown: Close waits for the requests in flight to end first, under
@@ -240,5 +395,84 @@ func TestShutdown(t *testing.T) {
 	case <-dev.Done():
 	default:
 		t.Fatal("Close returned before the device gave everything back")
+	}
+}
+
+// recorder is a ResponseWriter that keeps the status and the body's bytes
+// and allocates nothing per request.
+type recorder struct {
+	h    http.Header
+	code int
+	body []byte
+}
+
+func (w *recorder) Header() http.Header { return w.h }
+func (w *recorder) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *recorder) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.body = append(w.body, b...)
+	return len(b), nil
+}
+
+// TestSaxpyHandlerAllocs: the saxpy handler allocates nothing of its own
+// per request: the query is parsed in place, and the answer's header
+// values are not made per request.
+func TestSaxpyHandlerAllocs(t *testing.T) {
+	svc := hostService(t, 2, hostOpener())
+	x, y := vectors(1024, 3)
+	body := Body(x, y)
+	want := Body(Saxpy(2, x, y), nil)
+	rd := bytes.NewReader(body)
+	req := httptest.NewRequest("POST", "/saxpy?a=2", nil)
+	req.Body, req.ContentLength = io.NopCloser(rd), int64(len(body))
+	w := &recorder{h: http.Header{}, body: make([]byte, 0, len(want))}
+	run := func() {
+		rd.Reset(body)
+		w.code, w.body = 0, w.body[:0]
+		svc.handleSaxpy(w, req)
+	}
+	run()
+	if w.code != http.StatusOK || !bytes.Equal(w.body, want) {
+		t.Fatalf("%d %q", w.code, w.body)
+	}
+	if got := w.h.Get("Content-Length"); got != "4096" {
+		t.Fatalf("Content-Length %q", got)
+	}
+	if raceEnabled {
+		t.Log("allocations not counted: the race detector allocates")
+		return
+	}
+	if n := testing.AllocsPerRun(200, run); n != 0 {
+		t.Errorf("%v allocations a request", n)
+	}
+}
+
+func TestQueryFloat32(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want float32
+		ok   bool
+	}{
+		{"a=2", 2, true},
+		{"b=1&a=-1.5", -1.5, true},
+		{"a=1e3&a=2", 1000, true},
+		{"%61=4", 4, true},
+		{"a=%2B4", 4, true},
+		{"a=+4", 0, false}, // "+" is a space
+		{"a=", 0, false},
+		{"a=x", 0, false},
+		{"a=%zz", 0, false},
+		{"b=1", 0, false},
+		{"", 0, false},
+		{"a=1e40", 0, false},
+	} {
+		got, err := queryFloat32(c.q, "a")
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("%q: %v %v, want %v (ok %v)", c.q, got, err, c.want, c.ok)
+		}
 	}
 }

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+)
+
+// client is one closed-loop HTTP/1.1 client of the load test: it holds one
+// keep-alive connection, writes each request whole (head and body) in one
+// write, and reads its response into memory it reuses, so that a request
+// costs the client two system calls or so and no allocation. One goroutine
+// owns a client.
+type client struct {
+	addr string
+	req  []byte // the request, head and body
+	conn net.Conn
+	br   *bufio.Reader
+	body []byte // the last response's body
+}
+
+// newClient returns a client that sends req, a whole HTTP/1.1 request, to
+// addr; it dials at its first request.
+func newClient(addr string, req []byte) *client {
+	return &client{addr: addr, req: req, br: bufio.NewReaderSize(nil, 64<<10)}
+}
+
+// request returns the bytes of a POST of body to path on host, with the
+// Content-Length and Content-Type an HTTP/1.1 server needs.
+func request(host, path string, body []byte) []byte {
+	b := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", path, host, len(body))
+	return append(b, body...)
+}
+
+// do sends the request and reads its response: the status code and the
+// body, valid until the next call. A connection that fails, or that the
+// server closes after its response, is dialed again at the next call.
+func (c *client) do() (int, []byte, error) {
+	if c.conn == nil {
+		conn, err := net.Dial("tcp", c.addr)
+		if err != nil {
+			return 0, nil, err
+		}
+		c.conn = conn
+		c.br.Reset(conn)
+	}
+	if _, err := c.conn.Write(c.req); err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	h, err := readHead(c.br)
+	if err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	if h.length > cap(c.body) {
+		c.body = make([]byte, h.length)
+	}
+	body := c.body[:h.length]
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		c.close()
+		return 0, nil, fmt.Errorf("reading the response's body: %w", err)
+	}
+	if h.close {
+		c.close()
+	}
+	return h.code, body, nil
+}
+
+// close closes the client's connection, if it has one.
+func (c *client) close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// head is what the client reads of a response's head.
+type head struct {
+	code   int  // the status code
+	length int  // Content-Length
+	close  bool // the server closes the connection after the response
+}
+
+// maxBody bounds the Content-Length the client accepts.
+const maxBody = 1 << 26
+
+// readHead reads the status line and the header fields of an HTTP/1.x
+// response from br, without allocating. It needs a Content-Length (the
+// service sets one on every response) and refuses a Transfer-Encoding.
+func readHead(br *bufio.Reader) (head, error) {
+	var h head
+	line, err := readLine(br)
+	if err != nil {
+		return h, fmt.Errorf("reading the status line: %w", err)
+	}
+	// "HTTP/1.1 200 OK"
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
+		return h, fmt.Errorf("a malformed status line %q", line)
+	}
+	if line[7] == '0' {
+		h.close = true
+	} else if line[7] != '1' {
+		return h, fmt.Errorf("a status line of HTTP/1.%c", line[7])
+	}
+	for _, d := range line[9:12] {
+		if d < '0' || d > '9' {
+			return h, fmt.Errorf("a malformed status code in %q", line)
+		}
+		h.code = 10*h.code + int(d-'0')
+	}
+	h.length = -1
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return h, fmt.Errorf("reading the header: %w", err)
+		}
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return h, fmt.Errorf("a header line without a colon: %q", line)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case ascii(name, "content-length"):
+			n, err := strconv.ParseUint(string(value), 10, 31) // no allocation: the conversion does not escape
+			if err != nil || n > maxBody || (h.length >= 0 && int(n) != h.length) {
+				return h, fmt.Errorf("a bad Content-Length %q", value)
+			}
+			h.length = int(n)
+		case ascii(name, "transfer-encoding"):
+			return h, fmt.Errorf("a Transfer-Encoding (%q): the client reads Content-Length bodies only", value)
+		case ascii(name, "connection"):
+			if ascii(value, "close") {
+				h.close = true
+			} else if ascii(value, "keep-alive") {
+				h.close = false
+			}
+		}
+	}
+	if h.length < 0 {
+		return h, errors.New("a response without a Content-Length")
+	}
+	return h, nil
+}
+
+// readLine reads one line of a head, without its CRLF (or LF). The line is
+// valid until the next read from br.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, errors.New("a head line longer than the buffer")
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// ascii reports whether b is s (lower case) in any case.
+func ascii(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
