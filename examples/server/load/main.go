@@ -43,7 +43,7 @@ func main() {
 	duration := flag.Duration("duration", 2*time.Second, "how long each level runs")
 	n := flag.Int("n", 1024, "elements of x and y in a request (1024: 4 KiB each)")
 	serve := flag.String("serve", "", "run the service on this address (the child process)")
-	kind := flag.String("client", "raw", "the load generator: raw (keep-alive HTTP/1.1 connections, one a client, a request in one write) or vegeta (vegeta's attacker)")
+	kind := flag.String("client", "vegeta", "the load generator: vegeta (vegeta's attacker, used as a library) or raw (keep-alive HTTP/1.1 connections of its own, one a client, a request in one write, which costs the machine less CPU a request)")
 	faults := flag.Int("faults", 0, "after the HTTP levels, lose the device this many times with a faulting kernel and report how soon the service serves again (not on cuda, whose faults end the process's GPU)")
 	serverProcs := flag.Int("server-procs", 0, "GOMAXPROCS of the service's process (0: Go's default)")
 	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator over the HTTP levels (0: Go's default)")
