@@ -161,8 +161,17 @@ func TestGPUWakeHost(t *testing.T) {
 		}()
 		fds := []unix.PollFd{{Fd: int32(p[0]), Events: unix.POLLIN}}
 		ts := unix.NsecToTimespec(int64(time.Second))
-		if _, err := unix.Ppoll(fds, &ts, nil); err != nil {
-			t.Fatal(err)
+		// The runtime's signals (preemption) interrupt the poll now and
+		// then: poll again.
+		for {
+			_, err := unix.Ppoll(fds, &ts, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
 		}
 		end := time.Now().UnixNano()
 		_, _ = unix.Read(p[0], buf)

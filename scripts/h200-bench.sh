@@ -27,10 +27,15 @@ echo "== group commit against the submit path that kicks under the lock" >> $B
 (cd nvdev && RIG_GPU=1 timeout 90 $F/nvdev.test -test.run '^$' -test.benchtime 100000x -test.benchmem \
   -test.bench 'GPU(Submitters|Hold)$') >> $B 2>&1
 G=$O/rigbench.txt; : > $G
-for dev in nv:0 cuda:0; do
-  echo "== rigbench -device $dev -c 1,16,64 -depth 1" >> $G
-  timeout 60 $F/rigbench -device $dev -c 1,16,64 -depth 1 -duration 2s >> $G 2>&1
-done
+# Two rounds; where .gpu-final holds rigbench-base (a build of an earlier
+# commit), it runs beside this one in each round.
+for r in 1 2; do for dev in nv:0 cuda:0; do
+  for b in rigbench rigbench-base; do
+    [ -x $F/$b ] || continue
+    echo "== round $r: $b -device $dev -c 1,16,64 -depth 1" >> $G
+    timeout 60 $F/$b -device $dev -c 1,16,64 -depth 1 -duration 2s >> $G 2>&1
+  done
+done; done
 echo "== rigbench -device nv:0 -timelines 4 -c 16 -depth 1" >> $G
 timeout 40 $F/rigbench -device nv:0 -timelines 4 -c 16 -depth 1 -duration 3s >> $G 2>&1
 for t in 1 4; do
@@ -38,8 +43,11 @@ for t in 1 4; do
   timeout 40 $F/rigbench -device cuda:0 -timelines $t -c $((16 / t)) -depth 1 -duration 3s >> $G 2>&1
 done
 S=$O/server.txt; : > $S
-for dev in nv:0 cuda:0; do
-  echo "== examples/server load -device $dev" >> $S
-  timeout 90 $F/server-load -device $dev -c 1,16,64,256 -duration 2s >> $S 2>&1
-done
+echo "== examples/server load -device nv:0 (vegeta), 5 faults" >> $S
+timeout 120 $F/server-load -device nv:0 -c 1,16,64,256 -duration 2s -faults 5 -cpuprofile $O/nv >> $S 2>&1
+echo "== examples/server load -device nv:0 -client raw" >> $S
+timeout 90 $F/server-load -device nv:0 -c 64,256 -duration 2s -client raw >> $S 2>&1
+echo "== examples/server load -device cuda:0 (vegeta)" >> $S
+timeout 90 $F/server-load -device cuda:0 -c 1,16,64,256 -duration 2s >> $S 2>&1
+cp $F/server-load $O/server-load.bin
 ls -la $O

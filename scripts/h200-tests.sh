@@ -1,5 +1,6 @@
 #!/bin/bash
-# Every GPU test of cudadev, nvdev, nvdev/nvidia and profile, on the GPU
+# Every GPU test of cudadev, nvdev, nvdev/nvidia, profile and the example
+# service, on the GPU
 # machine, from the repository root with .gpu-final carried (built by
 # scripts/h200-build.sh). Writes tests.txt (the verbose logs, each
 # package's exit status after it) and summary.txt under $OUT; with
@@ -20,6 +21,7 @@ run cudadev cudadev.test 170
 run nvdev nvdev.test 230
 run nvdev/nvidia nvidia.test 60
 run profile profile.test 60
+run examples/server/service server-service.test 90
 { grep -c '^--- PASS' $T | sed 's/^/passed /'; grep -c '^--- SKIP' $T | sed 's/^/skipped /'
   grep '^--- FAIL\|rc=' $T; } > $O/summary.txt
 cat $O/summary.txt
