@@ -98,16 +98,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rigbench: %v\n(rigbench -h lists the flags)\n", err)
 		return 2
 	}
-	if cfg.CPUProfile != "" {
-		stop, err := startCPUProfile(cfg.CPUProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "rigbench: %v\n", err)
-			return 2
+	for _, rec := range []struct {
+		file  string
+		start func(string) (func(), error)
+	}{{cfg.CPUProfile, startCPUProfile}, {cfg.GoTrace, startGoTrace}} {
+		if rec.file == "" {
+			continue
 		}
-		defer stop()
-	}
-	if cfg.GoTrace != "" {
-		stop, err := startGoTrace(cfg.GoTrace)
+		stop, err := rec.start(rec.file)
 		if err != nil {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)
 			return 2
