@@ -118,12 +118,21 @@ func TestSubmitLockTryLock(t *testing.T) {
 		t.Fatal("second TryLock succeeded")
 	}
 	done := make(chan struct{})
-	go func() { l.Lock(); l.Unlock(); close(done) }()
+	took := false
+	go func() {
+		l.Lock()
+		took = true
+		l.Unlock()
+		close(done)
+	}()
 	for l.next.Load() != 2 {
 		time.Sleep(10 * time.Microsecond)
 	}
 	l.Unlock()
 	<-done
+	if !took {
+		t.Fatal("the waiter did not take the lock")
+	}
 	if !l.TryLock() {
 		t.Fatal("TryLock failed after every waiter left")
 	}
