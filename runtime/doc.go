@@ -100,11 +100,16 @@
 //
 // A wait reads the word for up to 20 µs (SetWaitSpin) before it registers
 // with the supervisor, so that a GPU's round trip of a few microseconds
-// wakes its waiter without a goroutine handoff; only a few waits of a
-// device spin at once (half of GOMAXPROCS, or eight times GOMAXPROCS
-// where the device's work runs on the process's goroutines and a spin
-// yields at each read), and the others register at once, so that
-// thousands of waiting goroutines cost no CPU. The supervisor wakes registered waiters in value
+// wakes its waiter without a goroutine handoff; only a few waits spin at
+// once (half of GOMAXPROCS over all the process's GPU devices, or eight
+// times GOMAXPROCS a device where the device's work runs on the process's
+// goroutines and a spin yields at each read), and the others register at
+// once, so that thousands of waiting goroutines cost no CPU. The submit
+// lock serves submitters in the order they asked for it: the first few in
+// line spin (as many as its sampled hold fits into a goroutine's wake-up,
+// at most four, with places from a second process-wide budget of half of
+// GOMAXPROCS), the others park and are woken as the line reaches them, so
+// no submitter starves. The supervisor wakes registered waiters in value
 // order. Where they exist and the word moved in the last 200 µs it reads
 // the word for up to 20 µs before it sleeps in the driver. A submitter
 // that finds the driver's queues full waits for as many values to
