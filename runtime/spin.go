@@ -51,7 +51,8 @@ func (g *spinGate) init(onHost bool) { g.max = spinBudget(runtime.GOMAXPROCS(0),
 // gates of their own spun on four times the processors that one did, and
 // their submitters then waited for processors rather than for the GPU (on
 // the H200, four timelines of 16 submitters each made 229k submissions a
-// second with a gate per device, 545k with one gate).
+// second with a gate per device, and 545k with one gate in a run of the
+// next build minutes later).
 var (
 	gpuSpinners, gpuLockSpinners spinGate
 	gpuSpinnersOnce              sync.Once

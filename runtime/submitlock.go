@@ -102,8 +102,8 @@ const lockWake = 6 * time.Microsecond
 // held records a sampled hold of the lock, and sets ahead to the holds
 // that fill lockWake, from 1 to maxAhead: on nvdev a hold is a microsecond
 // of stores, and four spinners kept the line moving (16 submitters on the
-// H200: 388k submissions a second against 305k with two and 210k with
-// one); on cudadev a hold is a launch through libcuda, several
+// H200, one run: 388k submissions a second against 305k with two and
+// 210k with one); on cudadev a hold is a launch through libcuda, several
 // microseconds, and four spinners took CPU that the holder's launch
 // needed (87k a second against 116k with two). The holder calls it.
 func (l *submitLock) held(d time.Duration) {
