@@ -1,11 +1,11 @@
 package cudadev
 
 import (
-	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/yield"
 )
 
 // Sleep blocks through CUDA's blocking primitives, not by polling.
@@ -70,11 +70,17 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	}
 	start := time.Now()
 	deadline := start.Add(still)
-	for time.Since(start) < min(sleepSpin, still) {
+	var pace yield.Pacer
+	pace.Start(start)
+	for {
+		now := time.Now()
+		if now.Sub(start) >= min(sleepSpin, still) {
+			break
+		}
 		if atomic.LoadUint64(d.word) != seen {
 			return nil
 		}
-		runtime.Gosched()
+		pace.Maybe(now)
 	}
 	s := &d.sleeper
 	if !s.started {

@@ -3,12 +3,12 @@ package nvdev
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/yield"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -48,6 +48,8 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	}
 	t0 := time.Now()
 	spinEnd := spinFor
+	var pace yield.Pacer
+	pace.Start(t0)
 	for {
 		w := atomic.LoadUint64(d.word)
 		if w != seen {
@@ -66,7 +68,7 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 			return nil
 		}
 		if el < spinEnd {
-			runtime.Gosched()
+			pace.Maybe(t0.Add(el))
 			continue
 		}
 		if d.wk.ev == nil {

@@ -1,10 +1,11 @@
 package rig
 
 import (
-	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/yield"
 )
 
 // Kicks of a device.Kicker driver: the group commit of the submit path.
@@ -32,9 +33,9 @@ type kicks struct {
 	_    [48]byte
 }
 
-// kickYield is how many looks at a Kick in flight a waiting submitter
-// takes between yields.
-const kickYield = 1024
+// kickLook is how many looks at a Kick in flight a waiting submitter
+// takes between readings of the clock, after which it may yield.
+const kickLook = 64
 
 // kick makes k's device see every value up to v, which the caller
 // submitted, combining with the other submitters of the device. The
@@ -47,6 +48,7 @@ func (k *kicks) kick(drv device.Kicker, v uint64) {
 				break
 			}
 		}
+		var pace yield.Pacer
 		for i := 1; ; i++ {
 			if device.AtLeast(k.done.Load(), v) {
 				return
@@ -57,9 +59,14 @@ func (k *kicks) kick(drv device.Kicker, v uint64) {
 			// A Kick takes a microsecond or two: a yield at every
 			// look sent every waiting submitter through the
 			// scheduler's global queue and its lock, which then took
-			// a quarter of the CPU of four devices' submitters.
-			if i%kickYield == 0 {
-				runtime.Gosched()
+			// a quarter of the CPU of four devices' submitters. The
+			// waiter yields at the pace of internal/yield.
+			if i%kickLook == 0 {
+				if now := time.Now(); i == kickLook {
+					pace.Start(now)
+				} else {
+					pace.Maybe(now)
+				}
 			}
 		}
 	}

@@ -180,17 +180,9 @@ func timelineGive(slot int) { timeline.Give(slot) }
 // then, before it registers with the supervisor (SetWaitSpin).
 const DefaultWaitSpin = 20 * time.Microsecond
 
-// A wait's spin reads the clock every spinCheck reads of the word, and
-// yields every spinYield reads (a few microseconds; a power of two, so that
-// a mask counts them) where the device's work does not run on the
-// process's goroutines.
-const (
-	spinCheck = 16
-	spinYield = 4096
-)
-
-// spinYield must be a power of two.
-var _ = [1]struct{}{}[spinYield&(spinYield-1)]
+// A spin on a device's word reads the clock every spinCheck reads of the
+// word, which on a virtual machine cost less than a reading of the clock.
+const spinCheck = 16
 
 // SetWaitSpin sets how long a wait on the device's points reads the word
 // before it parks: a GPU's round trip of a few microseconds then wakes its

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/yield"
 )
 
 // spinGate bounds the goroutines that spin on a device's word at once.
@@ -98,24 +99,30 @@ func (g *spinGate) leave() { g.n.Add(-1) }
 // whether it reached v. The caller holds a place of the device's gate.
 // Where the device's work runs on the process's goroutines (Facts.OnHost)
 // it yields at every read; otherwise it reads the word back to back and
-// yields every spinYield reads: a yield at each read (runtime.Gosched)
-// made the round trip on the H200 1.4 µs longer through nvdev, 0.4 µs
-// through cudadev.
+// yields at the pace of internal/yield: a yield at each read
+// (runtime.Gosched) made the round trip on the H200 1.4 µs longer through
+// nvdev, 0.4 µs through cudadev, and yields every few looks sent many
+// spinners through the scheduler's lock.
 func (d *Device) spinFor(v uint64, spin time.Duration) bool {
-	yieldMask := uint(spinYield - 1)
-	if d.facts.OnHost {
-		yieldMask = 0
-	}
+	onHost := d.facts.OnHost
 	start := time.Now()
+	var pace yield.Pacer
+	pace.Start(start)
 	for i := uint(1); ; i++ {
 		if device.AtLeast(d.read(), v) {
 			return true
 		}
-		if i&yieldMask == 0 {
+		if onHost {
 			runtime.Gosched()
 		}
-		if i%spinCheck == 0 && time.Since(start) > spin {
-			return false
+		if i%spinCheck == 0 {
+			now := time.Now()
+			if now.Sub(start) > spin {
+				return false
+			}
+			if !onHost {
+				pace.Maybe(now)
+			}
 		}
 	}
 }
@@ -140,20 +147,21 @@ func (s *supervisor) spinFirst(cur uint64, since time.Duration) bool {
 		return false
 	}
 	start := time.Now()
+	var pace yield.Pacer
+	pace.Start(start)
 	for i := uint(1); ; i++ {
 		if d.read() != cur {
 			return true
-		}
-		if i%spinYield == 0 {
-			runtime.Gosched()
 		}
 		if i%spinCheck == 0 {
 			if s.box.Len() > 0 {
 				return true
 			}
-			if time.Since(start) > superSpin {
+			now := time.Now()
+			if now.Sub(start) > superSpin {
 				return false
 			}
+			pace.Maybe(now)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rig-go/rig/internal/yield"
 )
 
 // submitLock is a device's submit lock: a ticket lock that serves its
@@ -38,7 +40,8 @@ type submitLock struct {
 	parked  atomic.Int64 // waiters in slots
 	// ahead is how far behind the ticket being served a waiter spins,
 	// spinFor how long it spins before it parks, and yieldEvery how
-	// often a spinner yields (a power of two, less 1): set before use.
+	// often a spinner yields (a power of two, less 1), or 0 where it
+	// yields at the pace of internal/yield: set before use.
 	ahead      atomic.Uint64
 	maxAhead   uint64
 	holdNs     atomic.Int64 // the sampled hold's moving average, for ahead
@@ -73,18 +76,19 @@ type lockParker struct {
 var lockParkers = sync.Pool{New: func() any { return &lockParker{ch: make(chan struct{}, 1)} }}
 
 // init sets how the lock's waiters spin, for procs processors, with
-// places from gate. A spinner yields every 64 looks (a yield goes through
-// the scheduler's global queue and its lock: 256 made no difference on the
-// H200), and reads the clock every 64, which on a virtual machine costs
-// more than the looks. Where the device's work runs on the process's
-// goroutines (onHost) it yields every 8 looks, as the holder may need its
-// processor.
+// places from gate. A spinner reads the clock every 64 looks, which on a
+// virtual machine costs more than the looks, and yields at the pace of
+// internal/yield: a look takes nanoseconds, and a yield every 64 of them
+// sent the spinners of four devices through the scheduler's global queue
+// and its lock many times a microsecond. Where the device's work runs on
+// the process's goroutines (onHost) it yields every 8 looks, as the holder
+// may need its processor.
 func (l *submitLock) init(procs int, onHost bool, gate *spinGate) {
 	l.gate = gate
 	l.maxAhead = uint64(min(max(procs/4, 1), 4))
 	l.ahead.Store(l.maxAhead)
 	l.spinFor = 50 * time.Microsecond
-	l.yieldEvery = 63
+	l.yieldEvery = 0
 	l.nslots = lockSlots
 	if onHost {
 		l.maxAhead = 1
@@ -188,18 +192,23 @@ func (l *submitLock) wait(t uint64) {
 // whether it did.
 func (l *submitLock) spin(t uint64) bool {
 	var start time.Time
+	var pace yield.Pacer
 	for i := uint(1); ; i++ {
 		if l.serving.Load() == t {
 			return true
 		}
-		if i&l.yieldEvery == 0 {
+		if l.yieldEvery != 0 && i&l.yieldEvery == 0 {
 			runtime.Gosched()
 		}
 		if i%64 == 0 { // the clock costs more than a look on a virtual machine
+			now := time.Now()
 			if start.IsZero() {
-				start = time.Now()
-			} else if time.Since(start) > l.spinFor {
+				start = now
+				pace.Start(now)
+			} else if now.Sub(start) > l.spinFor {
 				return false
+			} else if l.yieldEvery == 0 {
+				pace.Maybe(now)
 			}
 		}
 	}

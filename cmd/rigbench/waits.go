@@ -20,6 +20,12 @@ type Waits struct {
 	// running again (the upper bound of the histogram's bucket).
 	WakeP50Ns int64 `json:"wake_p50_ns"`
 	WakeP99Ns int64 `json:"wake_p99_ns"`
+	// Growths and ReclaimRounds are the growths of the drivers' queues
+	// and the reclamation rounds over the run: a growth holds up the
+	// submissions behind it, so that a tail shows whether one came in
+	// the run.
+	Growths       uint64 `json:"growths"`
+	ReclaimRounds uint64 `json:"reclaim_rounds"`
 }
 
 // statsOf takes the devices' Stats.
@@ -41,6 +47,8 @@ func waitsBetween(before, after []rig.Stats) *Waits {
 		w.Spun += a.WaitsSpun - b.WaitsSpun
 		w.Parked += a.WaitsParked - b.WaitsParked
 		w.Cancelled += a.WaitsCancelled - b.WaitsCancelled
+		w.Growths += a.Growths - b.Growths
+		w.ReclaimRounds += a.ReclaimRounds - b.ReclaimRounds
 		for j := range wake.Buckets {
 			wake.Buckets[j] += a.WakeLatency.Buckets[j] - b.WakeLatency.Buckets[j]
 		}
@@ -66,6 +74,9 @@ func (w *Waits) text() string {
 	if w.Parked > 0 {
 		fmt.Fprintf(&b, "; a parked waiter's wake-up p50 <= %s, p99 <= %s",
 			profile.Nanos(w.WakeP50Ns), profile.Nanos(w.WakeP99Ns))
+	}
+	if w.Growths > 0 || w.ReclaimRounds > 0 {
+		fmt.Fprintf(&b, "; %d growths, %d reclamation rounds", w.Growths, w.ReclaimRounds)
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	rig "github.com/rig-go/rig/runtime"
 )
 
 // TestWaitsReported checks that a run reports how its waits ended, and
@@ -40,5 +42,23 @@ func TestWaitSpinFlag(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-waitspin", "-1s"}, nil); err == nil {
 		t.Fatal("-waitspin -1s accepted")
+	}
+}
+
+// TestWaitsGrowths checks that the waits' line names the growths and the
+// reclamation rounds of the run, from the devices' Stats, and leaves them
+// out where there were none.
+func TestWaitsGrowths(t *testing.T) {
+	before := []rig.Stats{{Growths: 1, ReclaimRounds: 2}, {}}
+	after := []rig.Stats{{Growths: 3, ReclaimRounds: 2, WaitsSpun: 5}, {Growths: 1}}
+	w := waitsBetween(before, after)
+	if w.Growths != 3 || w.ReclaimRounds != 0 || w.Spun != 5 {
+		t.Fatalf("waitsBetween = %+v, want 3 growths, 0 reclamation rounds, 5 spun", w)
+	}
+	if s := w.text(); !strings.Contains(s, "3 growths, 0 reclamation rounds") {
+		t.Fatalf("text %q names no growths", s)
+	}
+	if s := waitsBetween(after, after).text(); strings.Contains(s, "growths") {
+		t.Fatalf("text %q names growths of a run without any", s)
 	}
 }
