@@ -36,11 +36,18 @@ for r in 1 2; do for dev in nv:0 cuda:0; do
     timeout 60 $F/$b -device $dev -c 1,16,64 -depth 1 -duration 2s >> $G 2>&1
   done
 done; done
-echo "== rigbench -device nv:0 -timelines 4 -c 16 -depth 1" >> $G
-timeout 40 $F/rigbench -device nv:0 -timelines 4 -c 16 -depth 1 -duration 3s >> $G 2>&1
-for t in 1 4; do
-  echo "== rigbench -device cuda:0 -timelines $t -c $((16 / t)) -depth 1" >> $G
-  timeout 40 $F/rigbench -device cuda:0 -timelines $t -c $((16 / t)) -depth 1 -duration 3s >> $G 2>&1
+for b in rigbench rigbench-base; do
+  [ -x $F/$b ] || continue
+  echo "== $b -device nv:0 -timelines 4 -c 16 -depth 1" >> $G
+  timeout 40 $F/$b -device nv:0 -timelines 4 -c 16 -depth 1 -duration 3s >> $G 2>&1
+  for t in 1 4; do
+    echo "== $b -device cuda:0 -timelines $t -c $((16 / t)) -depth 1" >> $G
+    timeout 40 $F/$b -device cuda:0 -timelines $t -c $((16 / t)) -depth 1 -duration 3s >> $G 2>&1
+  done
+  for dev in nv:0 cuda:0; do
+    echo "== $b -device $dev -c 1000 -depth 1" >> $G
+    timeout 40 $F/$b -device $dev -c 1000 -depth 1 -duration 2s >> $G 2>&1
+  done
 done
 S=$O/server.txt; : > $S
 echo "== examples/server load -device nv:0 (vegeta), 5 faults" >> $S
