@@ -19,10 +19,14 @@ import (
 	"time"
 )
 
-// Every is the least spinning time between two yields of a Pacer: long
-// beside a look at a word (tens of nanoseconds), short beside the spins it
-// paces (20 to 50 µs), so that a spin yields a few times at most.
-const Every = 10 * time.Microsecond
+// Every is the least spinning time between two yields of a Pacer: longer
+// than a wait's spin and a driver's Sleep's (20 µs), which then never
+// yield, as long as half the submit lock's (50 µs), whose spinners yield
+// once, and the pace of a waiter for a kick in flight, whose wait has no
+// end of its own. On the H200, 10 µs made as many submissions a second
+// but set the max of four nvdev timelines' submissions at 20 to 40 ms in
+// six runs of seven, where 30 µs kept it at 1.2 to 3.1 ms, as before.
+const Every = 30 * time.Microsecond
 
 // Pacer paces the yields of one spin. The zero value is ready and yields
 // at its first Maybe; the goroutine that spins owns it.
