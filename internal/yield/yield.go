@@ -25,7 +25,7 @@ import (
 // once, and the pace of a waiter for a kick in flight, whose wait has no
 // end of its own. On the H200, 10 µs made as many submissions a second
 // but set the max of four nvdev timelines' submissions at 20 to 40 ms in
-// six runs of seven, where 30 µs kept it at 1.2 to 3.1 ms, as before.
+// each of seven runs, where 30 µs kept it at 1.2 to 3.1 ms, as before.
 const Every = 30 * time.Microsecond
 
 // Pacer paces the yields of one spin. The zero value is ready and yields
