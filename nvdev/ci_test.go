@@ -292,7 +292,8 @@ func hostOf(m *nvidia.Memory) []byte { return hostBytes(m, 0, m.Size) }
 // channel, the first after a lay and an entry: the caches' invalidation,
 // the local memory, the launch, the release of the value into the word;
 // in a channel group of its own, and in a subcontext of the shared group,
-// whose wait for idle before the release covers the subcontext alone.
+// whose wait for idle before the release covers the subcontext alone and
+// whose words end by passing the PBDMA to the group's next channel.
 func TestGoldenWords(t *testing.T) {
 	for _, own := range []bool{true, false} {
 		t.Run(map[bool]string{true: "own group", false: "subcontext"}[own], func(t *testing.T) { goldenWords(t, own) })
@@ -331,7 +332,8 @@ func goldenWords(t *testing.T, own bool) {
 			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemAddrHi, Value: uint32(d.wordGPU >> 32)},
 			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemPayloadLo, Value: uint32(v)},
 			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemPayloadHi, Value: uint32(v >> 32)},
-			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemExecute, Value: hw.SemRelease | hw.SemPayload64})
+			hw.Write{Subchannel: hw.SubHost, Method: hw.HostSemExecute, Value: hw.SemRelease | hw.SemPayload64},
+			hw.Write{Subchannel: hw.SubHost, Method: hw.HostYield, Value: hw.YieldOpChannel})
 	}
 	got := r.f.trace["channel 0"]
 	if len(got) != len(want) {
@@ -354,11 +356,12 @@ func goldenWords(t *testing.T, own bool) {
 	if p := binary.LittleEndian.Uint64(bank[0x210:]); p != x.Address {
 		t.Errorf("parameter 0x%x, want 0x%x", p, x.Address)
 	}
-	// A second launch owes nothing: the same launch and release words.
+	// A second launch owes nothing: the same launch and release words (and
+	// in the shared group the yield).
 	r.f.trace = map[string][]hw.Write{}
 	v = r.submit(nil, launch(e, 1, 256, u64s(x.Address)))
 	r.wait(v)
-	if got := r.f.trace["channel 0"]; len(got) != map[bool]int{true: 7, false: 8}[own] || got[0].Method != hw.ComputeSendPcasA {
+	if got := r.f.trace["channel 0"]; len(got) != map[bool]int{true: 7, false: 9}[own] || got[0].Method != hw.ComputeSendPcasA {
 		t.Errorf("second launch: %v", got)
 	}
 }

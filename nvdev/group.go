@@ -26,7 +26,11 @@ import (
 // for another's kernels, and its acquires yield the group when a round of
 // its channels made no progress (ACQUIRE_SWITCH_TSG), so that a channel
 // polling an acquire that another timeline of the group will meet does
-// not hold the PBDMA they share until the timeslice ends.
+// not hold the PBDMA they share until the timeslice ends. Each value's
+// words end with a YIELD of OP_TSG on every channel the value used, which
+// passes the PBDMA to the group's next channel with work: a PBDMA stays
+// on a channel while it has words, so that a timeline kept busy would
+// hold it, and the other timelines' work wait, as long as it stayed busy.
 //
 // The RM stops every channel of a group that faults, so the timelines of a
 // group share their fate: their devices name the group's fault domain,

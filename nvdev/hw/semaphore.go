@@ -22,6 +22,7 @@ const (
 	HostSemPayloadHi      = 0x68 // SEM_PAYLOAD_HI
 	HostSemExecute        = 0x6c // SEM_EXECUTE
 	HostWFI               = 0x78 // WFI, SCOPE 0:0
+	HostYield             = 0x80 // YIELD, OP 1:0
 )
 
 // SEM_EXECUTE fields.

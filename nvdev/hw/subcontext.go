@@ -3,7 +3,8 @@ package hw
 // Words for channels of one channel group that belong to different
 // subcontexts (context shares of their own, each a VEID), whose work the
 // compute engine runs side by side: their waits for idle cover the
-// channel's own subcontext, and their acquires yield the group.
+// channel's own subcontext, their acquires yield the group, and a value's
+// words end by passing the PBDMA to the group's next channel.
 
 // WFI's SCOPE (clc36f.h and later, NVC36F_WFI_SCOPE): the channel's own
 // subcontext, or every subcontext of the group.
@@ -39,4 +40,17 @@ func SubcontextReleaseStamp(b []uint32, g *Generation, addr, value uint64) []uin
 // ends.
 func AcquireYield(b []uint32, g *Generation, addr, value uint64) []uint32 {
 	return hostSemaphore(b, g, addr, value, SemAcqCircGEQ|SemPayload64|SemAcquireSwitch)
+}
+
+// YieldOpChannel is YIELD's OP that passes the PBDMA to the next channel
+// of the group with work (OP_TSG): the group keeps the runlist, and where
+// no other channel has work the same channel runs on.
+const YieldOpChannel = 3
+
+// YieldChannel passes the PBDMA to the next channel of the channel group
+// that has work (YIELD, OP_TSG), so that the group's channels take turns:
+// a PBDMA otherwise stays on a channel while it has words, and the
+// group's other channels on that PBDMA wait.
+func YieldChannel(b []uint32) []uint32 {
+	return append(b, Inc(SubHost, HostYield, 1), YieldOpChannel)
 }

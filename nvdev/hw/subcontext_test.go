@@ -20,6 +20,7 @@ func TestSubcontextGolden(t *testing.T) {
 			[]uint32{0x20050017, 0x456789a8, 0x123, 0x55667788, 0x11223344, 0x03000001}, ReleaseWords},
 		{"acquire that yields the group", AcquireYield(nil, Hopper, addr, v),
 			[]uint32{0x20050017, 0x456789a8, 0x123, 0x55667788, 0x11223344, 0x01001003}, AcquireWords},
+		{"the PBDMA to the group's next channel", YieldChannel(nil), []uint32{0x20010020, 3}, 2},
 	} {
 		if !slices.Equal(tc.got, tc.want) {
 			t.Errorf("%s:\n got %#08x\nwant %#08x", tc.name, tc.got, tc.want)
