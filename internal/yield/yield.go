@@ -6,9 +6,11 @@
 // the spinner on the scheduler's global run queue, under the scheduler's
 // one lock, and takes the next goroutine from it: where dozens of
 // goroutines spin and each yields every few looks, that lock is what they
-// wait for. On the H200, four timelines of 16 submitters each spent a
-// third of the process's CPU in yields, most of it waiting for that lock.
-// A Pacer yields at most once per Every of spinning instead.
+// wait for (on the H200, with a submitter waiting for a kick yielding at
+// every look, four timelines of 16 submitters each spent a third of the
+// process's CPU in yields, most of it waiting for that lock); and a
+// spinner that yields is not looking when its turn comes. A Pacer yields
+// at most once per Every of spinning instead.
 //
 // Spinners on the host driver's word are not paced: there the work they
 // wait for runs on the process's goroutines, and they yield at every look.
