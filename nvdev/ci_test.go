@@ -902,3 +902,47 @@ func TestPinnedRings(t *testing.T) {
 		t.Error("the fill did not run")
 	}
 }
+
+// TestSharedGroupYields checks that in a subcontext of the shared group a
+// value's words end, on each channel the value used, with the YIELD that
+// passes the PBDMA to the group's next channel, after the value's release
+// and interrupt; and that a device of a group of its own writes none.
+func TestSharedGroupYields(t *testing.T) {
+	for _, own := range []bool{true, false} {
+		t.Run(map[bool]string{true: "own group", false: "subcontext"}[own], func(t *testing.T) {
+			r := openRaw(t, Config{SharedGroup: !own})
+			e := r.entry("twice")
+			x := r.alloc(device.DeviceMemory, 1024)
+			m := r.alloc(device.PinnedMemory, 4096)
+			yield := hw.Write{Subchannel: hw.SubHost, Method: hw.HostYield, Value: hw.YieldOpChannel}
+			for _, tc := range []struct {
+				name  string
+				parts []device.Part
+				chans []string
+			}{
+				{"a launch", []device.Part{launch(e, 1, 256, u64s(x.Address))}, []string{"channel 0"}},
+				{"a fill", []device.Part{fillPart(qCopy, m, 0, 8, 1)}, []string{"channel 1"}},
+				{"a fill, then a launch", []device.Part{fillPart(qCopy, m, 0, 8, 1), launch(e, 1, 256, u64s(x.Address))},
+					[]string{"channel 0", "channel 1"}},
+			} {
+				r.f.trace = map[string][]hw.Write{}
+				r.wait(r.submit(nil, tc.parts...))
+				for _, ch := range tc.chans {
+					got := r.f.trace[ch]
+					n := 0
+					for _, w := range got {
+						if w == yield {
+							n++
+						}
+					}
+					switch {
+					case own && n != 0:
+						t.Errorf("%s: %s wrote %d yields in a group of its own", tc.name, ch, n)
+					case !own && (n != 1 || got[len(got)-1] != yield):
+						t.Errorf("%s: %s wrote %d yields, the last of its words %+v; want one, last", tc.name, ch, n, got[len(got)-1])
+					}
+				}
+			}
+		})
+	}
+}
