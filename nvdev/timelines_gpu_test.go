@@ -321,7 +321,7 @@ func TestGPUTimelinesFault(t *testing.T) {
 // group's PBDMA, which stays on a channel while it has words unless a
 // value's words end by passing it on: without that, on the H200, this
 // test's timelines ran 16,038, 8,215, 3,095 and 15,104 kernels (with it
-// 8,182 to 8,337), and with rigbench's four timelines of 16 submitters
+// 8,182 to 8,366), and with rigbench's four timelines of 16 submitters
 // one or two timelines ran nearly every kernel and the others a few dozen
 // in 2 s.
 func TestGPUTimelinesTakeTurns(t *testing.T) {
