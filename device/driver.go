@@ -242,3 +242,17 @@ type Kicker interface {
 	// it then makes nothing run. It must not block nor allocate.
 	Kick(v uint64)
 }
+
+// FaultReader is a driver that reads more of a fault after rig reported
+// the loss it caused: lines that take the driver long to read (the RM
+// answers its first read of the SMs' error states after a fault in about
+// 20 ms), which would otherwise delay the loss and the recovery of the
+// caller's service by as much. The *Fault a driver returns carries what it
+// had at once.
+type FaultReader interface {
+	// ReadFault returns further lines on f, a fault the driver returned.
+	// rig calls it at most once a loss, on the device's supervisor
+	// goroutine, after every waiter was woken with the loss and before
+	// Stop. It must not retain f.
+	ReadFault(f *Fault) []string
+}

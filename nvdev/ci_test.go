@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -580,8 +581,8 @@ func holdOnHostWord(t *testing.T, r *raw, hold time.Duration) {
 }
 
 // TestFault has the RM report an MMU fault in the compute channel's
-// notifier: Sleep raises a fault with the notifier's line and the
-// debugger's, and raises it again.
+// notifier: Sleep raises a fault with the notifier's line, and raises it
+// again; ReadFault returns the debugger's lines.
 func TestFault(t *testing.T) {
 	r := openRaw(t, Config{})
 	r.f.mmu = []nvidia.MMUFaultInfoEntry{{FaultAddress: 0x7ff_0000_0000, FaultType: 2, AccessType: 1}}
@@ -593,10 +594,13 @@ func TestFault(t *testing.T) {
 	if !ok {
 		t.Fatalf("Sleep: %v", err)
 	}
-	full := strings.Join(f.Detail, "\n")
-	for _, s := range []string{"error 31 (ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT) on the COMPUTE channel, GR", "SM 3: global ESR 0x10", "MMU fault at 0x7ff00000000: type 2, access 1"} {
-		if !strings.Contains(full, s) {
-			t.Errorf("the fault lacks %q:\n%+v", s, f)
+	if want := []string{"error 31 (ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT) on the COMPUTE channel, GR, status 0xffff"}; !slices.Equal(f.Detail, want) {
+		t.Errorf("the fault's lines: %q, want the notifier's alone, %q", f.Detail, want)
+	}
+	more := strings.Join(r.d.ReadFault(f), "\n")
+	for _, s := range []string{"SM 3: global ESR 0x10", "MMU fault at 0x7ff00000000: type 2, access 1"} {
+		if !strings.Contains(more, s) {
+			t.Errorf("ReadFault lacks %q:\n%s", s, more)
 		}
 	}
 	if err2 := r.d.Sleep(r.d.Signaled(), 0); err2 != error(f) {

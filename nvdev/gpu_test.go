@@ -454,7 +454,8 @@ func TestGPUMillionValues(t *testing.T) {
 }
 
 // TestGPUFault launches a kernel that writes where nothing is mapped: the
-// device is lost with the notifier's and the MMU's lines.
+// device is lost with the notifier's line, and the MMU's lines follow the
+// loss (ReadFault), there once the device closed.
 func TestGPUFault(t *testing.T) {
 	dev := openRig(t, Config{})
 	img, err := dev.LoadImage(cubin(t))
@@ -484,12 +485,19 @@ func TestGPUFault(t *testing.T) {
 	if !errors.Is(err, rig.ErrLost) {
 		t.Fatalf("the wait answered %v", err)
 	}
-	var f *device.Fault
-	if errors.As(err, &f) {
-		t.Logf("fault lines:\n%s", strings.Join(f.Detail, "\n"))
-	}
 	if !strings.Contains(err.Error(), "error") {
 		t.Errorf("the loss names no notifier error: %v", err)
+	}
+	var le *rig.LostError
+	if !errors.As(err, &le) {
+		t.Fatalf("the wait answered %T, want a *rig.LostError", err)
+	}
+	_ = dev.Close()
+	<-dev.Done()
+	lines := le.Detail()
+	t.Logf("fault lines:\n%s", strings.Join(lines, "\n"))
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "MMU fault at ") }) {
+		t.Errorf("no MMU fault among the lines read after the loss:\n%s", strings.Join(lines, "\n"))
 	}
 	_ = nvidia.ClassDebugger
 }

@@ -146,8 +146,9 @@ func engineName(t uint32) string {
 
 // notifierFault is the fault the notifiers report, or nil: the path's
 // report where it has one; otherwise a line for each distinct notifier
-// error, by number and name, then the multiprocessors' errors and the
-// MMU's faults the debugger reads, or the RM's refusal to read them.
+// error, by number and name. The multiprocessors' errors and the MMU's
+// faults follow the loss (ReadFault): the RM answers the first read of
+// them after a fault in about 20 ms.
 func (d *gpu) notifierFault() *device.Fault {
 	var lines []string
 	seen := map[uint32]bool{}
@@ -173,9 +174,19 @@ func (d *gpu) notifierFault() *device.Fault {
 	if err := d.p.Check(); err != nil {
 		return asFault(err)
 	}
-	why := strings.Join(lines, "; ")
-	lines = append(lines, d.debugLines()...)
-	return &device.Fault{Why: why, Detail: lines}
+	return &device.Fault{Why: strings.Join(lines, "; "), Detail: lines}
+}
+
+// ReadFault returns the multiprocessors' errors and the MMU's faults the
+// debugger reads, or the RM's refusal to read them, where a channel's
+// notifier holds an error; nothing otherwise. rig calls it on the
+// supervisor's goroutine after it reported the loss, before Stop frees
+// the debugger.
+func (d *gpu) ReadFault(*device.Fault) []string {
+	if d.stopped.Load() || !d.notified() {
+		return nil
+	}
+	return d.debugLines()
 }
 
 // debugLines reads the multiprocessors' errors and the MMU's faults

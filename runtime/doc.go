@@ -51,7 +51,9 @@
 // would wait on such a point fails with that error. A lost device asks its
 // driver to write the word for what it submitted, so that held work that
 // still runs ends there (its points still fail). Lost returns a channel
-// closed at the loss, for a server to select on. Close
+// closed at the loss, for a server to select on. A driver that reads more
+// of its fault after the loss (device.FaultReader) is asked once the
+// waiters are woken; its lines are logged and join LostError.Detail. Close
 // stops the driver without waiting for its work; the supervisor then frees
 // every region and unloads every image once the word reads the last value
 // and no work of another device that uses its buffers can run, and Done

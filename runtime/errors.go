@@ -3,6 +3,7 @@ package rig
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/rig-go/rig/device"
 )
@@ -51,6 +52,25 @@ type LostError struct {
 	// completed. A wait on a later point returns the loss even once the
 	// word passes it, since drivers raise the word past failed work.
 	Reached uint64
+
+	// more holds the lines the driver read after the loss
+	// (device.FaultReader).
+	more atomic.Pointer[[]string]
+}
+
+// Detail returns the fault's detail lines: those of the driver's fault,
+// then those the driver read after the loss was reported
+// (device.FaultReader), which are there once the device's Done is closed,
+// and may be earlier.
+func (e *LostError) Detail() []string {
+	var lines []string
+	if e.Fault != nil {
+		lines = append(lines, e.Fault.Detail...)
+	}
+	if m := e.more.Load(); m != nil {
+		lines = append(lines, *m...)
+	}
+	return lines
 }
 
 func (e *LostError) Error() string { return fmt.Sprintf("rig: device %s lost: %s", e.Device, e.Cause) }
@@ -66,11 +86,12 @@ func (e *LostError) Unwrap() error {
 	return e.Fault
 }
 
-// Format prints the cause with %v, and the fault's detail lines too with %+v.
+// Format prints the cause with %v, and the detail lines too with %+v
+// (Detail).
 func (e *LostError) Format(s fmt.State, verb rune) {
 	_, _ = fmt.Fprint(s, e.Error())
-	if verb == 'v' && s.Flag('+') && e.Fault != nil {
-		for _, l := range e.Fault.Detail {
+	if verb == 'v' && s.Flag('+') {
+		for _, l := range e.Detail() {
 			_, _ = fmt.Fprint(s, "\n\t", l)
 		}
 	}

@@ -1,10 +1,16 @@
 package rig
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,6 +286,98 @@ func TestFailedSubmitLoses(t *testing.T) {
 	if f.count() != 1 {
 		t.Fatalf("%d submissions reached the driver after its failure", f.count())
 	}
+}
+
+// TestReadFault: the driver's further reading of a fault
+// (device.FaultReader) runs after the waiters were woken with the loss and
+// before Stop; its lines follow the fault's own in LostError.Detail and
+// %+v once Done is closed, and are logged.
+func TestReadFault(t *testing.T) {
+	var out bytes.Buffer
+	var outMu sync.Mutex
+	SetLogger(slog.New(slog.NewTextHandler(lockedWriter{&outMu, &out}, nil)))
+	defer SetLogger(nil)
+	f := newFake()
+	f.held = true
+	reading, release := make(chan *device.Fault, 1), make(chan struct{})
+	f.readFault = func(fault *device.Fault) []string {
+		f.mu.Lock()
+		stopped := f.stopped
+		f.mu.Unlock()
+		if stopped {
+			t.Error("ReadFault after Stop")
+		}
+		reading <- fault
+		<-release
+		return []string{"SM 3: warp ESR 0x10"}
+	}
+	d := openFake(t, "read fault", f)
+	p := submit(t, empty(t, d))
+	fault := &device.Fault{Why: "error 13 on the COMPUTE channel", Detail: []string{"notifier line"}}
+	f.mu.Lock()
+	f.sleepErr = fault
+	f.cond.Broadcast()
+	f.mu.Unlock()
+	err := p.Wait(context.Background())
+	var le *LostError
+	if !errors.As(err, &le) || le.Fault != fault {
+		t.Fatalf("the wait answered %v, want the loss by the fault", err)
+	}
+	// The waiter woke while the driver still reads.
+	if got := <-reading; got != fault {
+		t.Fatalf("ReadFault got %v, want the driver's fault", got)
+	}
+	if got := le.Detail(); !slices.Equal(got, []string{"notifier line"}) {
+		t.Errorf("Detail before the read ended: %q", got)
+	}
+	close(release)
+	_ = d.Close()
+	<-d.Done()
+	want := []string{"notifier line", "SM 3: warp ESR 0x10"}
+	if got := le.Detail(); !slices.Equal(got, want) {
+		t.Errorf("Detail after Done: %q, want %q", got, want)
+	}
+	if got := fmt.Sprintf("%+v", err); !strings.HasSuffix(got, "\n\tnotifier line\n\tSM 3: warp ESR 0x10") {
+		t.Errorf("%%+v: %q", got)
+	}
+	if n := f.reads.Load(); n != 1 {
+		t.Errorf("ReadFault called %d times, want once", n)
+	}
+	outMu.Lock()
+	log := out.String()
+	outMu.Unlock()
+	if !strings.Contains(log, "the fault's detail") || !strings.Contains(log, "SM 3: warp ESR 0x10") {
+		t.Errorf("the log lacks the detail:\n%s", log)
+	}
+}
+
+// TestReadFaultNotOnHang: a loss without a driver's fault (no progress)
+// asks the driver to read nothing.
+func TestReadFaultNotOnHang(t *testing.T) {
+	f := newFake()
+	f.held = true
+	f.facts.HangMs = 20
+	d := openFake(t, "hang read", f)
+	p := submit(t, empty(t, d))
+	if err := p.Wait(context.Background()); !errors.Is(err, ErrLost) {
+		t.Fatalf("the wait answered %v, want the loss", err)
+	}
+	_ = d.Close()
+	<-d.Done()
+	if n := f.reads.Load(); n != 0 {
+		t.Errorf("ReadFault called %d times on a hang", n)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func TestFaultDomain(t *testing.T) {

@@ -34,6 +34,9 @@ type fake struct {
 	unloads   int
 	peer      bool
 	onSubmit  func() // called by Submit, f.mu held
+	// readFault answers ReadFault, without f.mu held; nil answers nothing.
+	readFault func(*device.Fault) []string
+	reads     atomic.Int32
 }
 
 func newFake() *fake {
@@ -180,6 +183,13 @@ func (f *fake) Stop(fault string) error {
 	return nil
 }
 func (f *fake) Capability() any { return "fake caps" }
+func (f *fake) ReadFault(fault *device.Fault) []string {
+	f.reads.Add(1)
+	if f.readFault == nil {
+		return nil
+	}
+	return f.readFault(fault)
+}
 func (f *fake) Room(s *device.Submission) device.RoomAnswer {
 	f.mu.Lock()
 	defer f.mu.Unlock()

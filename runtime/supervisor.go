@@ -378,6 +378,14 @@ func (s *supervisor) onLoss(le *LostError) {
 	for _, o := range s.d.domainPeers() {
 		go func() { _ = o.sup.box.Send(context.Background(), message{kind: msgFault, cause: cause}) }()
 	}
+	// What the driver reads of the fault after the loss: its waiters and
+	// the devices of its domain know of the loss already.
+	if fr, ok := s.d.drv.(device.FaultReader); ok {
+		if more := fr.ReadFault(le.Fault); len(more) > 0 {
+			le.more.Store(&more)
+			logEvent(slog.LevelError, "rig: device lost: the fault's detail", "device", s.d.name, "detail", le.Detail())
+		}
+	}
 }
 
 // close stops the driver, replies to the closer, and gives back everything

@@ -53,7 +53,7 @@ S=$O/server.txt; : > $S
 echo "== examples/server load -device nv:0 (vegeta), 5 faults" >> $S
 timeout 120 $F/server-load -device nv:0 -c 1,16,64,256 -duration 2s -faults 5 -cpuprofile $O/nv >> $S 2>&1
 echo "== examples/server load -device nv:0 -client raw" >> $S
-timeout 90 $F/server-load -device nv:0 -c 64,256 -duration 2s -client raw >> $S 2>&1
+timeout 90 $F/server-load -device nv:0 -c 64,256 -duration 2s -client raw -faults 5 -standby=false >> $S 2>&1
 echo "== examples/server load -device cuda:0 (vegeta)" >> $S
 timeout 90 $F/server-load -device cuda:0 -c 1,16,64,256 -duration 2s >> $S 2>&1
 cp $F/server-load $O/server-load.bin

@@ -32,22 +32,23 @@ func main() {
 	dev := flag.String("device", "auto", "auto, host, nv:N or cuda:N")
 	slots := flag.Int("slots", 256, "the requests whose work is on the device at once")
 	debug := flag.Bool("debug", false, "serve /debug/spin and /debug/fault")
+	standby := flag.Bool("standby", true, "keep a standby device open, which requests move to at a loss (not on cuda)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(*addr, *dev, *slots, *debug, log); err != nil {
+	if err := run(*addr, *dev, *slots, *debug, *standby, log); err != nil {
 		log.Error("server", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, spec string, slots int, debug bool, log *slog.Logger) error {
+func run(addr, spec string, slots int, debug, standby bool, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	open, driver, err := service.Pick(ctx, spec, log)
 	if err != nil {
 		return err
 	}
-	svc, err := service.NewService(ctx, service.Config{Open: open, Driver: driver, Slots: slots, Debug: debug, Log: log})
+	svc, err := service.NewService(ctx, service.Config{Open: open, Driver: driver, Slots: slots, Debug: debug, Standby: standby, Log: log})
 	if err != nil {
 		return err
 	}

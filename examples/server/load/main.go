@@ -47,10 +47,11 @@ func main() {
 	faults := flag.Int("faults", 0, "after the HTTP levels, lose the device this many times with a faulting kernel and report how soon the service serves again (not on cuda, whose faults end the process's GPU)")
 	serverProcs := flag.Int("server-procs", 0, "GOMAXPROCS of the service's process (0: Go's default)")
 	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator over the HTTP levels (0: Go's default)")
+	standby := flag.Bool("standby", true, "keep a standby device open in the service, which requests move to at a loss (service.Config.Standby)")
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles over the HTTP levels: the server's to `PREFIX`.server.pprof and the client's to PREFIX.client.pprof (with -serve: the server's profile to this file)")
 	flag.Parse()
 	if *serve != "" {
-		if err := runService(*serve, *dev, *cpuprofile); err != nil {
+		if err := runService(*serve, *dev, *cpuprofile, *standby); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -70,7 +71,7 @@ func main() {
 		cs = append(cs, c)
 	}
 	o := options{dev: *dev, kind: *kind, levels: cs, duration: *duration, n: *n, faults: *faults,
-		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs}
+		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs, standby: *standby}
 	if err := measure(o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -80,7 +81,7 @@ func main() {
 // runService serves on addr until SIGTERM, and prints "ready" once it
 // listens. Where profile is not empty, it writes a CPU profile of the
 // process from the start to SIGTERM to that file.
-func runService(addr, dev, profile string) error {
+func runService(addr, dev, profile string, standby bool) error {
 	ctx := context.Background()
 	stopProfile := func() error { return nil }
 	if profile != "" {
@@ -89,7 +90,7 @@ func runService(addr, dev, profile string) error {
 			return err
 		}
 	}
-	svc, driver, err := open(ctx, dev, 1024, true)
+	svc, driver, err := open(ctx, dev, 1024, true, standby)
 	if err != nil {
 		return err
 	}
@@ -113,12 +114,12 @@ func runService(addr, dev, profile string) error {
 }
 
 // open opens the service on the device dev names.
-func open(ctx context.Context, dev string, slots int, debug bool) (*service.Service, string, error) {
+func open(ctx context.Context, dev string, slots int, debug, standby bool) (*service.Service, string, error) {
 	o, driver, err := service.Pick(ctx, dev, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, "", err
 	}
-	svc, err := service.NewService(ctx, service.Config{Open: o, Driver: driver, Slots: slots, Debug: debug})
+	svc, err := service.NewService(ctx, service.Config{Open: o, Driver: driver, Slots: slots, Debug: debug, Standby: standby})
 	return svc, driver, err
 }
 
@@ -162,6 +163,7 @@ type options struct {
 	n, faults                int
 	profile                  string
 	serverProcs, clientProcs int
+	standby                  bool
 }
 
 func measure(o options) error {
@@ -178,7 +180,7 @@ func measure(o options) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"-serve", "127.0.0.1:0", "-device", dev}
+	args := []string{"-serve", "127.0.0.1:0", "-device", dev, fmt.Sprintf("-standby=%t", o.standby)}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+".server.pprof")
 	}
@@ -236,7 +238,7 @@ func measure(o options) error {
 	}
 
 	// The same work through the Go API, in this process.
-	svc, _, err := open(context.Background(), dev, 1024, false)
+	svc, _, err := open(context.Background(), dev, 1024, false, false)
 	if err != nil {
 		return err
 	}
@@ -265,7 +267,11 @@ func measure(o options) error {
 		fmt.Println("\nno faults on cuda: a CUDA fault ends the GPU for the process")
 	}
 	if len(rec) > 0 {
-		fmt.Printf("\nserving again after a fault (from the faulting request to the first right answer), %d faults:", len(rec))
+		how := "reopening"
+		if o.standby {
+			how = "moving to its standby device"
+		}
+		fmt.Printf("\nserving again after a fault, %s (from the faulting request to the first right answer), %d faults:", how, len(rec))
 		for _, d := range rec {
 			fmt.Printf(" %s", us(d))
 		}

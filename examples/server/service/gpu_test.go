@@ -34,6 +34,22 @@ func TestGPURecoveryNV(t *testing.T) {
 	checkRecoveryOrder(t, srv, svc, opens, 3)
 }
 
+// TestGPUStandbyNV: on GPU 0 through nvdev with a standby device (the
+// GPU's other timeline, a channel group of its own), a faulting kernel
+// loses the device and the requests move to the standby at once; the lost
+// device gives everything back and a new standby opens on its seat. Three
+// rounds; each logs how soon the service served again.
+func TestGPUStandbyNV(t *testing.T) {
+	needGPU(t)
+	open, driver, err := Pick(context.Background(), "nv:0", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens := &openLog{base: open}
+	srv, svc, _ := serveStandby(t, 4, driver, opens.open)
+	checkStandbyRecovery(t, srv, svc, opens, 3)
+}
+
 // TestGPUClientGoesAway: on GPU 0, through nvdev and through cudadev, a
 // client that disconnects while its kernel spins frees its handler within
 // a millisecond (the kernel spins 20 ms a request).

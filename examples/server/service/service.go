@@ -29,18 +29,23 @@ const MaxElements = 16384
 // of the submission), writes the request's vectors into the slot's host
 // memory, submits one launch and waits for its point with the request's
 // context. Where the device is lost, requests answer 503 with the cause
-// and the service opens a replacement in the background, before it closes
-// the lost device (recover), except on a driver whose faults end the GPU
-// for the process (CUDA), where it reports itself unhealthy so that an
-// orchestrator restarts it.
+// and the service moves to its standby device where it keeps one
+// (Config.Standby), or opens a replacement in the background before it
+// closes the lost device (recover), except on a driver whose faults end
+// the GPU for the process (CUDA), where it reports itself unhealthy so that
+// an orchestrator restarts it.
 type Service struct {
-	log    *slog.Logger
-	open   func(ctx context.Context, seat int) (*rig.Device, error)
-	driver string
-	slots  int
-	debug  bool
+	log     *slog.Logger
+	open    func(ctx context.Context, seat int) (*rig.Device, error)
+	driver  string
+	slots   int
+	debug   bool
+	standby bool
 
-	cur      atomic.Pointer[backend]
+	cur atomic.Pointer[backend]
+	// spare is the standby backend, open on the other seat, or nil. It is
+	// stored and swapped under reopenMu; requests never use it.
+	spare    atomic.Pointer[backend]
 	healthy  atomic.Bool
 	reopenMu sync.Mutex
 	closed   atomic.Bool
@@ -84,6 +89,14 @@ type Config struct {
 	Slots int
 	// Debug enables /debug/spin and /debug/fault.
 	Debug bool
+	// Standby keeps a second device open on the other seat, idle, with the
+	// service's kernels loaded, so that a loss moves the requests to it at
+	// once: the service serves again as soon as the loss is seen, not after
+	// an open. The lost device is closed and a new standby opened on its
+	// seat in the background. An idle device costs no CPU, only what an
+	// open device holds (through nvdev, a channel group and its memory).
+	// Not on CUDA, whose faults end the GPU for the process.
+	Standby bool
 	// Log receives the service's events; nil discards them.
 	Log *slog.Logger
 }
@@ -96,7 +109,8 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 	if c.Slots < 1 {
 		c.Slots = 256
 	}
-	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug}
+	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug,
+		standby: c.Standby && c.Driver != "cuda"}
 	b, err := s.start(ctx, 0)
 	if err != nil {
 		return nil, err
@@ -104,11 +118,16 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 	s.healthy.Store(true)
 	s.cur.Store(b)
 	s.watch(b)
+	if s.standby {
+		s.reopenMu.Lock()
+		s.openSpare(ctx, 1)
+		s.unlockReopen()
+	}
 	return s, nil
 }
 
-// watch recovers b, the backend requests use, as soon as its device is
-// lost, whether or not a request meets the loss.
+// watch recovers b, the backend requests use or the standby, as soon as
+// its device is lost, whether or not a request meets the loss.
 func (s *Service) watch(b *backend) {
 	s.inFlight.Add(1)
 	go func() {
@@ -219,6 +238,10 @@ func (s *Service) Handler() http.Handler {
 		b := s.cur.Load()
 		if s.closed.Load() || b == nil || b.dev.Err() != nil {
 			http.Error(w, "not ready: "+s.lossText(), http.StatusServiceUnavailable)
+			return
+		}
+		if sp := s.spare.Load(); sp != nil && sp.dev.Err() == nil {
+			_, _ = fmt.Fprintf(w, "ready: %s (standby %s)\n", b.dev.Name(), sp.dev.Name())
 			return
 		}
 		_, _ = fmt.Fprintf(w, "ready: %s\n", b.dev.Name())
@@ -506,13 +529,49 @@ func (s *Service) recover(b *backend) {
 		return
 	}
 	if !s.reopenMu.TryLock() {
+		// The holder looks again as it unlocks (unlockReopen).
+		return
+	}
+	if b.dev.Err() == nil || s.closed.Load() {
+		s.reopenMu.Unlock()
+		return
+	}
+	if s.spare.CompareAndSwap(b, nil) {
+		// The standby itself was lost: replace it.
+		s.inFlight.Add(1)
+		go func() {
+			defer s.inFlight.Done()
+			s.log.Error("standby device lost", "device", b.dev.Name(), "err", b.dev.Err())
+			closeLost(b)
+			s.openSpare(context.Background(), b.seat)
+			s.unlockReopen()
+		}()
 		return
 	}
 	// A request that met the loss may ask after the replacement serves:
 	// only the lost backend that requests still use is replaced.
-	if s.cur.Load() != b || b.dev.Err() == nil || s.closed.Load() {
+	if s.cur.Load() != b {
 		s.reopenMu.Unlock()
 		return
+	}
+	if sp := s.spare.Swap(nil); sp != nil {
+		if sp.dev.Err() == nil {
+			// The standby serves from now on; the lost device is closed
+			// and a new standby opened on its seat.
+			s.cur.Store(sp)
+			s.log.Info("moved to the standby device after a loss", "device", sp.dev.Name(), "lost", b.dev.Name())
+			s.inFlight.Add(1)
+			go func() {
+				defer s.inFlight.Done()
+				closeLost(b)
+				s.openSpare(context.Background(), b.seat)
+				s.unlockReopen()
+			}()
+			return
+		}
+		// Lost as well (a fault of the whole GPU): its seat is the one
+		// the replacement opens on.
+		closeLost(sp)
 	}
 	s.inFlight.Add(1)
 	go func() {
@@ -539,16 +598,51 @@ func (s *Service) recover(b *backend) {
 			if s.closed.Load() {
 				_ = nb.dev.Close()
 			}
-		}
-		s.reopenMu.Unlock()
-		if nb != nil {
-			// After the unlock, so that a loss of nb at once recovers it.
 			s.watch(nb)
 		}
 		if !lostClosed {
 			closeLost(b)
 		}
+		if s.standby && nb != nil {
+			s.openSpare(context.Background(), b.seat)
+		}
+		s.unlockReopen()
 	}()
+}
+
+// openSpare opens the standby on seat, under reopenMu or before the
+// service serves. A standby that does not open is logged, and the next
+// loss is recovered by an open.
+func (s *Service) openSpare(ctx context.Context, seat int) {
+	if s.closed.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	sb, err := s.start(ctx, seat)
+	if err != nil {
+		s.log.Error("opening the standby device", "err", err)
+		return
+	}
+	s.spare.Store(sb)
+	s.log.Info("standby device open", "device", sb.dev.Name(), "took", time.Since(start))
+	s.watch(sb)
+}
+
+// unlockReopen unlocks reopenMu, then recovers a backend lost while it was
+// held, whose recover found it held.
+func (s *Service) unlockReopen() {
+	s.reopenMu.Unlock()
+	if s.closed.Load() {
+		return
+	}
+	if b := s.cur.Load(); b != nil && b.dev.Err() != nil {
+		s.recover(b)
+	}
+	if b := s.spare.Load(); b != nil && b.dev.Err() != nil {
+		s.recover(b)
+	}
 }
 
 // startWithin is start with 10 s to open the device.
@@ -572,15 +666,28 @@ func (s *Service) Close(ctx context.Context) error {
 	s.closed.Store(true)
 	s.reopenMu.Lock()
 	b := s.cur.Load()
+	sp := s.spare.Swap(nil)
 	s.reopenMu.Unlock()
 	err := b.dev.Close()
 	if errors.Is(err, rig.ErrLost) {
 		err = nil
 	}
+	if sp != nil {
+		if serr := sp.dev.Close(); err == nil && !errors.Is(serr, rig.ErrLost) {
+			err = serr
+		}
+	}
 	select {
 	case <-b.dev.Done():
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if sp != nil {
+		select {
+		case <-sp.dev.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	s.inFlight.Wait()
 	return err

@@ -43,7 +43,19 @@ func serveOn(t *testing.T, slots int, open func(context.Context, int) (*rig.Devi
 // serveDriver is serve with the devices of driver that open returns.
 func serveDriver(t *testing.T, slots int, driver string, open func(context.Context, int) (*rig.Device, error)) (*httptest.Server, *Service, *atomic.Int64) {
 	t.Helper()
-	svc := newService(t, slots, driver, open)
+	return serveService(t, newService(t, slots, driver, open))
+}
+
+// serveStandby is serveDriver with a standby device (Config.Standby).
+func serveStandby(t *testing.T, slots int, driver string, open func(context.Context, int) (*rig.Device, error)) (*httptest.Server, *Service, *atomic.Int64) {
+	t.Helper()
+	return serveService(t, newServiceConfig(t, Config{Open: open, Driver: driver, Slots: slots, Standby: true}))
+}
+
+// serveService serves svc behind an httptest server, which ends with the
+// test. active counts the handlers running.
+func serveService(t *testing.T, svc *Service) (*httptest.Server, *Service, *atomic.Int64) {
+	t.Helper()
 	var active atomic.Int64
 	h := svc.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +86,15 @@ func hostService(t *testing.T, slots int, open func(context.Context, int) (*rig.
 // returns, with /debug; it is closed when the test ends.
 func newService(t *testing.T, slots int, driver string, open func(context.Context, int) (*rig.Device, error)) *Service {
 	t.Helper()
-	svc, err := NewService(context.Background(), Config{Open: open, Driver: driver, Slots: slots, Debug: true})
+	return newServiceConfig(t, Config{Open: open, Driver: driver, Slots: slots})
+}
+
+// newServiceConfig opens the service of c with its debug handlers; it is
+// closed when the test ends.
+func newServiceConfig(t *testing.T, c Config) *Service {
+	t.Helper()
+	c.Debug = true
+	svc, err := NewService(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +251,9 @@ func TestFaultRecovery(t *testing.T) {
 }
 
 // faultAndRecover loses the service's device with a faulting kernel, and
-// returns once the service serves right answers again.
-func faultAndRecover(t *testing.T, srv *httptest.Server) {
+// returns once the service serves right answers again, with how long that
+// took from the faulting request's answer.
+func faultAndRecover(t *testing.T, srv *httptest.Server) time.Duration {
 	t.Helper()
 	c := srv.Client()
 	code, body, err := post(context.Background(), c, srv.URL+"/debug/fault", nil)
@@ -260,7 +281,9 @@ func faultAndRecover(t *testing.T, srv *httptest.Server) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	t.Logf("served again %v after the fault", time.Since(start))
+	took := time.Since(start)
+	t.Logf("served again %v after the fault", took)
+	return took
 }
 
 // TestRecoveryOrder: after a loss the service opens the replacement on
@@ -339,6 +362,128 @@ func checkRecoveryOrder(t *testing.T, srv *httptest.Server, svc *Service, l *ope
 		if _, err := lost.Alloc(rig.PinnedMemory, 64); !errors.Is(err, rig.ErrClosed) {
 			t.Errorf("round %d: the lost device was not closed: Alloc returned %v", round, err)
 		}
+	}
+}
+
+// TestStandbyRecovery: with a standby device, a loss moves the requests
+// to the standby, opened before the fault, with no open between the loss
+// and the first right answer; the lost device is closed and gives
+// everything back, and a new standby opens on its seat. Three rounds, so
+// that the seats alternate.
+func TestStandbyRecovery(t *testing.T) {
+	opens := &openLog{base: hostOpener()}
+	srv, svc, _ := serveStandby(t, 4, "host", opens.open)
+	checkStandbyRecovery(t, srv, svc, opens, 3)
+}
+
+// checkStandbyRecovery faults the service's device rounds times and checks
+// each recovery by the standby.
+func checkStandbyRecovery(t *testing.T, srv *httptest.Server, svc *Service, l *openLog, rounds int) {
+	t.Helper()
+	l.mu.Lock()
+	if !slices.Equal(l.seats, []int{0, 1}) {
+		t.Fatalf("the service opened seats %v, want 0, then the standby on 1", l.seats)
+	}
+	l.mu.Unlock()
+	for round := range rounds {
+		lost, spare := svc.cur.Load(), waitSpare(t, svc)
+		l.mu.Lock()
+		before := len(l.devs)
+		l.mu.Unlock()
+		took := faultAndRecover(t, srv)
+		l.mu.Lock()
+		after := len(l.devs)
+		l.mu.Unlock()
+		if cur := svc.cur.Load(); cur != spare {
+			t.Fatalf("round %d: the service serves on %s, want the standby %s", round, cur.dev.Name(), spare.dev.Name())
+		}
+		// The standby served before its replacement opened, unless the
+		// replacement opened within the recovery.
+		if after > before && took > 50*time.Millisecond {
+			t.Errorf("round %d: %d devices opened while the service recovered (%v)", round, after-before, took)
+		}
+		select {
+		case <-lost.dev.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the lost device did not give everything back within 10 s", round)
+		}
+		if err := lost.dev.Err(); !errors.Is(err, rig.ErrLost) {
+			t.Errorf("round %d: the lost device's error after its close: %v", round, err)
+		}
+		next := waitSpare(t, svc)
+		if next.seat != lost.seat || next == lost {
+			t.Errorf("round %d: the new standby is on seat %d, want %d, the lost device's", round, next.seat, lost.seat)
+		}
+		if next.dev.Err() != nil {
+			t.Errorf("round %d: the new standby: %v", round, next.dev.Err())
+		}
+	}
+}
+
+// waitSpare returns the service's standby, waiting up to 10 s for it to
+// open.
+func waitSpare(t *testing.T, svc *Service) *backend {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(100 * time.Microsecond) {
+		if sp := svc.spare.Load(); sp != nil {
+			return sp
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("no standby device 10 s after the service opened or recovered")
+		}
+	}
+}
+
+// TestStandbyLost: a loss of the idle standby replaces the standby on its
+// seat; the service serves on throughout.
+func TestStandbyLost(t *testing.T) {
+	srv, svc, _ := serveStandby(t, 4, "host", hostOpener())
+	cur, sp := svc.cur.Load(), waitSpare(t, svc)
+	sl := <-sp.free
+	// The host driver may run the kernel before Submit returns, and Submit
+	// return the loss.
+	p, err := sp.fault.Take().Submit(context.Background(), sl.x)
+	if err == nil {
+		err = p.Wait(context.Background())
+	}
+	if !errors.Is(err, rig.ErrLost) {
+		t.Fatalf("the standby's faulting kernel: %v, want its loss", err)
+	}
+	select {
+	case <-sp.dev.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lost standby did not give everything back within 10 s")
+	}
+	next := waitSpare(t, svc)
+	for next == sp {
+		time.Sleep(100 * time.Microsecond)
+		next = waitSpare(t, svc)
+	}
+	if next.seat != sp.seat || next.dev.Err() != nil {
+		t.Errorf("the new standby: seat %d (want %d), %v", next.seat, sp.seat, next.dev.Err())
+	}
+	if svc.cur.Load() != cur {
+		t.Error("the loss of the standby moved the requests")
+	}
+	x, y := vectors(100, 2)
+	code, got, err := post(context.Background(), srv.Client(), srv.URL+"/saxpy?a=2", Body(x, y))
+	if err != nil || code != 200 || !slices.Equal(floats(got), Saxpy(2, x, y)) {
+		t.Fatalf("a saxpy after the standby's loss: %d %v", code, err)
+	}
+}
+
+// TestStandbyReady: /readyz names the standby.
+func TestStandbyReady(t *testing.T) {
+	srv, svc, _ := serveStandby(t, 2, "host", hostOpener())
+	sp := waitSpare(t, svc)
+	resp, err := srv.Client().Get(srv.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "standby "+sp.dev.Name()) {
+		t.Fatalf("readyz: %d %q, want the standby %s named", resp.StatusCode, body, sp.dev.Name())
 	}
 }
 
