@@ -102,12 +102,13 @@
 //
 // Sleep spins on the word for 50 µs, then blocks on the device's event of
 // the GPU's non-stall interrupts (nvidia.Event, registered for the
-// graphics engine, whose runlist serves both channels). Values submitted
-// while waiters are parked end with the channel's semaphore release
+// graphics engine, whose runlist serves both channels). A value submitted
+// while waiters are parked, and no earlier value that raises the
+// interrupt is in flight, ends with the channel's semaphore release
 // followed by NON_STALL_INTERRUPT, never with the launch's own release;
-// values submitted while no one is parked raise nothing, and a Sleep that
-// finds one of them in flight blocks at most 100 µs at a time until the
-// word passes it (wake.go). A device whose path gives no event sleeps
+// other values raise nothing, and a Sleep that finds one of them in
+// flight blocks at most 100 µs at a time until the word passes it
+// (wake.go). A device whose path gives no event sleeps
 // 100 µs at a time. A channel's error raises no interrupt: Sleep reads the
 // notifiers as it wakes, at the latest after its bound.
 //

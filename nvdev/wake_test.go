@@ -138,6 +138,39 @@ func sleepAsync(r *raw, seen uint64, still time.Duration) chan error {
 	return done
 }
 
+// TestWakeOneInFlight checks that at most one value with the interrupt is
+// in flight: with waiters parked, the first value raises it, a value
+// submitted while the first is in flight raises none and is left in
+// quiet, and once the word reached the first, the next value raises it
+// again.
+func TestWakeOneInFlight(t *testing.T) {
+	r := openRaw(t, Config{})
+	withEvent(r)
+	m := r.alloc(device.PinnedMemory, 4096)
+	parkWaiters(r)
+	r.f.pause()
+	intrs := r.f.intrs
+	v1 := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	v2 := r.submit(nil, fillPart(qCompute, m, 0, 8, 2))
+	if got := r.d.wk.intrs.Load(); got != 1 {
+		t.Errorf("%d values planned with the interrupt of two submitted back to back, want 1", got)
+	}
+	if q := r.d.wk.quiet.Load(); q != v2 {
+		t.Errorf("quiet %d, want %d, the value without the interrupt", q, v2)
+	}
+	r.f.resume()
+	r.wait(v2)
+	if n := r.f.intrs - intrs; n != 1 {
+		t.Errorf("%d interrupts for values %d and %d, want 1", n, v1, v2)
+	}
+	parkWaiters(r)
+	v3 := r.submit(nil, fillPart(qCompute, m, 0, 8, 3))
+	r.wait(v3)
+	if n := r.f.intrs - intrs; n != 2 {
+		t.Errorf("%d interrupts after value %d, submitted with the word past the last one's, want 2", n, v3)
+	}
+}
+
 // TestWakeOnEvent checks that Sleep, with every value in flight raising
 // the interrupt, blocks on the event for as long as it may, and returns
 // once the interrupt arrives with the word moved.
