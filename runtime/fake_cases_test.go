@@ -313,12 +313,20 @@ func TestReadFault(t *testing.T) {
 	}
 	d := openFake(t, "read fault", f)
 	p := submit(t, empty(t, d))
+	// The waiter parks with the supervisor before the fault, so that the
+	// supervisor holds it when the loss comes.
+	d.spin.Store(0)
+	waited := make(chan error, 1)
+	go func() { waited <- p.Wait(context.Background()) }()
+	for d.stats.waitsParked.Load() == 0 {
+		time.Sleep(100 * time.Microsecond)
+	}
 	fault := &device.Fault{Why: "error 13 on the COMPUTE channel", Detail: []string{"notifier line"}}
 	f.mu.Lock()
 	f.sleepErr = fault
 	f.cond.Broadcast()
 	f.mu.Unlock()
-	err := p.Wait(context.Background())
+	err := <-waited
 	var le *LostError
 	if !errors.As(err, &le) || le.Fault != fault {
 		t.Fatalf("the wait answered %v, want the loss by the fault", err)
