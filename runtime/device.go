@@ -37,6 +37,8 @@ type Device struct {
 	last      atomic.Uint64 // last value submitted; written under mu
 	committed atomic.Uint64 // last value committed; written under mu
 	kicks     kicks         // a device.Kicker's combined kicks (kick.go)
+	combines  bool          // submitters combine (combine.go)
+	cq        combQueue     // runs that wait for an attempt (combine.go)
 	timed     atomic.Bool
 	observer  atomic.Pointer[observerBox]
 	spin      atomic.Int64 // nanoseconds a wait reads the word before it parks
@@ -204,6 +206,8 @@ func open(op device.Opener) (*Device, error) {
 	var lockGate *spinGate
 	d.spinners, lockGate = spinGatesFor(f.OnHost)
 	d.mu.init(runtime.GOMAXPROCS(0), f.OnHost, lockGate)
+	_, kicker := drv.(device.Kicker)
+	d.combines = kicker && !f.OnHost
 	return d, nil
 }
 
@@ -344,7 +348,7 @@ func (d *Device) Close() error {
 		// object paths holds callMu: both end before the stop.
 		d.mu.Lock()
 		d.closing.Store(true)
-		d.mu.Unlock()
+		d.unlockSubmit()
 		d.callMu.Lock()
 		//lint:ignore SA2001 the empty section waits for the calls in flight
 		d.callMu.Unlock()

@@ -166,7 +166,7 @@ func (im *Image) Unload() error {
 	d := s.d
 	d.mu.Lock()
 	s.gone.Store(true)
-	d.mu.Unlock()
+	d.unlockSubmit()
 	d.objMu.Lock()
 	if d.images == nil {
 		d.objMu.Unlock()

@@ -65,7 +65,7 @@ func (k *kickFake) Kick(v uint64) {
 		if !k.d.mu.TryLock() {
 			k.broken("Kick(%d) under the submit lock", v)
 		} else {
-			k.d.mu.Unlock()
+			k.d.unlockSubmit()
 		}
 	}
 	k.fake.mu.Lock()
@@ -396,6 +396,54 @@ func BenchmarkSubmittersLag(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestCombineOrder: runs queued while the submit lock is held are
+// attempted by the holder as it lets the lock go, in the order they were
+// queued, and their goroutines return their points.
+func TestCombineOrder(t *testing.T) {
+	k := newKickFake()
+	d, err := Open(context.Background(), k.opener("combine-order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
+	k.d = d
+	if !d.combines {
+		t.Fatal("a device whose driver kicks does not combine")
+	}
+	s := empty(t, d)
+	first := d.last.Load() + 1
+	d.mu.Lock()
+	var got []chan uint64
+	for range 8 {
+		prev := d.cq.head.Load()
+		ch := make(chan uint64, 1)
+		go func() {
+			p, err := s.Take().Submit(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- p.v
+		}()
+		for start := time.Now(); d.cq.head.Load() == prev; time.Sleep(10 * time.Microsecond) {
+			if time.Since(start) > 5*time.Second {
+				d.unlockSubmit()
+				t.Fatal("a submitter did not queue its run")
+			}
+		}
+		got = append(got, ch)
+	}
+	if n := k.count(); n != 0 {
+		t.Fatalf("%d submissions reached the driver while the lock was held", n)
+	}
+	d.unlockSubmit()
+	for i, ch := range got {
+		if v := <-ch; v != first+uint64(i) {
+			t.Errorf("the run queued %d-th got value %d, want %d", i+1, v, first+uint64(i))
+		}
+	}
+	k.check(t)
 }
 
 // TestKickAllocs: a submission of one submitter to a Kicker allocates

@@ -131,7 +131,7 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 // covered).
 func (d *Device) commit(v uint64) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlockSubmit()
 	if device.AtLeast(d.committed.Load(), v) {
 		return nil
 	}
@@ -164,7 +164,7 @@ func (d *Device) commit(v uint64) error {
 // failing. Only the supervisor calls it, holding no lock.
 func (d *Device) commitLost() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlockSubmit()
 	last := d.last.Load()
 	if d.closing.Load() || device.AtLeast(d.committed.Load(), last) {
 		return

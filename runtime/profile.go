@@ -56,7 +56,7 @@ type observerBox struct{ o Observer }
 // observer (SetObserver) sees each submission.
 func (d *Device) SetTimed(on bool) Point {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlockSubmit()
 	d.timed.Store(on)
 	return Point{d: d, v: d.last.Load()}
 }
@@ -65,7 +65,7 @@ func (d *Device) SetTimed(on bool) Point {
 // removes it. An observer that panics is removed (see Observer).
 func (d *Device) SetObserver(o Observer) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlockSubmit()
 	if o == nil {
 		d.observer.Store(nil)
 		return
@@ -95,7 +95,7 @@ func (d *Device) observe(s *device.Submission) (err error) {
 		v := recover()
 		if v == nil {
 			// runtime.Goexit: the goroutine ends.
-			d.mu.Unlock()
+			d.unlockSubmit()
 			d.sup.submitted()
 			return
 		}

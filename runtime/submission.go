@@ -169,6 +169,8 @@ type Run struct {
 	// goroutine: a plain bool catches a second Submit or Release without
 	// an atomic operation on the hot path.
 	held bool
+	// comb is the run's place in its device's combining queue.
+	comb combNode
 }
 
 // Take hands out a run of the submission, its groups and threads 1 along
@@ -326,109 +328,158 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 		if err := ctx.Err(); err != nil {
 			return Point{}, err
 		}
-		d.mu.Lock()
-		var held time.Time
-		if !t0.IsZero() {
-			held = time.Now()
+		var a attempt
+		if d.timed.Load() || !d.combines {
+			// The observer sees a timed submission inside the lock, on
+			// the goroutine that submits it (profile.go): no combining.
+			d.mu.Lock()
+			a = r.try(d, !t0.IsZero())
+			d.unlockSubmit()
+		} else {
+			a = d.combine(r, !t0.IsZero())
 		}
-		if err := d.usable(); err != nil {
-			d.mu.Unlock()
-			return Point{}, err
-		}
-		if err := s.launchable(); err != nil {
-			d.mu.Unlock()
-			return Point{}, err
-		}
-		r.lockBuffers()
-		hostWait, err := r.hazards(d)
-		if err == nil && hostWait.d == nil {
+		switch a.kind {
+		case attemptSubmitted:
+			if k, ok := d.drv.(device.Kicker); ok && a.lost == nil {
+				d.kicks.kick(k, a.v)
+			}
+			d.sup.submitted()
+			if !t0.IsZero() {
+				d.stats.submit.record(time.Since(t0))
+			}
+			return Point{d: d, v: a.v}, a.lost
+		case attemptFailed:
+			return Point{}, a.err
+		case attemptCommitFirst:
 			// A device-side wait ends only once the other device writes
 			// its word: where that device commits lazily, it commits the
 			// point before this submission is published, so that no work
 			// it runs later can wait on this submission ahead of the
 			// write. The commit takes the other device's submit lock, so
 			// it runs with none held, and the submission starts over.
-			if o := r.uncommitted(); o.d != nil {
-				r.unlockBuffers()
-				d.mu.Unlock()
-				if err := o.d.commit(o.v); err != nil {
-					return Point{}, err
-				}
-				continue
-			}
-		}
-		if err != nil || hostWait.d != nil {
-			r.unlockBuffers()
-			d.mu.Unlock()
-			if err != nil {
+			if err := a.other.d.commit(a.other.v); err != nil {
 				return Point{}, err
 			}
-			if err := hostWait.Wait(ctx); err != nil {
+		case attemptHostWait:
+			if err := a.other.Wait(ctx); err != nil {
 				return Point{}, err
 			}
-			continue
-		}
-		v := d.last.Load() + 1
-		r.sub.Value = v
-		r.sub.Waits = r.waits
-		r.sub.Timed = d.timed.Load()
-		room := d.drv.Room(&r.sub)
-		switch room.Kind {
-		case device.RoomOK:
-			r.publish(d, v)
-			r.unlockBuffers()
-			a := d.drv.Submit(&r.sub)
-			d.last.Store(v)
-			if len(r.owed) > 0 {
-				d.owe(r.owed, v)
-			}
-			var lost error
-			switch a.Kind {
-			case device.Committed:
-				d.committed.Store(v)
-			case device.Failed:
-				lost = d.lose(a.Reason, &device.Fault{Why: a.Reason})
-			}
-			if r.sub.Timed {
-				if err := d.observe(&r.sub); err != nil && lost == nil {
-					lost = err
-				}
-			}
-			if !held.IsZero() {
-				d.mu.held(time.Since(held))
-			}
-			d.mu.Unlock()
-			if k, ok := d.drv.(device.Kicker); ok && lost == nil {
-				d.kicks.kick(k, v)
-			}
-			d.sup.submitted()
-			if !t0.IsZero() {
-				d.stats.submit.record(time.Since(t0))
-			}
-			return Point{d: d, v: v}, lost
-		case device.RoomLater:
-			r.unlockBuffers()
-			d.mu.Unlock()
+		case attemptLater:
 			if err := d.progress(ctx); err != nil {
 				return Point{}, err
 			}
-		case device.RoomGrow:
-			r.unlockBuffers()
-			d.mu.Unlock()
+		case attemptGrow:
 			if err := d.grow(grows); err != nil {
 				return Point{}, err
 			}
 			grows++
+		case attemptSelf:
 		default:
-			r.unlockBuffers()
-			d.mu.Unlock()
 			kind := device.PartKind(0)
-			if room.Part >= 0 && room.Part < len(r.sub.Parts) {
-				kind = r.sub.Parts[room.Part].Kind
+			if a.room.Part >= 0 && a.room.Part < len(r.sub.Parts) {
+				kind = r.sub.Parts[a.room.Part].Kind
 			}
-			return Point{}, &RefusalError{Device: d.name, Part: room.Part, Kind: kind, Reason: room.Reason}
+			return Point{}, &RefusalError{Device: d.name, Part: a.room.Part, Kind: kind, Reason: a.room.Reason}
 		}
 	}
+}
+
+// attemptKind says how an attempt to submit a run ended.
+type attemptKind uint8
+
+const (
+	attemptSubmitted   attemptKind = iota // v is the run's value, lost the loss it caused
+	attemptFailed                         // err says why
+	attemptCommitFirst                    // other must be committed first
+	attemptHostWait                       // other must be reached first, waited for on the host
+	attemptLater                          // the driver's queues are full
+	attemptGrow                           // the driver's queues must grow
+	attemptRefused                        // room says which part the device never runs
+	attemptSelf                           // not attempted: the run's goroutine must, itself
+)
+
+// attempt is how an attempt to submit a run ended.
+type attempt struct {
+	kind  attemptKind
+	v     uint64
+	lost  error
+	err   error
+	other Point
+	room  device.RoomAnswer
+}
+
+// try makes one attempt to submit r, with the device's submit lock held:
+// by r's own goroutine or by another submitter that combines for it
+// (combine.go). It blocks on nothing; what must wait, it returns for r's
+// goroutine to do without the lock. sample says whether to sample the
+// time the attempt holds the lock.
+func (r *Run) try(d *Device, sample bool) attempt {
+	var held time.Time
+	if sample {
+		held = time.Now()
+	}
+	if err := d.usable(); err != nil {
+		return attempt{kind: attemptFailed, err: err}
+	}
+	if err := r.s.launchable(); err != nil {
+		return attempt{kind: attemptFailed, err: err}
+	}
+	r.lockBuffers()
+	hostWait, err := r.hazards(d)
+	if err == nil && hostWait.d == nil {
+		if o := r.uncommitted(); o.d != nil {
+			r.unlockBuffers()
+			return attempt{kind: attemptCommitFirst, other: o}
+		}
+	}
+	if err != nil {
+		r.unlockBuffers()
+		return attempt{kind: attemptFailed, err: err}
+	}
+	if hostWait.d != nil {
+		r.unlockBuffers()
+		return attempt{kind: attemptHostWait, other: hostWait}
+	}
+	v := d.last.Load() + 1
+	r.sub.Value = v
+	r.sub.Waits = r.waits
+	r.sub.Timed = d.timed.Load()
+	room := d.drv.Room(&r.sub)
+	switch room.Kind {
+	case device.RoomOK:
+	case device.RoomLater:
+		r.unlockBuffers()
+		return attempt{kind: attemptLater}
+	case device.RoomGrow:
+		r.unlockBuffers()
+		return attempt{kind: attemptGrow}
+	default:
+		r.unlockBuffers()
+		return attempt{kind: attemptRefused, room: room}
+	}
+	r.publish(d, v)
+	r.unlockBuffers()
+	a := d.drv.Submit(&r.sub)
+	d.last.Store(v)
+	if len(r.owed) > 0 {
+		d.owe(r.owed, v)
+	}
+	var lost error
+	switch a.Kind {
+	case device.Committed:
+		d.committed.Store(v)
+	case device.Failed:
+		lost = d.lose(a.Reason, &device.Fault{Why: a.Reason})
+	}
+	if r.sub.Timed {
+		if err := d.observe(&r.sub); err != nil && lost == nil {
+			lost = err
+		}
+	}
+	if sample {
+		d.mu.held(time.Since(held))
+	}
+	return attempt{kind: attemptSubmitted, v: v, lost: lost}
 }
 
 // bind resolves the run's buffers for its device: their regions, the
