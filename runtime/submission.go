@@ -335,6 +335,11 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 			d.mu.Lock()
 			a = r.try(d, !t0.IsZero())
 			d.unlockSubmit()
+		} else if d.cq.head.Load() == nil && d.mu.TryLock() {
+			// No run queued and the lock free: a submitter alone makes
+			// its own attempt without queuing its run.
+			a = r.try(d, !t0.IsZero())
+			d.unlockSubmit()
 		} else {
 			a = d.combine(r, !t0.IsZero())
 		}
