@@ -35,9 +35,9 @@ import (
 //
 // Only the devices whose driver kicks (device.Kicker: nvdev, whose Submit
 // stores to memory) combine. On the H200, combining took nv:0's empty
-// launches from 270k to 370k a second to 390k to 520k at 16 and 64
+// launches from 267k to 367k a second to 341k to 520k at 16 and 64
 // goroutines, and the example service's from 67k to 85k requests a second
-// to 200k; cudadev's Submit calls CUDA under the lock, and combining made
+// to 174k to 200k; cudadev's Submit calls CUDA under the lock, and combining made
 // it slower. The host driver runs its work on the process's goroutines.
 // Timed submissions do not combine: the observer sees them on the
 // submitter's goroutine (profile.go).
