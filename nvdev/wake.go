@@ -23,7 +23,7 @@ import (
 // while an earlier one that raises it has not completed raises none, and
 // Sleep, woken by the earlier one, bridges to it (below). An interrupt for
 // every value of a busy device cost the machine more than it saved: on
-// the lent H200, four timelines of 16 goroutines each waiting for kernels
+// the H200, four timelines of 16 goroutines each waiting for kernels
 // of 15 µs raised 32,000 interrupts a second (for 66,000 values), ran 18%
 // fewer kernels than with no interrupt at all, and in three runs of twelve
 // most of the process's threads stood still for about 100 ms at a time, a
@@ -52,7 +52,7 @@ var nonStallNotifier uint32 = nvidia.NotifierGraphics
 // Sleep's timing.
 const (
 	// spinFor is how long Sleep spins on the word, yielding, before it
-	// blocks on the event: on the lent H200 a Sleep woken by the event
+	// blocks on the event: on the H200 a Sleep woken by the event
 	// saw the value 80 to 90 µs (median) after a spinning host would
 	// have, most of it the wake-up of an idle virtual CPU (docs/nvdev.md).
 	spinFor = 50 * time.Microsecond

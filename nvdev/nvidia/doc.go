@@ -115,7 +115,7 @@
 // interrupts (NV01_EVENT_NONSTALL_INTR, without event data). A channel's
 // NON_STALL_INTERRUPT method makes the file readable; Event.Wait blocks in
 // ppoll on it, with a timeout, and the poll itself consumes the
-// notification. On the lent H200 both the graphics engine's notifier and
+// notification. On the H200 both the graphics engine's notifier and
 // the host's (FIFO_EVENT_MTHD) fired for the methods of either channel of
 // a graphics group.
 //
@@ -150,7 +150,7 @@
 //
 // The RM stops a channel that faults and writes the error into the
 // channel's notifier (hObjectError), which may be Pinned memory: on the
-// lent H200 a release to an address nothing maps wrote error 31 (MMU
+// H200 a release to an address nothing maps wrote error 31 (MMU
 // fault) into NvNotification[0] within 132 ms, with the engine (1, GR) in
 // info16 and status 0xffff; NvNotification[1] holds the work submit token.
 // The debugger's SM and MMU reports stay empty for such a fault of the

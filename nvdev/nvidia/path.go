@@ -301,7 +301,7 @@ func (p *Client) Doorbell() *uint32 { return p.doorbell }
 // The store is a plain one and the order comes from a locked instruction on
 // the goroutine's own stack, which also drains the write-combining
 // buffers. A locked store to the doorbell itself, such as
-// atomic.StoreUint32, is a bus lock on uncached memory: on the lent H200's
+// atomic.StoreUint32, is a bus lock on uncached memory: on the H200's
 // virtual machine each took about 200 µs, against 0.18 µs for Ring. The
 // same holds for GPPut and any other word of Mapped memory, which is
 // write-combined: store to them plainly, and let Ring order.
@@ -325,7 +325,7 @@ func ring(d *uint32, v uint32) {
 // before waking its channels so that the host's writes through the BAR
 // reach the GPU first, or nil if the BAR had no room for it: the device
 // then has no Mapped memory. It stays mapped until Stop. A read of it took
-// 1.3 µs on the lent H200: a device reads it only where it wrote through
+// 1.3 µs on the H200: a device reads it only where it wrote through
 // the BAR since its last read.
 func (p *Client) Flush() *uint32 {
 	if p.flush == nil {
