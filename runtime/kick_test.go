@@ -43,6 +43,18 @@ func (k *kickFake) opener(name string) device.Opener {
 	}}
 }
 
+// open opens a device of the fake, closed when the test ends.
+func (k *kickFake) open(t *testing.T, name string) *Device {
+	t.Helper()
+	d, err := Open(context.Background(), k.opener(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
+	k.d = d
+	return d
+}
+
 func (k *kickFake) broken(format string, args ...any) {
 	k.mu.Lock()
 	k.broke = append(k.broke, fmt.Sprintf(format, args...))
@@ -92,12 +104,7 @@ func (k *kickFake) check(t *testing.T) {
 func TestKickEachSubmit(t *testing.T) {
 	k := newKickFake()
 	k.checkLock = true
-	d, err := Open(context.Background(), k.opener("kick-one"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
-	k.d = d
+	d := k.open(t, "kick-one")
 	s := empty(t, d)
 	for i := range 100 {
 		p := submit(t, s)
@@ -119,12 +126,7 @@ func TestKickEachSubmit(t *testing.T) {
 // overlap nor go back, and a burst shares Kicks.
 func TestKickRace(t *testing.T) {
 	k := newKickFake()
-	d, err := Open(context.Background(), k.opener("kick-race"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
-	k.d = d
+	d := k.open(t, "kick-race")
 	k.spin = 2 * time.Microsecond
 	s := empty(t, d)
 	const goroutines, each = 64, 100
@@ -403,12 +405,7 @@ func BenchmarkSubmittersLag(b *testing.B) {
 // queued, and their goroutines return their points.
 func TestCombineOrder(t *testing.T) {
 	k := newKickFake()
-	d, err := Open(context.Background(), k.opener("combine-order"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
-	k.d = d
+	d := k.open(t, "combine-order")
 	if !d.combines {
 		t.Fatal("a device whose driver kicks does not combine")
 	}

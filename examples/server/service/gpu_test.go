@@ -24,12 +24,7 @@ func needGPU(t *testing.T) {
 // the lost device is closed after and gives everything back. Three
 // rounds; each logs how soon the service served again.
 func TestGPURecoveryNV(t *testing.T) {
-	needGPU(t)
-	open, driver, err := Pick(context.Background(), "nv:0", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opens := &openLog{base: open}
+	opens, driver := nvOpenLog(t)
 	srv, svc, _ := serveDriver(t, 4, driver, opens.open)
 	checkRecoveryOrder(t, srv, svc, opens, 3)
 }
@@ -40,14 +35,21 @@ func TestGPURecoveryNV(t *testing.T) {
 // device gives everything back and a new standby opens on its seat. Three
 // rounds; each logs how soon the service served again.
 func TestGPUStandbyNV(t *testing.T) {
+	opens, driver := nvOpenLog(t)
+	srv, svc, _ := serveStandby(t, 4, driver, opens.open)
+	checkStandbyRecovery(t, srv, svc, opens, 3)
+}
+
+// nvOpenLog returns an openLog of GPU 0's timelines through nvdev, and
+// the driver's name; it skips the test where there is no GPU.
+func nvOpenLog(t *testing.T) (*openLog, string) {
+	t.Helper()
 	needGPU(t)
 	open, driver, err := Pick(context.Background(), "nv:0", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opens := &openLog{base: open}
-	srv, svc, _ := serveStandby(t, 4, driver, opens.open)
-	checkStandbyRecovery(t, srv, svc, opens, 3)
+	return &openLog{base: open}, driver
 }
 
 // TestGPUClientGoesAway: on GPU 0, through nvdev and through cudadev, a

@@ -251,9 +251,8 @@ func TestFaultRecovery(t *testing.T) {
 }
 
 // faultAndRecover loses the service's device with a faulting kernel, and
-// returns once the service serves right answers again, with how long that
-// took from the faulting request's answer.
-func faultAndRecover(t *testing.T, srv *httptest.Server) time.Duration {
+// returns once the service serves right answers again.
+func faultAndRecover(t *testing.T, srv *httptest.Server) {
 	t.Helper()
 	c := srv.Client()
 	code, body, err := post(context.Background(), c, srv.URL+"/debug/fault", nil)
@@ -281,9 +280,7 @@ func faultAndRecover(t *testing.T, srv *httptest.Server) time.Duration {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	took := time.Since(start)
-	t.Logf("served again %v after the fault", took)
-	return took
+	t.Logf("served again %v after the fault", time.Since(start))
 }
 
 // TestRecoveryOrder: after a loss the service opens the replacement on
@@ -387,20 +384,10 @@ func checkStandbyRecovery(t *testing.T, srv *httptest.Server, svc *Service, l *o
 	l.mu.Unlock()
 	for round := range rounds {
 		lost, spare := svc.cur.Load(), waitSpare(t, svc)
-		l.mu.Lock()
-		before := len(l.devs)
-		l.mu.Unlock()
-		took := faultAndRecover(t, srv)
-		l.mu.Lock()
-		after := len(l.devs)
-		l.mu.Unlock()
+		faultAndRecover(t, srv)
+		// The standby, open before the fault, serves.
 		if cur := svc.cur.Load(); cur != spare {
 			t.Fatalf("round %d: the service serves on %s, want the standby %s", round, cur.dev.Name(), spare.dev.Name())
-		}
-		// The standby served before its replacement opened, unless the
-		// replacement opened within the recovery.
-		if after > before && took > 50*time.Millisecond {
-			t.Errorf("round %d: %d devices opened while the service recovered (%v)", round, after-before, took)
 		}
 		select {
 		case <-lost.dev.Done():
