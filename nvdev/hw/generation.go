@@ -149,20 +149,10 @@ var (
 		ComputeRelease64: true, CopyRelease64: true,
 	}
 	// Ada is AD10x (sm_89): as GA10x, with its own compute class.
-	Ada = &Generation{
-		Name: "Ada (AD10x)", SM: 89, Arch: "sm_89",
-		ChannelClass: AmpereChannelGpfifoA, ComputeClass: AdaComputeA,
-		CopyClass: AmpereDmaCopyB, UsermodeClass: AmpereUsermodeA,
-		Qmd: QmdV03, PcasAction: PcasPrefetchSchedule,
-		ParamsOffset: 0x160, GlobalDescriptor: 0x118,
-		MaxGrid: [3]uint32{1<<31 - 1, 65535, 65535}, MaxBlock: [3]uint32{1024, 1024, 64},
-		MaxThreads: 1024, Registers: 65536, RegisterUnit: 256, MaxRegisters: 255, MaxBankBytes: MaxBankBytes,
-		WarpsPerSM:     48,
-		SharedConfigs:  []int{0, 8, 16, 32, 64, 100},
-		ReservedShared: 1024, StackTop: 0xfffdc0, StackReserve: 0x240,
-		HostSemaphoreBits: 40, CopyAddressBits: 49, LocalMemoryBits: 49, ReportSemaphoreBits: 40,
-		ComputeRelease64: true, CopyRelease64: true,
-	}
+	Ada = AmpereB.derive(func(g *Generation) {
+		g.Name, g.SM, g.Arch = "Ada (AD10x)", 89, "sm_89"
+		g.ComputeClass = AdaComputeA
+	})
 	// Hopper is GH100 (sm_90, the H100 and H200): QMD V04_00 of 384 bytes,
 	// parameters at 0x210, 57-bit addresses.
 	Hopper = &Generation{
@@ -278,6 +268,14 @@ func (g *Generation) CheckSize(grid, block [3]uint32) string {
 		return "group has more threads than the multiprocessor runs"
 	}
 	return ""
+}
+
+// derive returns a copy of g that change alters, for a generation that
+// differs from g in a few facts.
+func (g *Generation) derive(change func(*Generation)) *Generation {
+	c := *g
+	change(&c)
+	return &c
 }
 
 func (g *Generation) String() string { return g.Arch + " " + g.Name }
