@@ -169,8 +169,9 @@ const (
 )
 
 // combineLocked makes the attempts of the runs queued, in the order they
-// came. The caller holds the submit lock.
-func (d *Device) combineLocked() {
+// came, and reports whether it woke the goroutine of one that parked. The
+// caller holds the submit lock.
+func (d *Device) combineLocked() (woke bool) {
 	var fifo *Run
 	for r := d.cq.head.Swap(nil); r != nil; {
 		next := r.comb.next
@@ -194,36 +195,59 @@ func (d *Device) combineLocked() {
 		// that parked, which waits for it.
 		if r.comb.state.Swap(combDone) == combParked {
 			r.comb.wake <- struct{}{}
+			woke = true
 		}
 		r = next
 	}
+	return woke
 }
 
 // unlockSubmit makes the attempts of the runs queued and lets the submit
 // lock go; where runs were queued meanwhile and the lock is free, it takes
 // it again for them. Every holder of the submit lock lets it go so.
+//
+// A holder that woke the goroutines of runs that parked yields its
+// processor once it let the lock go (yieldToWoken).
 func (d *Device) unlockSubmit() {
+	woke := false
 	for pass := 1; ; pass++ {
-		if d.cq.head.Load() != nil {
-			d.combineLocked()
+		if d.cq.head.Load() != nil && d.combineLocked() {
+			woke = true
 		}
 		d.mu.Unlock()
 		h := d.cq.head.Load()
 		if h == nil {
-			return
+			break
 		}
 		if pass == combPasses {
 			// The runs queued since go to a goroutine of theirs, which
 			// takes the lock where no one else has, rather than wait for
 			// its park to end.
 			h.comb.nudge()
-			return
+			break
 		}
 		if !d.mu.TryLock() {
-			return
+			break
 		}
 	}
+	if woke {
+		yieldToWoken()
+	}
 }
+
+// yieldToWoken gives the caller's processor to the goroutines it just
+// woke. Go runs a goroutine that a channel send wakes on the sender's
+// processor, after the sender, unless an idle processor steals it; and a
+// submitter that combined goes on to spin on the word for its own value,
+// which holds that processor for up to a wait's spin. In an execution
+// trace of 16 goroutines in a closed loop on the H200 (nvdev), runs woken
+// by a combiner had waited 1.69 s for a processor in 0.3 s (5.6 of them
+// at any time); with the yield, 16 goroutines' p99 went from 112 and 118
+// µs to 92 and 101 µs in two runs beside each other. A yield puts the
+// caller on the global run queue, behind them; the caller's value is in
+// flight on the device meanwhile. The supervisor yields so too
+// (supervisor.wake).
+func yieldToWoken() { runtime.Gosched() }
 
 // nudge wakes the run's goroutine where it parked, to look again; it does
 // nothing to a run that did not park or was attempted. Any goroutine may

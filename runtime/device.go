@@ -38,6 +38,7 @@ type Device struct {
 	committed atomic.Uint64 // last value committed; written under mu
 	kicks     kicks         // a device.Kicker's combined kicks (kick.go)
 	combines  bool          // submitters combine (combine.go)
+	spinNext  bool          // a wait spins only for the value that completes next (point.go)
 	cq        combQueue     // runs that wait for an attempt (combine.go)
 	timed     atomic.Bool
 	observer  atomic.Pointer[observerBox]
@@ -208,6 +209,7 @@ func open(op device.Opener) (*Device, error) {
 	d.mu.init(runtime.GOMAXPROCS(0), f.OnHost, lockGate)
 	_, kicker := drv.(device.Kicker)
 	d.combines = kicker && !f.OnHost
+	d.spinNext = d.combines
 	return d, nil
 }
 

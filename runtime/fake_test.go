@@ -36,7 +36,9 @@ type fake struct {
 	onSubmit  func() // called by Submit, f.mu held
 	// readFault answers ReadFault, without f.mu held; nil answers nothing.
 	readFault func(*device.Fault) []string
-	reads     atomic.Int32
+	// onSleep, where set, sees each Sleep's seen before it sleeps.
+	onSleep atomic.Pointer[func(seen uint64)]
+	reads   atomic.Int32
 }
 
 func newFake() *fake {
@@ -157,6 +159,9 @@ func (f *fake) Grow() error {
 }
 func (f *fake) Signaled() uint64 { return f.own.Load() }
 func (f *fake) Sleep(seen uint64, still time.Duration) error {
+	if h := f.onSleep.Load(); h != nil {
+		(*h)(seen)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sleepErr != nil {

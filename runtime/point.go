@@ -85,8 +85,10 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	}
 	// A short spin on the word before parking, by a few waiters at once
 	// (spinGate): work that ends within the spin wakes its waiter without
-	// the supervisor. The others park at once.
-	if spin := time.Duration(d.spin.Load()); spin > 0 && d.spinners.enter() {
+	// the supervisor. The others park at once, and so, on a device whose
+	// submitters combine, does a wait for a value with others' work ahead
+	// of it (spinNext).
+	if spin := time.Duration(d.spin.Load()); spin > 0 && (!d.spinNext || v-d.read() <= 1) && d.spinners.enter() {
 		reached := d.spinFor(v, spin)
 		d.spinners.leave()
 		if reached {
