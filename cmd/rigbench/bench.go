@@ -154,6 +154,9 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 				return
 			}
 			m.lat.record(i, now-f.intended)
+			if slowTraces != nil {
+				slowTraces.see(l.device, f.intended, now)
+			}
 			done.Add(1)
 			moved.Add(f.bytes)
 			lv.done.Add(1)

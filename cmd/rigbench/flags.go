@@ -43,6 +43,10 @@ type config struct {
 	CPUProfile string
 	// GoTrace is the file -gotrace writes the run's Go execution trace to.
 	GoTrace string
+	// SlowTrace is the file -slowtrace writes the flight recorder's window
+	// to, at the first submission slower than Slow.
+	SlowTrace string
+	Slow      time.Duration
 }
 
 // usageError is a bad command line: rigbench says why and exits with 2.
@@ -111,6 +115,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil
 	})
 	fs.StringVar(&c.GoTrace, "gotrace", "", "write a Go execution trace of the run into this file (go tool trace reads it): where goroutines waited for a processor, a lock or a wake-up")
+	fs.StringVar(&c.SlowTrace, "slowtrace", "", "keep a flight recorder of the run's Go execution trace, and write the last seconds of it into this file at the first submission slower than -slow (go tool trace reads it)")
+	fs.DurationVar(&c.Slow, "slow", 10*time.Millisecond, "with -slowtrace, the latency that counts as slow")
 	fs.IntVar(&c.Rounds, "rounds", 5, "with -compare, the rounds that alternate rig and the baseline, each a share of -duration or -n, so that both meet the machine's other load alike")
 
 	if err := fs.Parse(args); err != nil {
@@ -159,6 +165,10 @@ func (c *config) check(set map[string]bool) error {
 		return usagef("-timelines %d: want 0 to %d timelines", c.Timelines, maxTimelines)
 	case c.Rounds < 1 || c.Rounds > 1000:
 		return usagef("-rounds %d: want 1 to 1000 rounds", c.Rounds)
+	case c.Slow <= 0:
+		return usagef("-slow %v: want a positive duration", c.Slow)
+	case set["slow"] && c.SlowTrace == "":
+		return usagef("-slow applies to -slowtrace, which is not set")
 	case c.Baseline != "auto" && c.Baseline != "driver" && c.Baseline != "pipeline":
 		return usagef("-baseline %q: want auto, driver or pipeline", c.Baseline)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	def := config{Workload: "empty", Levels: []int{1}, C: 1, Depth: 8, Duration: defaultDuration, Timeout: 10 * time.Second, Rounds: 5, Baseline: "auto"}
+	def := config{Workload: "empty", Levels: []int{1}, C: 1, Depth: 8, Duration: defaultDuration, Timeout: 10 * time.Second, Rounds: 5, Baseline: "auto", Slow: 10 * time.Millisecond}
 	with := func(f func(c *config)) config {
 		c := def
 		f(&c)

@@ -112,6 +112,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
+	if cfg.SlowTrace != "" {
+		st, err := startSlowTrace(cfg.SlowTrace, cfg.Slow)
+		if err != nil {
+			fmt.Fprintf(stderr, "rigbench: %v\n", err)
+			return 2
+		}
+		slowTraces = st
+		defer func() {
+			slowTraces = nil
+			line, err := st.stop()
+			if err != nil {
+				fmt.Fprintf(stderr, "rigbench: %v\n", err)
+				return
+			}
+			fmt.Fprintln(stderr, line)
+		}()
+	}
 	sharedGroups = cfg.Timelines > 1
 	devs, notes, err := openDevices(context.Background(), cfg.Devices)
 	if err == nil {
