@@ -165,6 +165,17 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 	// The copy channel runs on the second runqueue (the runlist's second
 	// PBDMA, with a copy engine of GR of its own) where the RM gives it
 	// one, on the first otherwise.
+	//
+	// The timelines of the shared group take turns on those PBDMAs: an odd
+	// timeline's compute channel runs on the second runqueue and its copy
+	// channel on the first, so that half the timelines' launches come
+	// through each PBDMA. With every compute channel on the first, four
+	// timelines of 16 goroutines made 0.73M to 0.83M values a second
+	// whatever their load (2 to 8 timelines, depth 1 to 4, CPU to spare),
+	// one PBDMA fetching every value's words; with half on each, 1.07M to
+	// 1.18M on the H200 (docs/nvdev.md). Where the RM gives the compute
+	// engine no second runqueue, the channels take the places above.
+	computeOne := c.SharedGroup && c.Timeline%2 == 1 && !c.OneRunqueue
 	chanParams := func(ch *channel, entries uint64, flags uint32) []byte {
 		cp := nvidia.ChannelAllocParams{
 			ObjectError:   ch.aux.Handle,
@@ -180,7 +191,12 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 	}
 	for _, ch := range set.ch {
 		flags := []uint32{0}
-		if ch.q == qCopy && !c.OneRunqueue {
+		switch {
+		case ch.q == qCompute && computeOne:
+			flags = []uint32{nvidia.ChannelRunqueueOne, 0}
+		case ch.q == qCopy && set.ch[qCompute].flags != 0:
+			// The compute channel took the second runqueue.
+		case ch.q == qCopy && !c.OneRunqueue:
 			flags = []uint32{nvidia.ChannelRunqueueOne, 0}
 		}
 	made:
@@ -199,7 +215,29 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 			return nil, err
 		}
 	}
-	compute, err := rmAlloc("compute object", set.ch[qCompute].h, pg.Compute, nil)
+	// move makes channel ch again, on the runqueue flags names.
+	move := func(ch *channel, flags uint32) (err error) {
+		if err = rm.Free(tsg, ch.h); err != nil {
+			return err
+		}
+		ch.h = 0
+		if ch.h, err = rmAlloc(ch.name+" channel", tsg, pg.Channel, chanParams(ch, ch.entries, flags)); err == nil {
+			ch.flags = flags
+		}
+		return err
+	}
+	kc, cc := set.ch[qCompute], set.ch[qCopy]
+	compute, err := rmAlloc("compute object", kc.h, pg.Compute, nil)
+	if _, fault := device.AsFault(err); err != nil && !fault && kc.flags != 0 {
+		// No compute engine on the second runqueue: the compute channel
+		// moves to the first and the copy channel to the second.
+		if err = move(kc, 0); err == nil && cc.flags == 0 {
+			err = move(cc, nvidia.ChannelRunqueueOne)
+		}
+		if err == nil {
+			compute, err = rmAlloc("compute object", kc.h, pg.Compute, nil)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -211,16 +249,12 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 			return nil, err
 		}
 	}
-	cc := set.ch[qCopy]
 	_, err = rmAlloc("copy object", cc.h, pg.Copy, nil)
 	if _, fault := device.AsFault(err); err != nil && !fault && cc.flags != 0 {
 		// No copy engine of GR on the second runqueue: the copy channel
 		// moves to the first.
-		if err = rm.Free(tsg, cc.h); err == nil {
-			if cc.h, err = rmAlloc(cc.name+" channel", tsg, pg.Channel, chanParams(cc, cc.entries, 0)); err == nil {
-				cc.flags = 0
-				_, err = rmAlloc("copy object", cc.h, pg.Copy, nil)
-			}
+		if err = move(cc, 0); err == nil {
+			_, err = rmAlloc("copy object", cc.h, pg.Copy, nil)
 		}
 	}
 	if err != nil {

@@ -39,6 +39,9 @@ type fake struct {
 	// engine on a channel of it.
 	refuse                     map[uint32]bool
 	noRunqueue, noRunqueueCopy bool
+	// noRunqueueCompute refuses the compute engine on a channel of the
+	// second runqueue.
+	noRunqueueCompute bool
 	// onLaunch runs a launch: its descriptor and constant bank 0.
 	onLaunch func(q hw.Qmd, bank0 []byte)
 	// launches counts the launches run; trace records each channel's
@@ -241,7 +244,7 @@ func (f *fake) rmAlloc(parent nvidia.Handle, class uint32, params []byte) (nvidi
 	if class == f.gpu.Channel && f.noRunqueue && (*nvidia.ChannelAllocParams)(unsafe.Pointer(&params[0])).Flags&nvidia.ChannelRunqueueOne != 0 {
 		return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInvalidArgument}
 	}
-	if class == f.gpu.Copy && f.noRunqueueCopy {
+	if (class == f.gpu.Copy && f.noRunqueueCopy) || (class == f.gpu.Compute && f.noRunqueueCompute) {
 		for _, c := range f.chans {
 			if c.h == parent && c.flags&nvidia.ChannelRunqueueOne != 0 {
 				return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInvalidArgument}

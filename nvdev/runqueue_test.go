@@ -13,22 +13,32 @@ import (
 // copy channel on the group's second (NVOS04 GROUP_CHANNEL_RUNQUEUE_ONE),
 // the compute channel on its first; both on the first with OneRunqueue,
 // or where the RM refuses the second runqueue or the copy engine on it.
-// Each device leaves two channels and runs copies on both queues.
+// An odd timeline of the shared group takes the other places: its compute
+// channel on the second, its copy channel on the first, unless the RM
+// refuses the second runqueue (both on the first) or the compute engine
+// on it (the places above). Each device leaves two channels and runs
+// copies on both queues.
 func TestCopyRunqueue(t *testing.T) {
+	odd := Config{SharedGroup: true, Timeline: 1}
 	for _, tc := range []struct {
-		name         string
-		c            Config
-		noRQ, noCopy bool
-		copyFlags    uint32
+		name                    string
+		c                       Config
+		noRQ, noCopy, noCompute bool
+		computeFlags, copyFlags uint32
 	}{
 		{name: "default", copyFlags: nvidia.ChannelRunqueueOne},
 		{name: "OneRunqueue", c: Config{OneRunqueue: true}},
 		{name: "second runqueue refused", noRQ: true},
 		{name: "copy engine refused on the second runqueue", noCopy: true},
+		{name: "even timeline of the shared group", c: Config{SharedGroup: true, Timeline: 2}, copyFlags: nvidia.ChannelRunqueueOne},
+		{name: "odd timeline of the shared group", c: odd, computeFlags: nvidia.ChannelRunqueueOne},
+		{name: "odd timeline, OneRunqueue", c: Config{SharedGroup: true, Timeline: 1, OneRunqueue: true}},
+		{name: "odd timeline, second runqueue refused", c: odd, noRQ: true},
+		{name: "odd timeline, compute engine refused on the second runqueue", c: odd, noCompute: true, copyFlags: nvidia.ChannelRunqueueOne},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
-			f.noRunqueue, f.noRunqueueCopy = tc.noRQ, tc.noCopy
+			f.noRunqueue, f.noRunqueueCopy, f.noRunqueueCompute = tc.noRQ, tc.noCopy, tc.noCompute
 			slot, w, err := timeline.Take()
 			if err != nil {
 				t.Fatal(err)
@@ -43,7 +53,7 @@ func TestCopyRunqueue(t *testing.T) {
 			if n := f.objectsOf(f.gpu.Channel); n != 2 {
 				t.Errorf("%d channels, want 2", n)
 			}
-			want := [2]uint32{qCompute: 0, qCopy: tc.copyFlags}
+			want := [2]uint32{qCompute: tc.computeFlags, qCopy: tc.copyFlags}
 			for q, ch := range d.ch {
 				var fc *fakeChan
 				for _, c := range f.chans {

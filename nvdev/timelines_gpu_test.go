@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -399,4 +400,54 @@ func TestGPUTimelinesTakeTurns(t *testing.T) {
 		}
 	}
 	noCUDA(t)
+}
+
+// TestGPUTimelinesInOrder: on each of two timelines of the shared group,
+// whose compute channels run on the group's two runqueues, 100 launches
+// of twice over the same 256 floats, submitted back to back and waited
+// for once: 2^-100 doubled 100 times is 1 exactly only where each launch
+// ran after the one before it completed, 20 rounds.
+func TestGPUTimelinesInOrder(t *testing.T) {
+	needGPU(t)
+	a, b := twoTimelines(t, false)
+	devs := []*rig.Device{a, b}
+	var subs [2]*rig.Submission
+	for i, dev := range devs {
+		subs[i] = testutil.Submission(t, dev, rig.Launch(resolve(t, dev, "twice")[0], 8, rig.ReadWrite(0, 0)))
+	}
+	for round := range 20 {
+		var xs [2]*rig.Buffer
+		var last [2]rig.Point
+		for i, dev := range devs {
+			xs[i] = allocBuf(t, dev, device.PinnedMemory, 4*256)
+			for k := range 256 {
+				putF32(xs[i].Bytes(), k, float32(math.Ldexp(1, -100)))
+			}
+		}
+		for i := range devs {
+			for range 100 {
+				r := subs[i].Take()
+				r.Groups(0, 1, 1, 1)
+				r.Threads(0, 256, 1, 1)
+				p, err := r.Submit(bg, xs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				last[i] = p
+			}
+		}
+		for i, dev := range devs {
+			if err := last[i].Wait(bg); err != nil {
+				t.Fatal(err)
+			}
+			for k := range 256 {
+				if got := f32(xs[i].Bytes(), k); got != 1 {
+					t.Fatalf("round %d, %s: x[%d] = %v after 100 doublings of 2^-100, want 1", round, dev.Name(), k, got)
+				}
+			}
+			if err := xs[i].Free(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
