@@ -80,8 +80,10 @@
 // UVM where the RM's P2P capabilities say the GPUs reach each other
 // (nvidia/p2p.go). DMA exports Device and Mapped memory as a dma-buf
 // (nvidia/dma.go). Each channel of a device has a runqueue of its own, so
-// that a channel stuck on an acquire never holds the other's (channels.go,
-// docs/nvdev.md). Copies of bytes on COMPUTE:0 run on a copy engine the compute
+// that a channel stuck on an acquire never holds the other's, and the
+// timelines of the shared group alternate which runqueue their compute
+// channel takes, so that the group's two PBDMAs each feed half their
+// launches (channels.go, docs/nvdev.md). Copies of bytes on COMPUTE:0 run on a copy engine the compute
 // channel binds on subchannel 4 (it ran on the H200);
 // Config.NoComputeCopies refuses them instead.
 //

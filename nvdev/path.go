@@ -114,11 +114,13 @@ type Config struct {
 	// engine (docs/nvdev.md); > 0 as the kernel wherever a cubin of kernels/
 	// runs; < 0 on the copy engine.
 	CopyKernels int
-	// OneRunqueue allocates the copy channel on the channel group's
-	// first runqueue, with the compute channel, so that one PBDMA serves
-	// both, as before. By default the copy channel runs on the group's
-	// second runqueue where the RM gives it one, so that each channel's
-	// acquires are polled by a PBDMA of its own (channels.go says why).
+	// OneRunqueue allocates both channels on the channel group's first
+	// runqueue, so that one PBDMA serves both, as before. By default the
+	// copy channel runs on the group's second runqueue where the RM gives
+	// it one (and, for an odd timeline of the shared group, the compute
+	// channel there and the copy channel on the first), so that each
+	// channel's acquires are polled by a PBDMA of its own (channels.go
+	// says why).
 	// For measuring: on two H200s, two devices of two GPUs that wait on
 	// each other stopped for good with it (docs/nvdev.md).
 	OneRunqueue bool
