@@ -20,7 +20,13 @@ import (
 
 func openFake(t *testing.T, name string, f *fake) *Device {
 	t.Helper()
-	d, err := Open(context.Background(), f.opener(name))
+	return openWith(t, f.opener(name))
+}
+
+// openWith opens the device of op, closed when the test ends.
+func openWith(t *testing.T, op device.Opener) *Device {
+	t.Helper()
+	d, err := Open(context.Background(), op)
 	if err != nil {
 		t.Fatal(err)
 	}

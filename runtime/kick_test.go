@@ -46,13 +46,8 @@ func (k *kickFake) opener(name string) device.Opener {
 // open opens a device of the fake, closed when the test ends.
 func (k *kickFake) open(t *testing.T, name string) *Device {
 	t.Helper()
-	d, err := Open(context.Background(), k.opener(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
-	k.d = d
-	return d
+	k.d = openWith(t, k.opener(name))
+	return k.d
 }
 
 func (k *kickFake) broken(format string, args ...any) {

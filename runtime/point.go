@@ -88,7 +88,7 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	// the supervisor. The others park at once, and so, on a device whose
 	// submitters combine, does a wait for a value with others' work ahead
 	// of it (spinNext).
-	if spin := time.Duration(d.spin.Load()); spin > 0 && (!d.spinNext || v-d.read() <= 1) && d.spinners.enter() {
+	if spin := time.Duration(d.spin.Load()); spin > 0 && (!d.spinNext || device.AtLeast(d.read()+1, v)) && d.spinners.enter() {
 		reached := d.spinFor(v, spin)
 		d.spinners.leave()
 		if reached {

@@ -21,15 +21,10 @@ func openHeldKick(t *testing.T, name string) (*fake, *Device) {
 	t.Helper()
 	f := newFake()
 	f.held = true
-	d, err := Open(context.Background(), device.Opener{Name: name, Make: func(w *uint64) (device.Driver, error) {
+	return f, openWith(t, device.Opener{Name: name, Make: func(w *uint64) (device.Driver, error) {
 		f.facts.Word = w
 		return heldKick{f}, nil
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close(); <-d.Done() })
-	return f, d
 }
 
 func openHeld(t *testing.T, name string) (*fake, *Device) {
