@@ -208,9 +208,10 @@ func (s *supervisor) submitted() {
 // submit and wait: a loop that took messages until the box was empty
 // then kept the waiters it held from their wake-up. On the H200, four
 // nvdev timelines of 16 goroutines each, in a build whose supervisor
-// yielded after each answer, held waiters 45 to 80 ms so, and made a
-// maximum latency of 94 to 289 ms in nine runs out of nine; with a bound,
-// 1.5 to 2.4 ms. Where fewer messages come, as they do from a few hundred
+// yielded after every answer, held waiters 45 to 80 ms so; its maxima
+// were 159 to 195 ms in three runs (94 to 289 ms in nine, with yields
+// after every second or fourth answer too), and 1.5 to 2.4 ms with a
+// bound. Where fewer messages come, as they do from a few hundred
 // goroutines, a look takes them all as before: the same four timelines
 // beside the build before, five rounds each, p99 127 to 140 µs against
 // 124 to 146 µs. TestSupervisorWakesUnderMessages.
