@@ -182,6 +182,7 @@ func (d *Device) combineLocked() (woke bool) {
 	// run queued before the device became timed goes back to its
 	// goroutine. The lock holds timed still.
 	timed := d.timed.Load()
+	var first chan struct{} // the first parked run's, woken last (wokenInOrder)
 	for r := fifo; r != nil; {
 		next := r.comb.next
 		r.comb.next = nil
@@ -194,10 +195,17 @@ func (d *Device) combineLocked() (woke bool) {
 		// nothing of it is touched after, but the wake-up of a goroutine
 		// that parked, which waits for it.
 		if r.comb.state.Swap(combDone) == combParked {
-			r.comb.wake <- struct{}{}
+			if first == nil {
+				first = r.comb.wake
+			} else {
+				r.comb.wake <- struct{}{}
+			}
 			woke = true
 		}
 		r = next
+	}
+	if first != nil {
+		first <- struct{}{}
 	}
 	return woke
 }
@@ -248,6 +256,14 @@ func (d *Device) unlockSubmit() {
 // flight on the device meanwhile. The supervisor yields so too
 // (supervisor.wake).
 func yieldToWoken() { runtime.Gosched() }
+
+// wokenInOrder: of the goroutines one goroutine's sends woke, Go runs the
+// one woken last first (it takes the processor's next place, and moves the
+// one there before it to the end of the processor's queue), then the
+// others in the order they were woken. The supervisor and a combiner so
+// wake the first of theirs last, so that their goroutines run in the
+// order of their values and of their arrival: woken in that order, the
+// newest of them ran first and the oldest waited for it.
 
 // nudge wakes the run's goroutine where it parked, to look again; it does
 // nothing to a run that did not park or was attempted. Any goroutine may

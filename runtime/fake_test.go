@@ -34,6 +34,7 @@ type fake struct {
 	unloads   int
 	peer      bool
 	onSubmit  func() // called by Submit, f.mu held
+	onGrow    func() // called by Grow, without f.mu; set before use
 	// readFault answers ReadFault, without f.mu held; nil answers nothing.
 	readFault func(*device.Fault) []string
 	// onSleep, where set, sees each Sleep's seen before it sleeps.
@@ -147,6 +148,9 @@ func (f *fake) Unload(device.Image) error {
 	return nil
 }
 func (f *fake) Grow() error {
+	if f.onGrow != nil {
+		f.onGrow()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.grows++

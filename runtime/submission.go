@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -302,6 +303,17 @@ func (r *Run) Release() {
 // never runs, and a copy or ref past its buffer's Len, are refused with a
 // *RefusalError. A nil ctx panics, as it does in the standard library.
 func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
+	p, err := r.submit(ctx, buffers)
+	// The run holds the buffers' states, not the Buffers: a Buffer the
+	// caller does not use after this call could otherwise be collected,
+	// and freed, while the submission waits for room or a growth, and
+	// the submission then fail with ErrFreed (TestSubmitKeepsItsBuffers).
+	// Once the value is published, its point holds the memory.
+	runtime.KeepAlive(buffers)
+	return p, err
+}
+
+func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 	if !r.held {
 		return Point{}, fmt.Errorf("rig: submit of a run that went back to its pool (a run is submitted or released once): %w", ErrInvalid)
 	}
