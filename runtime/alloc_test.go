@@ -103,3 +103,48 @@ func TestParkedWaitAllocs(t *testing.T) {
 		t.Fatalf("%d parked waits between garbage collections allocate %d times", runs, waitAllocs)
 	}
 }
+
+// TestRunsSurviveCollections: a goroutine that takes one run at a time
+// from a submission of its own allocates nothing for it where garbage
+// collections come between submissions (a sync.Pool of runs, which
+// every other collection empties, made a run and the pool's own
+// structures again after each).
+func TestRunsSurviveCollections(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	d := host(t, hostdev.Config{})
+	x := alloc(t, d, device.PinnedMemory, 4*256)
+	s := sub(t, d, rig.Launch(fn(t, d, "twice"), 8, rig.ReadWrite(0, 0)))
+	ctx := context.Background()
+	var p rig.Point
+	step := func() {
+		r := s.Take()
+		r.Groups(0, 1, 1, 1)
+		r.Threads(0, 256, 1, 1)
+		var err error
+		if p, err = r.Submit(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		step()
+	}
+	wait(t, p)
+	var takes uint64
+	const runs = 50
+	for range runs {
+		runtime.GC()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		step()
+		runtime.ReadMemStats(&after)
+		takes += after.Mallocs - before.Mallocs
+		wait(t, p)
+	}
+	t.Logf("%d submissions between garbage collections: %d allocations", runs, takes)
+	if takes >= runs {
+		t.Fatalf("%d submissions between garbage collections allocate %d times", runs, takes)
+	}
+}

@@ -41,6 +41,8 @@ type config struct {
 	Timelines int
 	// CPUProfile is the file -cpuprofile writes the run's CPU profile to.
 	CPUProfile string
+	// MemProfile is the file -memprofile writes the run's allocations to.
+	MemProfile string
 	// GoTrace is the file -gotrace writes the run's Go execution trace to.
 	GoTrace string
 	// SlowTrace is the file -slowtrace writes the flight recorder's window
@@ -106,6 +108,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"pipeline (a bare goroutine pipeline, the host driver's only), or auto (pipeline on the host driver, driver on the GPU drivers)")
 	fs.IntVar(&c.Timelines, "timelines", 0, "K timelines of each device: its timelines 1 to K-1 open beside it as devices of their own, each with -c submitters, and the report adds each one's figures; 0 or 1 for the device alone")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the run into this file (go tool pprof reads it)")
+	fs.StringVar(&c.MemProfile, "memprofile", "", "write the run's allocations, sampled one in 4 KiB, into this file (go tool pprof -sample_index=alloc_objects reads it): where the allocations a submission reports come from")
 	fs.Func("waitspin", "how long a wait reads the device's word before it parks (Device.SetWaitSpin), such as 0, 5us or 50us (default: the device's)", func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {

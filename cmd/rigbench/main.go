@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, rec := range []struct {
 		file  string
 		start func(string) (func(), error)
-	}{{cfg.CPUProfile, startCPUProfile}, {cfg.GoTrace, startGoTrace}} {
+	}{{cfg.CPUProfile, startCPUProfile}, {cfg.MemProfile, startMemProfile}, {cfg.GoTrace, startGoTrace}} {
 		if rec.file == "" {
 			continue
 		}

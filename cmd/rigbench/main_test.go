@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -265,5 +266,29 @@ func TestRunMixedCompare(t *testing.T) {
 	r := runJSON(t, context.Background(), "-device", "host", "-workload", "mixed", "-size", "4KiB", "-n", "2000", "-c", "2", "-compare", "-rounds", "10")
 	if r.Rig.Submissions != 2000 || r.Rig.Errors != 0 || r.Baseline == nil || r.Baseline.Submissions != 2000 || r.Baseline.Errors != 0 {
 		t.Fatalf("rig %+v, baseline %+v", r.Rig, r.Baseline)
+	}
+}
+
+// TestRunMemProfile: -memprofile writes the run's allocations as a
+// profile go tool pprof reads (gzip-compressed protocol buffers).
+func TestRunMemProfile(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	name := filepath.Join(t.TempDir(), "mem.pprof")
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"-device", "host", "-c", "4", "-duration", "100ms", "-memprofile", name}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 100 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("the profile is %d bytes, starting % x: not a gzip-compressed pprof profile", len(b), b[:min(len(b), 4)])
+	}
+	if runtime.MemProfileRate != memProfileRate {
+		t.Errorf("MemProfileRate %d during and after the run, want %d", runtime.MemProfileRate, memProfileRate)
+	}
+	if code := run(context.Background(), []string{"-device", "host", "-duration", "10ms", "-memprofile", filepath.Join(t.TempDir(), "no", "such", "dir")}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "-memprofile") {
+		t.Errorf("an uncreatable -memprofile file: exit %d, %q", code, errOut.String())
 	}
 }
