@@ -16,20 +16,10 @@ func TestSteadyStateAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's instrumentation allocates")
 	}
-	d := host(t, hostdev.Config{})
-	x := alloc(t, d, device.PinnedMemory, 4*256)
-	s := sub(t, d, rig.Launch(fn(t, d, "twice"), 8, rig.ReadWrite(0, 0)))
+	next := twiceRuns(t)
 	ctx := context.Background()
 	var p rig.Point
-	step := func() {
-		r := s.Take()
-		r.Groups(0, 1, 1, 1)
-		r.Threads(0, 256, 1, 1)
-		var err error
-		if p, err = r.Submit(ctx, x); err != nil {
-			t.Fatal(err)
-		}
-	}
+	step := func() { p = next() }
 	for i := 0; i < 100; i++ {
 		step()
 	}
@@ -113,20 +103,9 @@ func TestRunsSurviveCollections(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's instrumentation allocates")
 	}
-	d := host(t, hostdev.Config{})
-	x := alloc(t, d, device.PinnedMemory, 4*256)
-	s := sub(t, d, rig.Launch(fn(t, d, "twice"), 8, rig.ReadWrite(0, 0)))
-	ctx := context.Background()
+	next := twiceRuns(t)
 	var p rig.Point
-	step := func() {
-		r := s.Take()
-		r.Groups(0, 1, 1, 1)
-		r.Threads(0, 256, 1, 1)
-		var err error
-		if p, err = r.Submit(ctx, x); err != nil {
-			t.Fatal(err)
-		}
-	}
+	step := func() { p = next() }
 	for range 100 {
 		step()
 	}
@@ -146,5 +125,24 @@ func TestRunsSurviveCollections(t *testing.T) {
 	t.Logf("%d submissions between garbage collections: %d allocations", runs, takes)
 	if takes >= runs {
 		t.Fatalf("%d submissions between garbage collections allocate %d times", runs, takes)
+	}
+}
+
+// twiceRuns opens a host device and returns what takes and submits a run
+// of one launch of twice on a buffer of its, and returns the run's point.
+func twiceRuns(t *testing.T) func() rig.Point {
+	d := host(t, hostdev.Config{})
+	x := alloc(t, d, device.PinnedMemory, 4*256)
+	s := sub(t, d, rig.Launch(fn(t, d, "twice"), 8, rig.ReadWrite(0, 0)))
+	ctx := context.Background()
+	return func() rig.Point {
+		r := s.Take()
+		r.Groups(0, 1, 1, 1)
+		r.Threads(0, 256, 1, 1)
+		p, err := r.Submit(ctx, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }
