@@ -194,7 +194,6 @@ func open(op device.Opener) (*Device, error) {
 		buffers: map[*bufState]struct{}{},
 		images:  map[*imageState]struct{}{},
 		views:   map[*bufState]struct{}{},
-		stock:   waiterStock{fresh: newWaiter},
 		done:    make(chan struct{}),
 		lost:    make(chan struct{}),
 	}

@@ -194,9 +194,34 @@ func (l *roomLine) join() uint64 { return l.n.Add(1) }
 // leave gives back the place join took.
 func (l *roomLine) leave() { l.n.Add(^uint64(0)) }
 
-// waiterStock keeps a device's waiters for reuse, across garbage
-// collections (stock); a waiter comes back with no answer in its channel.
-type waiterStock = stock[waiter]
+// waiterStock keeps a device's waiters for reuse. Unlike a sync.Pool it
+// keeps them across garbage collections: where thousands of goroutines
+// wait at once, a pool that each collection empties made a waiter and its
+// channel for most waits, and the collections that this garbage brought
+// on scanned every waiting goroutine's stack. It holds at most as many as
+// once waited at the same time. Any goroutine may call get and put.
+type waiterStock struct {
+	mu   sync.Mutex
+	free []*waiter
+}
 
-// newWaiter makes a waiter for a waiterStock.
-func newWaiter() *waiter { return &waiter{ch: make(chan error, 1)} }
+// get returns a waiter whose channel holds no answer.
+func (s *waiterStock) get() *waiter {
+	s.mu.Lock()
+	if n := len(s.free); n > 0 {
+		w := s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+		s.mu.Unlock()
+		return w
+	}
+	s.mu.Unlock()
+	return &waiter{ch: make(chan error, 1)}
+}
+
+// put keeps w, whose channel holds no answer, for a later get.
+func (s *waiterStock) put(w *waiter) {
+	s.mu.Lock()
+	s.free = append(s.free, w)
+	s.mu.Unlock()
+}
