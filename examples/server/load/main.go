@@ -7,7 +7,16 @@
 // shows. The service runs in a child process, so that its CPU time is its
 // own; -cpuprofile writes CPU profiles of both processes.
 //
+// With -rate R vegeta's attacker sends R requests a second over each
+// level's clients (an open loop, the way a capacity plan states a rate at
+// a latency) rather than as fast as they answer. vegeta times a request
+// from when a client took it up, so that a request that waited for a free
+// client hides that wait; the report adds each level's p99 and max counted
+// from the request's intended send time (start + its sequence number over
+// R), which count it.
+//
 //	go run ./load -device auto -c 1,16,64,256 -duration 2s
+//	go run ./load -device auto -c 64 -rate 100000
 package main
 
 import (
@@ -48,6 +57,7 @@ func main() {
 	serverProcs := flag.Int("server-procs", 0, "GOMAXPROCS of the service's process (0: Go's default)")
 	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator over the HTTP levels (0: Go's default)")
 	standby := flag.Bool("standby", true, "keep a standby device open in the service, which requests move to at a loss (service.Config.Standby)")
+	rate := flag.Int("rate", 0, "with vegeta: the requests a second to send over each level's clients (0: each client sends its next request once the last answered)")
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles over the HTTP levels: the server's to `PREFIX`.server.pprof and the client's to PREFIX.client.pprof (with -serve: the server's profile to this file)")
 	flag.Parse()
 	if *serve != "" {
@@ -61,6 +71,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "-client %q: want raw or vegeta\n", *kind)
 		os.Exit(2)
 	}
+	if *rate < 0 || (*rate > 0 && *kind != "vegeta") {
+		fmt.Fprintf(os.Stderr, "-rate %v: want 0, or requests a second with -client vegeta\n", *rate)
+		os.Exit(2)
+	}
 	var cs []int
 	for _, f := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
@@ -70,7 +84,7 @@ func main() {
 		}
 		cs = append(cs, c)
 	}
-	o := options{dev: *dev, kind: *kind, levels: cs, duration: *duration, n: *n, faults: *faults,
+	o := options{dev: *dev, kind: *kind, rate: *rate, levels: cs, duration: *duration, n: *n, faults: *faults,
 		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs, standby: *standby}
 	if err := measure(o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -147,6 +161,8 @@ type result struct {
 	cpu           time.Duration // per request
 	client        time.Duration // the load generator's CPU per request, over HTTP
 	failed        int
+	// Of a paced run, the latencies counted from the intended send time.
+	fromSched99, fromSchedMax, late99 time.Duration
 }
 
 func (r result) String() string {
@@ -158,6 +174,7 @@ func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3)
 // options are the load test's flags.
 type options struct {
 	dev, kind                string
+	rate                     int // requests a second; 0: closed loop
 	levels                   []int
 	duration                 time.Duration
 	n, faults                int
@@ -217,7 +234,7 @@ func measure(o options) error {
 	clientProcs := runtime.GOMAXPROCS(0)
 	httpRes := map[int]result{}
 	for _, c := range levels {
-		httpRes[c] = attack(kind, addr, body, want, c, duration, child.Process.Pid)
+		httpRes[c] = attack(kind, o.rate, addr, body, want, c, duration, child.Process.Pid)
 	}
 	runtime.GOMAXPROCS(procs)
 	if err := stopProfile(); err != nil {
@@ -247,8 +264,12 @@ func measure(o options) error {
 	if o.serverProcs > 0 {
 		serverProcs = strconv.Itoa(o.serverProcs)
 	}
-	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), closed loop, %v a level, %s client; GOMAXPROCS: server %s, client %d, Go API %d of %d CPUs\n\n",
-		n, 4*n/1024, dev, driver, duration, kind, serverProcs, clientProcs, procs, runtime.NumCPU())
+	loop := "closed loop"
+	if o.rate > 0 {
+		loop = fmt.Sprintf("HTTP paced at %d requests/s (the Go API in a closed loop)", o.rate)
+	}
+	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), %s, %v a level, %s client; GOMAXPROCS: server %s, client %d, Go API %d of %d CPUs\n\n",
+		n, 4*n/1024, dev, driver, loop, duration, kind, serverProcs, clientProcs, procs, runtime.NumCPU())
 	fmt.Println("| clients | HTTP: requests/s | p50 | p99 | max | server CPU/request | client CPU/request | Go API: saxpys/s | p50 | p99 | max | CPU/saxpy | HTTP's share of the server's CPU |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, c := range levels {
@@ -259,6 +280,9 @@ func measure(o options) error {
 			share = fmt.Sprintf("%.0f%%", 100*(1-float64(d.cpu)/float64(h.cpu)))
 		}
 		fmt.Printf("| %d | %s | %s | %s | %s |\n", c, h, us(h.client), d, share)
+		if o.rate > 0 {
+			fmt.Printf("|   | from the intended send: p99 %s, max %s; the send's lateness p99 %s | | | | | | | | | | | |\n", us(h.fromSched99), us(h.fromSchedMax), us(h.late99))
+		}
 		if h.failed+d.failed > 0 {
 			fmt.Printf("|   | %d HTTP requests failed | | | | | | %d saxpys failed | | | | | |\n", h.failed, d.failed)
 		}
@@ -285,10 +309,11 @@ func measure(o options) error {
 // reads the CPU time of the process pid, and of this process, over it.
 // Each client sends its next request once the last answered; a request
 // counts as served where it answered 200 with want. With vegeta the
-// clients are vegeta's attacker's workers.
-func attack(kind, addr string, body, want []byte, c int, duration time.Duration, pid int) result {
+// clients are vegeta's attacker's workers; with a rate above 0, they send
+// that many requests a second in all.
+func attack(kind string, rate int, addr string, body, want []byte, c int, duration time.Duration, pid int) result {
 	if kind == "vegeta" {
-		return attackVegeta(addr, body, c, duration, pid)
+		return attackVegeta(addr, body, c, rate, duration, pid)
 	}
 	req := request(addr, "/saxpy?a=2", body)
 	lat := make([][]time.Duration, c)
@@ -326,8 +351,9 @@ func attack(kind, addr string, body, want []byte, c int, duration time.Duration,
 }
 
 // attackVegeta drives the service at addr with vegeta's attacker: c
-// workers at an unbounded rate, each with a keep-alive connection.
-func attackVegeta(addr string, body []byte, c int, duration time.Duration, pid int) result {
+// workers, each with a keep-alive connection, at rate requests a second
+// in all, or as fast as they answer where rate is 0.
+func attackVegeta(addr string, body []byte, c, rate int, duration time.Duration, pid int) result {
 	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: "http://" + addr + "/saxpy?a=2", Body: body})
 	hc := &http.Client{Transport: &http.Transport{
 		MaxIdleConnsPerHost: c,
@@ -340,8 +366,16 @@ func attackVegeta(addr string, body []byte, c int, duration time.Duration, pid i
 	var m vegeta.Metrics
 	cpu0, self0 := procCPU(pid), selfCPU()
 	start := time.Now()
-	for res := range a.Attack(tr, vegeta.Rate{Freq: 0}, duration, "load") {
+	pace := vegeta.Rate{Freq: 0}
+	if rate > 0 {
+		pace = vegeta.Rate{Freq: rate, Per: time.Second}
+	}
+	var sent []sentAt
+	for res := range a.Attack(tr, pace, duration, "load") {
 		m.Add(res)
+		if rate > 0 && res.Error == "" {
+			sent = append(sent, sentAt{seq: res.Seq, at: res.Timestamp, took: res.Latency})
+		}
 	}
 	m.Close()
 	wall := time.Since(start)
@@ -350,6 +384,9 @@ func attackVegeta(addr string, body []byte, c int, duration time.Duration, pid i
 	ok := int(float64(m.Requests) * m.Success)
 	r := result{n: ok, rate: float64(ok) / wall.Seconds(), p50: m.Latencies.P50, p99: m.Latencies.P99, max: m.Latencies.Max, failed: int(m.Requests) - ok}
 	r.cpu, r.client = perRequest(cpu, r), perRequest(self, r)
+	if rate > 0 {
+		r.fromSched99, r.fromSchedMax, r.late99 = fromIntended(sent, rate)
+	}
 	return r
 }
 
