@@ -3,7 +3,8 @@
 # the repository root with .gpu-final carried (scripts/h200-build.sh):
 # the C anchor beside the drivers' hot-path benchmarks (three rounds, each
 # ratio taken within its round), rigbench under many goroutines and over
-# several timelines, the group commit against the old submit path, and the
+# several timelines (cudadev's beside C threads on one stream), the group
+# commit against the old submit path, and the
 # example service's load test. Writes bench.txt, rigbench.txt and
 # server.txt under $OUT.
 R=$(pwd); F=$R/.gpu-final; O=${OUT:-/tmp/out}; mkdir -p $O
@@ -27,9 +28,15 @@ echo "== group commit against the submit path that kicks under the lock" >> $B
 (cd nvdev && RIG_GPU=1 timeout 90 $F/nvdev.test -test.run '^$' -test.benchtime 100000x -test.benchmem \
   -test.bench 'GPU(Submitters|Hold)$') >> $B 2>&1
 G=$O/rigbench.txt; : > $G
+gcc -O2 -pthread -o /tmp/anchor_threads $F/anchor_threads.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda
 # Two rounds; where .gpu-final holds rigbench-base (a build of an earlier
-# commit), it runs beside this one in each round.
+# commit), it runs beside this one in each round. C threads on libcuda
+# (anchor_threads.c) run before cuda:0 in each round.
 for r in 1 2; do for dev in nv:0 cuda:0; do
+  if [ $dev = cuda:0 ]; then
+    echo "== round $r: C threads on one stream (anchor_threads.c) 1,16,64" >> $G
+    timeout 80 /tmp/anchor_threads $K 1,16,64 2 >> $G 2>&1
+  fi
   for b in rigbench rigbench-base; do
     [ -x $F/$b ] || continue
     echo "== round $r: $b -device $dev -c 1,16,64 -depth 1" >> $G
