@@ -293,3 +293,91 @@ func TestWakeStopClosesEvent(t *testing.T) {
 		t.Error("Stop left the event open")
 	}
 }
+
+// TestIntrBudget checks the interrupts' budget: a burst at once, then one
+// an interval, with no credit saved beyond the burst while none is asked.
+func TestIntrBudget(t *testing.T) {
+	var now int64
+	b := newIntrBudget(10_000, 3, func() int64 { return now }) // 100 µs apart
+	us := int64(time.Microsecond)
+	for _, step := range []struct {
+		at   int64 // µs
+		want bool
+	}{
+		{0, true}, {0, true}, {0, true}, // the burst
+		{0, false},
+		{99, false},
+		{100, true}, // an interval on
+		{100, false},
+		{250, true},
+		{250, false},
+		{10_000, true}, {10_000, true}, {10_000, true}, // a long gap refills the burst, no more
+		{10_000, false},
+	} {
+		now = step.at * us
+		if got := b.take(); got != step.want {
+			t.Fatalf("take at %d µs = %v, want %v", step.at, got, step.want)
+		}
+	}
+	var none *intrBudget
+	for range 100 {
+		if !none.take() {
+			t.Fatal("a nil budget refused an interrupt")
+		}
+	}
+}
+
+// TestIntrBudgetConcurrent checks that goroutines taking from one budget
+// at the same time get the burst between them, not more.
+func TestIntrBudgetConcurrent(t *testing.T) {
+	b := newIntrBudget(1, 50, func() int64 { return 0 })
+	var got atomic.Int64
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 100 {
+				if b.take() {
+					got.Add(1)
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	if n := got.Load(); n != 50 {
+		t.Errorf("8 goroutines took %d interrupts of a burst of 50", n)
+	}
+}
+
+// TestWakeBudget checks that a value with waiters parked and none in
+// flight still raises no interrupt where the GPU's budget has none left:
+// it is quiet, so that Sleep bridges to it, and the next value once the
+// budget refilled raises it again.
+func TestWakeBudget(t *testing.T) {
+	r := openRaw(t, Config{})
+	withEvent(r)
+	var now int64
+	r.d.wk.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	m := r.alloc(device.PinnedMemory, 4096)
+	parkWaiters(r)
+	v1 := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	r.wait(v1)
+	parkWaiters(r)
+	v2 := r.submit(nil, fillPart(qCompute, m, 0, 8, 2))
+	if got := r.d.wk.intrs.Load(); got != 1 {
+		t.Errorf("%d values with the interrupt, want 1: the budget had none for value %d", got, v2)
+	}
+	if q := r.d.wk.quiet.Load(); q != v2 {
+		t.Errorf("quiet %d, want %d, the value the budget refused", q, v2)
+	}
+	r.wait(v2)
+	now += int64(time.Millisecond)
+	parkWaiters(r)
+	v3 := r.submit(nil, fillPart(qCompute, m, 0, 8, 3))
+	r.wait(v3)
+	if got := r.d.wk.intrs.Load(); got != 2 {
+		t.Errorf("%d values with the interrupt after the budget refilled, want 2 (value %d)", got, v3)
+	}
+}
