@@ -144,6 +144,11 @@ type gpu struct {
 	oldSets []*chanSet
 	setsOld atomic.Bool // oldSets is not empty
 	live    atomic.Pointer[chanSet]
+
+	// budget is the interrupts' budget of the GPU, which its other
+	// devices in the process share (wake.go). It is last, so that it
+	// moves none of the fields the hot path and the supervisor share.
+	budget *intrBudget
 }
 
 // record is where a value left each ring: once the word holds the value,

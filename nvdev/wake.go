@@ -176,7 +176,6 @@ type waker struct {
 	intrV  uint64        // under mu: the last value submitted with one
 	last   atomic.Uint64 // the last value submitted
 	intrs  atomic.Uint64 // values submitted with an interrupt, for tests
-	budget *intrBudget   // the GPU's interrupts, shared with its other devices
 }
 
 // openEvents makes the device's event where the path gives one; a refusal
@@ -189,7 +188,7 @@ func (d *gpu) openEvents() {
 			return
 		}
 		d.wk.ev = ev
-		d.wk.budget = budgetFor(d.p.Bus())
+		d.budget = budgetFor(d.p.Bus())
 	}
 }
 
@@ -201,7 +200,7 @@ func (d *gpu) planInterrupt(v uint64) bool {
 		return false
 	}
 	d.wk.quiet.Store(v)
-	return d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) && d.wk.budget.take()
+	return d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) && d.budget.take()
 }
 
 // unplanInterrupt undoes planInterrupt for a value Room did not admit.

@@ -134,7 +134,7 @@ func BenchmarkGPURoundTripInterrupt(b *testing.B) {
 		b.Fatalf("the device has no non-stall event: %v", r.d.wk.evErr)
 	}
 	r.d.wk.parked.Store(true)
-	r.d.wk.budget = nil // every value, beyond the GPU's budget
+	r.d.budget = nil // every value, beyond the GPU's budget
 	rawRoundTrips(b, r)
 }
 

@@ -359,7 +359,7 @@ func TestWakeBudget(t *testing.T) {
 	r := openRaw(t, Config{})
 	withEvent(r)
 	var now int64
-	r.d.wk.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
 	m := r.alloc(device.PinnedMemory, 4096)
 	parkWaiters(r)
 	v1 := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
