@@ -3,8 +3,9 @@
 // submissions/s, bytes/s, the latency from submit to reached point at p50,
 // p90, p99, p99.9 and max, the allocations per submission, the process's
 // CPU time (user + system, from getrusage over the measured interval) per
-// submission and per second, so that spinning shows, and the device's
-// facts.
+// submission and per second, so that spinning shows, the machine's GPU
+// interrupts over the run where /proc/interrupts lists them (a flood of
+// them holds the processor that serves them), and the device's facts.
 //
 //	go run ./cmd/rigbench                      # the default device, 3 s of empty launches
 //	go run ./cmd/rigbench -workload d2d -size 64MiB -c 4 -duration 10s
@@ -260,13 +261,16 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 		}
 	}
 	before := statsOf(rigDevs)
+	irqs0, _ := gpuInterrupts()
 	rr := runRounds(ctx, cfg, rs, base, stderr)
+	irqs1, _ := gpuInterrupts()
 	m, bm := rr.m, rr.bm
 	rep.Rig = result("rig", m)
 	if bm == nil {
 		// A baseline's rounds reopen the devices, whose counters then
-		// start again.
+		// start again, and the machine's interrupts count theirs too.
 		rep.Rig.Waits = waitsBetween(before, statsOf(rigDevs))
+		rep.Rig.Interrupts = interruptsBetween(irqs0, irqs1, m.elapsed.Seconds())
 	}
 	rep.PerDevice = per.results(m)
 	if m.errors > 0 {

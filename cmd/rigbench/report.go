@@ -100,9 +100,12 @@ type Result struct {
 	// arrival's intended send time to when its submitter took it up.
 	Lateness *Latency `json:"lateness,omitempty"`
 	// Waits is how the waits ended, for the run through rig.
-	Waits      *Waits `json:"waits,omitempty"`
-	Errors     int64  `json:"errors"`
-	FirstError string `json:"first_error,omitempty"`
+	Waits *Waits `json:"waits,omitempty"`
+	// Interrupts are the machine's GPU interrupts over the run through
+	// rig, where the system lists them.
+	Interrupts *Interrupts `json:"gpu_interrupts,omitempty"`
+	Errors     int64       `json:"errors"`
+	FirstError string      `json:"first_error,omitempty"`
 	// Interrupted is true where Ctrl-C ended the run early.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -288,6 +291,9 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 		if x.Waits != nil {
 			b.WriteString(x.Waits.text())
 		}
+		if x.Interrupts != nil {
+			b.WriteString(x.Interrupts.text())
+		}
 		if x.Errors > 0 {
 			fmt.Fprintf(&b, "  errors %d, the first: %s\n", x.Errors, x.FirstError)
 		}
@@ -328,6 +334,9 @@ func writeResult(b *strings.Builder, r *Result) {
 	fmt.Fprintf(b, "  allocations %.2f per submission (%.1f B)\n", r.AllocsPerSubmission, r.AllocBytesPerSubmission)
 	if r.Waits != nil {
 		b.WriteString(r.Waits.text())
+	}
+	if r.Interrupts != nil {
+		b.WriteString(r.Interrupts.text())
 	}
 	if r.Errors > 0 {
 		fmt.Fprintf(b, "  errors %d, the first: %s\n", r.Errors, r.FirstError)
