@@ -41,7 +41,7 @@ import (
 // processor: four timelines of two goroutines each, copying 16 MiB (70 µs
 // a copy), raised 35,000 interrupts a second with one in flight a
 // timeline, and every timeline's waits stood still for 191 ms at once (a
-// stop of the world waiting for the processor the interrupts held); with
+// stop of the world waits for every processor, that one among them); with
 // the supervisors never spinning, 29,000 a second kept that processor in
 // the interrupts' handling all the time and waits stood still up to 1.7
 // s. At 14,000 a second (one timeline, 64 MiB copies) none stood still.
