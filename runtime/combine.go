@@ -85,9 +85,10 @@ func (d *Device) combine(r *Run, sample bool) attempt {
 		}
 	}
 	// Take the lock where it is free, now and now and then after; spin
-	// on the run's state for the lock's spin time with a place of its
-	// gate (a device without a gate spins yielding), then park until the
-	// combiner wakes it.
+	// on the run's state for combSpin with a place of combGate, then park
+	// until the combiner wakes it. Only devices whose work does not run on
+	// the process's goroutines combine, so a spinner yields at the pace
+	// of internal/yield.
 	l := &d.mu
 	place := false
 	spin := true
@@ -119,11 +120,7 @@ func (d *Device) combine(r *Run, sample bool) attempt {
 			}
 		}
 		if spin {
-			if l.yieldEvery != 0 {
-				if i&l.yieldEvery == l.yieldEvery {
-					runtime.Gosched()
-				}
-			} else if i%64 == 63 {
+			if i%64 == 63 {
 				pace.Maybe(time.Now())
 			}
 			continue
