@@ -53,7 +53,10 @@ func main() {
 	n := flag.Int("n", 1024, "elements of x and y in a request (1024: 4 KiB each)")
 	serve := flag.String("serve", "", "run the service on this address (the child process)")
 	kind := flag.String("client", "vegeta", "the load generator: vegeta (vegeta's attacker, used as a library) or raw (keep-alive HTTP/1.1 connections of its own, one a client, a request in one write, which costs the machine less CPU a request)")
-	faults := flag.Int("faults", 0, "after the HTTP levels, lose the device this many times with a faulting kernel and report how soon the service serves again (not on cuda, whose faults end the process's GPU)")
+	faults := flag.Int("faults", 0, "after the HTTP levels, lose the device this many times with a faulting kernel of each of -fault-kinds and report how soon the service serves again (not on cuda, whose faults end the process's GPU)")
+	faultKinds := flag.String("fault-kinds", "address", "the kinds of fault of -faults, comma-separated: address (a write outside any allocation) and trap")
+	serverCPUs := flag.String("server-cpus", "", "the processors the service's process runs on, a list such as 0-7,16 (empty: any); its GOMAXPROCS is their count unless -server-procs says otherwise")
+	clientCPUs := flag.String("client-cpus", "", "the processors the load generator runs on over the HTTP levels, as -server-cpus; the Go API's levels run on -server-cpus")
 	serverProcs := flag.Int("server-procs", 0, "GOMAXPROCS of the service's process (0: Go's default)")
 	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator over the HTTP levels (0: Go's default)")
 	standby := flag.Bool("standby", true, "keep a standby device open in the service, which requests move to at a loss (service.Config.Standby)")
@@ -61,6 +64,10 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles over the HTTP levels: the server's to `PREFIX`.server.pprof and the client's to PREFIX.client.pprof (with -serve: the server's profile to this file)")
 	flag.Parse()
 	if *serve != "" {
+		if err := pinProcess(*serverCPUs, *serverProcs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 		if err := runService(*serve, *dev, *cpuprofile, *standby); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -75,6 +82,20 @@ func main() {
 		fmt.Fprintf(os.Stderr, "-rate %v: want 0, or requests a second with -client vegeta\n", *rate)
 		os.Exit(2)
 	}
+	var kinds []string
+	for _, k := range strings.Split(*faultKinds, ",") {
+		if k = strings.TrimSpace(k); k != "address" && k != "trap" {
+			fmt.Fprintf(os.Stderr, "-fault-kinds %q: want address, trap or both\n", *faultKinds)
+			os.Exit(2)
+		}
+		kinds = append(kinds, k)
+	}
+	for _, l := range []string{*serverCPUs, *clientCPUs} {
+		if _, err := parseCPUs(l); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	var cs []int
 	for _, f := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
@@ -85,7 +106,8 @@ func main() {
 		cs = append(cs, c)
 	}
 	o := options{dev: *dev, kind: *kind, rate: *rate, levels: cs, duration: *duration, n: *n, faults: *faults,
-		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs, standby: *standby}
+		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs, standby: *standby,
+		faultKinds: kinds, serverCPUs: *serverCPUs, clientCPUs: *clientCPUs}
 	if err := measure(o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -181,6 +203,8 @@ type options struct {
 	profile                  string
 	serverProcs, clientProcs int
 	standby                  bool
+	faultKinds               []string
+	serverCPUs, clientCPUs   string
 }
 
 func measure(o options) error {
@@ -197,15 +221,13 @@ func measure(o options) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"-serve", "127.0.0.1:0", "-device", dev, fmt.Sprintf("-standby=%t", o.standby)}
+	args := []string{"-serve", "127.0.0.1:0", "-device", dev, fmt.Sprintf("-standby=%t", o.standby),
+		"-server-cpus", o.serverCPUs, "-server-procs", strconv.Itoa(o.serverProcs)}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+".server.pprof")
 	}
 	child := exec.Command(exe, args...)
 	child.Stderr = os.Stderr
-	if o.serverProcs > 0 {
-		child.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", o.serverProcs))
-	}
 	out, err := child.StdoutPipe()
 	if err != nil {
 		return err
@@ -228,8 +250,9 @@ func measure(o options) error {
 		}
 	}
 	procs := runtime.GOMAXPROCS(0)
-	if o.clientProcs > 0 {
-		runtime.GOMAXPROCS(o.clientProcs)
+	if err := pinProcess(o.clientCPUs, o.clientProcs); err != nil {
+		_ = child.Process.Kill()
+		return err
 	}
 	clientProcs := runtime.GOMAXPROCS(0)
 	httpRes := map[int]result{}
@@ -241,10 +264,13 @@ func measure(o options) error {
 		_ = child.Process.Kill()
 		return err
 	}
-	var rec []time.Duration
+	rec := map[string][]time.Duration{}
 	var recErr error
-	if faults > 0 && driver != "cuda" {
-		rec, recErr = recoveries(addr, request(addr, "/saxpy?a=2", body), want, faults)
+	for _, k := range o.faultKinds {
+		if faults == 0 || driver == "cuda" || recErr != nil {
+			break
+		}
+		rec[k], recErr = recoveries(addr, request(addr, "/saxpy?a=2", body), want, faults, k)
 	}
 	_ = child.Process.Signal(syscall.SIGTERM)
 	if err := child.Wait(); err != nil {
@@ -254,7 +280,14 @@ func measure(o options) error {
 		return recErr
 	}
 
-	// The same work through the Go API, in this process.
+	// The same work through the Go API, in this process, on the service's
+	// processors.
+	if err := pinProcess(o.serverCPUs, o.serverProcs); err != nil {
+		return err
+	}
+	if o.serverCPUs == "" && o.serverProcs == 0 {
+		runtime.GOMAXPROCS(procs)
+	}
 	svc, _, err := open(context.Background(), dev, 1024, false, false)
 	if err != nil {
 		return err
@@ -268,8 +301,8 @@ func measure(o options) error {
 	if o.rate > 0 {
 		loop = fmt.Sprintf("HTTP paced at %d requests/s (the Go API in a closed loop)", o.rate)
 	}
-	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), %s, %v a level, %s client; GOMAXPROCS: server %s, client %d, Go API %d of %d CPUs\n\n",
-		n, 4*n/1024, dev, driver, loop, duration, kind, serverProcs, clientProcs, procs, runtime.NumCPU())
+	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), %s, %v a level, %s client; GOMAXPROCS: server %s, client %d, Go API %d of %d CPUs%s\n\n",
+		n, 4*n/1024, dev, driver, loop, duration, kind, serverProcs, clientProcs, runtime.GOMAXPROCS(0), runtime.NumCPU(), cpusNote(o))
 	fmt.Println("| clients | HTTP: requests/s | p50 | p99 | max | server CPU/request | client CPU/request | Go API: saxpys/s | p50 | p99 | max | CPU/saxpy | HTTP's share of the server's CPU |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, c := range levels {
@@ -290,17 +323,21 @@ func measure(o options) error {
 	if faults > 0 && driver == "cuda" {
 		fmt.Println("\nno faults on cuda: a CUDA fault ends the GPU for the process")
 	}
-	if len(rec) > 0 {
+	for _, k := range o.faultKinds {
+		rk := rec[k]
+		if len(rk) == 0 {
+			continue
+		}
 		how := "reopening"
 		if o.standby {
 			how = "moving to its standby device"
 		}
-		fmt.Printf("\nserving again after a fault, %s (from the faulting request to the first right answer), %d faults:", how, len(rec))
-		for _, d := range rec {
+		fmt.Printf("\nserving again after a fault (%s), %s (from the faulting request to the first right answer), %d faults:", k, how, len(rk))
+		for _, d := range rk {
 			fmt.Printf(" %s", us(d))
 		}
-		slices.Sort(rec)
-		fmt.Printf("; median %s, max %s\n", us(rec[len(rec)/2]), us(rec[len(rec)-1]))
+		slices.Sort(rk)
+		fmt.Printf("; median %s, max %s\n", us(rk[len(rk)/2]), us(rk[len(rk)-1]))
 	}
 	return nil
 }

@@ -9,14 +9,14 @@ import (
 )
 
 // recoveries loses the service's device n times, with a kernel that
-// faults (POST /debug/fault), and returns for each loss the time from the
+// faults in the way kind names (POST /debug/fault?kind=kind), and returns for each loss the time from the
 // faulting request until the service answered a saxpy (req) with want
 // again. It leaves the lost device a second to give everything back
 // before the next fault.
-func recoveries(addr string, req, want []byte, n int) ([]time.Duration, error) {
+func recoveries(addr string, req, want []byte, n int, kind string) ([]time.Duration, error) {
 	cl := newClient(addr, req)
 	defer cl.close()
-	fault := newClient(addr, request(addr, "/debug/fault", nil))
+	fault := newClient(addr, request(addr, "/debug/fault?kind="+kind, nil))
 	defer fault.close()
 	var out []time.Duration
 	for range n {

@@ -19,7 +19,7 @@ var kernelFiles embed.FS
 func Image(driver, arch string) ([]byte, error) {
 	switch driver {
 	case "host":
-		return hostdev.ImageOf("saxpy", "spin", "crash"), nil
+		return hostdev.ImageOf("saxpy", "spin", "crash", "trap"), nil
 	case "nv":
 		if arch != "sm_90" {
 			return nil, fmt.Errorf("the service carries a cubin for sm_90 only, and the GPU is %s", arch)
@@ -68,4 +68,7 @@ func init() {
 	hostdev.RegisterArgs("crash", func(k *hostdev.Ctx) {
 		k.Fault("the crash kernel wrote outside any allocation")
 	}, 8)
+	hostdev.RegisterArgs("trap", func(k *hostdev.Ctx) {
+		k.Fault("the trap kernel trapped")
+	})
 }

@@ -59,6 +59,7 @@ type backend struct {
 	saxpy *rig.Submission
 	spin  *rig.Submission
 	fault *rig.Submission
+	trap  *rig.Submission
 	free  chan *slot
 	made  atomic.Int32 // slots allocated, at most cap(free)
 }
@@ -182,6 +183,7 @@ func (s *Service) prepare(dev *rig.Device, seat int) (*backend, error) {
 		{&b.saxpy, "saxpy", []rig.Ref{rig.ReadArg(0, 2), rig.ReadWriteArg(1, 3)}},
 		{&b.spin, "spin", nil},
 		{&b.fault, "crash", []rig.Ref{rig.WriteArg(0, 0)}},
+		{&b.trap, "trap", nil},
 	}
 	for _, sb := range subs {
 		fn, err := img.Resolve(sb.name)
@@ -223,7 +225,10 @@ func (b *backend) newSlot() (*slot, error) {
 //	                  answer: a*x + y, n float32
 //	GET  /healthz     200 while the process can serve, 500 once it cannot
 //	GET  /readyz      200 while a device serves, 503 otherwise
-//	POST /debug/spin?us=U, POST /debug/fault   with Config.Debug only
+//	POST /debug/spin?us=U                with Config.Debug only
+//	POST /debug/fault?kind=address|trap  with Config.Debug only: a kernel
+//	                  that writes outside any allocation (address, the
+//	                  default) or traps, which loses the device
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /saxpy", s.handleSaxpy)
@@ -423,12 +428,22 @@ func (s *Service) handleSpin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) handleFault(w http.ResponseWriter, r *http.Request) {
+	kind := r.URL.Query().Get("kind")
+	if kind != "" && kind != "address" && kind != "trap" {
+		http.Error(w, fmt.Sprintf("kind %q: want address or trap", kind), http.StatusBadRequest)
+		return
+	}
 	b, sl, err := s.take(r.Context())
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	p, err := b.fault.Take().Submit(r.Context(), sl.x)
+	var p rig.Point
+	if kind == "trap" {
+		p, err = b.trap.Take().Submit(r.Context())
+	} else {
+		p, err = b.fault.Take().Submit(r.Context(), sl.x)
+	}
 	if err == nil {
 		err = p.Wait(r.Context())
 	}

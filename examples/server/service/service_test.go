@@ -234,12 +234,23 @@ func clientGoesAway(t *testing.T, srv *httptest.Server, active *atomic.Int64, sp
 	}
 }
 
-// TestFaultRecovery: a faulting kernel loses the device; requests answer
-// 503 with the cause, and the service reopens the device and serves again.
+// TestFaultRecovery: a faulting kernel of each kind loses the device;
+// requests answer 503 with the cause, and the service reopens the device
+// and serves again. A kind it has no kernel for answers 400 and loses
+// nothing.
 func TestFaultRecovery(t *testing.T) {
 	srv, svc, _ := serve(t, 4)
 	c := srv.Client()
-	faultAndRecover(t, srv)
+	for _, kind := range []string{"", "address", "trap"} {
+		faultAndRecover(t, srv, kind)
+	}
+	code, body, err := post(context.Background(), c, srv.URL+"/debug/fault?kind=overflow", nil)
+	if err != nil || code != 400 || !strings.Contains(string(body), "overflow") {
+		t.Fatalf("a fault of an unknown kind: %d %q %v", code, body, err)
+	}
+	if err := svc.cur.Load().dev.Err(); err != nil {
+		t.Fatalf("a fault of an unknown kind lost the device: %v", err)
+	}
 	if !svc.healthy.Load() {
 		t.Fatal("the host driver's service reports itself unhealthy after a recovery")
 	}
@@ -250,14 +261,23 @@ func TestFaultRecovery(t *testing.T) {
 	resp.Body.Close()
 }
 
-// faultAndRecover loses the service's device with a faulting kernel, and
-// returns once the service serves right answers again.
-func faultAndRecover(t *testing.T, srv *httptest.Server) {
+// faultKinds are /debug/fault's kinds: a write outside any allocation
+// (the memory unit's fault) and a trap (the compute engine's exception).
+var faultKinds = [2]string{"address", "trap"}
+
+// faultAndRecover loses the service's device with a faulting kernel of
+// kind (/debug/fault's; "" is the default), and returns once the service
+// serves right answers again.
+func faultAndRecover(t *testing.T, srv *httptest.Server, kind string) {
 	t.Helper()
 	c := srv.Client()
-	code, body, err := post(context.Background(), c, srv.URL+"/debug/fault", nil)
+	url := srv.URL + "/debug/fault"
+	if kind != "" {
+		url += "?kind=" + kind
+	}
+	code, body, err := post(context.Background(), c, url, nil)
 	if err != nil || code != 503 || !strings.Contains(string(body), "lost") {
-		t.Fatalf("the faulting request: %d %q %v", code, body, err)
+		t.Fatalf("the faulting request (%q): %d %q %v", kind, code, body, err)
 	}
 	start := time.Now()
 	x, y := vectors(300, 1)
@@ -280,7 +300,7 @@ func faultAndRecover(t *testing.T, srv *httptest.Server) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	t.Logf("served again %v after the fault", time.Since(start))
+	t.Logf("served again %v after the fault (%q)", time.Since(start), kind)
 }
 
 // TestRecoveryOrder: after a loss the service opens the replacement on
@@ -325,11 +345,12 @@ func (l *openLog) open(ctx context.Context, seat int) (*rig.Device, error) {
 // checkRecoveryOrder faults the service's device rounds times and checks
 // each recovery: the replacement opened on the other seat while the lost
 // device was lost and not closed, the service runs on it, and the lost
-// device was closed after and gave everything back.
+// device was closed after and gave everything back. The faults alternate
+// between the kinds (faultKinds).
 func checkRecoveryOrder(t *testing.T, srv *httptest.Server, svc *Service, l *openLog, rounds int) {
 	t.Helper()
 	for round := range rounds {
-		faultAndRecover(t, srv)
+		faultAndRecover(t, srv, faultKinds[round%2])
 		l.mu.Lock()
 		if len(l.devs) != round+2 {
 			l.mu.Unlock()
@@ -374,7 +395,7 @@ func TestStandbyRecovery(t *testing.T) {
 }
 
 // checkStandbyRecovery faults the service's device rounds times and checks
-// each recovery by the standby.
+// each recovery by the standby, with faults of both kinds in turn.
 func checkStandbyRecovery(t *testing.T, srv *httptest.Server, svc *Service, l *openLog, rounds int) {
 	t.Helper()
 	l.mu.Lock()
@@ -384,7 +405,7 @@ func checkStandbyRecovery(t *testing.T, srv *httptest.Server, svc *Service, l *o
 	l.mu.Unlock()
 	for round := range rounds {
 		lost, spare := svc.cur.Load(), waitSpare(t, svc)
-		faultAndRecover(t, srv)
+		faultAndRecover(t, srv, faultKinds[round%2])
 		// The standby, open before the fault, serves.
 		if cur := svc.cur.Load(); cur != spare {
 			t.Fatalf("round %d: the service serves on %s, want the standby %s", round, cur.dev.Name(), spare.dev.Name())
@@ -502,7 +523,7 @@ func TestRecoveryFallback(t *testing.T) {
 		return d, err
 	}
 	srv, _, _ := serveOn(t, 4, open)
-	faultAndRecover(t, srv)
+	faultAndRecover(t, srv, "")
 	mu.Lock()
 	defer mu.Unlock()
 	if refused != 1 {

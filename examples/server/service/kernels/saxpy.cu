@@ -23,3 +23,8 @@ extern "C" __global__ void spin(unsigned long long ns) {
 // crash writes far outside any allocation: the service's faulting request,
 // behind its -debug flag.
 extern "C" __global__ void crash(int *p) { *(volatile int *)((char *)p + 0x7ffffff0000ull) = 1; }
+
+// trap ends with a trap instruction: the service's other faulting request
+// (POST /debug/fault?kind=trap), an exception of the compute engine rather
+// than of the memory unit.
+extern "C" __global__ void trap() { asm volatile("trap;"); }
