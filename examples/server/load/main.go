@@ -264,7 +264,7 @@ func measure(o options) error {
 		_ = child.Process.Kill()
 		return err
 	}
-	rec := map[string][]time.Duration{}
+	rec := map[string][]recovery{}
 	var recErr error
 	for _, k := range o.faultKinds {
 		if faults == 0 || driver == "cuda" || recErr != nil {
@@ -332,12 +332,16 @@ func measure(o options) error {
 		if o.standby {
 			how = "moving to its standby device"
 		}
-		fmt.Printf("\nserving again after a fault (%s), %s (from the faulting request to the first right answer), %d faults:", k, how, len(rk))
-		for _, d := range rk {
-			fmt.Printf(" %s", us(d))
+		fmt.Printf("\nserving again after a fault (%s), %s, %d faults: from the faulting request to the first right answer", k, how, len(rk))
+		var served, after []time.Duration
+		for _, r := range rk {
+			fmt.Printf(" %s", us(r.served))
+			served, after = append(served, r.served), append(after, r.served-r.seen)
 		}
-		slices.Sort(rk)
-		fmt.Printf("; median %s, max %s\n", us(rk[len(rk)/2]), us(rk[len(rk)-1]))
+		slices.Sort(served)
+		slices.Sort(after)
+		fmt.Printf("; median %s, max %s; from its answer (503) to the first right answer: median %s, max %s\n",
+			us(served[len(served)/2]), us(served[len(served)-1]), us(after[len(after)/2]), us(after[len(after)-1]))
 	}
 	return nil
 }

@@ -8,20 +8,25 @@ import (
 	"time"
 )
 
+// recovery is one loss: the time from the faulting request's send to its
+// answer (503), which is how long the driver took to report the fault, and
+// to the first right answer after.
+type recovery struct{ seen, served time.Duration }
+
 // recoveries loses the service's device n times, with a kernel that
-// faults in the way kind names (POST /debug/fault?kind=kind), and returns for each loss the time from the
-// faulting request until the service answered a saxpy (req) with want
-// again. It leaves the lost device a second to give everything back
-// before the next fault.
-func recoveries(addr string, req, want []byte, n int, kind string) ([]time.Duration, error) {
+// faults in the way kind names (POST /debug/fault?kind=kind), and returns
+// each loss's recovery. It leaves the lost device a second to give
+// everything back before the next fault.
+func recoveries(addr string, req, want []byte, n int, kind string) ([]recovery, error) {
 	cl := newClient(addr, req)
 	defer cl.close()
 	fault := newClient(addr, request(addr, "/debug/fault?kind="+kind, nil))
 	defer fault.close()
-	var out []time.Duration
+	var out []recovery
 	for range n {
 		start := time.Now()
 		code, body, err := fault.do()
+		seen := time.Since(start)
 		if err != nil {
 			return out, fmt.Errorf("the faulting request: %w", err)
 		}
@@ -41,7 +46,7 @@ func recoveries(addr string, req, want []byte, n int, kind string) ([]time.Durat
 			}
 			time.Sleep(50 * time.Microsecond)
 		}
-		out = append(out, time.Since(start))
+		out = append(out, recovery{seen: seen, served: time.Since(start)})
 		time.Sleep(time.Second)
 	}
 	return out, nil
