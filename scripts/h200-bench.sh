@@ -5,7 +5,8 @@
 # ratio taken within its round), rigbench under many goroutines and over
 # several timelines (cudadev's beside C threads on one stream), the group
 # commit against the old submit path, and the
-# example service's load test. Writes bench.txt, rigbench.txt and
+# example service's load test (as it comes, and with the service and the
+# load generator on processors of their own). Writes bench.txt, rigbench.txt and
 # server.txt under $OUT.
 R=$(pwd); F=$R/.gpu-final; O=${OUT:-/tmp/out}; mkdir -p $O
 K=$F/kernels.sm_90.cubin
@@ -57,8 +58,14 @@ for b in rigbench rigbench-base; do
   done
 done
 S=$O/server.txt; : > $S
-echo "== examples/server load -device nv:0 (vegeta), 5 faults" >> $S
-timeout 120 $F/server-load -device nv:0 -c 1,16,64,256 -duration 2s -faults 5 -cpuprofile $O/nv >> $S 2>&1
+echo "== examples/server load -device nv:0 (vegeta), 5 faults of each kind" >> $S
+timeout 120 $F/server-load -device nv:0 -c 1,16,64,256 -duration 2s -faults 5 -fault-kinds address,trap -cpuprofile $O/nv >> $S 2>&1
+# The service and vegeta on processors of their own, half each (GPU
+# interrupts come on CPU 14 on the H200's machine), two rounds.
+for r in 1 2; do
+  echo "== round $r: examples/server load -device nv:0 (vegeta) -server-cpus 0-7 -client-cpus 8-15" >> $S
+  timeout 60 $F/server-load -device nv:0 -c 16,64,256 -duration 2s -server-cpus 0-7 -client-cpus 8-15 >> $S 2>&1
+done
 echo "== examples/server load -device nv:0 -client raw" >> $S
 timeout 90 $F/server-load -device nv:0 -c 64,256 -duration 2s -client raw -faults 5 -standby=false >> $S 2>&1
 echo "== examples/server load -device cuda:0 (vegeta)" >> $S
