@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -58,6 +59,7 @@ func main() {
 	serverCPUs := flag.String("server-cpus", "", "the processors the service's process runs on, a list such as 0-7,16 (empty: any); its GOMAXPROCS is their count unless -server-procs says otherwise")
 	clientCPUs := flag.String("client-cpus", "", "the processors the load generator runs on over the HTTP levels, as -server-cpus; the Go API's levels run on -server-cpus")
 	serverProcs := flag.Int("server-procs", 0, "GOMAXPROCS of the service's process (0: Go's default)")
+	serverGOGC := flag.Int("server-gogc", 0, "the service's process's GOGC, its garbage collector's target heap growth in percent, whatever the load generator's (0: the GOGC of the environment, or Go's 100)")
 	clientProcs := flag.Int("client-procs", 0, "GOMAXPROCS of the load generator over the HTTP levels (0: Go's default)")
 	standby := flag.Bool("standby", true, "keep a standby device open in the service, which requests move to at a loss (service.Config.Standby)")
 	rate := flag.Int("rate", 0, "with vegeta: the requests a second to send over each level's clients (0: each client sends its next request once the last answered)")
@@ -67,6 +69,9 @@ func main() {
 		if err := pinProcess(*serverCPUs, *serverProcs); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
+		}
+		if *serverGOGC > 0 {
+			debug.SetGCPercent(*serverGOGC)
 		}
 		if err := runService(*serve, *dev, *cpuprofile, *standby); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -90,6 +95,10 @@ func main() {
 		}
 		kinds = append(kinds, k)
 	}
+	if *serverGOGC < 0 {
+		fmt.Fprintf(os.Stderr, "-server-gogc %d: want a percent above 0, or 0 for the environment's\n", *serverGOGC)
+		os.Exit(2)
+	}
 	for _, l := range []string{*serverCPUs, *clientCPUs} {
 		if _, err := parseCPUs(l); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -107,7 +116,7 @@ func main() {
 	}
 	o := options{dev: *dev, kind: *kind, rate: *rate, levels: cs, duration: *duration, n: *n, faults: *faults,
 		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs, standby: *standby,
-		faultKinds: kinds, serverCPUs: *serverCPUs, clientCPUs: *clientCPUs}
+		faultKinds: kinds, serverCPUs: *serverCPUs, clientCPUs: *clientCPUs, serverGOGC: *serverGOGC}
 	if err := measure(o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -205,6 +214,7 @@ type options struct {
 	standby                  bool
 	faultKinds               []string
 	serverCPUs, clientCPUs   string
+	serverGOGC               int
 }
 
 func measure(o options) error {
@@ -222,7 +232,7 @@ func measure(o options) error {
 		return err
 	}
 	args := []string{"-serve", "127.0.0.1:0", "-device", dev, fmt.Sprintf("-standby=%t", o.standby),
-		"-server-cpus", o.serverCPUs, "-server-procs", strconv.Itoa(o.serverProcs)}
+		"-server-cpus", o.serverCPUs, "-server-procs", strconv.Itoa(o.serverProcs), "-server-gogc", strconv.Itoa(o.serverGOGC)}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+".server.pprof")
 	}
@@ -287,6 +297,9 @@ func measure(o options) error {
 	}
 	if o.serverCPUs == "" && o.serverProcs == 0 {
 		runtime.GOMAXPROCS(procs)
+	}
+	if o.serverGOGC > 0 {
+		debug.SetGCPercent(o.serverGOGC)
 	}
 	svc, _, err := open(context.Background(), dev, 1024, false, false)
 	if err != nil {

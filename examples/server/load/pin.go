@@ -104,11 +104,15 @@ func setThreads(set unix.CPUSet) (bool, error) {
 	return all, nil
 }
 
-// cpusNote says which processors the two processes ran on, where flags
-// chose them.
+// cpusNote says which processors the two processes ran on, and the
+// service's GOGC, where flags chose them.
 func cpusNote(o options) string {
+	gc := ""
+	if o.serverGOGC > 0 {
+		gc = fmt.Sprintf("; the service's GOGC %d", o.serverGOGC)
+	}
 	if o.serverCPUs == "" && o.clientCPUs == "" {
-		return ""
+		return gc
 	}
 	or := func(l string) string {
 		if l == "" {
@@ -116,5 +120,5 @@ func cpusNote(o options) string {
 		}
 		return l
 	}
-	return fmt.Sprintf("; processors: server %s, client %s", or(o.serverCPUs), or(o.clientCPUs))
+	return fmt.Sprintf("; processors: server %s, client %s%s", or(o.serverCPUs), or(o.clientCPUs), gc)
 }
