@@ -47,7 +47,7 @@ func cpusNote(o options) string {
 		gc = fmt.Sprintf("; the service's GOGC %d", o.serverGOGC)
 	}
 	if o.serverCPUs == "" && o.clientCPUs == "" {
-		return gc
+		return gc + "; the service and the load generator share every processor (-server-cpus and -client-cpus part them)"
 	}
 	or := func(l string) string {
 		if l == "" {
