@@ -93,7 +93,9 @@ func main() {
 			fmt.Fprintf(os.Stderr, "-fault-kinds %q: want address, trap or both\n", *faultKinds)
 			os.Exit(2)
 		}
-		kinds = append(kinds, k)
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
 	}
 	if *serverGOGC < 0 {
 		fmt.Fprintf(os.Stderr, "-server-gogc %d: want a percent above 0, or 0 for the environment's\n", *serverGOGC)
