@@ -62,3 +62,39 @@ func Example() {
 	fmt.Println(at(0), at(1), at(255), at(1023))
 	// Output: 0 2 510 2046
 }
+
+// A request that waits for its work at once submits and waits in one
+// call: Run.Do.
+func ExampleRun_Do() {
+	ctx := context.Background()
+	g, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-do"}))
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+
+	x, err := g.Alloc(device.PinnedMemory, 4*256)
+	if err != nil {
+		panic(err)
+	}
+	binary.LittleEndian.PutUint32(x.Bytes()[4:], math.Float32bits(21))
+	image, err := g.LoadImage(hostdev.ImageOf("twice"))
+	if err != nil {
+		panic(err)
+	}
+	twice, err := image.Resolve("twice")
+	if err != nil {
+		panic(err)
+	}
+	s, err := rig.NewSubmission(g, rig.Launch(twice, 8, rig.ReadWrite(0, 0)))
+	if err != nil {
+		panic(err)
+	}
+	run := s.Take()
+	run.Threads(0, 256, 1, 1)
+	if err := run.Do(ctx, x); err != nil {
+		panic(err)
+	}
+	fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(x.Bytes()[4:])))
+	// Output: 42
+}

@@ -26,6 +26,8 @@ type measure struct {
 	allocBytes uint64
 	// cpu is the process's CPU time (user + system) over the run.
 	cpu time.Duration
+	// runnable is the looks at the goroutines waiting for a processor.
+	runnable []uint64
 }
 
 // newMeasure is a measure of nothing yet.
@@ -47,6 +49,7 @@ func (m *measure) add(o *measure) {
 	m.mallocs += o.mallocs
 	m.allocBytes += o.allocBytes
 	m.cpu += o.cpu
+	m.runnable = append(m.runnable, o.runnable...)
 }
 
 // live is what the progress line reads while a run goes on.
@@ -121,6 +124,8 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	cpu0 := cpuTime()
+	stopLooks := make(chan struct{})
+	looks := runnableLooks(stopLooks)
 	start := mono()
 	var pace *pacer
 	if cfg.Rate > 0 {
@@ -154,6 +159,9 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 				return
 			}
 			m.lat.record(i, now-f.intended)
+			if l.observe != nil {
+				l.observe(now - f.intended)
+			}
 			if slowTraces != nil {
 				slowTraces.see(l.device, f.intended, now)
 			}
@@ -233,6 +241,8 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	wg.Wait()
 	end := mono()
 	m.cpu = cpuTime() - cpu0
+	close(stopLooks)
+	m.runnable = <-looks
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	close(watchStop)

@@ -218,7 +218,7 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 		return nil, 1
 	}
 	per := newPerDevice()
-	lanes = per.wrap(lanes, cfg.Depth)
+	lanes = per.wrap(lanes)
 	rs := &rigSide{
 		lanes: lanes,
 		close: func() error { return closeDevicesWithin(e.devs, cfg.Timeout) },
@@ -240,7 +240,7 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 			}
 			e.funcs = nil
 			ls, err := wl.lanes(e)
-			return per.wrap(ls, cfg.Depth), err
+			return per.wrap(ls), err
 		},
 	}
 

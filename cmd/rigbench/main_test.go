@@ -185,6 +185,9 @@ func TestRunLevels(t *testing.T) {
 		if g.Lateness != nil {
 			t.Errorf("level %d: a lateness in closed loop", i)
 		}
+		if g.Runnable == nil || g.Runnable.Looks < 10 {
+			t.Errorf("level %d: runnable goroutines %+v, want about a look each millisecond of 100", i, g.Runnable)
+		}
 	}
 	out.Reset()
 	if code := run(context.Background(), []string{"-device", "host", "-c", "2,1", "-duration", "50ms"}, &out, &errOut); code != 0 {

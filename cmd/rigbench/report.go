@@ -96,6 +96,8 @@ type Result struct {
 	CPUNs              int64   `json:"cpu_ns"`
 	CPUPerSubmissionNs float64 `json:"cpu_per_submission_ns"`
 	CPUPerSecond       float64 `json:"cpu_per_s"`
+	// Runnable is the goroutines waiting for a processor over the run.
+	Runnable *Runnable `json:"runnable,omitempty"`
 	// Lateness is the load generator's own, with -rate: from each
 	// arrival's intended send time to when its submitter took it up.
 	Lateness *Latency `json:"lateness,omitempty"`
@@ -133,6 +135,7 @@ func result(name string, m *measure) Result {
 		r.Lateness = &late
 	}
 	r.CPUNs = int64(m.cpu)
+	r.Runnable = runnableOf(m.runnable)
 	if s := m.elapsed.Seconds(); s > 0 {
 		r.CPUPerSecond = m.cpu.Seconds() / s
 	}
@@ -331,6 +334,9 @@ func writeResult(b *strings.Builder, r *Result) {
 	}
 	fmt.Fprintf(b, "  CPU time (user + system) %s: %s per submission, %.2f s per s\n",
 		profile.Nanos(r.CPUNs), profile.Nanos(int64(r.CPUPerSubmissionNs)), r.CPUPerSecond)
+	if r.Runnable != nil {
+		b.WriteString(r.Runnable.text())
+	}
 	fmt.Fprintf(b, "  allocations %.2f per submission (%.1f B)\n", r.AllocsPerSubmission, r.AllocBytesPerSubmission)
 	if r.Waits != nil {
 		b.WriteString(r.Waits.text())
