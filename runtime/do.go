@@ -3,15 +3,17 @@ package rig
 import "context"
 
 // Do submits the run and waits for its point, for the goroutine that has
-// nothing to do in between, as a server's request often does: it returns
-// what Submit returns where that is an error, and otherwise what Wait on
-// the point returns, with the same rules for the run, its buffers and ctx.
-// A Do whose ctx ends while it waits returns ctx.Err(); the work,
-// submitted, still runs. A nil ctx panics.
-func (r *Run) Do(ctx context.Context, buffers ...*Buffer) error {
+// nothing to do in between, as a server's request often does. It returns
+// Submit's error with the zero Point, or the point with what Wait on it
+// returns, under the same rules for the run, its buffers and ctx. Where
+// the wait ended before the point was reached (ctx ended, the device was
+// lost or closed), the submitted work may still run: the point says when
+// it no longer does, and the host may write the run's buffers again.
+// A nil ctx panics.
+func (r *Run) Do(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	p, err := r.Submit(ctx, buffers...)
 	if err != nil {
-		return err
+		return Point{}, err
 	}
-	return p.Wait(ctx)
+	return p, p.Wait(ctx)
 }

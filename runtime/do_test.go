@@ -17,7 +17,10 @@ func doAsync(t *testing.T, f *fake, s *Submission, ctx context.Context) <-chan e
 	t.Helper()
 	n := f.count()
 	ch := make(chan error, 1)
-	go func() { ch <- s.Take().Do(ctx) }()
+	go func() {
+		_, err := s.Take().Do(ctx)
+		ch <- err
+	}()
 	for start := time.Now(); f.count() == n; time.Sleep(50 * time.Microsecond) {
 		if time.Since(start) > 5*time.Second {
 			t.Fatal("Do submitted nothing")
@@ -57,16 +60,28 @@ func TestDoErrors(t *testing.T) {
 
 	r := s.Take()
 	r.Release()
-	if err := r.Do(context.Background()); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("Do of a released run: %v, want ErrInvalid", err)
+	if p, err := r.Do(context.Background()); !errors.Is(err, ErrInvalid) || p != (Point{}) {
+		t.Fatalf("Do of a released run: %v, %v; want the zero Point, ErrInvalid", p, err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	v := d.last.Load() + 1
-	ch := doAsync(t, f, s, ctx)
+	pc := make(chan Point, 1)
+	go func() {
+		p, err := s.Take().Do(ctx)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a cancelled Do returned %v, want context.Canceled", err)
+		}
+		pc <- p
+	}()
+	for start := time.Now(); f.count() == 0 || d.Waiting() == 0; time.Sleep(50 * time.Microsecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("Do did not wait")
+		}
+	}
 	cancel()
-	if err := <-ch; !errors.Is(err, context.Canceled) {
-		t.Fatalf("a cancelled Do returned %v, want context.Canceled", err)
+	if p := <-pc; p.Device() != d || p.Value() != v || p.Reached() {
+		t.Fatalf("a cancelled Do returned the point %v of %v, reached %v; want %d of %v, not reached", p.Value(), p.Device(), p.Reached(), v, d)
 	}
 	for start := time.Now(); d.Waiting() != 0; time.Sleep(50 * time.Microsecond) {
 		if time.Since(start) > 5*time.Second {
@@ -74,7 +89,7 @@ func TestDoErrors(t *testing.T) {
 		}
 	}
 	f.complete(v)
-	ch = doAsync(t, f, s, context.Background())
+	ch := doAsync(t, f, s, context.Background())
 	f.complete(v + 1)
 	if err := <-ch; err != nil {
 		t.Fatalf("a Do after the cancellation: %v", err)
@@ -112,9 +127,13 @@ func TestDoConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for range each {
 				before := d.last.Load()
-				if err := s.Take().Do(context.Background()); err != nil {
+				p, err := s.Take().Do(context.Background())
+				if err != nil {
 					t.Error(err)
 					return
+				}
+				if !p.Reached() || !device.AtLeast(p.Value(), before+1) {
+					early.Add(1)
 				}
 				// The run's value is past before; the word reached it.
 				if !device.AtLeast(d.read(), before+1) {
@@ -150,7 +169,7 @@ func TestDoAllocs(t *testing.T) {
 	s := empty(t, d)
 	ctx := context.Background()
 	step := func() {
-		if err := s.Take().Do(ctx); err != nil {
+		if _, err := s.Take().Do(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -92,7 +92,7 @@ func ExampleRun_Do() {
 	}
 	run := s.Take()
 	run.Threads(0, 256, 1, 1)
-	if err := run.Do(ctx, x); err != nil {
+	if _, err := run.Do(ctx, x); err != nil {
 		panic(err)
 	}
 	fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(x.Bytes()[4:])))

@@ -393,12 +393,9 @@ func (s *Service) Saxpy(ctx context.Context, a float32, n int, fill func(x, y []
 	run.Threads(0, 256, 1, 1)
 	run.SetInt32(0, 0, int32(n))
 	run.SetFloat32(0, 1, a)
-	p, err := run.Submit(ctx, sl.x, sl.y)
-	if err != nil {
-		b.free <- sl
-		return err
-	}
-	if err := p.Wait(ctx); err != nil {
+	// Where the wait ends first (the client went away, the device was
+	// lost), the slot goes back once the work no longer runs: give.
+	if p, err := run.Do(ctx, sl.x, sl.y); err != nil {
 		s.give(b, sl, p)
 		return err
 	}
@@ -490,7 +487,8 @@ func (s *Service) take(ctx context.Context) (*backend, *slot, error) {
 }
 
 // give hands a slot back once the work that uses it is done: at once
-// where p is reached, and otherwise from a goroutine that waits for it,
+// where p is reached (the zero Point of a submission that failed is), and
+// otherwise from a goroutine that waits for it,
 // so that a request that went away never lets another request write the
 // memory the device still reads.
 func (s *Service) give(b *backend, sl *slot, p rig.Point) {
