@@ -4,7 +4,8 @@ import "context"
 
 // Do submits the run and waits for its point, for the goroutine that has
 // nothing to do in between, as a server's request often does. It returns
-// Submit's error with the zero Point, or the point with what Wait on it
+// what Submit returns where that is an error (the zero Point where
+// nothing was submitted), and otherwise the point with what Wait on it
 // returns, under the same rules for the run, its buffers and ctx. Where
 // the wait ended before the point was reached (ctx ended, the device was
 // lost or closed), the submitted work may still run: the point says when
@@ -13,7 +14,7 @@ import "context"
 func (r *Run) Do(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	p, err := r.Submit(ctx, buffers...)
 	if err != nil {
-		return Point{}, err
+		return p, err
 	}
 	return p, p.Wait(ctx)
 }

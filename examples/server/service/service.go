@@ -487,9 +487,9 @@ func (s *Service) take(ctx context.Context) (*backend, *slot, error) {
 }
 
 // give hands a slot back once the work that uses it is done: at once
-// where p is reached (the zero Point of a submission that failed is), and
-// otherwise from a goroutine that waits for it,
-// so that a request that went away never lets another request write the
+// where p is reached (the zero Point of a submission that failed is) or
+// the device is lost, and otherwise from a goroutine that waits for it, so
+// that a request that went away never lets another request write the
 // memory the device still reads.
 func (s *Service) give(b *backend, sl *slot, p rig.Point) {
 	if p.Reached() || b.dev.Err() != nil {
