@@ -153,30 +153,3 @@ func TestDoConcurrent(t *testing.T) {
 		t.Fatalf("%d waiters left", w)
 	}
 }
-
-// TestDoAllocs: a Do of one goroutine on a device that kicks allocates
-// nothing.
-func TestDoAllocs(t *testing.T) {
-	if raced() {
-		t.Skip("the race detector's instrumentation allocates")
-	}
-	k := &spinKickDrv{spinDrv{fake: newFake()}}
-	k.held = true
-	d := openWith(t, device.Opener{Name: "do-allocs", Make: func(w *uint64) (device.Driver, error) {
-		k.facts.Word = w
-		return k, nil
-	}})
-	s := empty(t, d)
-	ctx := context.Background()
-	step := func() {
-		if _, err := s.Take().Do(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 100 {
-		step()
-	}
-	if n := testing.AllocsPerRun(1000, step); n != 0 {
-		t.Fatalf("Take + Do allocates %v times a run", n)
-	}
-}

@@ -439,33 +439,37 @@ func TestCombineOrder(t *testing.T) {
 }
 
 // TestKickAllocs: a submission of one submitter to a Kicker allocates
-// nothing.
+// nothing, through Submit or through Do, which waits for it too.
 func TestKickAllocs(t *testing.T) {
 	if raced() {
 		t.Skip("the race detector's instrumentation allocates")
 	}
 	k := &spinKickDrv{spinDrv{fake: newFake()}}
 	k.held = true
-	d, err := Open(context.Background(), device.Opener{Name: "kick-allocs", Make: func(w *uint64) (device.Driver, error) {
+	d := openWith(t, device.Opener{Name: "kick-allocs", Make: func(w *uint64) (device.Driver, error) {
 		k.facts.Word = w
 		return k, nil
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = d.Close(); <-d.Done() }()
 	s := empty(t, d)
 	ctx := context.Background()
-	step := func() {
-		if _, err := s.Take().Submit(ctx); err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		call func(r *Run) error
+	}{
+		{"Take + Submit + Kick", func(r *Run) error { _, err := r.Submit(ctx); return err }},
+		{"Take + Do", func(r *Run) error { _, err := r.Do(ctx); return err }},
+	} {
+		step := func() {
+			if err := c.call(s.Take()); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for range 100 {
-		step()
-	}
-	if n := testing.AllocsPerRun(1000, step); n != 0 {
-		t.Fatalf("Take + Submit + Kick allocates %v times a run", n)
+		for range 100 {
+			step()
+		}
+		if n := testing.AllocsPerRun(1000, step); n != 0 {
+			t.Errorf("%s allocates %v times a run", c.name, n)
+		}
 	}
 }
 
