@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -441,7 +440,7 @@ func TestCombineOrder(t *testing.T) {
 // TestKickAllocs: a submission of one submitter to a Kicker allocates
 // nothing, through Submit or through Do, which waits for it too.
 func TestKickAllocs(t *testing.T) {
-	if raced() {
+	if raceOn {
 		t.Skip("the race detector's instrumentation allocates")
 	}
 	k := &spinKickDrv{spinDrv{fake: newFake()}}
@@ -471,18 +470,4 @@ func TestKickAllocs(t *testing.T) {
 			t.Errorf("%s allocates %v times a run", c.name, n)
 		}
 	}
-}
-
-// raced reports whether the test runs under the race detector.
-func raced() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }

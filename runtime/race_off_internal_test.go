@@ -2,6 +2,7 @@
 
 package rig
 
-// raceOn says the race detector is on: it shuffles the order in which
-// the scheduler runs goroutines, which some tests check.
+// raceOn says the tests run under the race detector, whose
+// instrumentation allocates and which shuffles the order in which the
+// scheduler runs goroutines, which some tests check.
 const raceOn = false
