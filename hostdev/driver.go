@@ -26,7 +26,7 @@ type Config struct {
 	// moved for HangMs milliseconds while work is pending; 0 for never.
 	HangMs int
 	// Ring is the values in flight before Room returns RoomLater; 4096
-	// where 0.
+	// where 0, and at most MaxRing.
 	Ring int
 	// Grow starts the device's launch ring (parts, waits and parameter
 	// bytes of the values in flight) small, so that Room returns RoomGrow
@@ -50,6 +50,11 @@ type Caps struct {
 	// Workers is the goroutines that run a launch's groups at once.
 	Workers int
 }
+
+// MaxRing is the most values in flight a host device's ring holds
+// (Config.Ring): Make preallocates about 650 bytes for each, outside the
+// budget, and refuses a larger ring with an error.
+const MaxRing = 1 << 20
 
 // Key names the host driver's capability record.
 var Key = device.NewKey[*Caps]("hostdev")
@@ -128,6 +133,9 @@ func open(c Config, word *uint64) (*dev, error) {
 	}
 	if c.Budget < 0 || c.Ring < 0 || c.HangMs < 0 {
 		return nil, fmt.Errorf("hostdev: negative budget, ring or hang bound in %+v", c)
+	}
+	if c.Ring > MaxRing {
+		return nil, fmt.Errorf("hostdev: ring of %d values, over the %d a host device holds", c.Ring, MaxRing)
 	}
 	if c.Budget == 0 {
 		c.Budget = 1 << 30
@@ -454,6 +462,11 @@ func (d *dev) MapHost(p uintptr, n int) (device.Region, error) {
 	}
 	if p == 0 || p%uintptr(pageSize) != 0 {
 		return nil, fmt.Errorf("hostdev: map_host at %#x, which starts no page", p)
+	}
+	// The whole pages must be counted by an int and end below the top of
+	// the address space.
+	if n > math.MaxInt-pageSize || p+uintptr(roundPage(n)) < p {
+		return nil, fmt.Errorf("hostdev: map_host of %d bytes at %#x: past the end of the address space", n, p)
 	}
 	r := &region{dev: d, kind: device.PinnedMemory, own: hostPages, addr: p, size: roundPage(n)}
 	d.enlist(r)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/rig-go/rig/device"
 	"math"
+	"math/bits"
 	"sort"
 	"sync"
 	"time"
@@ -221,9 +222,19 @@ func (k *Ctx) Uint32(off int) uint32 {
 // Group[0]*Threads[0] + Thread[0].
 func (k *Ctx) Index() int { return k.Group[0]*k.Threads[0] + k.Thread[0] }
 
-// span is the part [lo, hi) of n items that thread i of t takes.
+// span is the part [lo, hi) of n items that thread i of t takes, 0 <= i <
+// t. The products n*i and n*(i+1) are taken as 128 bits, so that they do
+// not wrap where n is large and there are many threads; their quotients by
+// t are at most n.
 func span(n uint64, i, t int) (lo, hi uint64) {
-	return n * uint64(i) / uint64(t), n * uint64(i+1) / uint64(t)
+	return mulDiv(n, uint64(i), uint64(t)), mulDiv(n, uint64(i+1), uint64(t))
+}
+
+// mulDiv is n*i/t, for i <= t and t > 0, without overflow.
+func mulDiv(n, i, t uint64) uint64 {
+	h, l := bits.Mul64(n, i)
+	q, _ := bits.Div64(h, l, t)
+	return q
 }
 
 // global is the thread's index and the count of threads over the launch.

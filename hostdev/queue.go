@@ -308,7 +308,10 @@ func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 		if g[0] > maxGroupsX || g[1] > maxGroupsYZ || g[2] > maxGroupsYZ {
 			return never(i, "part %d launches %q over groups %v: over %d along x or %d along y or z", i, p.Entry.Name, g, maxGroupsX, maxGroupsYZ)
 		}
-		if t[2] > maxThreadsZ || uint64(t[0])*uint64(t[1])*uint64(t[2]) > uint64(p.Entry.Threads) {
+		// t[0]*t[1] fits 64 bits; the product with t[2] may not, so it is
+		// taken as 128 bits.
+		hi, per := bits.Mul64(uint64(t[0])*uint64(t[1]), uint64(t[2]))
+		if t[2] > maxThreadsZ || hi != 0 || p.Entry.Threads < 0 || per > uint64(p.Entry.Threads) {
 			return never(i, "part %d launches %q with threads %v per group: over the %d threads of its entry, or %d along z", i, p.Entry.Name, t, p.Entry.Threads, maxThreadsZ)
 		}
 		if int64(p.Shared) > int64(p.Entry.Shared) {

@@ -386,6 +386,8 @@ func TestRoomNever(t *testing.T) {
 		{"group axis 0", []device.Part{ln(func(p *device.Part) { p.Groups[1] = 0 })}, 0, "axis of size 0"},
 		{"thread axis 0", []device.Part{ln(func(p *device.Part) { p.Threads[2] = 0 })}, 0, "axis of size 0"},
 		{"too many threads", []device.Part{ln(func(p *device.Part) { p.Threads = [3]uint32{32, 33, 1} })}, 0, "over the 1024 threads"},
+		{"threads product wraps 64 bits", []device.Part{ln(func(p *device.Part) { p.Threads = [3]uint32{1 << 31, 1 << 31, 4} })}, 0, "over the 1024 threads"},
+		{"threads product wraps to a small count", []device.Part{ln(func(p *device.Part) { p.Threads = [3]uint32{1<<29 + 1<<15 + 1, 1<<29 - 1<<15 + 1, 64} })}, 0, "over the 1024 threads"},
 		{"too many threads z", []device.Part{ln(func(p *device.Part) { p.Threads = [3]uint32{1, 1, 65} })}, 0, "along z"},
 		{"too many groups", []device.Part{ln(func(p *device.Part) { p.Groups = [3]uint32{1, 65536, 1} })}, 0, "groups"},
 		{"shared", []device.Part{ln(func(p *device.Part) { p.Shared = MaxShared + 1 })}, 0, "dynamic shared"},

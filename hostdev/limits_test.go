@@ -1,0 +1,80 @@
+package hostdev
+
+import (
+	"math"
+	"math/big"
+	"strings"
+	"testing"
+)
+
+// TestMapHostPastAddressSpace checks that MapHost refuses a count of bytes
+// whose whole pages overflow an int or run past the top of the address
+// space, rather than making a region of a negative or wrapped size.
+func TestMapHostPastAddressSpace(t *testing.T) {
+	d, _ := newDev(t, Config{MapsHost: true}, 0)
+	page := uintptr(pageSize)
+	for _, tc := range []struct {
+		name string
+		p    uintptr
+		n    int
+	}{
+		{"max int", page, math.MaxInt},
+		{"rounds past max int", page, math.MaxInt - pageSize + 2},
+		{"last page plus one", ^uintptr(0) - page + 1, pageSize + 1},
+		{"wraps the address space", ^uintptr(0) - 2*page + 1, 1 << 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := d.MapHost(tc.p, tc.n)
+			if err == nil {
+				t.Fatalf("map_host of %d bytes at %#x made a region of %d bytes", tc.n, tc.p, r.(*region).size)
+			}
+			if !strings.Contains(err.Error(), "address space") {
+				t.Fatalf("map_host answered %v, want an error naming the address space", err)
+			}
+		})
+	}
+	if n := len(*d.regions.Load()); n != 0 {
+		t.Fatalf("refused mappings left %d regions", n)
+	}
+}
+
+// TestRingLimit checks that Make refuses a ring too large to preallocate
+// with an error, rather than panicking in makeslice.
+func TestRingLimit(t *testing.T) {
+	for _, ring := range []int{MaxRing + 1, 1 << 40, 1 << 58, math.MaxInt} {
+		drv, err := Open(Config{Ring: ring}).Make(new(uint64))
+		if err == nil {
+			drv.Stop("")
+			t.Fatalf("make with a ring of %d values succeeded", ring)
+		}
+		if !strings.Contains(err.Error(), "ring") {
+			t.Fatalf("make with a ring of %d values answered %v, want an error naming the ring", ring, err)
+		}
+	}
+}
+
+// TestSpan checks the threads' parts of the built-in copy and fill kernels:
+// each is n*i/t to n*(i+1)/t, exact where n*i overflows 64 bits.
+func TestSpan(t *testing.T) {
+	for _, tc := range []struct {
+		n    uint64
+		i, t int
+	}{
+		{0, 0, 1},
+		{10, 0, 3},
+		{10, 2, 3},
+		{1 << 36, 1<<28 - 1, 1 << 28},
+		{1 << 40, 1 << 30, 1 << 31},
+		{math.MaxUint64, 6, 7},
+		{math.MaxUint64, math.MaxInt32 - 1, math.MaxInt32},
+	} {
+		lo, hi := span(tc.n, tc.i, tc.t)
+		want := func(i int) uint64 {
+			x := new(big.Int).Mul(new(big.Int).SetUint64(tc.n), big.NewInt(int64(i)))
+			return x.Quo(x, big.NewInt(int64(tc.t))).Uint64()
+		}
+		if lo != want(tc.i) || hi != want(tc.i+1) {
+			t.Errorf("span(%d, %d, %d) = [%d, %d), want [%d, %d)", tc.n, tc.i, tc.t, lo, hi, want(tc.i), want(tc.i+1))
+		}
+	}
+}
