@@ -1,12 +1,14 @@
 package cudadev
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
 	"github.com/rig-go/rig/internal/testutil"
 )
 
@@ -264,6 +266,13 @@ func TestRoomRefusals(t *testing.T) {
 		{"copy pitch", device.Part{Kind: device.CopyRows, Dst: dst, Filling: true, RowBytes: 30, Rows: 2, DstPitch: 20}, "pitch of 20"},
 		{"copy ok", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Src: dst, RowBytes: 30, Rows: 2, DstPitch: 40, SrcPitch: 50}, ""},
 		{"copy foreign", device.Part{Kind: device.CopyRows, Dst: "x", RowBytes: 1, Rows: 1}, "region of no CUDA device"},
+		// Ends that wrap past 2^64 to a byte inside the region.
+		{"fill offset wraps", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Filling: true, DstOffset: 1<<64 - 8, RowBytes: 16, Rows: 1, DstPitch: 16}, "past 2^64"},
+		{"fill pitch wraps", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Filling: true, RowBytes: 8, Rows: 3, DstPitch: 1 << 63}, "past 2^64"},
+		{"fill rows wrap", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Filling: true, RowBytes: 8, Rows: 1<<61 + 1, DstPitch: 8}, "past 2^64"},
+		{"copy source wraps", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Src: dst, SrcOffset: 1<<64 - 4, RowBytes: 8, Rows: 1, DstPitch: 8, SrcPitch: 8}, "of its source: past 2^64"},
+		{"copy source pitch wraps", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Src: dst, RowBytes: 8, Rows: 2, DstPitch: 8, SrcPitch: 1<<64 - 4}, "of its source: past 2^64"},
+		{"copy ending at the region's end", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Src: dst, DstOffset: 80, SrcOffset: 0, RowBytes: 10, Rows: 2, DstPitch: 10, SrcPitch: 90}, ""},
 	} {
 		s := device.Submission{Value: 1, Parts: []device.Part{launch(nil), c.p}}
 		a := d.Room(&s)
@@ -299,5 +308,54 @@ func TestRoomAllocs(t *testing.T) {
 	}}
 	if n := testing.AllocsPerRun(100, func() { d.Room(&s) }); n != 0 {
 		t.Fatalf("Room allocates %v times", n)
+	}
+}
+
+// TestCheckImage: the images the tests load pass, and a cubin or fatbin
+// cut short of what its headers count is refused before CUDA reads it.
+func TestCheckImage(t *testing.T) {
+	fat := testkernels.Fatbin()
+	cubin, ok := testkernels.Cubin("sm_90")
+	if !ok {
+		t.Fatal("no sm_90 cubin")
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		why  string // "" for ok
+	}{
+		{"fatbin", fat, ""},
+		{"cubin", cubin, ""},
+		{"ptx", testkernels.PTX(), ""},
+		{"portable ptx", testkernels.Portable(), ""},
+		{"fatbin magic alone", fat[:4], "shorter than its 16-byte header"},
+		{"fatbin header alone", fat[:16], "whose header counts"},
+		{"fatbin less a byte", fat[:len(fat)-1], "whose header counts"},
+		{"cubin magic alone", cubin[:4], "no 64-bit ELF"},
+		{"cubin header alone", cubin[:64], "shorter than its ELF tables"},
+		{"cubin less a byte", cubin[:len(cubin)-1], "shorter than its ELF tables"},
+		{"cubin half", cubin[:len(cubin)/2], "shorter than its ELF tables"},
+		{"32-bit ELF", append(append([]byte(nil), cubin[:4]...), append([]byte{1}, make([]byte, 59)...)...), "no 64-bit ELF"},
+	} {
+		err := checkImage(c.b)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
+		}
+	}
+	// A cubin whose section lies past its end, with its tables in place.
+	short := append([]byte(nil), cubin...)
+	shoff := binary.LittleEndian.Uint64(short[0x28:])
+	shent := uint64(binary.LittleEndian.Uint16(short[0x3a:]))
+	for i := uint64(1); i < uint64(binary.LittleEndian.Uint16(short[0x3c:])); i++ {
+		if sh := short[shoff+i*shent:]; binary.LittleEndian.Uint32(sh[4:]) != 8 {
+			binary.LittleEndian.PutUint64(sh[0x20:], uint64(len(short)))
+			break
+		}
+	}
+	if err := checkImage(short); err == nil || !strings.Contains(err.Error(), "shorter than its section") {
+		t.Errorf("a section past the end: %v", err)
 	}
 }

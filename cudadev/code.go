@@ -2,6 +2,7 @@ package cudadev
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -68,6 +69,9 @@ func (d *gpu) Image(b []byte) (device.Code, error) {
 	if len(b) == 0 {
 		return device.Code{}, fmt.Errorf("cudadev: an image of no bytes")
 	}
+	if err := checkImage(b); err != nil {
+		return device.Code{}, err
+	}
 	data := b
 	if !bytes.HasPrefix(b, elfMagic) && !bytes.HasPrefix(b, fatbinMagic) && b[len(b)-1] != 0 {
 		// PTX text: CUDA reads it up to a NUL.
@@ -97,6 +101,57 @@ func (d *gpu) Image(b []byte) (device.Code, error) {
 	}
 	modules.mu.Unlock()
 	return device.Code{Loaded: img}, nil
+}
+
+// checkImage returns an error where b, a cubin or a fatbin by its magic,
+// is shorter than its headers say: cuModuleLoadData takes no length, and
+// reads as far as the headers say. A cubin is a 64-bit ELF whose header,
+// section and program header tables, sections and segments lie within b;
+// a fatbin's header and the bytes its header counts lie within b. Any
+// other b is PTX text, which CUDA reads up to a NUL.
+func checkImage(b []byte) error {
+	le := binary.LittleEndian
+	within := func(off, n uint64) bool { return off <= uint64(len(b)) && n <= uint64(len(b))-off }
+	table := func(off uint64, entSize, count uint16) bool {
+		return within(off, uint64(entSize)*uint64(count))
+	}
+	switch {
+	case bytes.HasPrefix(b, fatbinMagic):
+		const header = 16
+		if len(b) < header {
+			return fmt.Errorf("cudadev: a fatbin of %d bytes, shorter than its %d-byte header", len(b), header)
+		}
+		hdr, fat := uint64(le.Uint16(b[6:])), le.Uint64(b[8:])
+		if hdr < header || !within(hdr, fat) {
+			return fmt.Errorf("cudadev: a fatbin of %d bytes, whose header counts %d bytes of header and %d of images", len(b), hdr, fat)
+		}
+	case bytes.HasPrefix(b, elfMagic):
+		const header = 64
+		if len(b) < header || b[4] != 2 {
+			return fmt.Errorf("cudadev: a cubin of %d bytes that is no 64-bit ELF", len(b))
+		}
+		phoff, shoff := le.Uint64(b[0x20:]), le.Uint64(b[0x28:])
+		phent, phnum := le.Uint16(b[0x36:]), le.Uint16(b[0x38:])
+		shent, shnum := le.Uint16(b[0x3a:]), le.Uint16(b[0x3c:])
+		if phnum > 0 && (phent < 0x38 || !table(phoff, phent, phnum)) ||
+			shnum > 0 && (shent < 0x40 || !table(shoff, shent, shnum)) {
+			return fmt.Errorf("cudadev: a cubin of %d bytes, shorter than its ELF tables", len(b))
+		}
+		for i := range uint64(shnum) {
+			sh := b[shoff+i*uint64(shent):]
+			const nobits = 8
+			if le.Uint32(sh[4:]) != nobits && !within(le.Uint64(sh[0x18:]), le.Uint64(sh[0x20:])) {
+				return fmt.Errorf("cudadev: a cubin of %d bytes, shorter than its section %d", len(b), i)
+			}
+		}
+		for i := range uint64(phnum) {
+			ph := b[phoff+i*uint64(phent):]
+			if !within(le.Uint64(ph[0x08:]), le.Uint64(ph[0x20:])) {
+				return fmt.Errorf("cudadev: a cubin of %d bytes, shorter than its segment %d", len(b), i)
+			}
+		}
+	}
+	return nil
 }
 
 // place finds every function of img's module, loads its code, and lets it

@@ -154,10 +154,12 @@
 // # Code
 //
 // Image loads a cubin, a fatbin or PTX (NUL-terminated where it is not)
-// with cuModuleLoadData, then places every function's code whatever
-// CUDA_MODULE_LOADING asks (cuModuleEnumerateFunctions and cuFuncLoad), and
-// lets each function take as much dynamic shared memory as a block can
-// have, less its static shared memory. Entry returns the function's
+// with cuModuleLoadData, which takes no length: Image first refuses a
+// cubin or fatbin shorter than its headers say. It then places every
+// function's code whatever CUDA_MODULE_LOADING asks
+// (cuModuleEnumerateFunctions and cuFuncLoad), and lets each function
+// take as much dynamic shared memory as a block can have, less its static
+// shared memory. Entry returns the function's
 // CUfunction, its most threads per group and dynamic shared memory, and
 // the end of its parameters (cuFuncGetParamInfo); it refuses, with an
 // error rather than a panic, a kernel of more parameter bytes than CUDA

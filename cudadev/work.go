@@ -2,6 +2,7 @@ package cudadev
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"unsafe"
 
@@ -121,7 +122,9 @@ func checkCopy(p *device.Part) string {
 	if p.Rows > 1 && p.DstPitch < p.RowBytes {
 		return fmt.Sprintf("a destination pitch of %d bytes, under the rows' %d", p.DstPitch, p.RowBytes)
 	}
-	if end := p.DstOffset + (p.Rows-1)*p.DstPitch + p.RowBytes; end > dst.size {
+	if end, ok := rowsEnd(p.DstOffset, p.Rows, p.DstPitch, p.RowBytes); !ok {
+		return fmt.Sprintf("a copy of %d rows of %d bytes, %d bytes apart, from byte %d of its destination: past 2^64 bytes", p.Rows, p.RowBytes, p.DstPitch, p.DstOffset)
+	} else if end > dst.size {
 		return fmt.Sprintf("a copy to bytes up to %d of a region of %d", end, dst.size)
 	}
 	if p.Filling {
@@ -134,10 +137,21 @@ func checkCopy(p *device.Part) string {
 	if p.Rows > 1 && p.SrcPitch < p.RowBytes {
 		return fmt.Sprintf("a source pitch of %d bytes, under the rows' %d", p.SrcPitch, p.RowBytes)
 	}
-	if end := p.SrcOffset + (p.Rows-1)*p.SrcPitch + p.RowBytes; end > src.size {
+	if end, ok := rowsEnd(p.SrcOffset, p.Rows, p.SrcPitch, p.RowBytes); !ok {
+		return fmt.Sprintf("a copy of %d rows of %d bytes, %d bytes apart, from byte %d of its source: past 2^64 bytes", p.Rows, p.RowBytes, p.SrcPitch, p.SrcOffset)
+	} else if end > src.size {
 		return fmt.Sprintf("a copy from bytes up to %d of a region of %d", end, src.size)
 	}
 	return ""
+}
+
+// rowsEnd returns the end of rows rows of n bytes, pitch bytes apart, from
+// byte off, rows and n above 0, and false where it lies past 2^64.
+func rowsEnd(off, rows, pitch, n uint64) (uint64, bool) {
+	hi, lo := bits.Mul64(rows-1, pitch)
+	end, c1 := bits.Add64(lo, n, 0)
+	end, c2 := bits.Add64(end, off, 0)
+	return end, hi == 0 && c1 == 0 && c2 == 0
 }
 
 // maps reports whether the GPU maps the word w: a word of rig's array,
