@@ -160,6 +160,9 @@ func readELF(b []byte) (*elfFile, error) {
 	if shstrndx >= shnum {
 		return nil, malformed("section name table %d of %d sections", shstrndx, shnum)
 	}
+	if t := elf.SectionType(le.Uint32(hdrs[4:])); t != elf.SHT_NULL {
+		return nil, malformed("section 0 of type %v, not SHT_NULL", t)
+	}
 	f.sections = make([]*elfSection, shnum)
 	var held uint64 // the bytes of the sections read so far
 	for i := range f.sections {

@@ -49,6 +49,12 @@ func FuzzParse(f *testing.F) {
 				}
 				for _, g := range generations {
 					if l, err := MakeLaunch(g, k, 1<<32, DefaultWindows); err == nil {
+						q := QmdOf(g.Qmd, l.QmdTemplate())
+						if _, high := q.Local(); q.Registers() != uint32(k.Registers) || q.Barriers() != uint32(k.Barriers) ||
+							high != uint32(l.Local) || q.Program() != l.Code {
+							t.Fatalf("%s on %s: descriptor of %d registers, %d barriers, %d local bytes, code at %#x; want %d, %d, %d, %#x",
+								k.Name, g.Arch, q.Registers(), q.Barriers(), high, q.Program(), k.Registers, k.Barriers, l.Local, l.Code)
+						}
 						qmd := make([]uint32, MaxQmdWords)
 						l.Stamp(qmd, make([]byte, l.Bank0Bytes), 1<<33, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, b)
 					}
@@ -65,6 +71,38 @@ func FuzzParse(f *testing.F) {
 				if err != nil && !errors.As(err, &u) {
 					t.Fatalf("Lay: %v", err)
 				}
+			}
+		}
+	})
+}
+
+// FuzzDecode reads arbitrary words as a push buffer: Decode must never
+// panic, and makes no more writes than the buffer has words.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 0, 0})
+	for _, words := range [][]uint32{
+		Acquire(nil, Hopper, 0x1000, 1), CopyRows(nil, Ampere, Rows{Src: 0x1000, Dst: 0x2000, RowBytes: 64, Rows: 1}),
+		Fill(nil, Hopper, 0x1001, 10, 7), {Inc(SubCopy, 0x400, MaxCount)}, {OneInc(SubCompute, 0x3ffc, 3), 1, 2, 3},
+	} {
+		b := make([]byte, 4*len(words))
+		for i, w := range words {
+			le.PutUint32(b[4*i:], w)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		words := make([]uint32, len(b)/4)
+		for i := range words {
+			words[i] = le.Uint32(b[4*i:])
+		}
+		w, _ := Decode(words)
+		if len(w) > len(words) {
+			t.Fatalf("%d words make %d writes", len(words), len(w))
+		}
+		for _, x := range w {
+			if x.Method&^0x3ffc != 0 || x.Subchannel > 7 {
+				t.Fatalf("write %+v", x)
 			}
 		}
 	})
@@ -195,7 +233,9 @@ func FuzzQmd(f *testing.F) {
 // hostileInputs are cubins of the shapes that made the parser take memory
 // and work out of proportion to their size, smaller: symbols that name
 // one long string or its suffixes, sections times kernels, sections that
-// share their bytes, and sections of zeroes or padding past MaxZeroed.
+// share their bytes, and sections of zeroes or padding past MaxZeroed;
+// and cubins whose section 0, null in ELF, is a symbol table or
+// relocations, which made it panic.
 func hostileInputs() [][]byte {
 	long := append(append([]byte{0}, bytes.Repeat([]byte{'k'}, 4<<10)...), 0)
 	inputs := [][]byte{
@@ -229,5 +269,5 @@ func hostileInputs() [][]byte {
 	}
 	inputs = append(inputs, hostileCubin(one, []byte("\x00k\x00"),
 		hsec{name: ".nv.global.init", typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC, data: []byte{1}, align: 1 << 16}))
-	return inputs
+	return append(inputs, nullSectionAs(elf.SHT_SYMTAB), nullSectionAs(elf.SHT_REL))
 }

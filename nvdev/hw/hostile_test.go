@@ -302,6 +302,47 @@ func manyKernels(n int) []byte {
 	return hostileCubin(syms, strs, more...)
 }
 
+// nullSectionAs is a cubin whose section 0, which ELF keeps null, is a
+// section of type typ of one entry: a symbol table linked to the string
+// table, or relocations of the code against the symbol table.
+func nullSectionAs(typ elf.SectionType) []byte {
+	b := hostileCubin(kernels(1, func(int) uint32 { return 1 }), []byte("\x00k\x00"))
+	h := b[le.Uint64(b[40:]):]
+	le.PutUint32(h[4:], uint32(typ))
+	switch typ {
+	case elf.SHT_SYMTAB:
+		le.PutUint64(h[32:], symSize)
+		le.PutUint64(h[56:], symSize)
+		le.PutUint32(h[40:], hStrtab)
+	case elf.SHT_REL:
+		le.PutUint64(h[32:], relSize)
+		le.PutUint32(h[40:], hSymtab)
+		le.PutUint32(h[44:], hText)
+	}
+	return b
+}
+
+// TestNullSection: section 0, which holds no bytes, is refused as
+// anything but SHT_NULL, rather than read as a symbol table or as
+// relocations.
+func TestNullSection(t *testing.T) {
+	for _, typ := range []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_REL, elf.SHT_RELA, elf.SHT_PROGBITS} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("section 0 of type %v: panic %v", typ, r)
+				}
+			}()
+			if _, err := Inspect(nullSectionAs(typ)); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "section 0") {
+				t.Errorf("section 0 of type %v: %v, want ErrMalformed", typ, err)
+			}
+		}()
+	}
+	if _, err := Parse(nullSectionAs(elf.SHT_NULL)); err != nil {
+		t.Errorf("section 0 of type SHT_NULL: %v", err)
+	}
+}
+
 // BenchmarkParseManyKernels parses a cubin of 4000 kernels and 16,000
 // sections.
 func BenchmarkParseManyKernels(b *testing.B) {

@@ -33,6 +33,9 @@ const (
 // MaxBankBytes is the most bytes of a constant bank, bank 0 included.
 const MaxBankBytes = 64 << 10
 
+// MaxBarriers is the most named barriers a group uses (bar.sync 0 to 15).
+const MaxBarriers = 16
+
 // Windows is where the compute engine's windows onto shared and local
 // memory lie in the GPU's address space (SetWindows).
 type Windows struct{ Shared, Local uint64 }
@@ -68,13 +71,22 @@ type Launch struct {
 // Align) and the compute channel's windows lie at w. It refuses a kernel
 // the generation does not run or that takes more than a launch can: a
 // constant bank 0 past MaxBankBytes, more shared memory than a group has,
-// a constant bank the descriptor cannot bind, or a cluster shape.
+// a constant bank the descriptor cannot bind, a cluster shape, more than
+// MaxBarriers barriers, or a stack past a thread's 16 MiB local window.
+// It returns an error wrapping ErrAddress where the code or a constant
+// bank lies past the addresses the descriptor holds (2^49 on QMD V03_00,
+// 2^57 on V04_00).
 func MakeLaunch(g *Generation, k *Kernel, image uint64, w Windows) (*Launch, error) {
 	if !g.Runs(k.SM) {
 		return nil, fmt.Errorf("%w: kernel %s for sm_%d on %s", ErrArch, k.Name, k.SM, g.Arch)
 	}
-	if image%256 != 0 || image >= 1<<57 {
-		return nil, fmt.Errorf("%w: image of %s at %#x", ErrAddress, k.Name, image)
+	if image%256 != 0 {
+		return nil, fmt.Errorf("%w: image of %s at %#x, not aligned to 256 bytes", ErrAddress, k.Name, image)
+	}
+	reach := uint64(1) << g.Qmd.AddressBits()
+	if image >= reach || k.Code >= reach-image {
+		return nil, fmt.Errorf("%w: image of %s at %#x, code at %#x in it, past the descriptor's 2^%d",
+			ErrAddress, k.Name, image, k.Code, g.Qmd.AddressBits())
 	}
 	l := &Launch{Gen: g, Kernel: k, Code: image + k.Code}
 	bank0 := max(k.Bank0Bytes, g.ParamsOffset, bank0DriverWords)
@@ -89,12 +101,22 @@ func MakeLaunch(g *Generation, k *Kernel, image uint64, w Windows) (*Launch, err
 		if int(b.Size) > g.MaxBankBytes {
 			return nil, fmt.Errorf("kernel %s: constant bank %d of %d bytes, more than the %d a bank holds", k.Name, b.Index, b.Size, g.MaxBankBytes)
 		}
+		if b.Offset >= reach-image {
+			return nil, fmt.Errorf("%w: kernel %s: constant bank %d at %#x in an image at %#x, past the descriptor's 2^%d",
+				ErrAddress, k.Name, b.Index, b.Offset, image, g.Qmd.AddressBits())
+		}
 	}
 	if k.ClusterDims != [3]int{} || k.ExplicitCluster {
 		return nil, fmt.Errorf("kernel %s: launches of clusters of groups are not supported", k.Name)
 	}
-	if k.Registers > g.MaxRegisters {
+	if k.Registers < 0 || k.Registers > g.MaxRegisters {
 		return nil, fmt.Errorf("kernel %s: %d registers, more than a thread has", k.Name, k.Registers)
+	}
+	if k.Barriers < 0 || k.Barriers > MaxBarriers {
+		return nil, fmt.Errorf("kernel %s: %d barriers, more than the %d a group has", k.Name, k.Barriers, MaxBarriers)
+	}
+	if k.Shared < 0 {
+		return nil, fmt.Errorf("kernel %s: %d bytes of shared memory", k.Name, k.Shared)
 	}
 	l.staticShared = k.Shared
 	if !g.ReservedInCubin {
@@ -106,6 +128,10 @@ func MakeLaunch(g *Generation, k *Kernel, image uint64, w Windows) (*Launch, err
 	l.DynamicShared = (g.MaxShared() - l.staticShared) &^ 127
 	l.MaxThreads = maxThreads(g, k)
 	l.Local = (k.Stack() + int(g.StackReserve) + 15) &^ 15
+	if k.Stack() < 0 || uint64(l.Local) > g.Qmd.LocalHighSize.Max() {
+		return nil, fmt.Errorf("kernel %s: a stack of %d bytes a thread, more than its %d bytes of local memory hold",
+			k.Name, k.Stack(), g.Qmd.LocalHighSize.Max()+1-uint64(g.StackReserve))
+	}
 
 	q := QmdOf(g.Qmd, l.qmd[:])
 	q.SetVersion()
@@ -146,7 +172,10 @@ func maxThreads(g *Generation, k *Kernel) int {
 	perWarp := (max(k.Registers, 1)*32 + g.RegisterUnit - 1) / g.RegisterUnit * g.RegisterUnit
 	n = min(n, g.Registers/perWarp*32)
 	if t := k.MaxThreadsAttr; t != [3]int{} {
-		n = min(n, max(t[0], 1)*max(t[1], 1)*max(t[2], 1))
+		// Each axis is bounded by n first, so that the product of the
+		// three cannot overflow: an axis of more than n bounds nothing.
+		axis := func(v int) int { return min(max(v, 1), n) }
+		n = min(n, axis(t[0])*axis(t[1])*axis(t[2]))
 	}
 	return n
 }

@@ -2,6 +2,7 @@ package hw
 
 import (
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -292,6 +293,13 @@ func TestMakeLaunchRefusals(t *testing.T) {
 		"256 registers":         {Hopper, func(k *Kernel) { k.Registers = 256 }, testImage},
 		"229 KiB shared":        {Hopper, func(k *Kernel) { k.Shared = 229 << 10 }, testImage},
 		"sm_80 code of 100 KiB": {AmpereB, func(k *Kernel) { k.SM = 80; k.Shared = 100 << 10 }, testImage},
+		"17 barriers":           {Hopper, func(k *Kernel) { k.Barriers = 17 }, testImage},
+		"32 barriers":           {Hopper, func(k *Kernel) { k.Barriers = 32 }, testImage},
+		"negative registers":    {Hopper, func(k *Kernel) { k.Registers = -1 }, testImage},
+		"negative shared":       {Hopper, func(k *Kernel) { k.Shared = -1 << 20 }, testImage},
+		"stack of 16 MiB":       {Hopper, func(k *Kernel) { k.MaxStack = 16 << 20 }, testImage},
+		"stack of 4 GiB":        {Hopper, func(k *Kernel) { k.MinStack = 1<<32 - 1 }, testImage},
+		"negative stack":        {Hopper, func(k *Kernel) { k.FrameSize, k.MinStack, k.MaxStack = -1<<20, -1<<20, -1<<20 }, testImage},
 	} {
 		kk := *k
 		tc.edit(&kk)
@@ -299,6 +307,71 @@ func TestMakeLaunchRefusals(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// TestMakeLaunchAddressReach: the descriptor holds the addresses of code
+// and constant banks below 2^49 on QMD V03_00 and below 2^57 on V04_00;
+// MakeLaunch refuses a kernel whose code or banks lie past that, rather
+// than cut their addresses.
+func TestMakeLaunchAddressReach(t *testing.T) {
+	_, c := launchOf(t, 86, "twice")
+	k86, _ := c.Kernel("twice")
+	_, c = launchOf(t, 90, "twice")
+	k90, _ := c.Kernel("twice")
+	for _, tc := range []struct {
+		name  string
+		g     *Generation
+		k     *Kernel
+		edit  func(*Kernel)
+		image uint64
+		ok    bool
+	}{
+		{"V03 image below 2^49", AmpereB, k86, func(*Kernel) {}, 1<<49 - 1<<20, true},
+		{"V03 image at 2^49", AmpereB, k86, func(*Kernel) {}, 1 << 49, false},
+		{"V03 image at 2^50", AmpereB, k86, func(*Kernel) {}, 1 << 50, false},
+		{"V03 code at 2^49", AmpereB, k86, func(k *Kernel) { k.Code = 256 }, 1<<49 - 256, false},
+		{"V03 bank at 2^49", AmpereB, k86, func(k *Kernel) { k.Banks = []Bank{{Index: 3, Offset: 1 << 20, Size: 16}} }, 1<<49 - 1<<20, false},
+		{"V04 image at 2^50", Hopper, k90, func(*Kernel) {}, 1 << 50, true},
+		{"V04 image at 2^57", Hopper, k90, func(*Kernel) {}, 1 << 57, false},
+		{"V04 bank at 2^57", Hopper, k90, func(k *Kernel) { k.Banks = []Bank{{Index: 3, Offset: 1 << 20, Size: 16}} }, 1<<57 - 1<<20, false},
+	} {
+		k := *tc.k
+		tc.edit(&k)
+		l, err := MakeLaunch(tc.g, &k, tc.image, DefaultWindows)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.ok:
+			if q := QmdOf(tc.g.Qmd, l.QmdTemplate()); q.Program() != tc.image+k.Code {
+				t.Errorf("%s: program %#x, want %#x", tc.name, q.Program(), tc.image+k.Code)
+			}
+		case !errors.Is(err, ErrAddress):
+			t.Errorf("%s: %v, want ErrAddress", tc.name, err)
+		}
+	}
+}
+
+// TestMakeLaunchLimits: the most barriers and the largest stack a thread's
+// local window holds are encoded as they are.
+func TestMakeLaunchLimits(t *testing.T) {
+	_, c := launchOf(t, 90, "twice")
+	k := *must(c.Kernel("twice"))
+	k.Barriers, k.MaxStack = MaxBarriers, 0xfffdb0
+	l, err := MakeLaunch(Hopper, &k, testImage, DefaultWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := QmdOf(Hopper.Qmd, l.QmdTemplate())
+	if _, high := q.Local(); q.Barriers() != MaxBarriers || high != 0xfffff0 || l.Local != 0xfffff0 {
+		t.Errorf("%d barriers, local memory %#x (%#x)", q.Barriers(), high, l.Local)
+	}
+}
+
+func must(k *Kernel, ok bool) *Kernel {
+	if !ok {
+		panic("no such kernel")
+	}
+	return k
 }
 
 func TestMaxThreadsByRegisters(t *testing.T) {
@@ -309,6 +382,12 @@ func TestMaxThreadsByRegisters(t *testing.T) {
 	}
 	if got := maxThreads(Hopper, &Kernel{Registers: 8, MaxThreadsAttr: [3]int{128, 1, 1}}); got != 128 {
 		t.Errorf("launch bounds: %d", got)
+	}
+	// Launch bounds whose product overflows an int bound nothing.
+	for _, bounds := range [][3]int{{1 << 22, 1 << 22, 1 << 20}, {1<<32 - 1, 1<<32 - 1, 1}, {1 << 32, 1 << 32, 1 << 32}} {
+		if got := maxThreads(Hopper, &Kernel{Registers: 8, MaxThreadsAttr: bounds}); got != 1024 {
+			t.Errorf("launch bounds %v: %d threads, want 1024", bounds, got)
+		}
 	}
 }
 

@@ -129,6 +129,16 @@ type QmdLayout struct {
 // Bytes is the descriptor's size in bytes.
 func (l *QmdLayout) Bytes() int { return 4 * l.Words }
 
+// AddressBits returns the width of the addresses of code and constant
+// banks the descriptor holds: the narrowest of its program, program
+// prefetch and constant bank addresses (49 on V03_00, 57 on V04_00).
+func (l *QmdLayout) AddressBits() int {
+	c := l.ConstantBuffers[0]
+	return min(32+int(l.ProgramUpper.Width)+int(l.ProgramShift),
+		32+int(l.PrefetchUpper.Width)+8,
+		32+int(c.AddressUpper.Width)+int(c.AddressShift))
+}
+
 // MaxQmdWords is the words of the largest descriptor (V04_00).
 const MaxQmdWords = 96
 

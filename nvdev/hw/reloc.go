@@ -209,7 +209,9 @@ func (c *Cubin) Lay(addr uint64) ([]byte, error) {
 // LayInto writes into dst, which holds at least Size() bytes, the image
 // relocated for the address addr, which is aligned to Align() and lies with
 // the image below 2^57. It refuses an image that refers to symbols it does
-// not define.
+// not define, and returns an error wrapping ErrAddress where a 32-bit
+// relocation (R_CUDA_32, R_CUDA_ABS32_32) would write a value of 2^32 or
+// more, which its word cannot hold; dst's contents are then undefined.
 func (c *Cubin) LayInto(dst []byte, addr uint64) error {
 	if err := c.checkDefined(); err != nil {
 		return err
@@ -231,6 +233,10 @@ func (c *Cubin) LayInto(dst []byte, addr uint64) error {
 		v := r.target + uint64(r.Addend)
 		if !r.absolute {
 			v += addr
+		}
+		if (r.Type == RCuda32 || r.Type == RCudaAbs32_32) && v > 1<<32-1 {
+			return fmt.Errorf("%w: %s of %s at %#x in %s: %#x does not fit 32 bits",
+				ErrAddress, RelocationName(r.Type), r.Symbol, r.Offset, r.Section, v)
 		}
 		switch r.Type {
 		case RCuda32:

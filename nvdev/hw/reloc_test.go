@@ -137,3 +137,35 @@ func TestLayRefusesAddresses(t *testing.T) {
 		t.Errorf("size %d, align %d", c.Size(), c.Align())
 	}
 }
+
+// TestLay32BitRelocations retypes one of constant bank 4's relocations
+// into R_CUDA_32 and R_CUDA_ABS32_32: laid below 4 GiB the word holds the
+// symbol's address, and laid where the address needs more than 32 bits
+// the laying returns an error wrapping ErrAddress rather than cut it.
+func TestLay32BitRelocations(t *testing.T) {
+	for _, sm := range []int{80, 90} {
+		for _, typ := range []uint32{RCuda32, RCudaAbs32_32} {
+			c, err := Parse(editCubin(t, sm).defineDriverFunctions().retype(relocSection(sm), "$str", typ).bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			low := uint64(0x1000_0000)
+			img, err := c.Lay(low)
+			if err != nil {
+				t.Fatalf("sm_%d %s at %#x: %v", sm, RelocationName(typ), low, err)
+			}
+			for _, r := range c.Relocations() {
+				if r.Symbol != "$str" {
+					continue
+				}
+				at, _ := r.Span()
+				if got := le.Uint32(img[at:]); uint64(got) < low || uint64(got) >= low+uint64(c.Size()) {
+					t.Errorf("sm_%d %s: %#x, not an address in the image at %#x", sm, RelocationName(typ), got, low)
+				}
+			}
+			if _, err := c.Lay(1 << 32); !errors.Is(err, ErrAddress) {
+				t.Errorf("sm_%d %s at 2^32: %v, want ErrAddress", sm, RelocationName(typ), err)
+			}
+		}
+	}
+}
