@@ -398,9 +398,13 @@ func hostBytes(addr uintptr, n int) []byte {
 
 // DMA returns how the PCI function at the bus address fn (such as
 // "0000:41:00.0") reaches all of the buffer's bytes by DMA, or an error
-// naming why it cannot. The buffer must be one Alloc made.
+// naming why it cannot. The buffer must be one Alloc made; after Free it
+// returns an error matching ErrFreed.
 func (b *Buffer) DMA(fn string) (device.DMA, error) {
 	s := b.s
+	// The Buffer stays reachable until the driver's call returns: its
+	// cleanup would otherwise free the region under the call.
+	defer runtime.KeepAlive(b)
 	if s.pin != nil {
 		return device.DMA{}, fmt.Errorf("rig: dma of borrowed host memory on %s: only memory Alloc made", s.d.name)
 	}
@@ -408,6 +412,12 @@ func (b *Buffer) DMA(fn string) (device.DMA, error) {
 		return device.DMA{}, err
 	}
 	defer s.d.end()
+	s.mu.Lock()
+	freed := s.freed
+	s.mu.Unlock()
+	if freed || s.released.Load() {
+		return device.DMA{}, fmt.Errorf("rig: dma of a buffer of %d bytes of %s for %s: %w", s.n, s.d.name, fn, ErrFreed)
+	}
 	r, err := s.d.drv.DMA(s.region, fn)
 	if err != nil {
 		return device.DMA{}, fmt.Errorf("rig: dma of a buffer of %s for %s: %w", s.d.name, fn, s.d.fault(err))

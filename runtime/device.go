@@ -2,6 +2,7 @@ package rig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -97,6 +98,8 @@ var (
 // closes it first; where a closed or lost device of the name has not yet
 // given back what it holds (its work still runs), Open waits for that
 // while ctx allows, and returns an error wrapping ctx's if it ends first.
+// Where op.Make panics, or returns neither a driver nor an error, Open
+// returns an error that says so, and the name can be opened again.
 func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	if op.Make == nil {
 		return nil, fmt.Errorf("rig: open %q: the opener has no make", op.Name)
@@ -107,7 +110,18 @@ func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	if err := reserveName(ctx, op.Name); err != nil {
 		return nil, err
 	}
+	reserved := true
+	defer func() {
+		if reserved {
+			// The opener's Make called runtime.Goexit: the name is free
+			// again as the goroutine ends.
+			regMu.Lock()
+			delete(opening, op.Name)
+			regMu.Unlock()
+		}
+	}()
 	d, err := open(op)
+	reserved = false
 	regMu.Lock()
 	delete(opening, op.Name)
 	if err == nil {
@@ -173,7 +187,7 @@ func open(op device.Opener) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rig: open %q: %w", op.Name, err)
 	}
-	drv, err := op.Make(w)
+	drv, err := callMake(op.Make, slot, w)
 	if err != nil {
 		timeline.Give(slot)
 		return nil, fmt.Errorf("rig: open %q: %w", op.Name, err)
@@ -211,6 +225,35 @@ func open(op device.Opener) (*Device, error) {
 	d.combines = kicker && !f.OnHost
 	d.spinNext = d.combines
 	return d, nil
+}
+
+// callMake calls mk with the word of timeline slot slot. A panic of mk,
+// or a nil driver with a nil error, returns an error that names it; where
+// mk calls runtime.Goexit, the slot is given back as the goroutine ends.
+func callMake(mk func(*uint64) (device.Driver, error), slot int, w *uint64) (drv device.Driver, err error) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		v := recover()
+		if v == nil {
+			timeline.Give(slot)
+			return
+		}
+		drv = nil
+		if e, ok := v.(error); ok {
+			err = fmt.Errorf("the opener's make panicked: %w", e)
+		} else {
+			err = fmt.Errorf("the opener's make panicked: %v", v)
+		}
+	}()
+	drv, err = mk(w)
+	returned = true
+	if drv == nil && err == nil {
+		err = errors.New("the opener's make returned neither a driver nor an error")
+	}
+	return drv, err
 }
 
 // Name is the name of the device's opener.

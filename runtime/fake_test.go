@@ -40,6 +40,11 @@ type fake struct {
 	// onSleep, where set, sees each Sleep's seen before it sleeps.
 	onSleep atomic.Pointer[func(seen uint64)]
 	reads   atomic.Int32
+	// prepares and dmas count the calls of Prepare and DMA; onDMA, where
+	// set before use, runs inside each DMA.
+	prepares atomic.Int32
+	dmas     atomic.Int32
+	onDMA    func()
 }
 
 func newFake() *fake {
@@ -119,6 +124,11 @@ func (f *fake) MapPeer(_ device.Driver, r device.Region) (device.Region, error) 
 }
 func (f *fake) MapHost(uintptr, int) (device.Region, error) { return nil, device.ErrNever }
 func (f *fake) DMA(device.Region, string) (device.DMA, error) {
+	f.dmas.Add(1)
+	if f.onDMA != nil {
+		f.onDMA()
+		return device.DMA{Kind: device.Bus}, nil
+	}
 	return device.DMA{}, device.ErrNever
 }
 func (f *fake) Image(b []byte) (device.Code, error) {
@@ -140,7 +150,7 @@ func (f *fake) Entry(img device.Image, name string) (*device.Entry, error) {
 	}
 	return &device.Entry{Name: name, Params: 64, Threads: 1024}, nil
 }
-func (f *fake) Prepare(device.Image, string) error { return nil }
+func (f *fake) Prepare(device.Image, string) error { f.prepares.Add(1); return nil }
 func (f *fake) Unload(device.Image) error {
 	f.mu.Lock()
 	f.unloads++

@@ -134,9 +134,17 @@ func (im *Image) Resolve(name string) (*Function, error) {
 }
 
 // Prepare starts making the named functions ready to launch, without
-// waiting, so that their Resolve finds them made.
+// waiting, so that their Resolve finds them made. After Unload it returns
+// an error matching ErrFreed.
 func (im *Image) Prepare(names ...string) error {
 	s := im.s
+	// s.mu keeps Unload from marking the image gone while the driver
+	// prepares its functions, as it does for Resolve.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unloaded {
+		return fmt.Errorf("rig: prepare %q: %w", names, ErrFreed)
+	}
 	if err := s.d.begin(); err != nil {
 		return err
 	}

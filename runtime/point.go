@@ -113,6 +113,30 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 		return err
 	}
 	d.stats.waitsParked.Add(1)
+	return d.parked(ctx, w)
+}
+
+// parked waits for the answer to w, whose registration the supervisor's
+// box took, and returns it. A registration that the box took after the
+// supervisor closed it and took its last messages is never received: a
+// waiter that finds the box closed withdraws it, and answers itself where
+// the supervisor had not answered first. Only w's goroutine calls it.
+func (d *Device) parked(ctx context.Context, w *waiter) error {
+	select {
+	case <-d.sup.box.Closed():
+		if w.state.CompareAndSwap(waitSent, waitCancelled) {
+			// The registration stays in the closed box: w is not
+			// reused.
+			if device.AtLeast(d.read(), w.v) {
+				return d.passedAnswer(w.v)
+			}
+			if le := d.loss.Load(); le != nil {
+				return le
+			}
+			return ErrClosed
+		}
+	default:
+	}
 	select {
 	case err := <-w.ch:
 		d.stats.wake.record(time.Since(w.woke))

@@ -94,8 +94,13 @@ func (d *Device) observe(s *device.Submission) (err error) {
 		d.observer.CompareAndSwap(b, nil)
 		v := recover()
 		if v == nil {
-			// runtime.Goexit: the goroutine ends.
+			// runtime.Goexit: the goroutine ends. The value was
+			// submitted: a Kicker's device sees it only once kicked,
+			// as Submit would have done after the lock.
 			d.unlockSubmit()
+			if k, ok := d.drv.(device.Kicker); ok && d.loss.Load() == nil {
+				d.kicks.kick(k, s.Value)
+			}
 			d.sup.submitted()
 			return
 		}

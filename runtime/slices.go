@@ -77,8 +77,11 @@ func asBytes[T Element](s []T) []byte {
 }
 
 // checkRange returns an error matching ErrInvalid unless the n bytes at
-// off lie in the buffer.
+// off lie in the buffer, or where the buffer is nil (or a zero Buffer).
 func (b *Buffer) checkRange(what string, off, n int) error {
+	if b == nil || b.s == nil {
+		return fmt.Errorf("rig: %s of %d bytes: the buffer is nil: %w", what, n, ErrInvalid)
+	}
 	if off < 0 || n < 0 || off > b.s.n || n > b.s.n-off {
 		return fmt.Errorf("rig: %s of %d bytes at byte %d of a buffer of %d bytes: out of range: %w", what, n, off, b.s.n, ErrInvalid)
 	}

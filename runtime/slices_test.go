@@ -111,3 +111,34 @@ func TestUploadWaitsForReaders(t *testing.T) {
 		t.Fatal("the upload wrote the buffer before the launch that reads it ended")
 	}
 }
+
+// TestUploadDownloadNilBuffer: a nil buffer, or a zero Buffer, is an error
+// matching ErrInvalid that names it, not a panic.
+func TestUploadDownloadNilBuffer(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"upload into nil", func() error { return rig.Upload(ctx, nil, 0, []byte{1}) }},
+		{"upload into a zero Buffer", func() error { return rig.Upload(ctx, &rig.Buffer{}, 0, []uint32{1}) }},
+		{"download from nil", func() error { return rig.Download(ctx, []byte{1}, nil, 0) }},
+		{"download from a zero Buffer", func() error { return rig.Download(ctx, []float64{1}, &rig.Buffer{}, 0) }},
+		{"empty upload into nil", func() error { return rig.Upload(ctx, nil, 0, []byte{}) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("panicked: %v", p)
+					}
+				}()
+				err = c.call()
+			}()
+			if !errors.Is(err, rig.ErrInvalid) || !strings.Contains(err.Error(), "nil") {
+				t.Fatalf("%v, want an error matching ErrInvalid that names the nil buffer", err)
+			}
+		})
+	}
+}

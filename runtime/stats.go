@@ -58,8 +58,12 @@ type Histogram struct {
 // one ends at 2^(HistogramBuckets-2) ns, about 69 s.
 const HistogramBuckets = 38
 
-// UpperBound is the upper bound of bucket i.
+// UpperBound is the upper bound of bucket i: 0 for a negative i, which
+// names no bucket, and the largest Duration for the last bucket and past it.
 func (h *Histogram) UpperBound(i int) time.Duration {
+	if i < 0 {
+		return 0
+	}
 	if i >= HistogramBuckets-1 {
 		return time.Duration(1<<63 - 1)
 	}

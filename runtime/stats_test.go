@@ -3,6 +3,7 @@ package rig_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -91,5 +92,35 @@ func TestStatsWaits(t *testing.T) {
 	}
 	if st.WakeLatency.Count < 1 || st.WakeLatency.Sum <= 0 {
 		t.Fatalf("wake-ups timed: %+v", st.WakeLatency)
+	}
+}
+
+// TestHistogramUpperBoundOutOfRange: UpperBound of an index that names no
+// bucket answers without a panic: 0 below the first, the largest Duration
+// past the last.
+func TestHistogramUpperBoundOutOfRange(t *testing.T) {
+	var h rig.Histogram
+	for _, c := range []struct {
+		i    int
+		want time.Duration
+	}{
+		{-1, 0},
+		{-64, 0},
+		{math.MinInt, 0},
+		{0, 1},
+		{rig.HistogramBuckets - 1, math.MaxInt64},
+		{rig.HistogramBuckets, math.MaxInt64},
+		{math.MaxInt, math.MaxInt64},
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("UpperBound(%d) panicked: %v", c.i, p)
+				}
+			}()
+			if got := h.UpperBound(c.i); got != c.want {
+				t.Fatalf("UpperBound(%d) = %v, want %v", c.i, got, c.want)
+			}
+		}()
 	}
 }

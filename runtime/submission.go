@@ -74,7 +74,9 @@ func (s *Submission) give(r *Run) {
 // and MaxParams, copies whose rows end within 2^64 bytes, functions of d;
 // its errors match ErrInvalid. What only the driver knows (queues, sizes,
 // limits) and what depends on the buffers of a run (a copy past a buffer's
-// Len) it refuses at Submit, with a *RefusalError.
+// Len) it refuses at Submit, with a *RefusalError. It keeps a copy of each
+// part's refs: changing the slice of refs passed to Launch, Kernel, Fill or
+// Words afterwards does not change the submission.
 //
 // rig orders the parts of a submission by their refs with one After per
 // part (device.Part.After), which is exact for two queues: NewSubmission
@@ -89,6 +91,10 @@ func NewSubmission(d *Device, parts ...Part) (*Submission, error) {
 	s := &Submission{d: d, parts: append([]Part(nil), parts...)}
 	for i := range s.parts {
 		p := &s.parts[i]
+		// The refs are checked here and used at each Submit: the
+		// submission keeps a copy of its own, which the caller's later
+		// changes to the slice it passed do not reach.
+		p.refs = slices.Clone(p.refs)
 		if err := p.check(i, d, len(parts)); err != nil {
 			return nil, fmt.Errorf("rig: part %d: %s: %w", i, err, ErrInvalid)
 		}

@@ -1,0 +1,84 @@
+package rig
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+)
+
+// TestDMAOfAFreedBuffer: DMA of a freed buffer returns an error matching
+// ErrFreed and does not call the driver, whether the buffer's memory went
+// back at once or waits for its work.
+func TestDMAOfAFreedBuffer(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		held bool // the buffer's work is not reached when it is freed
+	}{
+		{"released", false},
+		{"deferred", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake()
+			f.onDMA = func() {}
+			d := openFake(t, "dma-freed-"+c.name, f)
+			b, err := d.Alloc(device.DeviceMemory, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.held {
+				f.held = true
+				s, err := NewSubmission(d, FillBytes(0, 0, 64, 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := submit(t, s, b)
+				defer f.complete(p.v)
+			}
+			if err := b.Free(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.DMA("0000:41:00.0")
+			if !errors.Is(err, ErrFreed) {
+				t.Fatalf("DMA of a freed buffer: %v, want an error matching ErrFreed", err)
+			}
+			if n := f.dmas.Load(); n != 0 {
+				t.Fatalf("DMA of a freed buffer called the driver %d times", n)
+			}
+		})
+	}
+}
+
+// TestDMAKeepsItsBuffer: a Buffer that the caller does not use after its
+// DMA call is not freed by the garbage collector while the driver's DMA
+// runs.
+func TestDMAKeepsItsBuffer(t *testing.T) {
+	f := newFake()
+	freedDuring := false
+	f.onDMA = func() {
+		for range 10 {
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+			f.mu.Lock()
+			freed := f.frees > 0
+			f.mu.Unlock()
+			if freed {
+				freedDuring = true
+				return
+			}
+		}
+	}
+	d := openFake(t, "dma-keeps", f)
+	b, err := d.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DMA("0000:41:00.0"); err != nil {
+		t.Fatal(err)
+	}
+	if freedDuring {
+		t.Fatal("the buffer's region was freed while the driver's DMA of it ran")
+	}
+}
