@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 )
@@ -216,8 +217,18 @@ func Bytes(n uint64) string {
 		x /= 1024
 		u++
 	}
-	if x == float64(int64(x)) {
-		return fmt.Sprintf("%d%s", int64(x), units[u])
+	if x == math.Trunc(x) {
+		return fmt.Sprintf("%.0f%s", x, units[u])
+	}
+	// Three significant digits of a value from 999.5 up round to four:
+	// such a value reads as the next unit's, below 1, or as a whole number
+	// where no unit is larger.
+	if x >= 999.5 && u < len(units)-1 {
+		x /= 1024
+		u++
+	}
+	if x >= 999.5 {
+		return fmt.Sprintf("%.0f%s", x, units[u])
 	}
 	return fmt.Sprintf("%.3g%s", x, units[u])
 }

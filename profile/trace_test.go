@@ -169,7 +169,10 @@ func TestWriteTraceEmpty(t *testing.T) {
 }
 
 func TestBytes(t *testing.T) {
-	for n, want := range map[uint64]string{0: "0B", 512: "512B", 4096: "4KiB", 1536: "1.5KiB", 1 << 30: "1GiB", 3 << 20: "3MiB"} {
+	for n, want := range map[uint64]string{0: "0B", 512: "512B", 4096: "4KiB", 1536: "1.5KiB", 1 << 30: "1GiB", 3 << 20: "3MiB",
+		// Values whose three digits round up to 1000 of their unit.
+		1<<20 - 1: "1MiB", 1023*1024 + 512: "1MiB", 1000*1024 + 1: "0.977MiB", 1000 << 20: "1000MiB",
+		1_070_000_000: "0.997GiB", 1<<40 - 1: "1TiB", 1500 << 40: "1500TiB", 1500<<40 + 1<<39: "1500TiB", 2<<50 + 1<<30: "2048TiB", 1<<64 - 1: "16777216TiB"} {
 		if got := Bytes(n); got != want {
 			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
 		}

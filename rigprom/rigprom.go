@@ -100,7 +100,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // histogram converts a rig histogram to a Prometheus one in seconds, with
-// cumulative buckets at rig's power-of-two bounds from 64 ns to 69 s.
+// cumulative buckets at rig's power-of-two bounds from 64 ns to 69 s. Its
+// count is at least the buckets' total: a snapshot taken while durations
+// are recorded may read a duration's bucket and not yet its count, and a
+// bucket above the count would make the histogram decrease at +Inf.
 func histogram(desc *prometheus.Desc, h *rig.Histogram, name string) prometheus.Metric {
 	buckets := map[float64]uint64{}
 	var cum uint64
@@ -110,5 +113,5 @@ func histogram(desc *prometheus.Desc, h *rig.Histogram, name string) prometheus.
 			buckets[h.UpperBound(i).Seconds()] = cum
 		}
 	}
-	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum.Seconds(), buckets, name)
+	return prometheus.MustNewConstHistogram(desc, max(h.Count, cum), h.Sum.Seconds(), buckets, name)
 }

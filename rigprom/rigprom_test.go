@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rig-go/rig/hostdev"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -112,5 +113,26 @@ rig_device_losses_total{device="rigprom-a"} 1
 	}
 	if _, err := reg.Gather(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHistogramCount: a snapshot whose buckets hold more durations than
+// its count, as one taken during a record reads, still makes a histogram
+// whose count is at least each bucket's.
+func TestHistogramCount(t *testing.T) {
+	var h rig.Histogram
+	h.Buckets[10], h.Buckets[20], h.Count, h.Sum = 4, 1, 3, time.Millisecond
+	var m dto.Metric
+	if err := histogram(submitLat, &h, "d").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	ph := m.GetHistogram()
+	if ph.GetSampleCount() != 5 {
+		t.Errorf("count %d, want the buckets' 5", ph.GetSampleCount())
+	}
+	for _, b := range ph.GetBucket() {
+		if b.GetCumulativeCount() > ph.GetSampleCount() {
+			t.Errorf("bucket le=%g holds %d, over the count %d", b.GetUpperBound(), b.GetCumulativeCount(), ph.GetSampleCount())
+		}
 	}
 }

@@ -105,6 +105,10 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 	for i := range n {
 		rc := *cfg
 		rc.Duration = cfg.Duration / time.Duration(n)
+		if cfg.Duration > 0 {
+			// A round's share is never 0, which would mean no bound.
+			rc.Duration = max(rc.Duration, 1)
+		}
 		rc.N = cfg.N / int64(n)
 		if int64(i) < cfg.N%int64(n) {
 			rc.N++

@@ -327,9 +327,24 @@ func (r *rateFlag) Set(v string) error {
 		t, mul = t[:len(t)-1], 1e6
 	}
 	x, err := strconv.ParseFloat(t, 64)
-	if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) || x*mul > 1e9 {
-		return fmt.Errorf("rate %q: want submissions per second from 0 to 1e9, such as 5000 or 20k", v)
+	x *= mul
+	if err != nil || math.IsNaN(x) || x < 0 || x > 1e9 || (x > 0 && x < minRate) {
+		return fmt.Errorf("rate %q: want submissions per second from %g to 1e9, such as 5000 or 20k, or 0 for as fast as possible", v, minRate)
 	}
-	r.v = x * mul
+	r.v = x
 	return nil
+}
+
+// minRate is the lowest positive -rate: one submission in 1000 s. The
+// pacer's schedule of nanoseconds holds a run at any rate from it up.
+const minRate = 1e-3
+
+// rateText formats a -rate for a reader: as count does, and with up to
+// three significant digits below 100 submissions/s where it has a
+// fraction, so that 0.25 reads as 0.25 and not 0.
+func rateText(r float64) string {
+	if r < 100 && r != math.Trunc(r) {
+		return strconv.FormatFloat(r, 'g', 3, 64)
+	}
+	return count(r)
 }

@@ -263,6 +263,17 @@ func TestRunRounds(t *testing.T) {
 	}
 }
 
+// TestRunRoundsShortDuration: a -duration shorter than a nanosecond per
+// round still bounds each round, rather than leaving it unbounded.
+func TestRunRoundsShortDuration(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := runJSON(t, ctx, "-device", "host", "-duration", "4ns", "-compare", "-rounds", "5")
+	if r.Rig.Interrupted || r.Baseline == nil || r.Baseline.Interrupted {
+		t.Fatalf("the run ended only at its context's end: rig %+v, baseline %+v, note %q", r.Rig, r.Baseline, r.BaselineNote)
+	}
+}
+
 // TestRunMixedCompare runs the mixed workload and its baseline in many
 // short rounds: each side makes all of -n, with no error.
 func TestRunMixedCompare(t *testing.T) {

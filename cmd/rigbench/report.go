@@ -193,7 +193,7 @@ func (r *Report) writeText(w io.Writer) error {
 	c := r.Config
 	mode := "as fast as possible"
 	if c.Rate > 0 {
-		mode = fmt.Sprintf("open loop at %s/s", count(c.Rate))
+		mode = fmt.Sprintf("open loop at %s/s", rateText(c.Rate))
 	}
 	bound := "until interrupted"
 	switch {
@@ -268,7 +268,7 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 	c := r.Config
 	mode := "as fast as possible"
 	if c.Rate > 0 {
-		mode = fmt.Sprintf("open loop at %s/s", count(c.Rate))
+		mode = fmt.Sprintf("open loop at %s/s", rateText(c.Rate))
 	}
 	fmt.Fprintf(&b, "rigbench %s: %s\n", r.Workload, r.What)
 	fmt.Fprintf(&b, "  submitters of depth %d, %s, each level for %v, GOMAXPROCS %d\n", c.Depth, mode, time.Duration(c.DurationNs), c.GOMAXPROCS)

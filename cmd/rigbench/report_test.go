@@ -162,3 +162,13 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// TestRateText: a -rate below 100/s keeps its fraction, so that the
+// report's header never reads "open loop at 0/s" for a rate above 0.
+func TestRateText(t *testing.T) {
+	for x, want := range map[float64]string{0.001: "0.001", 0.25: "0.25", 0.5: "0.5", 1: "1", 12.5: "12.5", 250: "250", 20e3: "20.0k", 1.5e6: "1.50M"} {
+		if got := rateText(x); got != want {
+			t.Errorf("rateText(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
