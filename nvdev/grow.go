@@ -50,10 +50,11 @@ type grown struct {
 }
 
 // retired is a ring a growth replaced: it goes back once the word reaches
-// until.
+// until and the copy channel's mark reaches mark.
 type retired struct {
 	m     *nvidia.Memory
 	until uint64
+	mark  uint64
 }
 
 // ringBytes is the least power of two of bytes, at least a page, that holds
@@ -193,11 +194,13 @@ func (d *gpu) install(w uint64) {
 	}
 }
 
-// retire keeps m until the word reaches the last value submitted. The
-// caller holds mu.
+// retire keeps m until the word reaches the last value submitted and the
+// copy channel's mark the last image upload: an upload's words follow the
+// last value's in the copy channel's segment ring, and the copy channel
+// may read them after the word reached that value. The caller holds mu.
 func (d *gpu) retire(m *nvidia.Memory) {
 	d.retMu.Lock()
-	d.retired = append(d.retired, retired{m: m, until: d.last})
+	d.retired = append(d.retired, retired{m: m, until: d.last, mark: d.upMark})
 	d.retMu.Unlock()
 }
 
@@ -207,9 +210,10 @@ func (d *gpu) reap() {
 	d.retMu.Lock()
 	defer d.retMu.Unlock()
 	w := atomic.LoadUint64(d.word)
+	mark := atomic.LoadUint64(d.live.Load().ch[qCopy].mark)
 	keep := d.retired[:0]
 	for _, r := range d.retired {
-		if device.AtLeast(w, r.until) {
+		if device.AtLeast(w, r.until) && device.AtLeast(mark, r.mark) {
 			_ = d.p.Free(r.m)
 			continue
 		}
@@ -217,7 +221,6 @@ func (d *gpu) reap() {
 	}
 	clear(d.retired[len(keep):])
 	d.retired = keep
-	mark := atomic.LoadUint64(d.live.Load().ch[qCopy].mark)
 	ups := d.staging[:0]
 	for _, s := range d.staging {
 		if device.AtLeast(mark, s.until) {

@@ -214,3 +214,75 @@ func TestRegrow(t *testing.T) {
 	}
 	r.wait(r.v)
 }
+
+// TestRetiredRingWaitsForUpload checks that a grown segment ring of the
+// copy channel that a later growth replaces stays until the copy channel
+// ran an image upload whose words lie in it, even once the word has
+// reached every value submitted before the upload.
+func TestRetiredRingWaitsForUpload(t *testing.T) {
+	r := openRaw(t, Config{SegmentBytes: 4096})
+	m := r.alloc(device.PinnedMemory, 1<<16)
+	fills := func(n int) []device.Part {
+		ps := make([]device.Part, n)
+		for i := range ps {
+			ps[i] = fillPart(qCopy, m, uint64(i), 1, byte(i))
+		}
+		return ps
+	}
+	r.wait(r.submit(nil, fills(100)...))
+	old := r.d.ch[qCopy].segMem
+	if old == nil {
+		t.Fatal("the copy channel's segment ring did not grow")
+	}
+	code, err := r.d.Image(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	region := r.alloc(device.DeviceMemory, code.Place)
+	// The upload's words go into the grown ring; the copy channel has
+	// yet to run them.
+	r.f.pause()
+	img, err := code.Lay(region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.imgs = append(r.imgs, img)
+	// A larger growth replaces the ring, and an allocation reaps.
+	s := device.Submission{Value: r.v + 1, Parts: fills(400)}
+	for a := r.d.Room(&s); a.Kind != device.RoomOK; a = r.d.Room(&s) {
+		if a.Kind != device.RoomGrow {
+			t.Fatalf("room: %+v", a)
+		}
+		if err := r.d.Grow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.d.ch[qCopy].segMem == old {
+		t.Fatal("the copy channel's segment ring was not replaced")
+	}
+	r.alloc(device.PinnedMemory, 4096)
+	r.f.mu.Lock()
+	_, live := r.f.mems[old.Handle]
+	r.f.mu.Unlock()
+	if !live {
+		t.Error("the replaced ring went back before the copy channel ran the upload in it")
+	}
+	r.f.resume()
+	if w := r.d.ch[qCopy].notifierWords(); w[3]>>16 != 0 {
+		t.Fatalf("the copy channel failed: error %d", w[2])
+	}
+	r.v++
+	if a := r.d.Submit(&s); a.Kind != device.Committed {
+		t.Fatalf("submit: %+v", a)
+	}
+	r.d.Kick(r.v)
+	r.wait(r.v)
+	// Once the upload ran, the next reap gives the ring back.
+	r.alloc(device.PinnedMemory, 4096)
+	r.f.mu.Lock()
+	_, live = r.f.mems[old.Handle]
+	r.f.mu.Unlock()
+	if live {
+		t.Error("the replaced ring stayed after the upload ran")
+	}
+}

@@ -203,7 +203,8 @@ func (d *gpu) remeasure() error {
 }
 
 // Settle appends the stamps of the timed values the word has reached, on
-// the host's clock, in value order.
+// the host's clock, in value order. After Stop it appends only those a
+// Submit converted before, and returns no error for the rest.
 func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	if f := d.fault.Load(); f != nil {
 		return into, f
@@ -216,7 +217,10 @@ func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	if p.bad {
 		return into, d.keep(unwritten(p.badV))
 	}
-	if p.tail == p.head {
+	if p.tail == p.head || d.stopped.Load() {
+		// After Stop the stamp ring is given back, and the word holds
+		// values whose work may not have run: the stamps not yet
+		// converted are lost.
 		return into, nil
 	}
 	if !d.stopped.Load() {

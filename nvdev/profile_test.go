@@ -126,3 +126,31 @@ func TestStampsReuse(t *testing.T) {
 		t.Errorf("stamps %+v, want values %d and %d", got, first, last)
 	}
 }
+
+// TestSettleAfterStop checks that Settle after Stop reads nothing of the
+// stamp ring Stop gave back, and fails nothing for values whose work never
+// ran though Stop wrote them into the word.
+func TestSettleAfterStop(t *testing.T) {
+	r := openRaw(t, Config{})
+	v := r.submitTimed(true, nil)
+	r.wait(v)
+	r.f.pause()
+	s := device.Submission{Value: r.v + 1, Timed: true}
+	if a := r.d.Room(&s); a.Kind != device.RoomOK {
+		t.Fatalf("room: %+v", a)
+	}
+	r.v++
+	if a := r.d.Submit(&s); a.Kind != device.Committed {
+		t.Fatalf("submit: %+v", a)
+	}
+	if err := r.d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.d.Settle(nil)
+	if err != nil {
+		t.Fatalf("settle after stop: %v", err)
+	}
+	if len(got) != 0 {
+		t.Errorf("settle after stop converted %+v", got)
+	}
+}

@@ -272,6 +272,11 @@ func (d *gpu) Stop(string) error {
 	}
 	perr := d.p.Stop()
 	if clean || perr == nil {
+		// A Settle in flight ends before the stamp ring goes back, and a
+		// later one finds the device stopped.
+		d.prof.mu.Lock()
+		//lint:ignore SA2001 the empty section waits for the Settle in flight
+		d.prof.mu.Unlock()
 		atomic.StoreUint64(d.word, d.last)
 		var mems []*nvidia.Memory
 		for _, set := range sets {
