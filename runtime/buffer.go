@@ -262,6 +262,9 @@ func (s *bufState) free() {
 	s.freed = true
 	s.mu.Unlock()
 	d := s.d
+	// Freed, the buffer records no later use: a due buffer stays due. Due
+	// takes s.mu, which comes before objMu.
+	due := s.Due()
 	d.objMu.Lock()
 	if d.buffers == nil {
 		// The device was reaped, and released the buffer.
@@ -269,12 +272,17 @@ func (s *bufState) free() {
 		return
 	}
 	delete(d.buffers, s)
+	if !due {
+		// Queued inside objMu: the reaping clears the device's lists
+		// inside it and sweeps the deferred frees after, so a free is
+		// either among its buffers or among its deferred frees.
+		d.deferred.Add(s)
+	}
 	d.objMu.Unlock()
-	if s.Due() {
+	if due {
 		s.Release()
 		return
 	}
-	d.deferred.Add(s)
 	d.sup.poke()
 }
 

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/rig-go/rig/device"
 )
@@ -45,7 +46,15 @@ type fake struct {
 	prepares atomic.Int32
 	dmas     atomic.Int32
 	onDMA    func()
+	// onSignaled, where set, runs inside each Signaled, without f.mu.
+	onSignaled atomic.Pointer[func()]
+	// hostMem makes the host address the Pinned and Mapped memory Alloc
+	// gives (Locate's Host); set before use.
+	hostMem bool
 }
+
+// hostRegion is a region of Pinned or Mapped memory the host addresses.
+type hostRegion []byte
 
 func newFake() *fake {
 	f := &fake{}
@@ -101,6 +110,9 @@ func (f *fake) Alloc(m device.Memory, n int) (device.Region, error) {
 		return nil, f.allocErr
 	}
 	f.allocs++
+	if f.hostMem && m != device.DeviceMemory {
+		return hostRegion(make([]byte, n)), nil
+	}
 	return make([]byte, n), nil
 }
 func (f *fake) Free(r device.Region) error {
@@ -110,6 +122,9 @@ func (f *fake) Free(r device.Region) error {
 	return nil
 }
 func (f *fake) Locate(r device.Region) device.Location {
+	if b, ok := r.(hostRegion); ok {
+		return device.Location{Address: uint64(len(b)), Handle: 1, Host: uintptr(unsafe.Pointer(&b[0]))}
+	}
 	if b, ok := r.([]byte); ok && len(b) > 0 {
 		return device.Location{Address: uint64(len(b)), Handle: 1}
 	}
@@ -171,7 +186,12 @@ func (f *fake) Grow() error {
 	}
 	return nil
 }
-func (f *fake) Signaled() uint64 { return f.own.Load() }
+func (f *fake) Signaled() uint64 {
+	if h := f.onSignaled.Load(); h != nil {
+		(*h)()
+	}
+	return f.own.Load()
+}
 func (f *fake) Sleep(seen uint64, still time.Duration) error {
 	if h := f.onSleep.Load(); h != nil {
 		(*h)(seen)

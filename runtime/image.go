@@ -175,20 +175,29 @@ func (im *Image) Unload() error {
 	d.mu.Lock()
 	s.gone.Store(true)
 	d.unlockSubmit()
-	d.objMu.Lock()
-	if d.images == nil {
+	// Marked gone, the image records no later launch: a due image stays
+	// due.
+	due := s.Due()
+	if err := d.begin(); err != nil {
+		// Closed or lost. The image is queued inside objMu: the reaping
+		// clears the device's lists inside it and sweeps the deferred
+		// frees after, so the image is either among its images or among
+		// its deferred frees.
+		d.objMu.Lock()
+		if d.images != nil {
+			delete(d.images, s)
+			d.deferred.Add(s)
+		}
 		d.objMu.Unlock()
+		d.sup.poke()
 		return nil
 	}
+	// Close waits for end: the reaping has not begun.
+	defer d.end()
+	d.objMu.Lock()
 	delete(d.images, s)
 	d.objMu.Unlock()
-	if s.Due() {
-		if err := d.begin(); err != nil {
-			// Closing: the reaping unloads it.
-			d.deferred.Add(s)
-			return nil
-		}
-		defer d.end()
+	if due {
 		return s.unload()
 	}
 	d.deferred.Add(s)

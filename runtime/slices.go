@@ -21,7 +21,9 @@ type Element interface {
 // new bytes. Where the host addresses dst (Bytes is not nil) it copies
 // directly; otherwise it stages the bytes in Pinned memory and copies them
 // with a submission on the device. A cancelled ctx returns ctx.Err(), with
-// dst's range left partly written or not at all.
+// dst's range left partly written or not at all. Once dst's device is
+// closed it returns an error matching ErrClosed, whatever dst's kind of
+// memory, and after Free of dst one matching ErrFreed.
 //
 // Upload is a convenience for setup and tests: it allocates. A hot path
 // keeps a Pinned or Mapped buffer and writes its Bytes, or submits its own
@@ -48,7 +50,8 @@ func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error
 // dst (as many bytes as dst holds), and returns once they are there. It
 // first waits for the last work that writes src. Where the host addresses
 // src it copies directly; otherwise it stages through Pinned memory, as
-// Upload does. Download allocates: see Upload for the hot path.
+// Upload does, and returns the same errors for a closed device or a freed
+// buffer. Download allocates: see Upload for the hot path.
 func Download[T Element](ctx context.Context, dst []T, src *Buffer, off int) error {
 	b := asBytes(dst)
 	if err := src.checkRange("download", off, len(b)); err != nil {
@@ -90,11 +93,16 @@ func (b *Buffer) checkRange(what string, off, n int) error {
 
 // waitUses waits for the points of the work that uses the buffer: its last
 // write, and where writing, the reads since too. It returns an error
-// matching ErrFreed for a freed buffer.
+// matching ErrClosed where the buffer's device was closed, before the wait
+// or during it, and one matching ErrFreed for a freed buffer of an open
+// device.
 func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 	s := b.s
 	var fixed [4]Point
 	points := fixed[:0]
+	if err := s.closed(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	if s.freed {
 		s.mu.Unlock()
@@ -105,7 +113,19 @@ func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 		points = append(points, s.reads...)
 	}
 	s.mu.Unlock()
-	return WaitAll(ctx, points...)
+	if err := WaitAll(ctx, points...); err != nil {
+		return err
+	}
+	return s.closed()
+}
+
+// closed returns an error matching ErrClosed where the buffer's device was
+// closed: its buffers are given back, and no copy to or from them succeeds.
+func (s *bufState) closed() error {
+	if s.d.closing.Load() {
+		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used after its device closed: %w", s.n, s.d.name, ErrClosed)
+	}
+	return nil
 }
 
 // stage copies host bytes into the buffer at off (in) or out of it, through

@@ -520,18 +520,20 @@ func (s *supervisor) reap() {
 	for wait := 50 * time.Microsecond; !device.AtLeast(d.read(), last); wait = min(2*wait, 10*time.Millisecond) {
 		time.Sleep(wait)
 	}
-	// Frees waiting for other devices' points wait for those too.
-	for wait := 50 * time.Microsecond; d.deferred.Len() > 0; wait = min(2*wait, 10*time.Millisecond) {
-		if d.deferred.Sweep() == 0 {
-			time.Sleep(wait)
-		}
-	}
 	d.objMu.Lock()
 	views := d.views
 	bufs := d.buffers
 	imgs := d.images
 	d.views, d.buffers, d.images = nil, nil, nil
 	d.objMu.Unlock()
+	// Free and Unload queue their deferred frees inside objMu, and queue
+	// none once the lists are nil: every deferred free is queued by now.
+	// Those waiting for other devices' points wait for those too.
+	for wait := 50 * time.Microsecond; d.deferred.Len() > 0; wait = min(2*wait, 10*time.Millisecond) {
+		if d.deferred.Sweep() == 0 {
+			time.Sleep(wait)
+		}
+	}
 	for b := range views {
 		b.dropView(d)
 	}
