@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
@@ -403,9 +404,9 @@ func (p *Client) end(made bool) {
 var errNoAddresses = errors.New("nvidia: no GPU addresses left")
 
 // allocError sorts a failed allocation's error: lack is device.ErrNoMemory,
-// anything else a fault.
+// anything else a fault. A host mapping's ENOMEM is lack.
 func allocError(k device.Memory, n int, err error) error {
-	if errors.Is(err, ErrLacking) || errors.Is(err, errNoAddresses) {
+	if errors.Is(err, ErrLacking) || errors.Is(err, errNoAddresses) || errors.Is(err, syscall.ENOMEM) {
 		return &lackError{what: fmt.Sprintf("%d bytes of %v memory", n, k), err: err}
 	}
 	if _, ok := device.AsFault(err); ok {
@@ -489,7 +490,10 @@ func (p *Client) allocVidmem(k device.Memory, n int, held bool) (m *Memory, err 
 	var goMem []byte
 	var va uint64
 	var pl *pool
-	if host && held {
+	if host && held && size <= uint64(p.bar1) {
+		// Memory larger than the BAR never maps through it: no Go memory
+		// is taken for it, since Go ends the process where the host cannot
+		// hold an allocation of that size.
 		goMem, va = p.goRange(size, page)
 	}
 	if goMem == nil {
@@ -558,7 +562,8 @@ func (p *Client) allocPinned(n int) (m *Memory, err error) {
 		}
 	}()
 	if _, err = mapShared(uintptr(va), size); err != nil {
-		return nil, fmt.Errorf("nvidia: mmap of %d bytes of host memory: %w", size, err)
+		// A failed MAP_FIXED may have dropped the reservation there.
+		return nil, errors.Join(fmt.Errorf("nvidia: mmap of %d bytes of host memory: %w", size, err), unreserveTo(uintptr(va), size))
 	}
 	rec.own = true
 	rec.hostPtr = ptrAt(uintptr(va))
@@ -808,6 +813,11 @@ func (p *Client) Free(m *Memory) error {
 			return &device.Fault{Why: fmt.Sprintf("free of Mapped memory at 0x%x: unmap: %v", m.Address, err)}
 		}
 		rec.own = false
+		if rec.kept {
+			p.sys.mu.Lock()
+			p.sys.kept.add(span{rec.va, rec.length})
+			p.sys.mu.Unlock()
+		}
 	}
 	if err := p.r.free(p.device, m.Handle); err != nil {
 		return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: %v", m.Kind, m.Address, err)}

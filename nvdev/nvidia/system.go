@@ -2,8 +2,10 @@ package nvidia
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +39,7 @@ type system struct {
 	host     *pool      // host-visible addresses, within the reservation
 	dev      *pool      // Device memory's addresses
 	identity spanSet    // host ranges the GPU maps at their own addresses
+	kept     spanSet    // host-visible ranges of freed held Mapped memory, zeroed, never given back
 	handle   Handle     // the last handle the package named itself
 }
 
@@ -166,8 +169,27 @@ func (s *system) close() error {
 		}
 	}
 	if s.hostRes != 0 {
-		errs = append(errs, munmap(s.hostRes, s.hostLen))
+		errs = append(errs, s.unmapHost())
 		s.hostRes = 0
+	}
+	return errors.Join(errs...)
+}
+
+// unmapHost unmaps the host-visible reservation except the kept ranges,
+// whose zeroed pages slices of freed held Mapped memory may still read.
+func (s *system) unmapHost() error {
+	kept := slices.Clone(s.kept.spans)
+	slices.SortFunc(kept, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
+	var errs []error
+	a, end := uint64(s.hostRes), uint64(s.hostRes)+s.hostLen
+	for _, k := range kept {
+		if k.addr > a {
+			errs = append(errs, munmap(uintptr(a), k.addr-a))
+		}
+		a = max(a, k.end())
+	}
+	if end > a {
+		errs = append(errs, munmap(uintptr(a), end-a))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,122 @@
+package nvidia
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-go/rig/device"
+)
+
+// heldRig is a path on the fake driver with the host-visible reservation
+// made, which the test gives back.
+func heldRig(t *testing.T) *Client {
+	_, a, _ := peerRig(t, 0)
+	s := a.sys
+	s.mu.Lock()
+	_, err := s.hostPool()
+	s.mu.Unlock()
+	if err != nil {
+		t.Skipf("no reservation possible here: %v", err)
+	}
+	res, n := s.hostRes, s.hostLen
+	t.Cleanup(func() { _ = munmap(res, n) })
+	return a
+}
+
+// A freed held Mapped memory outside Go's heap keeps its zeroed pages past
+// the end of the system: a slice of it still reads zeros, and no later
+// reservation takes its addresses. The rest of the reservation goes.
+func TestCloseKeepsHeldMapped(t *testing.T) {
+	a := heldRig(t)
+	s := a.sys
+	const size = 2 * pageSize
+	va, pl, err := a.takeVA(true, size, pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Shared memory stands for the BAR mapping.
+	if _, err := mapShared(uintptr(va), size); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = munmap(uintptr(va), size) })
+	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, own: true, held: true, hostPtr: ptrAt(uintptr(va))}
+	m := &Memory{Kind: device.MappedMemory, Address: va, Host: uintptr(va), Size: size, Handle: 0xbeef, Data: rec}
+	a.live++
+	b := m.Bytes()
+	b[0] = 42
+	if err := a.Free(m); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.kept || b[0] != 0 {
+		t.Fatalf("kept %v, byte 0 reads %d after Free", rec.kept, b[0])
+	}
+	res, n := s.hostRes, s.hostLen
+	s.client, s.ctl, s.uvm.fd = 0, -1, -1 // the fake's files are no files
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := reserve(uintptr(va), size); !errors.Is(err, unix.EEXIST) {
+		if err == nil {
+			_ = munmap(uintptr(va), size)
+		}
+		t.Fatalf("the kept pages are unmapped after close: reserve answered %v", err)
+	}
+	if b[0] != 0 || b[size-1] != 0 {
+		t.Errorf("kept pages read %d, %d", b[0], b[size-1])
+	}
+	last := res + uintptr(n) - pageSize
+	if err := reserve(last, pageSize); err != nil {
+		t.Errorf("the rest of the reservation stays after close: %v", err)
+	} else {
+		_ = munmap(last, pageSize)
+	}
+}
+
+// Held Mapped memory larger than the BAR takes no Go memory: Go ends the
+// process where the host cannot hold an allocation of that size.
+func TestAllocHeldBeyondBAR(t *testing.T) {
+	a := heldRig(t)
+	a.bar1 = 16 << 20
+	const n = 64 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := a.AllocHeld(device.MappedMemory, n)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("the fake driver made the memory")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got >= n {
+		t.Errorf("%d bytes of Go memory taken for %d bytes of Mapped memory with a BAR of %d", got, n, a.bar1)
+	}
+	if a.live != 0 || a.sys.host.freeBytes() != a.sys.hostLen || len(a.sys.identity.spans) != 0 {
+		t.Errorf("live %d, %d of %d host addresses free, identity %v", a.live, a.sys.host.freeBytes(), a.sys.hostLen, a.sys.identity.spans)
+	}
+}
+
+// Pinned memory the host cannot map is device.ErrNoMemory, not a fault,
+// and its addresses go back to the pool, reserved.
+func TestAllocPinnedHostLacks(t *testing.T) {
+	a := heldRig(t)
+	const n = 400 << 30
+	probe, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err == nil {
+		_ = unix.Munmap(probe)
+		t.Skip("the host maps 400 GiB of shared memory (overcommit)")
+	}
+	if !errors.Is(err, unix.ENOMEM) {
+		t.Skipf("the host refused otherwise: %v", err)
+	}
+	_, err = a.Alloc(device.PinnedMemory, n)
+	if !errors.Is(err, device.ErrNoMemory) || isFault(err) {
+		t.Errorf("a host without the memory: %v (fault %v)", err, isFault(err))
+	}
+	if a.live != 0 || a.sys.host.freeBytes() != a.sys.hostLen {
+		t.Errorf("live %d, %d of %d host addresses free", a.live, a.sys.host.freeBytes(), a.sys.hostLen)
+	}
+	if err := reserve(a.sys.hostRes, pageSize); !errors.Is(err, unix.EEXIST) {
+		t.Errorf("the addresses are not reserved after the refusal: %v", err)
+	}
+}
