@@ -59,7 +59,7 @@ func run(addr, spec string, slots int, debug, standby bool, log *slog.Logger) er
 	mux := http.NewServeMux()
 	mux.Handle("/", svc.Handler())
 	mux.Handle("GET /metrics", promhttp.Handler())
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(addr, mux)
 	served := make(chan error, 1)
 	go func() { served <- srv.ListenAndServe() }()
 	log.Info("serving", "addr", addr, "driver", driver)
@@ -82,4 +82,16 @@ func run(addr, spec string, slots int, debug, standby bool, log *slog.Logger) er
 		log.Info("stopped")
 	}
 	return err
+}
+
+// newServer returns the HTTP server of the service's handler h on addr.
+// Each phase of a connection in which the server waits on its client is
+// bounded: a request's head by ReadHeaderTimeout, a /saxpy request's body
+// and answer by the service (Config.IOTimeout), and the wait for a
+// keep-alive connection's next request by IdleTimeout. Without
+// IdleTimeout (and with no ReadTimeout, which it defaults to) a connection
+// that made one request and then stays silent is kept, with its goroutine
+// and file descriptor, until the client closes it.
+func newServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }

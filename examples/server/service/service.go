@@ -41,6 +41,9 @@ type Service struct {
 	slots   int
 	debug   bool
 	standby bool
+	// ioTimeout bounds a request's body read and answer write, the two
+	// parts of a request that hold a slot and wait on the client.
+	ioTimeout time.Duration
 
 	cur atomic.Pointer[backend]
 	// spare is the standby backend, open on the other seat, or nil. It is
@@ -100,6 +103,14 @@ type Config struct {
 	Standby bool
 	// Log receives the service's events; nil discards them.
 	Log *slog.Logger
+	// IOTimeout bounds how long a /saxpy request may take to read its body
+	// and to write its answer, each, on the connection (0: 10 s). The
+	// request holds a slot while it does both, since the body is read into
+	// the slot's memory and the answer written from it: without a bound, a
+	// client that sends its body slowly, or stops reading its answers,
+	// holds a slot for as long as it keeps its connection, and Slots such
+	// clients stop the service.
+	IOTimeout time.Duration
 }
 
 // NewService opens the device and prepares its slots.
@@ -110,8 +121,11 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 	if c.Slots < 1 {
 		c.Slots = 256
 	}
+	if c.IOTimeout <= 0 {
+		c.IOTimeout = 10 * time.Second
+	}
 	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug,
-		standby: c.Standby && c.Driver != "cuda"}
+		standby: c.Standby && c.Driver != "cuda", ioTimeout: c.IOTimeout}
 	b, err := s.start(ctx, 0)
 	if err != nil {
 		return nil, err
@@ -281,7 +295,7 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := int(r.ContentLength / 8)
-	h := saxpyHandling{w: w, body: r.Body}
+	h := saxpyHandling{w: w, body: r.Body, timeout: s.ioTimeout}
 	err = s.Saxpy(r.Context(), a, n, h.fill, h.answer)
 	if br, ok := err.(badRequest); ok {
 		http.Error(w, br.Error(), http.StatusBadRequest)
@@ -295,12 +309,22 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 // saxpyHandling is one request's reading of x and y and writing of the
 // answer, on the handler's goroutine.
 type saxpyHandling struct {
-	w    http.ResponseWriter
-	body io.Reader
+	w       http.ResponseWriter
+	body    io.Reader
+	timeout time.Duration // for the body's read, and for the answer's write
 }
 
-// fill reads x and y from the body straight into the device's memory.
+// fill reads x and y from the body straight into the device's memory,
+// within the timeout: the request holds its slot meanwhile.
 func (h *saxpyHandling) fill(x, y []byte) error {
+	// A ResponseWriter without deadlines (a test's recorder) reads as it
+	// can. The deadline is lifted once the body is read: net/http reads
+	// on in the background to see the client go away, and a deadline
+	// passed there would cancel the request's context while its work
+	// runs.
+	rc := http.NewResponseController(h.w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.timeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	if _, err := io.ReadFull(h.body, x); err != nil {
 		return badRequest{fmt.Errorf("reading x: %w", err)}
 	}
@@ -310,11 +334,15 @@ func (h *saxpyHandling) fill(x, y []byte) error {
 	return nil
 }
 
-// answer writes y, with header values that are not allocated per request.
+// answer writes y, with header values that are not allocated per request,
+// within the timeout, so that the slot, which y is the memory of, is not
+// held by a client that does not read. net/http clears the write deadline
+// once the answer is sent, before the connection's next request.
 func (h *saxpyHandling) answer(y []byte) {
 	hd := h.w.Header()
 	hd["Content-Type"] = octetStream
 	hd["Content-Length"] = contentLength(len(y))
+	_ = http.NewResponseController(h.w).SetWriteDeadline(time.Now().Add(h.timeout))
 	_, _ = h.w.Write(y)
 }
 

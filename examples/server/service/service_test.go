@@ -581,6 +581,11 @@ func (w *recorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// The deadlines of net/http's ResponseWriter, which the handler sets; a
+// recorder has no connection to time out.
+func (w *recorder) SetReadDeadline(time.Time) error  { return nil }
+func (w *recorder) SetWriteDeadline(time.Time) error { return nil }
+
 // TestSaxpyHandlerAllocs: the saxpy handler allocates nothing of its own
 // per request: the query is parsed in place, and the answer's header
 // values are not made per request.

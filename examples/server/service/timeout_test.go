@@ -1,0 +1,117 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serveTimeout serves a service of one slot whose requests read their
+// body and write their answer within timeout each.
+func serveTimeout(t *testing.T, timeout time.Duration) (string, func(context.Context) (int, []byte, error), *Service) {
+	t.Helper()
+	srv, svc, _ := serveService(t, newServiceConfig(t, Config{Open: hostOpener(), Driver: "host", Slots: 1, IOTimeout: timeout}))
+	x, y := vectors(64, 3)
+	req := func(ctx context.Context) (int, []byte, error) {
+		return post(ctx, srv.Client(), srv.URL+"/saxpy?a=2", Body(x, y))
+	}
+	return srv.Listener.Addr().String(), req, svc
+}
+
+// waitSlotHeld returns once the service's only slot has been taken for
+// 300 ms in a row: a request holds it, waiting on its client.
+func waitSlotHeld(t *testing.T, svc *Service) {
+	t.Helper()
+	b := svc.cur.Load()
+	start, since := time.Now(), time.Time{}
+	for {
+		if len(b.free) == 0 {
+			if since.IsZero() {
+				since = time.Now()
+			}
+			if time.Since(since) >= 300*time.Millisecond {
+				return
+			}
+		} else {
+			since = time.Time{}
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("no request held the slot for 300 ms within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkServes fails the test unless a request answers right within 5 s.
+func checkServes(t *testing.T, req func(context.Context) (int, []byte, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	code, got, err := req(ctx)
+	x, y := vectors(64, 3)
+	if err != nil || code != 200 || !slices.Equal(floats(got), Saxpy(2, x, y)) {
+		t.Fatalf("a request while a stalled client held the only slot: %d %v", code, err)
+	}
+}
+
+// TestSlowBodyFreesSlot: a client that sends part of its body and then
+// nothing holds its slot only until the body's read times out; the next
+// request is served.
+func TestSlowBodyFreesSlot(t *testing.T) {
+	addr, req, svc := serveTimeout(t, time.Second)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// 2 of the 16 bytes the head announces.
+	if _, err := fmt.Fprintf(conn, "POST /saxpy?a=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n\x00\x00"); err != nil {
+		t.Fatal(err)
+	}
+	waitSlotHeld(t, svc)
+	checkServes(t, req)
+}
+
+// TestSlowReaderFreesSlot: a client that sends requests and reads none of
+// the answers holds its slot only until the answer's write times out; the
+// next request is served.
+func TestSlowReaderFreesSlot(t *testing.T) {
+	addr, req, svc := serveTimeout(t, time.Second)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	x, y := vectors(MaxElements, 1)
+	body := Body(x, y)
+	one := append(fmt.Appendf(nil, "POST /saxpy?a=1 HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(body)), body...)
+	// Answers of 64 KiB each, unread, fill the connection's buffers.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer conn.Close()
+	wg.Go(func() {
+		for range 400 {
+			if _, err := conn.Write(one); err != nil {
+				return
+			}
+		}
+	})
+	waitSlotHeld(t, svc)
+	checkServes(t, req)
+}
+
+// TestIOTimeoutKeepAlive: the answer's write deadline ends with the
+// answer: a keep-alive connection's later requests, after the timeout,
+// are answered.
+func TestIOTimeoutKeepAlive(t *testing.T) {
+	_, req, _ := serveTimeout(t, 100*time.Millisecond)
+	for range 3 {
+		checkServes(t, req)
+		time.Sleep(150 * time.Millisecond)
+	}
+}
