@@ -247,6 +247,12 @@ func (d *gpu) Stop(string) error {
 	if d.stopped.Swap(true) {
 		return nil
 	}
+	// A Settle in flight ends before the path stops (its timer reads
+	// the usermode page) and the stamp ring goes back, and a later one
+	// finds the device stopped.
+	d.prof.mu.Lock()
+	//lint:ignore SA2001 the empty section waits for the Settle in flight
+	d.prof.mu.Unlock()
 	// A Kick in flight ends before the channels close, and a later one
 	// finds the device stopped.
 	d.kickMu.Lock()
@@ -272,11 +278,6 @@ func (d *gpu) Stop(string) error {
 	}
 	perr := d.p.Stop()
 	if clean || perr == nil {
-		// A Settle in flight ends before the stamp ring goes back, and a
-		// later one finds the device stopped.
-		d.prof.mu.Lock()
-		//lint:ignore SA2001 the empty section waits for the Settle in flight
-		d.prof.mu.Unlock()
 		atomic.StoreUint64(d.word, d.last)
 		var mems []*nvidia.Memory
 		for _, set := range sets {
