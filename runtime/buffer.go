@@ -47,9 +47,16 @@ type bufState struct {
 	mu        sync.Mutex
 	lastWrite Point
 	reads     []Point // the reads since lastWrite, at most one per device
-	views     map[*Device]view
-	freed     bool
-	released  atomic.Bool
+	// before are the uses of other devices than lastWrite's that the work
+	// of lastWrite (or of a write before it) waits for on its device's
+	// side, and that had not passed when it was recorded, at most one per
+	// device. A point passed by its device's stop or loss, rather than
+	// by its work, says nothing of the uses its work waited for: Due and
+	// later writes wait for these too.
+	before   []Point
+	views    map[*Device]view
+	freed    bool
+	released atomic.Bool
 }
 
 type view struct {
@@ -236,10 +243,13 @@ func (b *Buffer) LastUse() Point {
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The reads since the last write follow it, on any device: the
+	// buffer's device's read, where there is one, is the later use.
+	// (Values of two devices do not compare.)
 	p := s.lastWrite
 	for _, r := range s.reads {
-		if r.d == s.d && (p.d == nil || device.AtLeast(r.v, p.v)) {
-			p = r
+		if r.d == s.d {
+			return r
 		}
 	}
 	return p
@@ -298,7 +308,49 @@ func (s *bufState) Due() bool {
 			return false
 		}
 	}
+	for _, r := range s.before {
+		if !r.passed() {
+			return false
+		}
+	}
 	return true
+}
+
+// holdBefore keeps in before, as a write of device d is recorded, the
+// uses of other devices that are not passed: those before already holds,
+// the last write and the reads since. Uses of d itself pass before the
+// write does, whatever ends d's work. s.mu is held.
+func (s *bufState) holdBefore(d *Device) {
+	k := 0
+	for _, p := range s.before {
+		if p.d != d && !p.passed() {
+			s.before[k] = p
+			k++
+		}
+	}
+	clear(s.before[k:])
+	s.before = s.before[:k]
+	s.addBefore(d, s.lastWrite)
+	for _, p := range s.reads {
+		s.addBefore(d, p)
+	}
+}
+
+// addBefore adds p to before where it is a point of another device than d
+// that is not passed, keeping the later of two points of one device.
+func (s *bufState) addBefore(d *Device, p Point) {
+	if p.d == nil || p.d == d || p.passed() {
+		return
+	}
+	for i := range s.before {
+		if s.before[i].d == p.d {
+			if device.AtLeast(p.v, s.before[i].v) {
+				s.before[i] = p
+			}
+			return
+		}
+	}
+	s.before = append(s.before, p)
 }
 
 // Release gives the buffer's region back (reclaim.Item).

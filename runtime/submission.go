@@ -721,6 +721,16 @@ func (r *Run) hazards(d *Device) (Point, error) {
 					}
 				}
 			}
+			// The last write's work waits for these, but a stop or loss
+			// of its device passes its point without that work: a write
+			// waits for them itself.
+			for _, p := range b.before {
+				if p.d != d {
+					if hw := r.waitFor(d, p); hw.d != nil {
+						return hw, nil
+					}
+				}
+			}
 		}
 	}
 	return Point{}, nil
@@ -774,6 +784,9 @@ func (r *Run) publish(d *Device, v uint64) {
 	p := Point{d: d, v: v}
 	for i, b := range r.bufs {
 		if r.acc[i]&Writes != 0 {
+			if (b.lastWrite.d != nil && b.lastWrite.d != d) || len(b.reads) > 0 || len(b.before) > 0 {
+				b.holdBefore(d)
+			}
 			b.lastWrite = p
 			b.reads = b.reads[:0]
 			continue
