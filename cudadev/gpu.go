@@ -55,20 +55,23 @@ type gpuInfo struct {
 	ordinal int // the CUdevice
 	bus     string
 
-	// mu guards the rest: the GPU's open devices by timeline, its primary
-	// context (retained once, by the first device, and kept for the
-	// process), the work stopped devices left running, and the fault that
-	// ended the GPU's use.
+	// ctx is the GPU's primary context, retained once, by the first
+	// device, and kept for the process: set under mu, and read without it
+	// by the opens of other GPUs, which must not take mu while their own
+	// GPU's mu is held.
+	ctx atomic.Uintptr
+
+	// mu guards the rest: the GPU's open devices by timeline, the work
+	// stopped devices left running, and the fault that ended the GPU's use.
 	mu    sync.Mutex
-	ctx   uintptr
 	open  map[int]*gpu
 	kept  []*keptWork
 	fault string
 }
 
 // keptWork is what Stop keeps of a device whose work still ran: its
-// timeline, an event behind the work on each stream, and the word with the
-// last value.
+// timeline, an event behind the work on each stream (0 where CUDA made
+// none), and the word with the last value (nil once the word is freed).
 type keptWork struct {
 	timeline int
 	events   [2]uintptr
@@ -328,18 +331,26 @@ func (d *gpu) streamsCarryCtx() bool {
 func (g *gpuInfo) settleKept(t *table, tl int) error {
 	f := getFrame()
 	defer putFrame(f)
-	prev := enterCtx(t, f, g.ctx)
-	defer leaveCtx(t, f, g.ctx, prev)
+	ctx := g.ctx.Load()
+	prev := enterCtx(t, f, ctx)
+	defer leaveCtx(t, f, ctx, prev)
 	var err error
 	left := g.kept[:0]
 	for _, k := range g.kept {
 		ended := true
 		var fault result
 		for _, ev := range k.events {
+			if ev == 0 {
+				// Stop could not make the event: nothing tells when
+				// that stream's work ends.
+				continue
+			}
+			// Only a fault of the context's work ends the GPU's use; any
+			// other refusal is of the event, which then tells nothing.
 			switch r := f.c1(t.cuEventQuery, ev); {
 			case r == errNotReady:
 				ended = false
-			case r != 0:
+			case r.sticky():
 				fault = r
 			}
 		}
@@ -351,13 +362,17 @@ func (g *gpuInfo) settleKept(t *table, tl int) error {
 			continue
 		}
 		if fault != 0 {
-			atomicRaise(k.word, k.last)
+			if k.word != nil {
+				atomicRaise(k.word, k.last)
+			}
 			if g.fault == "" {
 				g.fault = t.text(fault)
 			}
 		}
 		for _, ev := range k.events {
-			f.c1(t.cuEventDestroy, ev)
+			if ev != 0 {
+				f.c1(t.cuEventDestroy, ev)
+			}
 		}
 	}
 	clear(g.kept[len(left):])
@@ -463,7 +478,7 @@ func (d *gpu) make(c Config, word *uint64) error {
 	}
 
 	// The primary context, its scheduling set to block where it is AUTO.
-	if g.ctx == 0 {
+	if g.ctx.Load() == 0 {
 		var flags uint32
 		var active int32
 		if r := t.call(t.cuDevicePrimaryCtxGetState, uintptr(d.ordinal), uintptr(unsafe.Pointer(&flags)), uintptr(unsafe.Pointer(&active))); r != 0 {
@@ -478,9 +493,9 @@ func (d *gpu) make(c Config, word *uint64) error {
 		if r := t.call(t.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&ctx)), uintptr(d.ordinal)); r != 0 {
 			return fmt.Errorf("cudadev: retaining GPU %d's primary context: %w", d.index, t.err(r))
 		}
-		g.ctx = ctx
+		g.ctx.Store(ctx)
 	}
-	d.ctx = g.ctx
+	d.ctx = g.ctx.Load()
 
 	f := getFrame()
 	defer putFrame(f)
@@ -594,9 +609,9 @@ func (d *gpu) enablePeers(f *frame) {
 		if o == d.info {
 			continue
 		}
-		o.mu.Lock()
-		octx := o.ctx
-		o.mu.Unlock()
+		// Not o.mu: an open of o's GPU holds it while it enables its
+		// peers, and the caller holds d's GPU's.
+		octx := o.ctx.Load()
 		if octx == 0 {
 			continue
 		}

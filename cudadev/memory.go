@@ -216,6 +216,16 @@ func (d *gpu) Free(r device.Region) error {
 	case devMem:
 		f.c1(t.cuMemFree, uintptr(reg.loc.Address))
 	case ownWord:
+		// The work Stop kept may still be settled at a later open, which
+		// must not touch the word once it is freed.
+		g := d.info
+		g.mu.Lock()
+		for _, k := range g.kept {
+			if uintptr(unsafe.Pointer(k.word)) == reg.host {
+				k.word = nil
+			}
+		}
+		g.mu.Unlock()
 		f.c1(t.cuMemFreeHost, reg.host)
 	case pinnedMem, hostMap:
 		hosts.mu.Lock()

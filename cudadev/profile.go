@@ -1,6 +1,7 @@
 package cudadev
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -105,6 +106,12 @@ func (d *gpu) stampStart(f *frame, q int) (*stamp, result) {
 	defer p.mu.Unlock()
 	if time.Since(p.at) > remeasure {
 		if err := d.measure(f); err != nil {
+			// CUDA's own error, so that a fault of the context's work
+			// ends the device's use.
+			var e *Error
+			if errors.As(err, &e) {
+				return nil, result(e.Code)
+			}
 			return nil, errInvalidValue
 		}
 	}

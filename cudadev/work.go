@@ -326,7 +326,10 @@ func (d *gpu) submit(f *frame, s *device.Submission) device.SubmitAnswer {
 	}
 	// Parts that a part on the other stream runs after record an event.
 	parts := s.Parts
-	marks := d.marks(parts)
+	marks, r := d.marks(parts)
+	if r != 0 {
+		return d.failSubmit(f, s, doOrder, r, used, start)
+	}
 	z := start
 	for i := range parts {
 		p := &parts[i]
@@ -371,8 +374,8 @@ func (d *gpu) submit(f *frame, s *device.Submission) device.SubmitAnswer {
 
 // marks marks in d.mark the parts that a later part on the other stream
 // runs after, making their events where none exist yet, and reports
-// whether any is marked.
-func (d *gpu) marks(parts []device.Part) bool {
+// whether any is marked, or CUDA's refusal to make an event.
+func (d *gpu) marks(parts []device.Part) (bool, result) {
 	cross := false
 	for i := range parts {
 		if a := parts[i].After; a != 0 && parts[a-1].Queue != parts[i].Queue {
@@ -381,7 +384,7 @@ func (d *gpu) marks(parts []device.Part) bool {
 		}
 	}
 	if !cross {
-		return false
+		return false, 0
 	}
 	for len(d.mark) < len(parts) {
 		d.mark = append(d.mark, false)
@@ -399,15 +402,14 @@ func (d *gpu) marks(parts []device.Part) bool {
 		if d.mark[i] && d.afterEv[i] == 0 {
 			f := &d.hot
 			f.enter() // cuEventCreate needs the context current
-			var ev uint64
 			f.out[5] = 0
-			if f.c2(d.t.cuEventCreate, f.outp(5), eventDisableTime) == 0 {
-				ev = f.out[5]
+			if r := f.c2(d.t.cuEventCreate, f.outp(5), eventDisableTime); r != 0 {
+				return false, r
 			}
-			d.afterEv[i] = uintptr(ev)
+			d.afterEv[i] = uintptr(f.out[5])
 		}
 	}
-	return true
+	return true, 0
 }
 
 // join orders stream to after the work enqueued on stream from.

@@ -1,0 +1,278 @@
+//go:build linux && (amd64 || arm64)
+
+package cudadev
+
+import (
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"golang.org/x/sys/unix"
+
+	"github.com/rig-go/rig/device"
+)
+
+// A table of Go functions in place of libcuda's, for the paths that need
+// no GPU: each symbol calls the test's function of its name (the first of
+// symbols' names), or answers CUDA_SUCCESS where the test gave none.
+
+type fakeFn func(a [6]uintptr) result
+
+var fakeLib struct {
+	once sync.Once
+	addr []uintptr // by index in symbols
+
+	mu    sync.Mutex
+	fns   map[string]fakeFn
+	calls []string
+}
+
+// fakeTable returns a table whose functions call fns, by name, for the
+// rest of the test.
+func fakeTable(t *testing.T, fns map[string]fakeFn) *table {
+	t.Helper()
+	fakeLib.once.Do(func() {
+		fakeLib.addr = make([]uintptr, len(symbols))
+		for i := range symbols {
+			name := symbols[i].names[0]
+			fakeLib.addr[i] = purego.NewCallback(func(a0, a1, a2, a3, a4, a5 uintptr) uintptr {
+				fakeLib.mu.Lock()
+				fn := fakeLib.fns[name]
+				fakeLib.calls = append(fakeLib.calls, name)
+				fakeLib.mu.Unlock()
+				if fn == nil {
+					return 0
+				}
+				return uintptr(fn([6]uintptr{a0, a1, a2, a3, a4, a5}))
+			})
+		}
+	})
+	fakeLib.mu.Lock()
+	fakeLib.fns, fakeLib.calls = fns, nil
+	fakeLib.mu.Unlock()
+	t.Cleanup(func() {
+		fakeLib.mu.Lock()
+		fakeLib.fns, fakeLib.calls = nil, nil
+		fakeLib.mu.Unlock()
+	})
+	tab := &table{version: minVersion}
+	for i, s := range symbols {
+		*s.at(tab) = fakeLib.addr[i]
+	}
+	return tab
+}
+
+// fakeEvents answers cuEventCreate with a new handle in its out-parameter.
+func fakeEvents() fakeFn {
+	var mu sync.Mutex
+	next := uint64(0xe000)
+	return func(a [6]uintptr) result {
+		mu.Lock()
+		next++
+		*cWord(a[0]) = next
+		mu.Unlock()
+		return 0
+	}
+}
+
+// fakeDevice is an open device of the fake table: GPU g's timeline k with
+// streams and events made.
+func fakeDevice(tab *table, g *gpuInfo, k int, word *uint64) *gpu {
+	if g.ctx.Load() == 0 {
+		g.ctx.Store(0xc0)
+	}
+	d := &gpu{t: tab, info: g, ctx: g.ctx.Load(), timeline: k,
+		streams: [2]uintptr{0x51, 0x52}, clockStream: 0x53, joins: [2]uintptr{0x61, 0x62},
+		word: word}
+	g.mu.Lock()
+	if g.open == nil {
+		g.open = map[int]*gpu{}
+	}
+	g.open[k] = d
+	g.mu.Unlock()
+	return d
+}
+
+// settleOpen runs what an open of timeline k of g does with the work
+// that stopped devices left running.
+func settleOpen(tab *table, g *gpuInfo, k int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.settleKept(tab, k)
+}
+
+// TestOpenPeersConcurrently opens two GPUs at once: each open holds its
+// GPU's lock while it enables access to the other GPU, which must not wait
+// for the other GPU's lock.
+func TestOpenPeersConcurrently(t *testing.T) {
+	a := &gpuInfo{ordinal: 0, bus: "0000:01:00.0"}
+	b := &gpuInfo{ordinal: 1, bus: "0000:02:00.0"}
+	listMu.Lock()
+	saved := gpus
+	gpus = []*gpuInfo{a, b}
+	listMu.Unlock()
+	defer func() {
+		listMu.Lock()
+		gpus = saved
+		listMu.Unlock()
+	}()
+	var held sync.WaitGroup
+	held.Add(2)
+	done := make(chan struct{}, 2)
+	for i, g := range []*gpuInfo{a, b} {
+		d := &gpu{info: g, index: i, ordinal: g.ordinal}
+		go func() {
+			g.mu.Lock() // as open holds it through make
+			held.Done()
+			held.Wait()
+			d.enablePeers(getFrame())
+			g.mu.Unlock()
+			done <- struct{}{}
+		}()
+	}
+	for range 2 {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("two opens of two GPUs wait for each other's lock")
+		}
+	}
+}
+
+// TestKeptWithoutEvents stops a device whose work still runs where CUDA
+// makes no event to keep behind it: the next open of the GPU must not take
+// the missing events for a fault of the GPU's work.
+func TestKeptWithoutEvents(t *testing.T) {
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuStreamQuery": func([6]uintptr) result { return errNotReady },
+		"cuEventCreate": func([6]uintptr) result { return errOutOfMemory },
+		"cuEventQuery": func(a [6]uintptr) result {
+			if a[0] == 0 {
+				return 400 // CUDA_ERROR_INVALID_HANDLE
+			}
+			return errNotReady
+		},
+	})
+	g := &gpuInfo{bus: "0000:01:00.0"}
+	word := new(uint64)
+	d := fakeDevice(tab, g, 0, word)
+	d.last, d.written = 7, 7
+	if err := d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	if err := settleOpen(tab, g, 1); err != nil {
+		t.Fatal(err)
+	}
+	if g.fault != "" {
+		t.Fatalf("the GPU is taken as faulted: %s", g.fault)
+	}
+}
+
+// TestKeptOwnWordFreed stops a device of a word of its own whose work
+// still runs; rig frees the word once it reads the last value. A fault of
+// the context after that must not make the next open touch the freed word.
+func TestKeptOwnWordFreed(t *testing.T) {
+	page, err := unix.Mmap(-1, 0, int(pageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Skip(err)
+	}
+	host := uintptr(unsafe.Pointer(&page[0]))
+	var faulted bool
+	var mu sync.Mutex
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuStreamQuery": func([6]uintptr) result { return errNotReady },
+		"cuEventCreate": fakeEvents(),
+		"cuEventQuery": func([6]uintptr) result {
+			mu.Lock()
+			defer mu.Unlock()
+			if faulted {
+				return errIllegalAddress
+			}
+			return errNotReady
+		},
+		"cuMemFreeHost": func(a [6]uintptr) result {
+			if a[0] == host {
+				_ = unix.Munmap(page)
+			}
+			return 0
+		},
+	})
+	g := &gpuInfo{bus: "0000:01:00.0"}
+	word := (*uint64)(unsafe.Pointer(&page[0]))
+	d := fakeDevice(tab, g, 0, word)
+	d.own = &region{kind: ownWord, size: 8, host: host, loc: device.Location{Address: 0xd0, Handle: uint64(host)}}
+	d.last, d.written = 7, 7
+	if err := d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	*word = 7 // the kept work wrote the last value: rig frees the word
+	if err := d.Free(d.own); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	faulted = true
+	mu.Unlock()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("the open read the freed word: %v", v)
+			}
+		}()
+		_ = settleOpen(tab, g, 1)
+	}()
+	if g.fault == "" {
+		t.Fatal("the fault of the kept work is not the GPU's")
+	}
+}
+
+// TestTimedSubmitFault fails a timed submit where measuring the clock meets
+// a fault of the context's work: the device must take it as a fault.
+func TestTimedSubmitFault(t *testing.T) {
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuEventCreate": fakeEvents(),
+		"cuEventRecord": func([6]uintptr) result { return errIllegalAddress },
+	})
+	g := &gpuInfo{bus: "0000:01:00.0"}
+	d := fakeDevice(tab, g, 0, new(uint64))
+	a := d.Submit(&device.Submission{Value: 1, Timed: true})
+	if a.Kind != device.Failed {
+		t.Fatalf("the submit answered %v", a.Kind)
+	}
+	if !d.ctxFailed || d.faulted() == "" {
+		t.Fatalf("the fault is not the device's: %s", a.Reason)
+	}
+}
+
+// TestOrderEventRefused fails a submit whose parts need an event for their
+// order where CUDA makes none: the failure is CUDA's answer to the event's
+// making.
+func TestOrderEventRefused(t *testing.T) {
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuEventCreate": func([6]uintptr) result { return errOutOfMemory },
+		"cuEventRecord": func(a [6]uintptr) result {
+			if a[0] == 0 {
+				return 400 // CUDA_ERROR_INVALID_HANDLE
+			}
+			return 0
+		},
+	})
+	g := &gpuInfo{bus: "0000:01:00.0"}
+	d := fakeDevice(tab, g, 0, new(uint64))
+	dst := &region{kind: devMem, size: 8}
+	s := &device.Submission{Value: 1, Parts: []device.Part{
+		{Kind: device.CopyRows, Queue: device.Copy, Dst: dst, Src: dst},
+		{Kind: device.CopyRows, Queue: device.Compute, After: 1, Dst: dst, Src: dst},
+	}}
+	a := d.Submit(s)
+	if a.Kind != device.Failed {
+		t.Fatalf("the submit answered %v", a.Kind)
+	}
+	if want := (&Error{Code: int(errOutOfMemory)}).Error(); !strings.Contains(a.Reason, want) {
+		t.Fatalf("the failure %q is not CUDA's %q", a.Reason, want)
+	}
+}
