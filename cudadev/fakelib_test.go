@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -274,5 +275,73 @@ func TestOrderEventRefused(t *testing.T) {
 	}
 	if want := (&Error{Code: int(errOutOfMemory)}).Error(); !strings.Contains(a.Reason, want) {
 		t.Fatalf("the failure %q is not CUDA's %q", a.Reason, want)
+	}
+}
+
+// TestKeptWorkWatched stops a device whose work still runs, and opens no
+// device of the GPU after: where that work then faults, the device's word
+// reaches its last value all the same (rig gives a stopped device's memory
+// back, and closes its Done, once it does); where it ends, the GPU forgets
+// it and leaves the word to the work.
+func TestKeptWorkWatched(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		end   result // cuEventQuery's answer once the work ends
+		word  uint64 // the word then
+		fault bool
+	}{
+		{"faults", errIllegalAddress, 7, true},
+		{"ends", 0, 3, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			ended := false
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuStreamQuery": func([6]uintptr) result { return errNotReady },
+				"cuEventCreate": fakeEvents(),
+				"cuEventQuery": func([6]uintptr) result {
+					mu.Lock()
+					defer mu.Unlock()
+					if ended {
+						return c.end
+					}
+					return errNotReady
+				},
+			})
+			g := &gpuInfo{bus: "0000:01:00.0"}
+			word := new(uint64)
+			*word = 3
+			d := fakeDevice(tab, g, 0, word)
+			d.last, d.written = 7, 7
+			if err := d.Stop(""); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+			g.mu.Lock()
+			kept := len(g.kept)
+			g.mu.Unlock()
+			if kept != 1 || atomic.LoadUint64(word) != 3 {
+				t.Fatalf("while the work runs: %d kept, word %d; want 1 kept, word 3", kept, atomic.LoadUint64(word))
+			}
+			mu.Lock()
+			ended = true
+			mu.Unlock()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				g.mu.Lock()
+				kept, fault := len(g.kept), g.fault
+				g.mu.Unlock()
+				if kept == 0 {
+					if w := atomic.LoadUint64(word); w != c.word || (fault != "") != c.fault {
+						t.Fatalf("the work settled with word %d and fault %q; want word %d, a fault %v", w, fault, c.word, c.fault)
+					}
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the kept work was not settled in 5 s without an open (word %d)", atomic.LoadUint64(word))
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package cudadev
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -322,6 +323,28 @@ func (d *gpu) streamsCarryCtx() bool {
 	}
 	f.c1(t.cuCtxSetCurrent, prev)
 	return ok
+}
+
+// keptPoll is the longest pause between two looks of watchKept.
+const keptPoll = 10 * time.Millisecond
+
+// watchKept settles g's kept work now and then, as an open of the GPU
+// does, until k's work has ended or a fault ended it, then returns: a
+// fault of that work raises its device's word to its last value without
+// waiting for the GPU's next open, so that rig gives the stopped device's
+// memory back and its Done closes. Stop starts one for each device whose
+// work it keeps; it takes g.mu.
+func (g *gpuInfo) watchKept(t *table, k *keptWork) {
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, keptPoll) {
+		time.Sleep(wait)
+		g.mu.Lock()
+		_ = g.settleKept(t, -1)
+		still := slices.Contains(g.kept, k)
+		g.mu.Unlock()
+		if !still {
+			return
+		}
+	}
 }
 
 // settleKept decides whether the work of g's stopped devices still runs:

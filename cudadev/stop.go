@@ -33,8 +33,10 @@ func (d *gpu) query() error {
 // ended (both streams idle, or a fault ended the context's work), it writes
 // the last value into the word; otherwise it commits that value and keeps
 // an event behind the work on each stream, which the GPU's next open
-// reads. Either way it destroys the streams and the other events, which
-// CUDA frees once their work ends. It ignores CUDA's errors.
+// reads, and which a goroutine of its own reads until that work ends or a
+// fault ends it (watchKept). Either way it destroys the streams and the
+// other events, which CUDA frees once their work ends. It ignores CUDA's
+// errors.
 func (d *gpu) Stop(string) error {
 	d.stopMu.Lock()
 	defer d.stopMu.Unlock()
@@ -101,5 +103,8 @@ func (d *gpu) Stop(string) error {
 		delete(g.open, d.timeline)
 	}
 	g.mu.Unlock()
+	if kept != nil {
+		go g.watchKept(t, kept)
+	}
 	return nil
 }
