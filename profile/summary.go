@@ -59,13 +59,15 @@ type QueueSummary struct {
 
 // Summarize reduces spans to figures per device over the window [from,
 // to] in nanoseconds of device.Now; where to is not after from, the window
-// is from the earliest start to the latest end of the spans. Percentiles
-// are nearest-rank: the p-th of n sorted values is the ceil(p*n)-th.
+// is from the earliest start to the latest end of the spans. A span whose
+// end is before its start counts as the instant of its start, in the
+// window as in the durations and the busy time. Percentiles are
+// nearest-rank: the p-th of n sorted values is the ceil(p*n)-th.
 func Summarize(spans []Span, from, to int64) Summary {
 	if to <= from && len(spans) > 0 {
-		from, to = spans[0].Start, spans[0].End
+		from, to = spans[0].Start, spans[0].Start
 		for i := range spans {
-			from, to = min(from, spans[i].Start), max(to, spans[i].End)
+			from, to = min(from, spans[i].Start), max(to, spans[i].Start, spans[i].End)
 		}
 	}
 	s := Summary{From: from, To: to, Spans: len(spans)}

@@ -83,3 +83,29 @@ func TestNanos(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeWindowInvertedSpans: a span whose end is before its start
+// counts as the instant of its start, so that the window drawn from the
+// spans covers it: never negative, and no busy fraction above the time
+// the spans cover.
+func TestSummarizeWindowInvertedSpans(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		spans    []Span
+		from, to int64
+		busy     float64
+	}{
+		{"one inverted", []Span{{Device: "a", Start: 100, End: 50}}, 100, 100, 0},
+		{"the last inverted", []Span{{Device: "a", Start: 100, End: 200}, {Device: "a", Start: 300, End: 250}}, 100, 300, 0.5},
+		{"the first inverted", []Span{{Device: "a", Start: 100, End: 0}, {Device: "a", Start: 200, End: 300}}, 100, 300, 0.5},
+		{"zero at time zero", []Span{{Device: "a", Start: 0, End: 0}, {Device: "a", Start: 0, End: 10}}, 0, 10, 1},
+	} {
+		s := Summarize(c.spans, 0, 0)
+		if s.From != c.from || s.To != c.to || len(s.Devices) != 1 || s.Devices[0].Busy != c.busy {
+			t.Errorf("%s: window [%d, %d], busy %+v; want [%d, %d], busy %v", c.name, s.From, s.To, s.Devices, c.from, c.to, c.busy)
+		}
+		if strings.Contains(s.String(), "profile of -") {
+			t.Errorf("%s: %s", c.name, s.String())
+		}
+	}
+}

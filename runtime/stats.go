@@ -49,7 +49,8 @@ type Histogram struct {
 	// Buckets are the counts per bucket; the last counts everything past
 	// the one before it.
 	Buckets [HistogramBuckets]uint64
-	// Count is the durations recorded, and Sum their total.
+	// Count is the durations recorded, the total of Buckets, and Sum
+	// their total duration.
 	Count uint64
 	Sum   time.Duration
 }
@@ -71,15 +72,30 @@ func (h *Histogram) UpperBound(i int) time.Duration {
 }
 
 // Quantile is the upper bound of the bucket that holds the q-quantile
-// (0 < q <= 1) of the durations recorded, or 0 where none were.
+// (0 < q <= 1) of the durations in the buckets, or 0 where they hold none.
+// The quantile is nearest-rank: of n durations, the ceil(q*n)-th smallest,
+// so that no more than (1-q)*n of them lie above the bound. The rank
+// counts over the buckets' total rather than Count, so that a Histogram
+// whose Count disagrees with its buckets still answers a bound that one of
+// its durations reached.
 func (h *Histogram) Quantile(q float64) time.Duration {
-	if h.Count == 0 {
+	var total uint64
+	for _, n := range h.Buckets {
+		total += n
+	}
+	if total == 0 {
 		return 0
 	}
-	rank := uint64(q * float64(h.Count))
-	if rank < 1 {
-		rank = 1
+	rank := uint64(1)
+	if x := q * float64(total); x > 1 {
+		rank = uint64(min(x, float64(total)))
+		// Rounds up, but not for the float error of a product that is
+		// whole (0.07*100 is 7.000000000000001).
+		if float64(rank) < x-1e-9*x {
+			rank++
+		}
 	}
+	rank = min(rank, total)
 	var seen uint64
 	for i, n := range h.Buckets {
 		seen += n
@@ -93,7 +109,6 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 // histogram is a Histogram that goroutines record into with atomic adds.
 type histogram struct {
 	buckets [HistogramBuckets]atomic.Uint64
-	count   atomic.Uint64
 	sum     atomic.Int64
 }
 
@@ -104,16 +119,20 @@ func (h *histogram) record(d time.Duration) {
 		i = min(bits.Len64(uint64(d-1)), HistogramBuckets-1)
 	}
 	h.buckets[i].Add(1)
-	h.count.Add(1)
 	h.sum.Add(int64(d))
 }
 
+// snapshot reads h. Its Count is the total of the buckets it read, so
+// that the two agree while durations are being recorded: a count kept
+// beside the buckets and read after them may already hold durations whose
+// buckets were read before they were added to, and a Count above the
+// buckets' total would put a quantile past every bucket.
 func (h *histogram) snapshot() Histogram {
 	var s Histogram
 	for i := range h.buckets {
 		s.Buckets[i] = h.buckets[i].Load()
+		s.Count += s.Buckets[i]
 	}
-	s.Count = h.count.Load()
 	s.Sum = time.Duration(h.sum.Load())
 	return s
 }

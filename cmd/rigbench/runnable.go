@@ -55,7 +55,7 @@ func runnableOf(looks []uint64) *Runnable {
 		return nil
 	}
 	s := slices.Sorted(slices.Values(looks))
-	r := &Runnable{Looks: len(s), P50: s[len(s)/2], P99: s[len(s)*99/100], Max: s[len(s)-1]}
+	r := &Runnable{Looks: len(s), P50: nearestRank(s, 50), P99: nearestRank(s, 99), Max: s[len(s)-1]}
 	var sum uint64
 	busy := 0
 	for _, v := range s {
@@ -67,6 +67,20 @@ func runnableOf(looks []uint64) *Runnable {
 	r.Mean = float64(sum) / float64(len(s))
 	r.Busy = float64(busy) / float64(len(s))
 	return r
+}
+
+// nearestRank is the p-th percentile (0 to 100) of the sorted values s,
+// which are not empty: the ceil(p/100*n)-th smallest of n, so that at
+// least p% of the values are at or below it and no more than (100-p)%
+// above. Of 100 values, p99 is the 99th, not the largest.
+func nearestRank(s []uint64, p float64) uint64 {
+	n := len(s)
+	// In hundredths of a percent, in integers: ceil(p/100*n) is then
+	// exact, where a float product such as 0.07*100 would round up one
+	// rank too far.
+	bp := int(p*100 + 0.5)
+	k := (bp*n + 100*100 - 1) / (100 * 100)
+	return s[min(max(k, 1), n)-1]
 }
 
 // text is r as a line of the text report.
