@@ -132,13 +132,23 @@
 //
 // # Concurrency
 //
-// Any goroutine may call any method of a Client or its RM at any time. The
-// path's lock guards its bookkeeping (memories alive, registered channels,
-// stop state), the process's lock the address pools and handle names; a
-// goroutine holds one at a time, never both, and never across a call of
-// the driver. A third lock, taken alone, serialises the making and giving
-// back of a GPU's shared objects (Open, and the last Close or Free). The
-// kernel driver serialises the RM itself.
+// Any goroutine may call the methods of a Client or its RM, with these
+// exceptions, which the caller orders itself. Stop unmaps the usermode page
+// and the flush word and waits for no call that reads or writes them:
+// Ring, ReadTimer, and the words Doorbell and Flush give. Each such use
+// must end before Stop begins; after Stop, ReadTimer returns an error, and
+// Ring and the words must not be used. A device keeps that order under
+// locks its own stop takes before it calls Stop. Close, which stops the
+// path first, is not called while a Stop runs. A Register that Stop or
+// Close overtakes ends the registration it made, and the path's release
+// waits for it.
+//
+// The path's lock guards its bookkeeping (memories alive and Registers in
+// flight, registered channels, stop state), the process's lock the
+// address pools and handle names; a goroutine holds one at a time, never
+// both, and never across a call of the driver. A third lock, taken alone,
+// serialises the making and giving back of a GPU's shared objects (Open,
+// and the last Close or Free). The kernel driver serialises the RM itself.
 //
 // The paths of one GPU share its device, subdevice and address space: UVM
 // takes one registration of a GPU, and one address space for it, in a

@@ -109,7 +109,10 @@ type memRecord struct {
 // (/dev/nvidiactl, /dev/nvidia<minor> and /dev/nvidia-uvm), which the RM
 // driver builds its channels on. Open makes it; the device's stop calls
 // Stop; Close gives everything back once every Memory is freed. Any
-// goroutine may call its methods at any time.
+// goroutine may call its methods, but for the uses of the usermode page
+// and the flush word that Stop unmaps (Ring, ReadTimer, Doorbell, Flush),
+// which must end before Stop begins: the package's documentation says
+// more.
 type Client struct {
 	*gpuState // what the paths of this GPU share
 
@@ -127,7 +130,7 @@ type Client struct {
 	noMapped    bool    // the BAR had no room for the flush word
 
 	mu       sync.Mutex // guards what follows; held for bookkeeping only, never across a call of the driver
-	live     int        // memories given and not freed
+	live     int        // memories given and not freed, and Registers in flight
 	channels map[Handle]span
 	stopped  bool
 	closed   bool
@@ -373,7 +376,9 @@ func (p *Client) alloc(k device.Memory, n int, held bool) (*Memory, error) {
 	default:
 		err = fmt.Errorf("nvidia: no memory of kind %v", k)
 	}
-	p.end(err == nil)
+	if eerr := p.end(err == nil); eerr != nil {
+		err = errors.Join(err, eerr)
+	}
 	if err != nil {
 		return nil, allocError(k, n, err)
 	}
@@ -391,13 +396,13 @@ func (p *Client) begin() error {
 	return nil
 }
 
-// end uncounts a memory that was not made.
-func (p *Client) end(made bool) {
-	if !made {
-		p.mu.Lock()
-		p.live--
-		p.mu.Unlock()
+// end uncounts a memory that was not made, and releases the path where
+// Close waits for that memory alone.
+func (p *Client) end(made bool) error {
+	if made {
+		return nil
 	}
+	return p.drop()
 }
 
 // errNoAddresses returns an allocation the path has no addresses for.
@@ -724,7 +729,9 @@ func (p *Client) MapHost(a uintptr, n int) (*Memory, error) {
 		return nil, err
 	}
 	m, err := p.mapHost(a, n)
-	p.end(err == nil)
+	if eerr := p.end(err == nil); eerr != nil {
+		err = errors.Join(err, eerr)
+	}
 	return m, err
 }
 
@@ -845,11 +852,15 @@ func (p *Client) Free(m *Memory) error {
 // Register makes the channel, which the device allocated under Device, ready
 // to run: UVM maps the channel's buffers in 64 MiB of the path's addresses
 // (UVM_REGISTER_CHANNEL). A refusal is an error; a lost GPU a
-// *device.Fault.
-func (p *Client) Register(channel Handle) error {
+// *device.Fault. A Register that Stop or Close overtakes ends the
+// registration it made and returns the error of a stopped path.
+func (p *Client) Register(channel Handle) (err error) {
 	p.mu.Lock()
 	_, dup := p.channels[channel]
 	stopped := p.stopped || p.closed
+	if !stopped && !dup {
+		p.live++ // the path's release waits for the call
+	}
 	p.mu.Unlock()
 	if stopped {
 		return errStopped
@@ -857,6 +868,11 @@ func (p *Client) Register(channel Handle) error {
 	if dup {
 		return fmt.Errorf("nvidia: channel 0x%x is registered already", channel)
 	}
+	defer func() {
+		if derr := p.drop(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}()
 	va, pl, err := p.takeVA(true, channelVASize, memHugePage)
 	if err != nil {
 		return err
@@ -867,8 +883,35 @@ func (p *Client) Register(channel Handle) error {
 		return asFault(err)
 	}
 	p.mu.Lock()
-	p.channels[channel] = span{va, channelVASize}
+	stopped = p.stopped || p.closed
+	if !stopped {
+		p.channels[channel] = span{va, channelVASize}
+	}
 	p.mu.Unlock()
+	if stopped {
+		// Stop listed the channels to unregister before this one was
+		// recorded: the registration ends here. Where UVM refuses, its
+		// addresses stay out of the pool, as in Unregister.
+		uc := uvmUnregisterChannelParams{GPUUUID: p.uuid, Client: p.r.client, Channel: channel}
+		if err := uvmCall(p.u, "UVM_UNREGISTER_CHANNEL", uvmUnregisterChannel, &uc, &uc.RMStatus); err != nil {
+			return asFault(err)
+		}
+		p.giveVA(pl, va, channelVASize)
+		return errStopped
+	}
+	return nil
+}
+
+// drop uncounts a call that counted itself in live, and releases the path
+// where Close waits for that call alone.
+func (p *Client) drop() error {
+	p.mu.Lock()
+	p.live--
+	last := p.live == 0 && p.closed && !p.released
+	p.mu.Unlock()
+	if last {
+		return p.release()
+	}
 	return nil
 }
 
@@ -963,8 +1006,8 @@ func (p *Client) Stop() error {
 }
 
 // Close stops the path if it is not stopped, and gives back everything it
-// holds once every Memory it gave is freed: at once if none is left, and
-// at the last Free otherwise.
+// holds once every Memory it gave is freed and no Register runs: at once if
+// none is left, and at the last Free or the end of that Register otherwise.
 func (p *Client) Close() error {
 	serr := p.Stop()
 	p.mu.Lock()

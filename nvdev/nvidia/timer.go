@@ -19,7 +19,8 @@ type Timer struct {
 // ReadTimer reads the GPU's timer through the usermode page's TIME_1 and
 // TIME_0 registers, between two reads of the host's clock: the path's clock,
 // which a device measures at open and again as it
-// settles stamps. It fails once Stop unmapped the page.
+// settles stamps. It returns an error after Stop, which unmaps the page:
+// a ReadTimer must end before Stop begins, as Stop does not wait for it.
 func (p *Client) ReadTimer() (Timer, error) {
 	if p.usermodeMap == 0 {
 		return Timer{}, errStopped

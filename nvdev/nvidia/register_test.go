@@ -1,0 +1,135 @@
+package nvidia
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// regFake answers UVM's channel registrations over peerFake, records the
+// channels registered, and runs during, once, inside the next
+// UVM_REGISTER_CHANNEL.
+type regFake struct {
+	*peerFake
+	during     func()
+	registered map[Handle]bool
+	calls      []string
+}
+
+func (f *regFake) ioctl(fd int, req uintptr, arg unsafe.Pointer) syscall.Errno {
+	if fd == 43 {
+		switch req {
+		case uvmRegisterChannel:
+			p := (*uvmRegisterChannelParams)(arg)
+			f.calls = append(f.calls, "UVM_REGISTER_CHANNEL")
+			f.registered[p.Channel] = true
+			if d := f.during; d != nil {
+				f.during = nil
+				d()
+			}
+			return 0
+		case uvmUnregisterChannel:
+			p := (*uvmUnregisterChannelParams)(arg)
+			f.calls = append(f.calls, "UVM_UNREGISTER_CHANNEL")
+			if !f.registered[p.Channel] {
+				p.RMStatus = StatusInvalidArgument
+				return 0
+			}
+			delete(f.registered, p.Channel)
+			return 0
+		}
+	}
+	return f.peerFake.ioctl(fd, req, arg)
+}
+
+// regRig is a path on regFake with the host-visible reservation made and
+// an RM, whose teardown reaches no file: another path holds the GPU and
+// the process's client.
+func regRig(t *testing.T) (*regFake, *Client) {
+	a := heldRig(t)
+	f := &regFake{peerFake: &peerFake{t: t, statuses: map[string][]uint32{}}, registered: map[Handle]bool{}}
+	a.r.ioctl = f.ioctl
+	a.u.conn = a.r.conn
+	a.rm = newRM(a.r, 580)
+	a.gpuState.refs++
+	a.sys.refs = 2
+	return f, a
+}
+
+// A channel Register registers while Stop runs is unregistered before
+// Register returns, and its addresses go back: Stop took its list of
+// channels before Register recorded the channel.
+func TestRegisterDuringStop(t *testing.T) {
+	f, a := regRig(t)
+	const ch = Handle(0xc0de0001)
+	free := a.sys.host.freeBytes()
+	f.during = func() {
+		if err := a.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}
+	if err := a.Register(ch); !errors.Is(err, errStopped) {
+		t.Errorf("Register during Stop answered %v, want %v", err, errStopped)
+	}
+	if f.registered[ch] {
+		t.Errorf("the channel is still registered with UVM after Stop (calls %v)", f.calls)
+	}
+	if len(a.channels) != 0 {
+		t.Errorf("the path still lists channels %v after Stop", a.channels)
+	}
+	if got := a.sys.host.freeBytes(); got != free {
+		t.Errorf("host-visible pool has %d bytes free after Stop, %d before Register", got, free)
+	}
+}
+
+// A channel Register registers while Close runs holds off the path's
+// release until its registration is undone.
+func TestRegisterDuringClose(t *testing.T) {
+	f, a := regRig(t)
+	const ch = Handle(0xc0de0002)
+	free := a.sys.host.freeBytes()
+	f.during = func() {
+		if err := a.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		a.mu.Lock()
+		released := a.released
+		a.mu.Unlock()
+		if released {
+			t.Error("Close released the path while a Register was in flight")
+		}
+	}
+	if err := a.Register(ch); !errors.Is(err, errStopped) {
+		t.Errorf("Register during Close answered %v, want %v", err, errStopped)
+	}
+	if f.registered[ch] {
+		t.Errorf("the channel is still registered with UVM after Close (calls %v)", f.calls)
+	}
+	if !a.released {
+		t.Error("the path is not released after Close and the Register in flight")
+	}
+	if got := a.sys.host.freeBytes(); got != free {
+		t.Errorf("host-visible pool has %d bytes free after Close, %d before Register", got, free)
+	}
+}
+
+// Stop ends the registrations of channels registered before it, and
+// Register refuses after it.
+func TestRegisterThenStop(t *testing.T) {
+	f, a := regRig(t)
+	const ch = Handle(0xc0de0003)
+	free := a.sys.host.freeBytes()
+	if err := a.Register(ch); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if f.registered[ch] || len(a.channels) != 0 || a.sys.host.freeBytes() != free {
+		t.Errorf("after Stop: registered %v, channels %v, %d bytes free of %d", f.registered, a.channels, a.sys.host.freeBytes(), free)
+	}
+	if err := a.Register(ch + 1); !errors.Is(err, errStopped) {
+		t.Errorf("Register after Stop answered %v, want %v", err, errStopped)
+	}
+}
