@@ -20,10 +20,9 @@
 // # Counted calls
 //
 // A call is counted when a [*Fault] it returns loses the device: Alloc,
-// MapPeer, MapHost, DMA, Image, Entry, Prepare, Unload, Grow, Signaled
-// (until Stop), Sleep, and the hot path's failures. Free, Locate, Peer,
-// Stop and Capability are not counted: rig drops their faults. [Counted]
-// says which is which, so that rig and the drivers' tests agree.
+// MapPeer, MapHost, DMA, Image, Entry, Prepare, Unload, Grow, Settle,
+// Sleep, and the hot path's failures. Free, Locate, Peer, Stop and
+// Capability are not counted: rig drops their faults.
 //
 // # Answers
 //

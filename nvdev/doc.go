@@ -35,11 +35,12 @@
 // A GPU holds several devices at once, one per timeline: Timeline(i, k)
 // opens the kth, and GPU(i) is Timeline(i, 0). Each has its own word,
 // channels, rings and submit path, so that submitters of different
-// timelines share no lock. The timelines of a GPU share one channel group,
-// each in a subcontext of its own (a context share with a VEID of its
-// own), since the GPU's scheduler time-slices channel groups while the
-// compute engine runs the subcontexts of one group side by side (group.go
-// says why, and what their words change: waits for idle of the
+// timelines share no lock. Each has a channel group of its own by default;
+// the timelines of a GPU that ask for it (Config.SharedGroup) share one
+// channel group, each in a subcontext of its own (a context share with a
+// VEID of its own), since the GPU's scheduler time-slices channel groups
+// while the compute engine runs the subcontexts of one group side by side
+// (group.go says why, and what their words change: waits for idle of the
 // subcontext, acquires that yield the group). Memory of the GPU lies at
 // the same addresses for every timeline (the paths of a GPU share its
 // address space), and a timeline waits for another's value on the GPU,
@@ -105,12 +106,13 @@
 // Sleep spins on the word for 50 µs, then blocks on the device's event of
 // the GPU's non-stall interrupts (nvidia.Event, registered for the
 // graphics engine, whose runlist serves both channels). A value submitted
-// while waiters are parked, and no earlier value that raises the
-// interrupt is in flight, ends with the channel's semaphore release
-// followed by NON_STALL_INTERRUPT, never with the launch's own release;
-// other values raise nothing, and a Sleep that finds one of them in
-// flight blocks at most 100 µs at a time until the word passes it
-// (wake.go). A device whose path gives no event sleeps
+// while waiters are parked, no earlier value that raises the interrupt is
+// in flight, and the budget of interrupts that the GPU's devices in the
+// process share (8 at once, then 10,000 a second) has one left, ends with
+// the channel's semaphore release followed by NON_STALL_INTERRUPT, never
+// with the launch's own release; other values raise nothing, and a Sleep
+// that finds one of them in flight blocks at most 100 µs at a time until
+// the word passes it (wake.go). A device whose path gives no event sleeps
 // 100 µs at a time. A channel's error raises no interrupt: Sleep reads the
 // notifiers as it wakes, at the latest after its bound.
 //

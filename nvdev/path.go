@@ -169,7 +169,8 @@ func GPU(i int) device.Opener { return Open(i, Config{}) }
 
 // Timeline is the opener of the kth timeline of GPU i, a device of its
 // own beside the GPU's other timelines: its own word and channels, in a
-// subcontext of the channel group the GPU's timelines share (group.go),
+// channel group of its own (Open with Config.SharedGroup puts them in a
+// subcontext of the channel group the GPU's timelines share, group.go),
 // with the GPU's memory at the same addresses as theirs. Timeline(i, 0) is
 // GPU(i). The kth for k > 0 is named as GPU(i) with "/k" after it: "NV/1",
 // "NV:2/3". It panics if i < 0 or k < 0.

@@ -58,7 +58,7 @@ func openTimelines(ctx context.Context, devs []opened, k int) ([]opened, error) 
 }
 
 // perDeviceStats counts, for each device, the submissions whose point was
-// reached and their latency from the call of submit, through lanes it
+// reached and their latency as the run measures it, through lanes it
 // wraps.
 type perDeviceStats struct {
 	mu    sync.Mutex
