@@ -839,14 +839,7 @@ func (p *Client) Free(m *Memory) error {
 	}
 	// Go code's slices, not the path, hold the pages now.
 	rec.goMem = nil
-	p.mu.Lock()
-	p.live--
-	last := p.live == 0 && p.closed && !p.released
-	p.mu.Unlock()
-	if last {
-		return p.release()
-	}
-	return nil
+	return p.drop()
 }
 
 // Register makes the channel, which the device allocated under Device, ready
@@ -902,8 +895,8 @@ func (p *Client) Register(channel Handle) (err error) {
 	return nil
 }
 
-// drop uncounts a call that counted itself in live, and releases the path
-// where Close waits for that call alone.
+// drop uncounts a memory or a call that counted itself in live, and
+// releases the path where Close waits for it alone.
 func (p *Client) drop() error {
 	p.mu.Lock()
 	p.live--
