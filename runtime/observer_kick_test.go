@@ -2,6 +2,7 @@ package rig
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -44,6 +45,33 @@ func TestObserverGoexitKicks(t *testing.T) {
 	}
 	if got := k.last.Load(); got != v {
 		t.Fatalf("last Kick(%d), want Kick(%d)", got, v)
+	}
+	k.check(t)
+}
+
+// TestObserverPanicKicks: where the observer of a Kicker's device panics,
+// Submit returns the point with an *ObserverPanicError, and the value was
+// submitted all the same: it is kicked, and its point is reached without
+// another submission.
+func TestObserverPanicKicks(t *testing.T) {
+	k := newKickFake()
+	d := k.open(t, "observer-panic-kick")
+	s := empty(t, d)
+	d.SetTimed(true)
+	d.SetObserver(observerFn(func(*Device, *device.Submission) { panic("observer") }))
+	p, err := s.Take().Submit(context.Background())
+	var pe *ObserverPanicError
+	if !errors.As(err, &pe) || p.v == 0 {
+		t.Fatalf("Submit returned %v, %v, want a point and an *ObserverPanicError", p, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := p.Wait(ctx); err != nil {
+		d.kicks.kick(k, p.v) // so that the device closes
+		t.Fatalf("the value whose observer panicked: %v", err)
+	}
+	if got := k.last.Load(); got != p.v {
+		t.Fatalf("last Kick(%d), want Kick(%d)", got, p.v)
 	}
 	k.check(t)
 }

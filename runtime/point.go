@@ -76,10 +76,13 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 		return err
 	}
 	if le := d.loss.Load(); le != nil {
-		return le
+		return d.lostAnswer(le, v)
 	}
 	if !device.AtLeast(d.committed.Load(), v) {
 		if err := d.commit(v); err != nil {
+			if le, ok := err.(*LostError); ok {
+				return d.lostAnswer(le, v)
+			}
 			return err
 		}
 	}
@@ -114,6 +117,16 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	}
 	d.stats.waitsParked.Add(1)
 	return d.parked(ctx, w)
+}
+
+// lostAnswer is the answer of a wait on v of a device lost by le: the word
+// may have passed v after the caller last read it and before the loss, and
+// then the wait answers as one on a passed point does (passedAnswer).
+func (d *Device) lostAnswer(le *LostError, v uint64) error {
+	if device.AtLeast(d.read(), v) {
+		return d.passedAnswer(v)
+	}
+	return le
 }
 
 // parked waits for the answer to w, whose registration the supervisor's

@@ -400,8 +400,13 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 		}
 		switch a.kind {
 		case attemptSubmitted:
-			if k, ok := d.drv.(device.Kicker); ok && a.lost == nil {
-				d.kicks.kick(k, a.v)
+			// A Kicker's device sees the value only once kicked: every
+			// value whose Submit did not fail is kicked, that of a
+			// submission whose observer panicked among them.
+			if k, ok := d.drv.(device.Kicker); ok {
+				if _, failed := a.lost.(*LostError); !failed {
+					d.kicks.kick(k, a.v)
+				}
 			}
 			d.sup.submitted()
 			if !t0.IsZero() {

@@ -295,11 +295,15 @@ func (s *supervisor) run() {
 			continue
 		}
 		busy = now
+		hang := time.Duration(d.facts.HangMs) * time.Millisecond
+		if s.commitTail(now.Sub(moved), hang) {
+			continue
+		}
 		still := sleepStill
 		if s.waiters.Len() == 0 {
 			still = 0
 		}
-		if hang := time.Duration(d.facts.HangMs) * time.Millisecond; hang > 0 {
+		if hang > 0 {
 			left := hang - now.Sub(moved)
 			if left <= 0 {
 				d.lose(fmt.Sprintf("no progress for %d ms", d.facts.HangMs), nil)
@@ -341,6 +345,35 @@ func (s *supervisor) run() {
 			}
 		}
 	}
+}
+
+// commitStill is how long the word stands still, while work is pending and
+// the driver holds values uncommitted (device.Pending: the word shows them
+// only once committed), before the supervisor commits them; half the hang
+// bound where that is shorter. Otherwise a device whose last values no one
+// waits for would never show their work's end: its deferred frees would
+// never come due, and the hang bound would lose it for work that ended.
+const commitStill = 20 * time.Millisecond
+
+// commitTail commits the values submitted where some are uncommitted and
+// the word stood still for commitStill (or half of hang, where shorter),
+// and reports whether it committed them. Only the supervisor calls it,
+// holding no lock.
+func (s *supervisor) commitTail(unmoved, hang time.Duration) bool {
+	d := s.d
+	last := d.last.Load()
+	if device.AtLeast(d.committed.Load(), last) {
+		return false
+	}
+	after := commitStill
+	if hang > 0 {
+		after = min(after, hang/2)
+	}
+	if unmoved < after {
+		return false
+	}
+	_ = d.commit(last)
+	return device.AtLeast(d.committed.Load(), last)
 }
 
 func (s *supervisor) handle(m message) {
