@@ -164,11 +164,11 @@ func open(c Config, word *uint64) (*dev, error) {
 	}
 	start := atomic.LoadUint64(word)
 	if c.OwnWord {
-		mem, err := mapPages(pageSize)
-		if err != nil {
-			return nil, fmt.Errorf("hostdev: mapping the device's own word: %w", err)
-		}
-		r := &region{dev: d, kind: device.PinnedMemory, own: ownWord, size: 8, mapping: mem}
+		// Go memory, which Free leaves to the garbage collector: rig may
+		// read the word through Signaled while it frees the region, and
+		// d.word keeps the memory reachable for as long as the device is.
+		mem := goPages(pageSize)
+		r := &region{dev: d, kind: device.PinnedMemory, own: ownWord, size: 8, pages: mem}
 		r.addr = uintptr(unsafe.Pointer(&mem[0]))
 		d.own = r
 		d.word = (*uint64)(unsafe.Pointer(&mem[0]))
@@ -196,7 +196,7 @@ const (
 	allocated regionOwner = iota // Alloc's mapping; Free unmaps it
 	hostPages                    // MapHost's caller pages; Free forgets them
 	peerView                     // MapPeer's view of another device's region
-	ownWord                      // the device's own word; Free unmaps it
+	ownWord                      // the device's own word, Go memory; Free forgets it
 )
 
 // region is a device's memory: what Alloc, MapHost and MapPeer answer.
@@ -215,8 +215,8 @@ type region struct {
 	own     regionOwner
 	addr    uintptr // address of the first byte
 	size    int     // bytes work may address
-	mapping []byte  // the whole mapping to unmap (allocated Device memory, ownWord)
-	pages   []byte  // the Go memory of allocated Pinned and Mapped memory
+	mapping []byte  // the whole mapping to unmap (allocated Device memory)
+	pages   []byte  // the Go memory of allocated Pinned and Mapped memory, and of the own word
 	charge  int64   // bytes of the budget it takes
 	of      *region // the region a peer view shows
 	freed   atomic.Bool
@@ -381,11 +381,12 @@ func (d *dev) region(r device.Region, call string) (*region, error) {
 	return x, nil
 }
 
-// Free gives back r. It unmaps an allocation of Device memory and the
-// device's own word, leaves the Go memory of Pinned and Mapped memory to
-// the garbage collector (which frees it once no slice of it is left),
-// and forgets a mapping of MapHost or MapPeer, whose memory stays. It works
-// after Stop too.
+// Free gives back r. It unmaps an allocation of Device memory, leaves the
+// Go memory of Pinned and Mapped memory and of the device's own word to
+// the garbage collector (which frees it once no slice of it is left, and
+// the own word once the device is unreachable, so that Signaled reads it
+// after its Free), and forgets a mapping of MapHost or MapPeer, whose
+// memory stays. It works after Stop too.
 func (d *dev) Free(r device.Region) error {
 	x, err := d.region(r, "free")
 	if err != nil {

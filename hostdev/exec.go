@@ -462,12 +462,21 @@ func (d *dev) recoverPart(doing string) {
 	}
 }
 
-// panicFault is the fault of a panic v while doing something.
-func panicFault(doing string, v any) *device.Fault {
+// panicFault is the fault of a panic v while doing something. v is the
+// user's value, whose methods may panic in turn: such a panic (which fmt
+// lets through where the value it panics with panics too as it prints)
+// would escape the recovery that called panicFault, so it is recovered
+// here, and the fault names v's type instead.
+func panicFault(doing string, v any) (f *device.Fault) {
 	if fp, ok := v.(faultPanic); ok {
 		return &device.Fault{Why: fp.why}
 	}
-	f := device.Faultf("%s: panic: %v", doing, v)
+	defer func() {
+		if recover() != nil {
+			f = device.Faultf("%s: panic: a value of type %T, whose formatting panicked", doing, v)
+		}
+	}()
+	f = device.Faultf("%s: panic: %v", doing, v)
 	if a, ok := v.(interface{ Addr() uintptr }); ok {
 		f.Detail = append(f.Detail, fmt.Sprintf("faulting address %#x", a.Addr()))
 	}

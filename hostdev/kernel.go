@@ -156,7 +156,14 @@ type faultPanic struct{ why string }
 // Fault faults the device with the cause why, as a fault of a GPU's work
 // does: the device is lost, and its later work does not run. Fault does not
 // return: it ends the kernel's call, and the launch runs no further groups.
+// The fault is recorded before the panic that ends the call, so a kernel
+// that recovers that panic (a recover of its own, or of a library it calls)
+// still faults the device, as does a read past Params or outside every
+// region (Bytes).
 func (k *Ctx) Fault(why string) {
+	if k.dev != nil {
+		k.dev.faultWith(&device.Fault{Why: why})
+	}
 	panic(faultPanic{why: why})
 }
 

@@ -578,12 +578,15 @@ func (s *supervisor) reap() {
 		b.release()
 	}
 	if d.facts.Word == nil && d.facts.OwnWord != nil {
+		// Readers of the word read final from here on, before the
+		// driver frees the word.
 		d.final = d.drv.Signaled()
+		d.reaped.Store(true)
 		_ = d.drv.Free(d.facts.OwnWord)
 	} else {
 		d.final = d.read()
+		d.reaped.Store(true)
 	}
-	d.reaped.Store(true)
 	timelineGive(d.slot)
 	d.unregister()
 	close(d.done)
