@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
@@ -64,12 +65,18 @@ type fake struct {
 	// fakeEvent's); intrs counts them.
 	intr  chan struct{}
 	intrs int
+	// flip runs the channels from the last to the first at each pass of
+	// pump, so that a channel that waits for nothing it should runs before
+	// the one it should wait for, whichever of the two it is.
+	flip bool
 }
 
 type fakeMem struct {
 	m    *nvidia.Memory
-	back []byte // Go memory that holds it
+	back []byte // Go memory that holds it, or anonymous memory where mapped
 	host uintptr
+	// mapped is set where back is anonymous memory, which Free unmaps.
+	mapped bool
 }
 
 type fakeChan struct {
@@ -182,7 +189,20 @@ func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 		return nil, fmt.Errorf("fake: %d bytes: %w", n, device.ErrNoMemory)
 	}
 	size := (n + 4095) &^ 4095
-	back := make([]byte, size+4096)
+	var back []byte
+	mapped := false
+	if k == device.DeviceMemory && size >= 1<<20 {
+		// Large Device memory (the local memory is 162 MiB) is anonymous
+		// memory, whose pages cost nothing until the fake touches them:
+		// Go memory is cleared at each allocation.
+		b, err := syscall.Mmap(-1, 0, size+4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		if err == nil {
+			back, mapped = b, true
+		}
+	}
+	if back == nil {
+		back = make([]byte, size+4096)
+	}
 	host := (uintptr(unsafe.Pointer(&back[0])) + 4095) &^ 4095
 	f.handle++
 	m := &nvidia.Memory{Kind: k, Size: n, Handle: f.handle, Address: f.hostNext, Host: host}
@@ -191,7 +211,7 @@ func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 		m.Address, m.Host = f.devNext, 0
 		f.devNext += uint64(size) + 1<<20
 	}
-	f.mems[f.handle] = &fakeMem{m: m, back: back, host: host}
+	f.mems[f.handle] = &fakeMem{m: m, back: back, host: host, mapped: mapped}
 	return m, nil
 }
 
@@ -200,7 +220,8 @@ func (f *fake) MapHost(a uintptr, n int) (*nvidia.Memory, error) {
 	defer f.mu.Unlock()
 	f.handle++
 	m := &nvidia.Memory{Kind: device.PinnedMemory, Borrowed: true, Size: n, Handle: f.handle, Address: f.hostNext + uint64(a&4095), Host: a}
-	f.hostNext += uint64(n) + 1<<20 + 4096
+	// The next memory starts at a page, as every memory of the GPU does.
+	f.hostNext += uint64(n+4095)&^4095 + 1<<20 + 4096
 	f.mems[f.handle] = &fakeMem{m: m, host: a}
 	return m, nil
 }
@@ -208,10 +229,14 @@ func (f *fake) MapHost(a uintptr, n int) (*nvidia.Memory, error) {
 func (f *fake) Free(m *nvidia.Memory) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.mems[m.Handle] == nil || f.mems[m.Handle].m != m {
+	fm := f.mems[m.Handle]
+	if fm == nil || fm.m != m {
 		return errors.New("fake: free of memory not given")
 	}
 	delete(f.mems, m.Handle)
+	if fm.mapped {
+		_ = syscall.Munmap(fm.back)
+	}
 	return nil
 }
 
@@ -354,8 +379,12 @@ func (f *fake) pump() {
 	}
 	for progress := true; progress; {
 		progress = false
-		for _, c := range f.chans {
-			if f.run(c) {
+		chans := f.chans
+		for i := range chans {
+			if f.flip {
+				i = len(chans) - 1 - i
+			}
+			if f.run(chans[i]) {
 				progress = true
 			}
 		}
@@ -538,6 +567,7 @@ func (f *fake) runQmd(qa uint64) uint64 {
 	q := hw.QmdOf(hw.QmdV04, words)
 	_, ba, bn, _ := q.ConstantBuffer(0)
 	bank := append([]byte(nil), f.bytesAt(ba, uint64(bn))...)
+
 	f.launches++
 	switch membar, chase := q.L.CwdMembarType.Get(q.W), q.L.CwdMembarTaskChasing.Get(q.W); {
 	case membar == hw.CwdMembarL1Membar && chase == 1:
