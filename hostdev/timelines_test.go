@@ -66,20 +66,7 @@ func hostTimelines(t *testing.T, name, dom string, n int) []*rig.Device {
 	t.Helper()
 	var devs []*rig.Device
 	for i := range n {
-		d, err := rig.Open(context.Background(), hostdev.Open(hostdev.Config{
-			Name: name + "/" + string(rune('0'+i)), FaultDomain: dom}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = d.Close()
-			select {
-			case <-d.Done():
-			case <-time.After(10 * time.Second):
-				t.Errorf("%s did not give everything back", d.Name())
-			}
-		})
-		devs = append(devs, d)
+		devs = append(devs, openHost(t, hostdev.Config{Name: name + "/" + string(rune('0'+i)), FaultDomain: dom}))
 	}
 	return devs
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/big"
 	"math/bits"
 	"slices"
 	"sync"
@@ -954,15 +955,20 @@ func fuzzRound(t *testing.T, ctx context.Context, fr *fuzzRig, s *rig.Submission
 }
 
 // fuzzRowsEnd is one past the last byte of rows rows of n bytes, pitch
-// apart, from off, and whether it lies within 2^64; 0 for no bytes.
+// apart, from off, and whether it lies within 2^64; 0 for no bytes. It
+// counts in big integers, apart from the runtime's own arithmetic, which
+// the model checks.
 func fuzzRowsEnd(off, rows, pitch, n uint64) (uint64, bool) {
 	if rows == 0 || n == 0 {
 		return 0, true
 	}
-	hi, lo := bits.Mul64(rows-1, pitch)
-	end, c1 := bits.Add64(lo, n, 0)
-	end, c2 := bits.Add64(end, off, 0)
-	return end, hi == 0 && c1 == 0 && c2 == 0
+	u := func(v uint64) *big.Int { return new(big.Int).SetUint64(v) }
+	end := u(rows - 1)
+	end.Mul(end, u(pitch)).Add(end, u(n)).Add(end, u(off))
+	if !end.IsUint64() {
+		return 0, false
+	}
+	return end.Uint64(), true
 }
 
 // fuzzRuns reports whether the host device runs part i, m, of a run whose
