@@ -11,6 +11,7 @@
 package rigprom
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,7 +64,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		s := d.Stats()
-		n := s.Device
+		n := labelValue(s.Device)
 		current[d] = true
 		ch <- prometheus.MustNewConstMetric(submitted, prometheus.CounterValue, float64(s.Submitted), n)
 		ch <- prometheus.MustNewConstMetric(inFlight, prometheus.GaugeValue, float64(s.InFlight), n)
@@ -76,7 +77,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(memory, prometheus.GaugeValue, float64(b), n, device.Memory(k).String())
 		}
 		if s.Lost != nil {
-			ch <- prometheus.MustNewConstMetric(lost, prometheus.GaugeValue, 1, n, s.Lost.Error())
+			ch <- prometheus.MustNewConstMetric(lost, prometheus.GaugeValue, 1, n, labelValue(s.Lost.Error()))
 			c.mu.Lock()
 			if _, ok := c.seen[d]; !ok {
 				c.seen[d] = struct{}{}
@@ -98,6 +99,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.mu.Unlock()
 }
+
+// labelValue is s as a label value: Prometheus refuses one that is not
+// valid UTF-8, and a loss's cause may hold any bytes (a fault's cause is
+// the driver's or a kernel's word), so each invalid byte becomes U+FFFD.
+func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // histogram converts a rig histogram to a Prometheus one in seconds, with
 // cumulative buckets at rig's power-of-two bounds from 64 ns to 69 s. Its

@@ -136,3 +136,44 @@ func TestHistogramCount(t *testing.T) {
 		}
 	}
 }
+
+// TestLostCauseNotUTF8: a device lost with a cause that is not valid UTF-8
+// (the fault kernel's cause is its parameter bytes) is still published,
+// and the scrape neither panics nor fails.
+func TestLostCauseNotUTF8(t *testing.T) {
+	d := open(t, "rigprom-utf8")
+	img, err := d.LoadImage(hostdev.ImageOf("fault"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := img.Resolve("fault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rig.NewSubmission(d, rig.Launch(fn, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r := s.Take()
+	copy(r.Params(0), []byte{0xff, 0xfe})
+	p, err := r.Submit(ctx)
+	if err == nil {
+		err = p.Wait(ctx)
+	}
+	if err == nil {
+		t.Fatal("the fault kernel did not lose the device")
+	}
+	c := NewCollector(func() []*rig.Device { return []*rig.Device{d} })
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, "rig_device_lost"); n != 1 {
+		t.Fatalf("%d rig_device_lost series for a lost device", n)
+	}
+}
