@@ -23,7 +23,8 @@ type Config struct {
 	// take; 1 GiB where 0.
 	Budget int64
 	// HangMs is Facts.HangMs: rig loses the device once its word has not
-	// moved for HangMs milliseconds while work is pending; 0 for never.
+	// moved for HangMs milliseconds while work is pending; 0 for never,
+	// and at most MaxHangMs.
 	HangMs int
 	// Ring is the values in flight before Room returns RoomLater; 4096
 	// where 0, and at most MaxRing.
@@ -55,6 +56,12 @@ type Caps struct {
 // (Config.Ring): Make preallocates about 650 bytes for each, outside the
 // budget, and refuses a larger ring with an error.
 const MaxRing = 1 << 20
+
+// MaxHangMs is the largest Config.HangMs: the most milliseconds a
+// time.Duration holds. Make refuses a larger bound with an error, since
+// rig's time.Duration of it would wrap, to a bound of a fraction of a
+// millisecond for some values.
+const MaxHangMs = math.MaxInt64 / int(time.Millisecond)
 
 // Key names the host driver's capability record.
 var Key = device.NewKey[*Caps]("hostdev")
@@ -133,6 +140,9 @@ func open(c Config, word *uint64) (*dev, error) {
 	}
 	if c.Budget < 0 || c.Ring < 0 || c.HangMs < 0 {
 		return nil, fmt.Errorf("hostdev: negative budget, ring or hang bound in %+v", c)
+	}
+	if c.HangMs > MaxHangMs {
+		return nil, fmt.Errorf("hostdev: hang bound of %d ms, over the %d ms a time.Duration holds", c.HangMs, MaxHangMs)
 	}
 	if c.Ring > MaxRing {
 		return nil, fmt.Errorf("hostdev: ring of %d values, over the %d a host device holds", c.Ring, MaxRing)

@@ -53,6 +53,31 @@ func TestRingLimit(t *testing.T) {
 	}
 }
 
+// TestHangLimit checks that Make refuses a hang bound whose milliseconds
+// a time.Duration does not hold, rather than open a device whose bound
+// wraps (18446744073710 ms wraps to under half a millisecond, which lost
+// the device as soon as a kernel ran), and takes the largest one it holds.
+func TestHangLimit(t *testing.T) {
+	for _, ms := range []int{MaxHangMs + 1, 18446744073710, 1 << 50, math.MaxInt} {
+		drv, err := Open(Config{HangMs: ms}).Make(new(uint64))
+		if err == nil {
+			drv.Stop("")
+			t.Fatalf("make with a hang bound of %d ms succeeded", ms)
+		}
+		if !strings.Contains(err.Error(), "hang") {
+			t.Fatalf("make with a hang bound of %d ms answered %v, want an error naming the hang bound", ms, err)
+		}
+	}
+	drv, err := Open(Config{HangMs: MaxHangMs}).Make(new(uint64))
+	if err != nil {
+		t.Fatalf("make with a hang bound of %d ms: %v", MaxHangMs, err)
+	}
+	if got := drv.Facts().HangMs; got != MaxHangMs {
+		t.Errorf("Facts.HangMs %d, want %d", got, MaxHangMs)
+	}
+	drv.Stop("")
+}
+
 // TestSpan checks the threads' parts of the built-in copy and fill kernels:
 // each is n*i/t to n*(i+1)/t, exact where n*i overflows 64 bits.
 func TestSpan(t *testing.T) {
