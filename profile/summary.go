@@ -31,7 +31,8 @@ type DeviceSummary struct {
 	// Count is the device's spans: the values profiled.
 	Count int `json:"count"`
 	// Busy is the fraction of the window in which some value of the device
-	// ran (the union of its spans), and BusyNs that time.
+	// ran (the union of its spans, within the window), and BusyNs that
+	// time.
 	Busy   float64 `json:"busy"`
 	BusyNs int64   `json:"busy_ns"`
 	// Gaps is the count of idle stretches between the device's values,
@@ -76,7 +77,7 @@ func Summarize(spans []Span, from, to int64) Summary {
 		byDev[sp.Device] = append(byDev[sp.Device], sp)
 	}
 	for name, ds := range byDev {
-		s.Devices = append(s.Devices, summarizeDevice(name, ds, to-from))
+		s.Devices = append(s.Devices, summarizeDevice(name, ds, from, to))
 	}
 	sort.Slice(s.Devices, func(i, j int) bool { return s.Devices[i].Device < s.Devices[j].Device })
 	return s
@@ -93,7 +94,8 @@ func (s *Summary) ensure(name string) {
 	sort.Slice(s.Devices, func(i, j int) bool { return s.Devices[i].Device < s.Devices[j].Device })
 }
 
-func summarizeDevice(name string, spans []Span, window int64) DeviceSummary {
+func summarizeDevice(name string, spans []Span, from, to int64) DeviceSummary {
+	window := to - from
 	d := DeviceSummary{Device: name, Count: len(spans)}
 	durs := make([]int64, len(spans))
 	var sum float64
@@ -105,7 +107,7 @@ func summarizeDevice(name string, spans []Span, window int64) DeviceSummary {
 	d.Mean = sum / float64(len(spans))
 	d.P50, d.P99, d.Max = rank(durs, 0.50), rank(durs, 0.99), durs[len(durs)-1]
 
-	busy, gaps := union(spans)
+	busy, gaps := union(spans, from, to)
 	d.BusyNs = busy
 	d.Busy = fraction(busy, window)
 	d.Gaps = len(gaps)
@@ -122,7 +124,7 @@ func summarizeDevice(name string, spans []Span, window int64) DeviceSummary {
 		byQueue[sp.Queue] = append(byQueue[sp.Queue], sp)
 	}
 	for q, qs := range byQueue {
-		b, _ := union(qs)
+		b, _ := union(qs, from, to)
 		d.Queues = append(d.Queues, QueueSummary{Queue: q, Count: len(qs), Busy: fraction(b, window)})
 	}
 	sort.Slice(d.Queues, func(i, j int) bool { return d.Queues[i].Queue < d.Queues[j].Queue })
@@ -143,9 +145,10 @@ func fraction(part, whole int64) float64 {
 	return float64(part) / float64(whole)
 }
 
-// union is the time covered by the spans, and the idle stretches between
-// them, each longer than 0.
-func union(spans []Span) (busy int64, gaps []int64) {
+// union is the time within [from, to] covered by the spans, and the idle
+// stretches between them, each longer than 0, wherever they lie.
+func union(spans []Span, from, to int64) (busy int64, gaps []int64) {
+	within := func(iv [2]int64) int64 { return max(min(iv[1], to)-max(iv[0], from), 0) }
 	iv := make([][2]int64, len(spans))
 	for i := range spans {
 		iv[i] = [2]int64{spans[i].Start, max(spans[i].End, spans[i].Start)}
@@ -157,11 +160,11 @@ func union(spans []Span) (busy int64, gaps []int64) {
 			cur[1] = max(cur[1], x[1])
 			continue
 		}
-		busy += cur[1] - cur[0]
+		busy += within(cur)
 		gaps = append(gaps, x[0]-cur[1])
 		cur = x
 	}
-	busy += cur[1] - cur[0]
+	busy += within(cur)
 	return busy, gaps
 }
 

@@ -109,3 +109,27 @@ func TestSummarizeWindowInvertedSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeSubWindow: spans that lie partly or wholly outside the
+// window given count only their time within it as busy, so that no busy
+// fraction exceeds 1.
+func TestSummarizeSubWindow(t *testing.T) {
+	spans := []Span{
+		{Device: "a", Queue: "COMPUTE:0", Value: 1, Start: 0, End: 100},
+		{Device: "a", Queue: "COMPUTE:0", Value: 2, Start: 300, End: 400},
+		{Device: "a", Queue: "COPY:0", QueueIndex: 1, Value: 3, Start: 600, End: 700},
+	}
+	s := Summarize(spans, 50, 150)
+	a := s.Devices[0]
+	if a.BusyNs != 50 || a.Busy != 0.5 {
+		t.Errorf("busy %d ns, %v of the window; want 50 ns, 0.5", a.BusyNs, a.Busy)
+	}
+	if a.Count != 3 || a.Gaps != 2 || a.GapNs != 400 {
+		t.Errorf("count %d, gaps %d of %d ns; want 3 values, 2 gaps of 400 ns", a.Count, a.Gaps, a.GapNs)
+	}
+	for _, q := range a.Queues {
+		if want := map[string]float64{"COMPUTE:0": 0.5, "COPY:0": 0}[q.Queue]; q.Busy != want {
+			t.Errorf("queue %s busy %v, want %v", q.Queue, q.Busy, want)
+		}
+	}
+}
