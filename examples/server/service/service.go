@@ -53,6 +53,11 @@ type Service struct {
 	reopenMu sync.Mutex
 	closed   atomic.Bool
 	inFlight sync.WaitGroup
+	// life ends at Close (stop): the opens of replacements and standbys
+	// after a loss take their contexts from it, so that Close ends an
+	// open under way rather than waiting for its bound.
+	life context.Context
+	stop context.CancelFunc
 }
 
 // backend is one open device and what the service made on it.
@@ -126,8 +131,10 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 	}
 	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug,
 		standby: c.Standby && c.Driver != "cuda", ioTimeout: c.IOTimeout}
+	s.life, s.stop = context.WithCancel(context.Background())
 	b, err := s.start(ctx, 0)
 	if err != nil {
+		s.stop()
 		return nil, err
 	}
 	s.healthy.Store(true)
@@ -584,7 +591,7 @@ func (s *Service) recover(b *backend) {
 			defer s.inFlight.Done()
 			s.log.Error("standby device lost", "device", b.dev.Name(), "err", b.dev.Err())
 			closeLost(b)
-			s.openSpare(context.Background(), b.seat)
+			s.openSpare(s.life, b.seat)
 			s.unlockReopen()
 		}()
 		return
@@ -605,7 +612,7 @@ func (s *Service) recover(b *backend) {
 			go func() {
 				defer s.inFlight.Done()
 				closeLost(b)
-				s.openSpare(context.Background(), b.seat)
+				s.openSpare(s.life, b.seat)
 				s.unlockReopen()
 			}()
 			return
@@ -630,7 +637,10 @@ func (s *Service) recover(b *backend) {
 					break
 				}
 				s.log.Error("reopening the device", "err", err)
-				time.Sleep(wait)
+				select {
+				case <-time.After(wait):
+				case <-s.life.Done():
+				}
 			}
 		}
 		if nb != nil {
@@ -645,7 +655,7 @@ func (s *Service) recover(b *backend) {
 			closeLost(b)
 		}
 		if s.standby && nb != nil {
-			s.openSpare(context.Background(), b.seat)
+			s.openSpare(s.life, b.seat)
 		}
 		s.unlockReopen()
 	}()
@@ -686,9 +696,9 @@ func (s *Service) unlockReopen() {
 	}
 }
 
-// startWithin is start with 10 s to open the device.
+// startWithin is start with 10 s to open the device, or until Close.
 func (s *Service) startWithin(seat int) (*backend, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.life, 10*time.Second)
 	defer cancel()
 	return s.start(ctx, seat)
 }
@@ -702,9 +712,11 @@ func closeLost(b *backend) {
 
 // Close closes the device once the HTTP server has finished its requests
 // (http.Server.Shutdown), and returns once the device gave everything back
-// or ctx ends.
+// or ctx ends. An open of a replacement or a standby under way, after a
+// loss, is ended through its context.
 func (s *Service) Close(ctx context.Context) error {
 	s.closed.Store(true)
+	s.stop()
 	s.reopenMu.Lock()
 	b := s.cur.Load()
 	sp := s.spare.Swap(nil)

@@ -644,3 +644,43 @@ func TestQueryFloat32(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseDuringReopen: Close while a replacement's open after a loss is
+// still under way ends that open through its context, rather than waiting
+// for the open's own bound to pass while Close holds up the shutdown.
+func TestCloseDuringReopen(t *testing.T) {
+	name := fmt.Sprintf("server-test-%d", names.Add(1))
+	entered := make(chan struct{})
+	ended := make(chan error, 1)
+	open := func(ctx context.Context, seat int) (*rig.Device, error) {
+		if seat == 0 {
+			return rig.Open(ctx, hostdev.Open(hostdev.Config{Name: fmt.Sprintf("%s/%d", name, seat)}))
+		}
+		// The replacement's open hangs until its context ends.
+		close(entered)
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	}
+	svc, err := NewService(context.Background(), Config{Open: open, Driver: "host", Slots: 2, Debug: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(w, httptest.NewRequest("POST", "/debug/fault", nil))
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("the faulting request answered %d %q", w.Code, w.Body)
+	}
+	<-entered
+	if err := svc.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the replacement's open ended with %v, want Close's cancellation", err)
+		}
+	default:
+		t.Fatal("Close returned while the replacement's open went on")
+	}
+}
