@@ -133,9 +133,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sharedGroups = cfg.Timelines > 1
 	devs, notes, err := openDevices(context.Background(), cfg.Devices)
 	if err == nil {
-		if devs, err = openTimelines(context.Background(), devs, cfg.Timelines); err != nil {
+		// On error openTimelines closes the timelines it opened, and
+		// the devices it was given stay to be closed here.
+		all, terr := openTimelines(context.Background(), devs, cfg.Timelines)
+		if terr != nil {
 			closeDevices(devs)
 		}
+		devs, err = all, terr
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rigbench: %v\n", err)
