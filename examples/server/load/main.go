@@ -97,6 +97,10 @@ func main() {
 			kinds = append(kinds, k)
 		}
 	}
+	if *n < 1 || *n > service.MaxElements {
+		fmt.Fprintf(os.Stderr, "-n %d: want 1 to %d elements, what one request carries\n", *n, service.MaxElements)
+		os.Exit(2)
+	}
 	if *serverGOGC < 0 {
 		fmt.Fprintf(os.Stderr, "-server-gogc %d: want a percent above 0, or 0 for the environment's\n", *serverGOGC)
 		os.Exit(2)
