@@ -834,6 +834,40 @@ func TestCapabilityLocal(t *testing.T) {
 	}
 }
 
+// TestCapabilityLocalBounds asks the capability's Local, on a device that
+// has no local memory yet, for none, for less than none, and for more than
+// a thread's local window holds, where the sizes of the memory overflow 64
+// bits: it allocates nothing, refuses the last, and the device runs on.
+func TestCapabilityLocalBounds(t *testing.T) {
+	r := openRaw(t, Config{CopyKernels: -1})
+	g := r.d.Capability().(*hw.Gpu)
+	live := r.f.live()
+	for _, n := range []int{0, -1, math.MinInt} {
+		if err := g.Local(n); err != nil {
+			t.Errorf("Local(%d): %v", n, err)
+		}
+	}
+	for _, n := range []int{1 << 58, 1 << 50, math.MaxInt} {
+		if err := g.Local(n); err == nil {
+			t.Errorf("Local(%d) took it", n)
+		}
+	}
+	if l := r.d.local.Load(); l != nil || r.f.live() != live {
+		t.Errorf("local memory %+v, %d memories then %d", l, live, r.f.live())
+	}
+	if err := g.Local(4096); err != nil {
+		t.Fatal(err)
+	}
+	if l := r.d.local.Load(); l == nil || l.perThread != 4096 {
+		t.Errorf("local memory %+v after Local(4096)", l)
+	}
+	m := r.alloc(device.PinnedMemory, 4096)
+	r.wait(r.submit(nil, fillPart(qCompute, m, 0, 8, 7)))
+	if hostOf(m)[7] != 7 {
+		t.Errorf("the fill wrote %d", hostOf(m)[7])
+	}
+}
+
 // TestLinkLaunches links the launches of a value (the default): the first
 // is sent, each later one is the dependent of the one before and ends with
 // the GPU's membar, the last ends with the system's and releases the

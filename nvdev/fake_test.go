@@ -182,7 +182,11 @@ func (f *fake) Check() error {
 	return f.checkErr
 }
 
+// Alloc panics if n is below 1, as the nvidia path's does.
 func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
+	if n < 1 {
+		panic(fmt.Sprintf("fake: Alloc of %d bytes", n))
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n > 1<<32 || f.noMemory {

@@ -247,12 +247,20 @@ func (d *gpu) Unload(img device.Image) error {
 // growLocal grows the compute channel's local memory so that each thread
 // has perThread bytes, from the next submission on the compute channel on
 // (Gpu.Local). The memory it replaces stays until Stop, since work that
-// the device has not reached may use it.
+// the device has not reached may use it. A need of no bytes changes
+// nothing; one past a thread's local window (the descriptor's bound on a
+// launch's local memory) is refused.
 func (d *gpu) growLocal(perThread int) error {
 	d.localMu.Lock()
 	defer d.localMu.Unlock()
 	if d.stopped.Load() {
 		return errors.New("nvdev: local memory after stop")
+	}
+	if perThread <= 0 {
+		return nil
+	}
+	if most := d.gen.Qmd.LocalHighSize.Max(); uint64(perThread) > most {
+		return fmt.Errorf("nvdev: local memory of %d bytes a thread, more than the %d a thread's local window holds", perThread, most)
 	}
 	cur := d.local.Load()
 	if cur != nil && cur.perThread >= perThread {

@@ -28,7 +28,9 @@ type Gpu struct {
 	// Local grows the compute channel's local memory so that every thread
 	// has perThread bytes, from the device's next submission on the
 	// compute channel; it returns an error once the device has stopped,
-	// or where the GPU lacks the memory.
+	// where perThread is more than a launch's descriptor gives a thread
+	// (Qmd.LocalHighSize), or where the GPU lacks the memory. A perThread
+	// of 0 or less changes nothing.
 	Local func(perThread int) error
 }
 
