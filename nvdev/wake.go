@@ -108,6 +108,16 @@ func newIntrBudget(rate, burst int64, clock func() int64) *intrBudget {
 	return &intrBudget{every: int64(time.Second) / rate, burst: burst, clock: clock}
 }
 
+// give returns the place of an interrupt take allowed that was not
+// raised.
+func (b *intrBudget) give() {
+	if b == nil {
+		return
+	}
+	b.tat.Add(-b.every)
+	b.taken.Add(^uint64(0))
+}
+
 // take reports whether an interrupt is allowed now, and counts it if so.
 func (b *intrBudget) take() bool {
 	if b == nil {
@@ -174,8 +184,11 @@ type waker struct {
 	quiet  atomic.Uint64 // the last value that may raise no interrupt
 	quietV uint64        // under mu: the last value submitted without one
 	intrV  uint64        // under mu: the last value submitted with one
-	last   atomic.Uint64 // the last value submitted
-	intrs  atomic.Uint64 // values submitted with an interrupt, for tests
+	// planned is set, under mu, where Room's plan took an interrupt from
+	// the budget that no Submit has raised yet.
+	planned bool
+	last    atomic.Uint64 // the last value submitted
+	intrs   atomic.Uint64 // values submitted with an interrupt, for tests
 }
 
 // openEvents makes the device's event where the path gives one; a refusal
@@ -200,13 +213,19 @@ func (d *gpu) planInterrupt(v uint64) bool {
 		return false
 	}
 	d.wk.quiet.Store(v)
-	return d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) && d.budget.take()
+	d.wk.planned = d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) && d.budget.take()
+	return d.wk.planned
 }
 
-// unplanInterrupt undoes planInterrupt for a value Room did not admit.
+// unplanInterrupt undoes planInterrupt for a value Room did not admit:
+// the interrupt it planned gives its place in the budget back.
 func (d *gpu) unplanInterrupt() {
 	if d.wk.ev != nil {
 		d.wk.quiet.Store(d.wk.quietV)
+		if d.wk.planned {
+			d.wk.planned = false
+			d.budget.give()
+		}
 	}
 }
 
@@ -217,6 +236,7 @@ func (d *gpu) submittedInterrupt(v uint64, intr bool) {
 		return
 	}
 	d.wk.last.Store(v)
+	d.wk.planned = false
 	if intr {
 		d.wk.intrV = v
 		d.wk.intrs.Add(1)

@@ -381,3 +381,31 @@ func TestWakeBudget(t *testing.T) {
 		t.Errorf("%d values with the interrupt after the budget refilled, want 2 (value %d)", got, v3)
 	}
 }
+
+// TestWakeBudgetRoomGrow checks that a Room that does not admit its value
+// takes nothing of the GPU's budget of interrupts: with one interrupt in
+// the budget, a value whose first Room returns RoomGrow still raises it
+// once Grow has made the rings and Room admits it.
+func TestWakeBudgetRoomGrow(t *testing.T) {
+	r := openRaw(t, Config{SegmentBytes: 4096})
+	withEvent(r)
+	var now int64
+	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	m := r.alloc(device.PinnedMemory, 4096)
+	var parts []device.Part
+	for i := range 200 {
+		parts = append(parts, fillPart(qCopy, m, uint64(i), 1, byte(i)))
+	}
+	parkWaiters(r)
+	s := device.Submission{Value: r.v + 1, Parts: parts}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room of 200 fills on a segment ring of a page: %+v", a)
+	}
+	r.wait(r.submit(nil, parts...))
+	if got := r.d.wk.intrs.Load(); got != 1 {
+		t.Errorf("%d values with the interrupt, want 1: the Room that grew took the budget's one", got)
+	}
+	if got := r.d.budget.taken.Load(); got != 1 {
+		t.Errorf("the budget gave %d interrupts, want 1", got)
+	}
+}
