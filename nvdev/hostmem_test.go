@@ -2,7 +2,9 @@ package nvdev
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -179,4 +181,32 @@ func TestGPUBytesOutliveFree(t *testing.T) {
 		settle(t, dev, used)
 	}
 	noCUDA(t)
+}
+
+// TestPinnedPastHostRAM asks the driver for more Pinned memory than the
+// host has: the answer is ErrNoMemory, where Go's heap would end the
+// process, and the device stays working.
+func TestPinnedPastHostRAM(t *testing.T) {
+	ram := hostRAM()
+	if ram == 0 || ram >= math.MaxInt/2 {
+		t.Skipf("the host's memory reads %d bytes", ram)
+	}
+	f := newFake()
+	w := new(uint64)
+	drv, err := f.opener(Config{}).Make(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = drv.Stop("") }()
+	n := int(ram) + 1<<20
+	if _, err := drv.Alloc(device.PinnedMemory, n); !errors.Is(err, device.ErrNoMemory) || !strings.Contains(err.Error(), "host") {
+		t.Fatalf("an alloc of %d bytes of Pinned memory on a host of %d answered %v", n, ram, err)
+	}
+	r, err := drv.Alloc(device.PinnedMemory, 4096)
+	if err != nil {
+		t.Fatalf("an alloc after the refusal: %v", err)
+	}
+	if err := drv.Free(r); err != nil {
+		t.Fatal(err)
+	}
 }

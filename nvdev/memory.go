@@ -58,10 +58,15 @@ var goPinned sync.Map
 
 var pageSize = os.Getpagesize()
 
-// allocPinned is n bytes of Pinned memory, Go memory the path maps.
+// allocPinned is n bytes of Pinned memory, Go memory the path maps. More
+// than the host's memory is refused with ErrNoMemory.
 func (d *gpu) allocPinned(n int) (device.Region, error) {
 	if n > math.MaxInt-pageSize {
 		return nil, fmt.Errorf("nvdev: alloc of %d bytes of Pinned memory: %w", n, device.ErrNoMemory)
+	}
+	if ram := hostRAM(); ram > 0 && uint64(n) > ram {
+		// Go's heap would end the process rather than fail.
+		return nil, fmt.Errorf("nvdev: alloc of %d bytes of Pinned memory, more than the host's %d: %w", n, ram, device.ErrNoMemory)
 	}
 	mem := goPages((n + pageSize - 1) &^ (pageSize - 1))
 	m, err := d.p.MapHost(uintptr(unsafe.Pointer(&mem[0])), n)
