@@ -67,7 +67,7 @@ type Device struct {
 	stats    stats
 
 	// callMu is held, shared, across each counted driver call of the
-	// object paths (alloc, map, image, entry, growth, dma), and taken whole
+	// object paths (alloc, map, image, entry, growth, dma, settle), and taken whole
 	// by Close, so that the driver's Stop comes with no counted call in
 	// flight, as the contract requires.
 	callMu sync.RWMutex

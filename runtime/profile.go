@@ -114,8 +114,13 @@ func (d *Device) observe(s *device.Submission) (err error) {
 // Settle appends the stamps of timed values whose work completed, on the
 // host's clock (device.Now), in value order. A failed conversion loses the
 // device. After Close it returns ErrClosed, and the stamps not yet settled
-// are lost.
+// are lost; a Close that begins while the driver settles stops the driver
+// once Settle returned.
 func (d *Device) Settle(into []device.Stamp) ([]device.Stamp, error) {
+	// Settle is a counted call: callMu keeps the driver's Stop from
+	// coming while it runs. A lost device still settles.
+	d.callMu.RLock()
+	defer d.callMu.RUnlock()
 	if d.closing.Load() {
 		return into, ErrClosed
 	}
