@@ -387,7 +387,9 @@ func (s *bufState) dropView(o *Device) {
 }
 
 // on returns the region and location through which device o's work uses
-// the buffer, mapping it for o at o's first use. o's submit lock is held.
+// the buffer, mapping it for o at o's first use. Submitters of o call it
+// holding no lock: of two that map the buffer at once, one mapping is
+// kept and the other freed.
 func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	if s.d == o {
 		return s.region, s.loc, nil
@@ -415,6 +417,20 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	}
 	v = view{region: r, loc: o.drv.Locate(r)}
 	s.mu.Lock()
+	if s.freed {
+		// Freed while it was mapped: its release may have taken the
+		// views already, and would not see this one.
+		s.mu.Unlock()
+		_ = o.drv.Free(r)
+		return nil, device.Location{}, s.gone(o)
+	}
+	if old, ok := s.views[o]; ok {
+		// Another submitter of o mapped it meanwhile: its view is the
+		// one kept, and freed with the buffer.
+		s.mu.Unlock()
+		_ = o.drv.Free(r)
+		return old.region, old.loc, nil
+	}
 	if s.views == nil {
 		s.views = map[*Device]view{}
 	}
