@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -133,26 +134,31 @@ func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error
 }
 
 // reclaimRound is round i of reclamation on the device.
-func (d *Device) reclaimRound(i int) {
+func (d *Device) reclaimRound(i int) { d.reclaimRoundCtx(context.Background(), i) }
+
+// reclaimRoundCtx is round i of reclamation on the device, whose wait for
+// the device's work ends where ctx ends.
+func (d *Device) reclaimRoundCtx(ctx context.Context, i int) {
 	d.stats.reclaimRounds.Add(1)
 	logEvent(slog.LevelInfo, "rig: reclamation round", "device", d.name, "round", i+1)
 	switch i {
 	case 0:
 	case 1:
 		// Wait for the work that holds deferred frees.
-		d.waitQuiet(time.Duration(max(d.facts.HangMs, 5000)) * time.Millisecond)
+		d.waitQuiet(ctx, time.Duration(max(d.facts.HangMs, 5000))*time.Millisecond)
 	default:
 		reclaim.Collect(100 * time.Millisecond)
 	}
 	d.deferred.Sweep()
 }
 
-// waitQuiet waits up to limit for the last value submitted.
-func (d *Device) waitQuiet(limit time.Duration) {
+// waitQuiet waits up to limit for the last value submitted, or until ctx
+// ends.
+func (d *Device) waitQuiet(ctx context.Context, limit time.Duration) {
 	last := d.last.Load()
 	end := time.Now().Add(limit)
 	for wait := 20 * time.Microsecond; !device.AtLeast(d.read(), last) && time.Now().Before(end); wait = min(2*wait, 5*time.Millisecond) {
-		if d.loss.Load() != nil {
+		if d.loss.Load() != nil || ctx.Err() != nil {
 			return
 		}
 		time.Sleep(wait)

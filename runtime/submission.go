@@ -434,7 +434,7 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 				return Point{}, err
 			}
 		case attemptGrow:
-			if err := d.grow(grows); err != nil {
+			if err := d.grow(ctx, grows); err != nil {
 				return Point{}, err
 			}
 			grows++
@@ -831,8 +831,9 @@ func (d *Device) progress(ctx context.Context) error {
 }
 
 // grow asks the driver to grow its queues, running a round of reclamation
-// after a Short; ask is the number of asks before this one.
-func (d *Device) grow(ask int) error {
+// after a Short, which ends its wait for the device's work where ctx
+// ends; ask is the number of asks before this one.
+func (d *Device) grow(ctx context.Context, ask int) error {
 	if err := d.begin(); err != nil {
 		return err
 	}
@@ -846,7 +847,7 @@ func (d *Device) grow(ask int) error {
 		if ask >= 4 {
 			return &OutOfMemoryError{Device: d.name, What: "the growth of its queues", Lacking: sh.N}
 		}
-		d.reclaimRound(ask)
+		d.reclaimRoundCtx(ctx, ask)
 		return nil
 	}
 	return fmt.Errorf("rig: growing the queues of %s: %w", d.name, d.fault(err))
