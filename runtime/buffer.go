@@ -153,12 +153,13 @@ func (d *Device) reclaimRoundCtx(ctx context.Context, i int) {
 }
 
 // waitQuiet waits up to limit for the last value submitted, or until ctx
-// ends.
+// ends or the device is lost or closed: its callers hold callMu, which a
+// Close waits for, and Close does not wait for the device's work.
 func (d *Device) waitQuiet(ctx context.Context, limit time.Duration) {
 	last := d.last.Load()
 	end := time.Now().Add(limit)
 	for wait := 20 * time.Microsecond; !device.AtLeast(d.read(), last) && time.Now().Before(end); wait = min(2*wait, 5*time.Millisecond) {
-		if d.loss.Load() != nil || ctx.Err() != nil {
+		if d.loss.Load() != nil || d.closing.Load() || ctx.Err() != nil {
 			return
 		}
 		time.Sleep(wait)
