@@ -837,8 +837,10 @@ func (d *Device) grow(ctx context.Context, ask int) error {
 	if err := d.begin(); err != nil {
 		return err
 	}
+	// The round gives back deferred frees through counted calls
+	// (Unload): it runs inside begin, as Alloc's rounds do.
+	defer d.end()
 	err := d.drv.Grow()
-	d.end()
 	if err == nil {
 		d.stats.growths.Add(1)
 		return nil
