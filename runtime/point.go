@@ -92,11 +92,19 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	// submitters combine, does a wait for a value with others' work ahead
 	// of it (spinNext).
 	if spin := time.Duration(d.spin.Load()); spin > 0 && (!d.spinNext || device.AtLeast(d.read()+1, v)) && d.spinners.enter() {
-		reached := d.spinFor(v, spin)
+		reached := d.spinFor(ctx, v, spin)
 		d.spinners.leave()
 		if reached {
 			d.stats.waitsSpun.Add(1)
 			return d.passedAnswer(v)
+		}
+		// A spin ends early where ctx ended or the device was lost.
+		if err := ctx.Err(); err != nil {
+			d.stats.waitsCancelled.Add(1)
+			return err
+		}
+		if le := d.loss.Load(); le != nil {
+			return d.lostAnswer(le, v)
 		}
 	}
 	w := d.stock.get()
@@ -227,5 +235,6 @@ const spinCheck = 16
 // before it parks: a GPU's round trip of a few microseconds then wakes its
 // waiter with no goroutine handoff, at the cost of that much CPU per wait
 // that outlasts it. Only a few waits spin at once, whatever the spin; the
-// others park at once. 0 parks at once.
+// others park at once. 0 parks at once. A spinning wait returns once its
+// context ends or the device is lost, whatever the spin.
 func (d *Device) SetWaitSpin(spin time.Duration) { d.spin.Store(int64(max(spin, 0))) }

@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -110,15 +111,16 @@ func (g *spinGate) enter() bool {
 // leave gives back the place enter took.
 func (g *spinGate) leave() { g.n.Add(-1) }
 
-// spinFor reads the word until it reaches v or spin elapses, and reports
-// whether it reached v. The caller holds a place of the device's gate.
+// spinFor reads the word until it reaches v, spin elapses, ctx ends or
+// the device is lost, and reports whether it reached v. The caller holds
+// a place of the device's gate.
 // Where the device's work runs on the process's goroutines (Facts.OnHost)
 // it yields at every read; otherwise it reads the word back to back and
 // yields at the pace of internal/yield: a yield at each read
 // (runtime.Gosched) made the round trip on the H200 1.4 µs longer through
 // nvdev, 0.4 µs through cudadev, and yields every few looks sent many
 // spinners through the scheduler's lock.
-func (d *Device) spinFor(v uint64, spin time.Duration) bool {
+func (d *Device) spinFor(ctx context.Context, v uint64, spin time.Duration) bool {
 	onHost := d.facts.OnHost
 	start := time.Now()
 	var pace yield.Pacer
@@ -132,7 +134,7 @@ func (d *Device) spinFor(v uint64, spin time.Duration) bool {
 		}
 		if i%spinCheck == 0 {
 			now := time.Now()
-			if now.Sub(start) > spin {
+			if now.Sub(start) > spin || ctx.Err() != nil || d.loss.Load() != nil {
 				return false
 			}
 			if !onHost {
