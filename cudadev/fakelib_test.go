@@ -345,3 +345,35 @@ func TestKeptWorkWatched(t *testing.T) {
 		})
 	}
 }
+
+// TestInitNoDevice initialises a CUDA that sees no GPU, as where
+// CUDA_VISIBLE_DEVICES names none: cuInit answers CUDA_ERROR_NO_DEVICE and
+// every later call CUDA_ERROR_NOT_INITIALIZED. CUDA then sees 0 GPUs,
+// which is no error.
+func TestInitNoDevice(t *testing.T) {
+	const notInitialized = 3
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuInit": func([6]uintptr) result { return errNoDevice },
+		"cuDriverGetVersion": func(a [6]uintptr) result {
+			*(*int32)(ptr(a[0])) = 13000
+			return 0
+		},
+		"cuDeviceGetCount": func([6]uintptr) result { return notInitialized },
+	})
+	listMu.Lock()
+	saved := gpus
+	gpus = nil
+	listMu.Unlock()
+	defer func() {
+		listMu.Lock()
+		gpus = saved
+		listMu.Unlock()
+	}()
+	if err := tab.start(); err != nil {
+		t.Fatalf("initialising a CUDA that sees no GPU: %v", err)
+	}
+	l, err := tab.list()
+	if err != nil || len(l) != 0 {
+		t.Fatalf("a CUDA that sees no GPU lists %d GPUs, error %v; want 0, no error", len(l), err)
+	}
+}

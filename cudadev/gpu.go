@@ -94,30 +94,43 @@ func list() ([]*gpuInfo, *table, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	l, err := t.list()
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, t, nil
+}
+
+// list reads the GPUs CUDA sees through t, once for the process (gpus).
+func (t *table) list() ([]*gpuInfo, error) {
 	listMu.Lock()
 	defer listMu.Unlock()
 	if gpus != nil {
-		return gpus, t, nil
+		return gpus, nil
+	}
+	if t.noDevice {
+		gpus = []*gpuInfo{}
+		return gpus, nil
 	}
 	var n int32
 	if r := t.call(t.cuDeviceGetCount, uintptr(unsafe.Pointer(&n))); r != 0 {
-		return nil, nil, fmt.Errorf("cudadev: listing the GPUs: %w", t.err(r))
+		return nil, fmt.Errorf("cudadev: listing the GPUs: %w", t.err(r))
 	}
 	l := make([]*gpuInfo, 0, n)
 	for i := 0; i < int(n); i++ {
 		var dev int32
 		if r := t.call(t.cuDeviceGet, uintptr(unsafe.Pointer(&dev)), uintptr(i)); r != 0 {
-			return nil, nil, fmt.Errorf("cudadev: listing GPU %d: %w", i, t.err(r))
+			return nil, fmt.Errorf("cudadev: listing GPU %d: %w", i, t.err(r))
 		}
 		buf := make([]byte, 64)
 		if r := t.call(t.cuDeviceGetPCIBusId, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(dev)); r != 0 {
-			return nil, nil, fmt.Errorf("cudadev: reading GPU %d's bus address: %w", i, t.err(r))
+			return nil, fmt.Errorf("cudadev: reading GPU %d's bus address: %w", i, t.err(r))
 		}
 		l = append(l, &gpuInfo{ordinal: int(dev), bus: normalBus(string(buf[:clen(buf)]))})
 	}
 	sortByBus(l)
 	gpus = l
-	return gpus, t, nil
+	return gpus, nil
 }
 
 func clen(b []byte) int {

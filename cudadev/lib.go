@@ -30,6 +30,9 @@ var libNames = []string{"libcuda.so.1", "libcuda.so"}
 type table struct {
 	handle  uintptr
 	version int
+	// noDevice: cuInit found no GPU (CUDA_ERROR_NO_DEVICE), as where
+	// CUDA_VISIBLE_DEVICES names none: CUDA sees none for the process.
+	noDevice bool
 
 	cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString             uintptr
 	cuDeviceGetCount, cuDeviceGet, cuDeviceGetAttribute, cuDeviceGetPCIBusId uintptr
@@ -198,18 +201,33 @@ func openLib() (*table, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("cudadev: the CUDA library lacks %s, of CUDA 12.4 (driver 550) or later", strings.Join(missing, ", "))
 	}
-	if r := t.call(t.cuInit, 0); r != 0 {
-		return nil, fmt.Errorf("cudadev: initialising CUDA: %w", t.err(r))
+	if err := t.start(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// start initialises CUDA and checks its version. A CUDA that sees no GPU
+// (cuInit's CUDA_ERROR_NO_DEVICE, as where CUDA_VISIBLE_DEVICES names
+// none) is initialised with none: CUDA answers the same for the rest of
+// the process, and refuses every later call as not initialised.
+func (t *table) start() error {
+	switch r := t.call(t.cuInit, 0); r {
+	case 0:
+	case errNoDevice:
+		t.noDevice = true
+	default:
+		return fmt.Errorf("cudadev: initialising CUDA: %w", t.err(r))
 	}
 	var v int32
 	if r := t.call(t.cuDriverGetVersion, uintptr(unsafe.Pointer(&v))); r != 0 {
-		return nil, fmt.Errorf("cudadev: reading CUDA's version: %w", t.err(r))
+		return fmt.Errorf("cudadev: reading CUDA's version: %w", t.err(r))
 	}
 	t.version = int(v)
 	if t.version < minVersion {
-		return nil, fmt.Errorf("cudadev: the CUDA library is CUDA %s; rig needs CUDA 12.4 (driver 550) or later", versionString(t.version))
+		return fmt.Errorf("cudadev: the CUDA library is CUDA %s; rig needs CUDA 12.4 (driver 550) or later", versionString(t.version))
 	}
-	return t, nil
+	return nil
 }
 
 // dlopenFirst opens the first library of names that loads, or returns an
@@ -253,6 +271,7 @@ type result uint32
 const (
 	errInvalidValue        result = 1
 	errOutOfMemory         result = 2
+	errNoDevice            result = 100
 	errInvalidContext      result = 201
 	errNotReady            result = 600
 	errIllegalAddress      result = 700
