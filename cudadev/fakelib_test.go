@@ -3,6 +3,7 @@
 package cudadev
 
 import (
+	"errors"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -375,5 +376,28 @@ func TestInitNoDevice(t *testing.T) {
 	l, err := tab.list()
 	if err != nil || len(l) != 0 {
 		t.Fatalf("a CUDA that sees no GPU lists %d GPUs, error %v; want 0, no error", len(l), err)
+	}
+}
+
+// TestPinnedPastHostMemory asks for more Pinned memory than the host has:
+// no page-locking can give it, and the Go memory it would lock cannot be
+// made either (the runtime's out of memory ends the process). The answer
+// is ErrNoMemory.
+func TestPinnedPastHostMemory(t *testing.T) {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Skip(err)
+	}
+	ram := uint64(si.Totalram) * uint64(si.Unit)
+	if ram >= 1<<62 {
+		t.Skipf("the host states %d bytes of memory", ram)
+	}
+	tab := fakeTable(t, nil)
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	for _, n := range []uint64{ram + uint64(pageSize), 2 * ram} {
+		r, err := d.Alloc(device.PinnedMemory, int(n))
+		if !errors.Is(err, device.ErrNoMemory) {
+			t.Fatalf("%d bytes of Pinned memory on a host of %d: region %v, error %v; want ErrNoMemory", n, ram, r, err)
+		}
 	}
 }

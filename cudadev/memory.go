@@ -155,7 +155,7 @@ func (d *gpu) faulted() string {
 // (cuMemHostRegister, portable and mapped): Free unlocks it once no region
 // counts its range, and the garbage collector frees it once no slice of it
 // is left, so that a slice of it never faults nor aliases other memory.
-// Counted.
+// More Pinned memory than the host has is ErrNoMemory. Counted.
 func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
 		panic(fmt.Sprintf("cudadev: alloc of %d bytes: a region holds at least one byte", n))
@@ -181,6 +181,12 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 			return nil, device.ErrNoMemory
 		}
 		size := (uintptr(n) + pageSize - 1) &^ (pageSize - 1)
+		if uint64(size) > hostMemory() {
+			// No page-locking gives more than the host's memory, and the
+			// Go memory would not be made: the runtime ends the process
+			// where the OS refuses it.
+			return nil, device.ErrNoMemory
+		}
 		mem := goPages(int(size))
 		h := uintptr(unsafe.Pointer(&mem[0]))
 		hosts.mu.Lock()
