@@ -15,6 +15,7 @@ import (
 	"github.com/ebitengine/purego"
 	"golang.org/x/sys/unix"
 
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 )
 
@@ -399,5 +400,72 @@ func TestPinnedPastHostMemory(t *testing.T) {
 		if !errors.Is(err, device.ErrNoMemory) {
 			t.Fatalf("%d bytes of Pinned memory on a host of %d: region %v, error %v; want ErrNoMemory", n, ram, r, err)
 		}
+	}
+}
+
+// TestGraphFailedNodeHoldsNothing adds a kernel node that CUDA refuses,
+// to a graph and to an executable graph: neither records the function, so
+// neither keeps its image's module once rig unloads the image.
+func TestGraphFailedNodeHoldsNothing(t *testing.T) {
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuGraphCreate": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x9a
+			return 0
+		},
+		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x9b
+			return 0
+		},
+		"cuGraphAddKernelNode_v2":           func([6]uintptr) result { return errInvalidValue },
+		"cuGraphExecKernelNodeSetParams_v2": func([6]uintptr) result { return errInvalidValue },
+	})
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	gs := &graphs{d: d}
+	for _, c := range []struct {
+		name string
+		add  func(fn uint64) error
+	}{
+		{"graph", func(fn uint64) error {
+			g, err := gs.NewGraph()
+			if err != nil {
+				return err
+			}
+			_, err = g.Kernel(cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}})
+			return err
+		}},
+		{"executable graph", func(fn uint64) error {
+			g, err := gs.NewGraph()
+			if err != nil {
+				return err
+			}
+			x, err := g.Instantiate()
+			if err != nil {
+				return err
+			}
+			return x.SetKernel(0, cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const fn = 0xf1
+			img := &image{d: d, mod: 0x77, funcs: map[string]uintptr{"k": fn}, entries: map[string]*device.Entry{}}
+			modules.mu.Lock()
+			if modules.byFun == nil {
+				modules.byFun = map[uintptr]*image{}
+			}
+			modules.byFun[fn] = img
+			modules.mu.Unlock()
+			if err := c.add(fn); err == nil {
+				t.Fatal("CUDA refused the node, and the graph answered no error")
+			}
+			if err := d.Unload(img); err != nil {
+				t.Fatal(err)
+			}
+			img.mu.Lock()
+			gone, held := img.gone, img.graphs
+			img.mu.Unlock()
+			if !gone {
+				t.Fatalf("the module stays loaded after the image's unload: %d graphs hold it", held)
+			}
+		})
 	}
 }

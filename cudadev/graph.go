@@ -18,37 +18,60 @@ import (
 type graphs struct{ d *gpu }
 
 // holds is the images whose modules a graph or an executable graph keeps
-// loaded, since it recorded their functions.
+// loaded, since it recorded their functions: for each, the holds of its
+// functions (hold), or 1 for an image held from another graph (copyFrom).
 type holds struct {
 	mu     sync.Mutex
-	images map[*image]bool
+	images map[*image]int
 }
 
-// hold keeps the image of the function fn loaded for h, or returns why it
-// cannot: fn is no function of a loaded image, or rig unloaded it.
-func (h *holds) hold(fn uint64) error {
+// hold keeps the image of the function fn loaded for h, ahead of a record
+// of fn, or returns why it cannot: fn is no function of a loaded image, or
+// rig unloaded it. Where CUDA refuses the record, unhold undoes the hold.
+func (h *holds) hold(fn uint64) (*image, error) {
 	modules.mu.Lock()
 	img := modules.byFun[uintptr(fn)]
 	modules.mu.Unlock()
 	if img == nil {
-		return fmt.Errorf("cudadev: graph: %#x is no function of a loaded image", fn)
+		return nil, fmt.Errorf("cudadev: graph: %#x is no function of a loaded image", fn)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.images[img] {
-		return nil
+	if h.images[img] > 0 {
+		h.images[img]++
+		return img, nil
 	}
 	img.mu.Lock()
 	defer img.mu.Unlock()
 	if img.unloaded {
-		return errors.New("cudadev: graph: the function's image is unloaded")
+		return nil, errors.New("cudadev: graph: the function's image is unloaded")
 	}
 	img.graphs++
 	if h.images == nil {
-		h.images = map[*image]bool{}
+		h.images = map[*image]int{}
 	}
-	h.images[img] = true
-	return nil
+	h.images[img] = 1
+	return img, nil
+}
+
+// unhold undoes a hold of img whose record CUDA refused: h lets go of img
+// where no other hold of h keeps it, unloading it where rig unloaded it
+// and no other graph holds it.
+func (h *holds) unhold(img *image) {
+	h.mu.Lock()
+	if n := h.images[img]; n > 1 {
+		h.images[img] = n - 1
+		h.mu.Unlock()
+		return
+	}
+	delete(h.images, img)
+	h.mu.Unlock()
+	img.mu.Lock()
+	img.graphs--
+	if img.graphs == 0 && img.unloaded {
+		_ = img.drop()
+	}
+	img.mu.Unlock()
 }
 
 // copyFrom makes h hold what o holds.
@@ -62,16 +85,16 @@ func (h *holds) copyFrom(o *holds) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, img := range imgs {
-		if h.images[img] {
+		if h.images[img] > 0 {
 			continue
 		}
 		img.mu.Lock()
 		img.graphs++
 		img.mu.Unlock()
 		if h.images == nil {
-			h.images = map[*image]bool{}
+			h.images = map[*image]int{}
 		}
-		h.images[img] = true
+		h.images[img] = 1
 	}
 }
 
@@ -202,7 +225,8 @@ func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
 	}
-	if err := g.holds.hold(k.Func); err != nil {
+	img, err := g.holds.hold(k.Func)
+	if err != nil {
 		return 0, err
 	}
 	kn := newKernelNode(k)
@@ -213,6 +237,7 @@ func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	})
 	runtime.KeepAlive(kn)
 	if r != 0 {
+		g.holds.unhold(img)
 		return 0, g.gs.err("adding a kernel node", r)
 	}
 	return n, nil
@@ -368,7 +393,8 @@ func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	if err := x.gone(); err != nil {
 		return err
 	}
-	if err := x.holds.hold(k.Func); err != nil {
+	img, err := x.holds.hold(k.Func)
+	if err != nil {
 		return err
 	}
 	kn := newKernelNode(k)
@@ -377,6 +403,7 @@ func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	})
 	runtime.KeepAlive(kn)
 	if r != 0 {
+		x.holds.unhold(img)
 		return x.gs.err("setting a kernel node", r)
 	}
 	return nil
