@@ -358,4 +358,13 @@ func TestCheckImage(t *testing.T) {
 	if err := checkImage(short); err == nil || !strings.Contains(err.Error(), "shorter than its section") {
 		t.Errorf("a section past the end: %v", err)
 	}
+	// A cubin whose section names are a section past its table, whose
+	// header lies past the cubin's end (e_shstrndx).
+	for _, names := range []uint16{binary.LittleEndian.Uint16(cubin[0x3c:]), 0x7fff} {
+		bad := append([]byte(nil), cubin...)
+		binary.LittleEndian.PutUint16(bad[0x3e:], names)
+		if err := checkImage(bad); err == nil || !strings.Contains(err.Error(), "section names") {
+			t.Errorf("section names in section %d: %v", names, err)
+		}
+	}
 }

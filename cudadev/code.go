@@ -108,7 +108,8 @@ func (d *gpu) Image(b []byte) (device.Code, error) {
 // reads as far as the headers say. A cubin is a 64-bit ELF whose header,
 // section and program header tables, sections and segments lie within b;
 // a fatbin's header and the bytes its header counts lie within b. Any
-// other b is PTX text, which CUDA reads up to a NUL.
+// other b is PTX text, which CUDA reads up to a NUL. A cubin's section of
+// section names (e_shstrndx) is one of its sections.
 func checkImage(b []byte) error {
 	le := binary.LittleEndian
 	within := func(off, n uint64) bool { return off <= uint64(len(b)) && n <= uint64(len(b))-off }
@@ -136,6 +137,17 @@ func checkImage(b []byte) error {
 		if phnum > 0 && (phent < 0x38 || !table(phoff, phent, phnum)) ||
 			shnum > 0 && (shent < 0x40 || !table(shoff, shent, shnum)) {
 			return fmt.Errorf("cudadev: a cubin of %d bytes, shorter than its ELF tables", len(b))
+		}
+		// The section of the sections' names: its index, or SHN_XINDEX
+		// (0xffff) with the index in section 0's sh_link.
+		if shnum > 0 {
+			names := uint64(le.Uint16(b[0x3e:]))
+			if names == 0xffff {
+				names = uint64(le.Uint32(b[shoff+0x28:]))
+			}
+			if names >= uint64(shnum) {
+				return fmt.Errorf("cudadev: a cubin of %d bytes whose section names are section %d, past its %d sections", len(b), names, shnum)
+			}
 		}
 		for i := range uint64(shnum) {
 			sh := b[shoff+i*uint64(shent):]
