@@ -11,6 +11,7 @@ import (
 
 	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/hostram"
 )
 
 // gpu is one open device: a GPU's primary context, two streams and a
@@ -181,11 +182,11 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 			return nil, device.ErrNoMemory
 		}
 		size := (uintptr(n) + pageSize - 1) &^ (pageSize - 1)
-		if uint64(size) > hostMemory() {
+		if ram := hostram.Bytes(); ram > 0 && uint64(size) > ram {
 			// No page-locking gives more than the host's memory, and the
 			// Go memory would not be made: the runtime ends the process
 			// where the OS refuses it.
-			return nil, device.ErrNoMemory
+			return nil, fmt.Errorf("cudadev: alloc of %d bytes of Pinned memory, more than the host's %d: %w", n, ram, device.ErrNoMemory)
 		}
 		mem := goPages(int(size))
 		h := uintptr(unsafe.Pointer(&mem[0]))

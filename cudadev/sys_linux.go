@@ -30,13 +30,3 @@ func (n *napTime) sleep(d time.Duration) {
 	n.ts = unix.Timespec{Nsec: int64(d)}
 	_ = unix.Nanosleep(&n.ts, nil)
 }
-
-// hostMemory is the host's physical memory in bytes, which no page-locked
-// memory exceeds; the most a uint64 holds where the OS does not say.
-func hostMemory() uint64 {
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) != nil {
-		return ^uint64(0)
-	}
-	return uint64(si.Totalram) * uint64(si.Unit)
-}

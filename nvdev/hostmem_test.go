@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/hostram"
 	"github.com/rig-go/rig/internal/testutil"
 	rig "github.com/rig-go/rig/runtime"
 )
@@ -187,7 +188,7 @@ func TestGPUBytesOutliveFree(t *testing.T) {
 // host has: the answer is ErrNoMemory, where Go's heap would end the
 // process, and the device stays working.
 func TestPinnedPastHostRAM(t *testing.T) {
-	ram := hostRAM()
+	ram := hostram.Bytes()
 	if ram == 0 || ram >= math.MaxInt/2 {
 		t.Skipf("the host's memory reads %d bytes", ram)
 	}

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/hostram"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
@@ -64,7 +65,7 @@ func (d *gpu) allocPinned(n int) (device.Region, error) {
 	if n > math.MaxInt-pageSize {
 		return nil, fmt.Errorf("nvdev: alloc of %d bytes of Pinned memory: %w", n, device.ErrNoMemory)
 	}
-	if ram := hostRAM(); ram > 0 && uint64(n) > ram {
+	if ram := hostram.Bytes(); ram > 0 && uint64(n) > ram {
 		// Go's heap would end the process rather than fail.
 		return nil, fmt.Errorf("nvdev: alloc of %d bytes of Pinned memory, more than the host's %d: %w", n, ram, device.ErrNoMemory)
 	}

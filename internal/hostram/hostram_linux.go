@@ -1,10 +1,10 @@
-package nvdev
+package hostram
 
 import "golang.org/x/sys/unix"
 
-// hostRAM returns the bytes of the host's memory, or 0 where the system
-// does not say.
-func hostRAM() uint64 {
+// Bytes returns the host's physical memory in bytes, or 0 where the
+// system does not say.
+func Bytes() uint64 {
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) != nil {
 		return 0
