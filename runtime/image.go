@@ -90,8 +90,12 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 // Resolve returns the image's function name, made ready to launch. Where
 // the device lacks the memory the function's launches need, it runs the
 // rounds of reclamation. An image with no such function returns an error
-// matching ErrNoFunction.
+// matching ErrNoFunction; a nil Image, or one no LoadImage made, one
+// matching ErrInvalid.
 func (im *Image) Resolve(name string) (*Function, error) {
+	if im == nil || im.s == nil {
+		return nil, fmt.Errorf("rig: resolve of a nil image: %w", ErrInvalid)
+	}
 	s := im.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,8 +139,11 @@ func (im *Image) Resolve(name string) (*Function, error) {
 
 // Prepare starts making the named functions ready to launch, without
 // waiting, so that their Resolve finds them made. After Unload it returns
-// an error matching ErrFreed.
+// an error matching ErrFreed, and on a nil Image one matching ErrInvalid.
 func (im *Image) Prepare(names ...string) error {
+	if im == nil || im.s == nil {
+		return fmt.Errorf("rig: prepare of a nil image: %w", ErrInvalid)
+	}
 	s := im.s
 	// s.mu keeps Unload from marking the image gone while the driver
 	// prepares its functions, as it does for Resolve.
@@ -161,8 +168,12 @@ func (im *Image) Prepare(names ...string) error {
 // that launches one of its functions afterwards returns an error matching
 // ErrFreed, whether its submission was made before or after the Unload;
 // a Submit that returned before Unload began runs, and the image is
-// unloaded once its point is reached. A second Unload does nothing.
+// unloaded once its point is reached. A second Unload does nothing; on a
+// nil Image it returns an error matching ErrInvalid.
 func (im *Image) Unload() error {
+	if im == nil || im.s == nil {
+		return fmt.Errorf("rig: unload of a nil image: %w", ErrInvalid)
+	}
 	s := im.s
 	s.mu.Lock()
 	if s.unloaded {
