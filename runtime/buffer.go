@@ -273,7 +273,12 @@ func (b *Buffer) Free() error {
 	return nil
 }
 
-// free defers the release until the buffer's points are reached.
+// free defers the release until the buffer's points are reached. A due
+// buffer is released at once, inside callMu, which Close takes whole
+// before the driver's Stop: a Free in flight ends before the stop, and
+// once the device closes, the supervisor gives the buffer back, as it
+// may call the driver's Free after Stop. The garbage collector's cleanup
+// of a Buffer calls it too.
 func (s *bufState) free() {
 	s.mu.Lock()
 	if s.freed {
@@ -284,8 +289,12 @@ func (s *bufState) free() {
 	s.mu.Unlock()
 	d := s.d
 	// Freed, the buffer records no later use: a due buffer stays due. Due
-	// takes s.mu, which comes before objMu.
+	// takes s.mu, which comes before objMu; free holds no lock as it
+	// calls it (a reclamation round takes s.mu inside callMu).
 	due := s.Due()
+	d.callMu.RLock()
+	defer d.callMu.RUnlock()
+	closing := d.closing.Load()
 	d.objMu.Lock()
 	if d.buffers == nil {
 		// The device was reaped, and released the buffer.
@@ -293,14 +302,14 @@ func (s *bufState) free() {
 		return
 	}
 	delete(d.buffers, s)
-	if !due {
+	if !due || closing {
 		// Queued inside objMu: the reaping clears the device's lists
 		// inside it and sweeps the deferred frees after, so a free is
 		// either among its buffers or among its deferred frees.
 		d.deferred.Add(s)
 	}
 	d.objMu.Unlock()
-	if due {
+	if due && !closing {
 		s.Release()
 		return
 	}

@@ -51,6 +51,8 @@ type fake struct {
 	// hostMem makes the host address the Pinned and Mapped memory Alloc
 	// gives (Locate's Host); set before use.
 	hostMem bool
+	// onFree, where set, runs inside each Free, without f.mu.
+	onFree atomic.Pointer[func()]
 }
 
 // hostRegion is a region of Pinned or Mapped memory the host addresses.
@@ -116,6 +118,9 @@ func (f *fake) Alloc(m device.Memory, n int) (device.Region, error) {
 	return make([]byte, n), nil
 }
 func (f *fake) Free(r device.Region) error {
+	if h := f.onFree.Load(); h != nil {
+		(*h)()
+	}
 	f.mu.Lock()
 	f.frees++
 	f.mu.Unlock()
