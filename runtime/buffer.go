@@ -376,19 +376,42 @@ func (s *bufState) addBefore(d *Device, p Point) {
 // Release gives the buffer's region back (reclaim.Item).
 func (s *bufState) Release() { s.release() }
 
+// release gives back the buffer's region and its views on other devices.
+// A view of a device o is freed inside o's callMu, so that o's Close stops
+// o's driver only after that Free; where o closes (its callMu taken whole,
+// or o.closing), the view stays for o's reaping, which frees it after the
+// stop (dropView). The first of the two to take the view from s.views
+// frees it. TryRLock: a release inside d's callMu never waits for o's, so
+// two devices' closes and releases never wait on each other.
 func (s *bufState) release() {
 	if s.released.Swap(true) {
 		return
 	}
 	s.mu.Lock()
-	views := s.views
-	s.views = nil
+	others := make([]*Device, 0, len(s.views))
+	for o := range s.views {
+		others = append(others, o)
+	}
 	s.mu.Unlock()
-	for o, v := range views {
-		_ = o.drv.Free(v.region)
-		o.objMu.Lock()
-		delete(o.views, s)
-		o.objMu.Unlock()
+	for _, o := range others {
+		if !o.callMu.TryRLock() {
+			continue
+		}
+		if o.closing.Load() {
+			o.callMu.RUnlock()
+			continue
+		}
+		s.mu.Lock()
+		v, ok := s.views[o]
+		delete(s.views, o)
+		s.mu.Unlock()
+		if ok {
+			_ = o.drv.Free(v.region)
+			o.objMu.Lock()
+			delete(o.views, s)
+			o.objMu.Unlock()
+		}
+		o.callMu.RUnlock()
 	}
 	_ = s.d.drv.Free(s.region)
 	s.d.budget.Give(s.size)

@@ -60,3 +60,57 @@ func TestFreeBesideClose(t *testing.T) {
 		t.Fatalf("frees %d, stopped %v; want 1, true", f.frees, f.stopped)
 	}
 }
+
+// TestFreeBesidePeerClose frees a buffer of device a whose view device b
+// holds (b's work read it), while b closes: b's Free of the view, in
+// flight, ends before b's driver stops, and b's Done waits for it.
+func TestFreeBesidePeerClose(t *testing.T) {
+	fa, fb := newFake(), newFake()
+	fa.peer, fb.peer = true, true
+	a := openFake(t, "free-peer-a", fa)
+	b, err := Open(context.Background(), fb.opener("free-peer-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := a.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(t, launchOn(t, b, Read(0, 0)), x).Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func() { once.Do(func() { close(entered); <-release }) }
+	fb.onFree.Store(&hook)
+	freed := make(chan error, 1)
+	go func() { freed <- x.Free() }()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	time.Sleep(50 * time.Millisecond)
+	fb.mu.Lock()
+	stopped := fb.stopped
+	fb.mu.Unlock()
+	select {
+	case <-b.Done():
+		t.Error("b's Done closed while its Free of the view was in the driver")
+	default:
+	}
+	close(release)
+	if stopped {
+		t.Error("b's driver was stopped while its Free of the view was in flight")
+	}
+	if err := <-freed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	<-b.Done()
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	if fb.frees < 1 {
+		t.Fatalf("b freed %d regions, want the view", fb.frees)
+	}
+}
