@@ -446,11 +446,14 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	if err := s.gone(o); err != nil {
 		return nil, device.Location{}, err
 	}
+	// The mapping, and its Free or its entry in o's views, inside o's
+	// callMu: o's Close stops o's driver after them, and o's reaping
+	// finds the view among o's views.
 	if err := o.begin(); err != nil {
 		return nil, device.Location{}, err
 	}
+	defer o.end()
 	r, err := o.drv.MapPeer(s.d.drv, s.region)
-	o.end()
 	if err != nil {
 		if gone := s.gone(o); gone != nil {
 			// Freed or closed while it was mapped.

@@ -51,8 +51,9 @@ type fake struct {
 	// hostMem makes the host address the Pinned and Mapped memory Alloc
 	// gives (Locate's Host); set before use.
 	hostMem bool
-	// onFree, where set, runs inside each Free, without f.mu.
-	onFree atomic.Pointer[func()]
+	// onFree and onLocate, where set, run inside each Free and Locate,
+	// without f.mu.
+	onFree, onLocate atomic.Pointer[func()]
 }
 
 // hostRegion is a region of Pinned or Mapped memory the host addresses.
@@ -127,6 +128,9 @@ func (f *fake) Free(r device.Region) error {
 	return nil
 }
 func (f *fake) Locate(r device.Region) device.Location {
+	if h := f.onLocate.Load(); h != nil {
+		(*h)()
+	}
 	if b, ok := r.(hostRegion); ok {
 		return device.Location{Address: uint64(len(b)), Handle: 1, Host: uintptr(unsafe.Pointer(&b[0]))}
 	}

@@ -114,3 +114,53 @@ func TestFreeBesidePeerClose(t *testing.T) {
 		t.Fatalf("b freed %d regions, want the view", fb.frees)
 	}
 }
+
+// TestMapBesidePeerClose closes device b while a submission of b maps a
+// buffer of device a (b's first use of it): b's driver stops only once
+// the view is made and among b's views, and b's reaping gives it back
+// before b's Done.
+func TestMapBesidePeerClose(t *testing.T) {
+	fa, fb := newFake(), newFake()
+	fa.peer, fb.peer = true, true
+	a := openFake(t, "map-peer-a", fa)
+	b, err := Open(context.Background(), fb.opener("map-peer-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := a.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := launchOn(t, b, Read(0, 0))
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func() { once.Do(func() { close(entered); <-release }) }
+	fb.onLocate.Store(&hook)
+	submitted := make(chan error, 1)
+	go func() {
+		_, err := s.Take().Submit(context.Background(), x)
+		submitted <- err
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	time.Sleep(50 * time.Millisecond)
+	fb.mu.Lock()
+	stopped := fb.stopped
+	fb.mu.Unlock()
+	close(release)
+	if stopped {
+		t.Error("b's driver was stopped while b mapped a's buffer")
+	}
+	<-submitted
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	<-b.Done()
+	x.s.mu.Lock()
+	_, kept := x.s.views[b]
+	x.s.mu.Unlock()
+	if kept {
+		t.Error("b's view of a's buffer outlived b's Done")
+	}
+}
