@@ -306,6 +306,16 @@ func TestHostileWait(t *testing.T) {
 	if d.Err() != nil {
 		t.Fatal(d.Err())
 	}
+	// Whatever else the call would answer: a reached point, the zero
+	// Point, a run whose own arguments are wrong.
+	mustPanic(t, "Wait(nil) on a reached point", func() { _ = p.Wait(none) })
+	mustPanic(t, "Wait(nil) on the zero Point", func() { _ = rig.Point{}.Wait(none) })
+	bad := s.Take()
+	bad.Groups(7, 1, 1, 1)
+	mustPanic(t, "Submit(nil) of a run with an error", func() { _, _ = bad.Submit(none) })
+	bad = s.Take()
+	bad.Groups(7, 1, 1, 1)
+	mustPanic(t, "Do(nil) of a run with an error", func() { _, _ = bad.Do(none) })
 }
 
 func mustPanic(t *testing.T, name string, f func()) {

@@ -52,6 +52,9 @@ func (p Point) never() bool {
 // ErrClosed, also after the device gave everything back. A Wait on a reached
 // point allocates nothing.
 func (p Point) Wait(ctx context.Context) error {
+	if ctx == nil {
+		panic("rig: Wait with a nil Context")
+	}
 	if p.passed() {
 		if p.d == nil {
 			return nil

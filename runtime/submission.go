@@ -346,6 +346,9 @@ func (r *Run) Release() {
 // never runs, and a copy or ref past its buffer's Len, are refused with a
 // *RefusalError. A nil ctx panics, as it does in the standard library.
 func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
+	if ctx == nil {
+		panic("rig: Submit with a nil Context")
+	}
 	p, err := r.submit(ctx, buffers)
 	// The run holds the buffers' states, not the Buffers: a Buffer the
 	// caller does not use after this call could otherwise be collected,
