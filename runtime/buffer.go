@@ -69,7 +69,9 @@ var bufIDs atomic.Uint64
 
 // Alloc allocates n bytes of memory of kind on the device. Where the driver
 // or the budget lacks memory it runs the rounds of reclamation, and returns
-// an error matching ErrOutOfMemory after the last.
+// an error matching ErrOutOfMemory after the last; more bytes than the
+// device's whole budget return that error at once, and a kind of memory
+// the device has none of (Facts.Kinds) one matching device.ErrNoMemory.
 func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte: %w", n, kind, d.name, ErrInvalid)
@@ -91,7 +93,7 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 		if limit > 0 {
 			lack -= limit
 		}
-		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("%d bytes of %s memory", n, kind), Lacking: max(lack, 1)}
+		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("%d bytes of %s memory", n, kind), Lacking: max(lack, 1), atOnce: true}
 	}
 	size := (n + 3) &^ 3
 	r, err := d.allocRegion(kind, size)

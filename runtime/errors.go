@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/reclaim"
 )
 
 var (
@@ -13,8 +14,10 @@ var (
 	// error is a *LostError that names the cause.
 	ErrLost = errors.New("rig: device lost")
 	// ErrOutOfMemory is matched by an allocation, an entry or a growth that
-	// failed after every round of reclamation. The error is an
-	// *OutOfMemoryError that states the bytes lacked.
+	// failed after every round of reclamation, and by an allocation that
+	// no reclamation could serve (more bytes than the device's whole
+	// budget), which fails at once. The error is an *OutOfMemoryError that
+	// states the bytes lacked.
 	ErrOutOfMemory = errors.New("rig: out of memory")
 	// ErrClosed is returned by calls on a device after Close, and by waits
 	// on points that the word had not reached when Close stopped the
@@ -103,12 +106,21 @@ type OutOfMemoryError struct {
 	Device string
 	// What was asked for, such as "40960 bytes of Device memory".
 	What string
-	// Lacking is how many bytes were missing after the last round.
+	// Lacking is how many bytes were missing after the last round, or,
+	// where no round ran, by how many the request exceeds the most the
+	// device could give.
 	Lacking int64
+
+	// atOnce is true where no round ran: no reclamation could serve the
+	// request.
+	atOnce bool
 }
 
 func (e *OutOfMemoryError) Error() string {
-	return fmt.Sprintf("rig: device %s out of memory for %s: %d bytes lacking after %d rounds of reclamation", e.Device, e.What, e.Lacking, 4)
+	if e.atOnce {
+		return fmt.Sprintf("rig: device %s out of memory for %s: %d bytes lacking, more than reclamation can give (no round run)", e.Device, e.What, e.Lacking)
+	}
+	return fmt.Sprintf("rig: device %s out of memory for %s: %d bytes lacking after %d rounds of reclamation", e.Device, e.What, e.Lacking, reclaim.Rounds)
 }
 
 // Is matches ErrOutOfMemory.

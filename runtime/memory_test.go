@@ -282,6 +282,8 @@ func TestAllocHuge(t *testing.T) {
 				var oom *rig.OutOfMemoryError
 				if !errors.Is(err, rig.ErrOutOfMemory) || !errors.As(err, &oom) || oom.Lacking <= 0 {
 					t.Errorf("alloc of %d bytes: %v", n, err)
+				} else if strings.Contains(err.Error(), "rounds of reclamation") {
+					t.Errorf("alloc of %d bytes, refused with no round run: the error says %q", n, err)
 				}
 				if took := time.Since(start); took > 2*time.Second {
 					t.Errorf("alloc of %d bytes took %v to fail", n, took)
