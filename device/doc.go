@@ -7,10 +7,14 @@
 // calls the driver from three kinds of goroutine:
 //
 //   - the device's supervisor goroutine, which alone calls Sleep, and which
-//     calls Stop, and Free and Unload after Stop;
+//     calls Stop, and Free and Unload after Stop (Open calls Stop itself,
+//     on its own goroutine, for a driver whose Facts declare no queues);
 //   - submitting goroutines, which call the hot path (Room, Grow, Submit,
 //     Commit) in value order, one submission at a time per device, and a
-//     Kicker's Kick after Submit, one Kick at a time per device;
+//     Kicker's Kick after Submit, one Kick at a time per device; Commit
+//     also comes from a goroutine that waits on a point, a submitter of
+//     another device whose work waits on one, and the supervisor (values
+//     left uncommitted), inside the same submit lock;
 //   - any goroutine, for Alloc, Free, Locate, Peer, MapPeer, MapHost, DMA,
 //     Image, Entry, Prepare, Unload, Signaled, Settle and Capability.
 //

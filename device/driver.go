@@ -78,7 +78,8 @@ type Driver interface {
 	// Stop stops the device without waiting for its work: it
 	// fences the device off so that no later work runs. fault is the cause of a loss, or "" where rig did
 	// not lose the device. rig calls it once, at Close or at an open of the
-	// same name, with no counted call in flight.
+	// same name, with no counted call in flight, or at Open where Facts
+	// declares no queues.
 	Stop(fault string) error
 
 	// Capability is the record compiled code uses, of the type the key in
@@ -92,7 +93,9 @@ type Driver interface {
 	// Submit hands s to the queues. It must not allocate.
 	Submit(s *Submission) SubmitAnswer
 	// Commit asks the device to write every value up to v into the word
-	// once its work completes. It is called in value order with Submit.
+	// once its work completes. It is called in value order with Submit,
+	// inside the same submit lock, by a submitter, a waiter or the
+	// supervisor (the package documentation says when).
 	Commit(v uint64) SubmitAnswer
 	// Settle appends to into the profile stamps converted to the host's
 	// clock (Now), in value order, and returns the longer slice. A failure

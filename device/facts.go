@@ -21,7 +21,7 @@ type Facts struct {
 	// goroutines, as the host driver's does: a wait's spin on the word
 	// then yields its P at every read, since the work may need it. Where
 	// it is false (a GPU's work), the spin reads the word back to back
-	// and yields only every few microseconds.
+	// and yields at most once per 30 µs of spinning.
 	OnHost bool
 	// MayBlock is true where Room, Submit or Commit may block, as libcuda
 	// does while a stream is full.

@@ -594,6 +594,6 @@ func (s *supervisor) reap() {
 }
 
 // Waiting is the number of waiters registered with the device's
-// supervisor. A wait that returned, cancelled or returned, is not among
+// supervisor. A wait that returned, answered or cancelled, is not among
 // them.
 func (d *Device) Waiting() int { return int(max(d.sup.count.Load(), 0)) }
