@@ -203,6 +203,7 @@ type Entry struct {
 
 // Param is where one parameter of a function lies in its parameter bytes.
 type Param struct {
+	// Offset is the parameter's first byte, and Size its length in bytes.
 	Offset, Size int
 }
 
@@ -218,6 +219,7 @@ const (
 
 // DMA is how another PCI function reaches a region.
 type DMA struct {
+	// Kind says which of the fields below hold the answer.
 	Kind DMAKind
 	// FD is the dma-buf's file descriptor (DMABuf), which the caller owns.
 	FD int

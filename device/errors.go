@@ -40,6 +40,7 @@ func Faultf(format string, args ...any) *Fault {
 	return &Fault{Why: fmt.Sprintf(format, args...)}
 }
 
+// Error returns "fault: " and Why.
 func (f *Fault) Error() string { return "fault: " + f.Why }
 
 // Format prints Why with %v and %s, and Why with every line of Detail
@@ -64,10 +65,12 @@ func AsFault(err error) (*Fault, bool) {
 // the function's launches need, and made nothing.
 type NoMemory struct{ N int64 }
 
+// Error names the bytes lacked.
 func (e *NoMemory) Error() string { return fmt.Sprintf("no memory for %d bytes", e.N) }
 
 // Short is Grow's Short n: the device has no memory for N bytes the growth
 // takes.
 type Short struct{ N int64 }
 
+// Error names the bytes lacked.
 func (e *Short) Error() string { return fmt.Sprintf("short of %d bytes to grow the queues", e.N) }

@@ -55,6 +55,7 @@ func (k PartKind) String() string {
 
 // Part is one piece of a submission's work on one queue.
 type Part struct {
+	// Kind says which of the groups of fields below the part uses.
 	Kind PartKind
 	// Queue indexes Facts.Queues.
 	Queue int
@@ -112,6 +113,7 @@ const (
 
 // RoomAnswer is Room's answer.
 type RoomAnswer struct {
+	// Kind is the answer.
 	Kind RoomKind
 	// Part is the index of the part a RoomNever refuses, or -1 for the
 	// submission as a whole.
@@ -135,12 +137,15 @@ const (
 
 // SubmitAnswer is Submit's and Commit's answer.
 type SubmitAnswer struct {
-	Kind   SubmitKind
+	// Kind is the answer.
+	Kind SubmitKind
+	// Reason says what the device was doing and why, for Failed.
 	Reason string
 }
 
 // Stamp is a value's work as a profile sees it, on the host's clock (Now).
 type Stamp struct {
+	// Value is the value whose work the stamp times.
 	Value uint64
 	// Queue is the queue the value ended on.
 	Queue int

@@ -76,6 +76,7 @@ func (e *LostError) Detail() []string {
 	return lines
 }
 
+// Error names the device and the cause.
 func (e *LostError) Error() string { return fmt.Sprintf("rig: device %s lost: %s", e.Device, e.Cause) }
 
 // Is matches ErrLost.
@@ -103,6 +104,7 @@ func (e *LostError) Format(s fmt.State, verb rune) {
 // OutOfMemoryError is the error of an allocation that reclamation could not
 // serve.
 type OutOfMemoryError struct {
+	// Device is the device's name.
 	Device string
 	// What was asked for, such as "40960 bytes of Device memory".
 	What string
@@ -116,6 +118,7 @@ type OutOfMemoryError struct {
 	atOnce bool
 }
 
+// Error names the device, what was asked for and the bytes lacked.
 func (e *OutOfMemoryError) Error() string {
 	if e.atOnce {
 		return fmt.Sprintf("rig: device %s out of memory for %s: %d bytes lacking, more than reclamation can give (no round run)", e.Device, e.What, e.Lacking)
@@ -128,6 +131,7 @@ func (e *OutOfMemoryError) Is(target error) bool { return target == ErrOutOfMemo
 
 // RefusalError says that a device never runs a part of a submission.
 type RefusalError struct {
+	// Device is the device's name.
 	Device string
 	// Part is the index of the refused part, -1 for the whole submission.
 	Part int
@@ -137,6 +141,7 @@ type RefusalError struct {
 	Reason string
 }
 
+// Error names the device, the part and the driver's reason.
 func (e *RefusalError) Error() string {
 	if e.Part < 0 {
 		return fmt.Sprintf("rig: device %s refuses the submission: %s", e.Device, e.Reason)

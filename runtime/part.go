@@ -96,10 +96,15 @@ func Launch(fn *Function, params int, refs ...Ref) Part {
 // buffers, with Pitch bytes between the starts of rows on each side. A
 // pitch of 0 is RowBytes.
 type Rows struct {
-	Src, Dst             int
+	// Src and Dst index the buffers given to Run.Submit.
+	Src, Dst int
+	// SrcOffset and DstOffset are where the first row starts in each buffer.
 	SrcOffset, DstOffset uint64
-	RowBytes, Rows       uint64
-	SrcPitch, DstPitch   uint64
+	// RowBytes is each row's length, and Rows the number of rows.
+	RowBytes, Rows uint64
+	// SrcPitch and DstPitch are the bytes from one row's start to the
+	// next's; 0 is RowBytes.
+	SrcPitch, DstPitch uint64
 }
 
 // Copy copies n bytes from buffer src at srcOff to buffer dst at dstOff,

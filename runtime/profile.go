@@ -37,6 +37,7 @@ type ObserverPanicError struct {
 	Stack []byte
 }
 
+// Error names the device and the panic's value.
 func (e *ObserverPanicError) Error() string {
 	return fmt.Sprintf("rig: the observer of device %s panicked and was removed: %v", e.Device, e.Value)
 }
