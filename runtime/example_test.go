@@ -44,7 +44,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	s, err := rig.NewSubmission(g, rig.Launch(twice, 8, rig.Write(0, 0)))
+	s, err := rig.NewSubmission(g, rig.Launch(twice, 8, rig.ReadWrite(0, 0)))
 	if err != nil {
 		panic(err)
 	}
