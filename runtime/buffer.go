@@ -246,8 +246,12 @@ func (b *Buffer) Bytes() []byte {
 	return b.s.host
 }
 
-// LastUse is the latest point of work that used the buffer on its device
-// (write or read), the point after which freeing it costs nothing.
+// LastUse is the latest point of work that used the buffer: the read by
+// work of the buffer's own device since the last write, where there is
+// one, and the last write otherwise, on whichever device made it (points
+// of two devices do not compare). Where only the buffer's device uses it,
+// freeing it once that point is reached costs nothing; reads by other
+// devices' work may end later, and Free waits for them as well.
 func (b *Buffer) LastUse() Point {
 	s := b.s
 	s.mu.Lock()
