@@ -459,6 +459,20 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 		return nil, device.Location{}, err
 	}
 	defer o.end()
+	// The mapping reads the region of the buffer's device, inside that
+	// device's callMu too: its Close stops its driver, and its reaping
+	// frees the region, only after the mapping. TryRLock: it fails only
+	// once that device closes (closing is set before Close takes callMu),
+	// and a submitter never waits for another device's close, so that
+	// two devices that map each other's buffers as both close never wait
+	// on each other.
+	if !s.d.callMu.TryRLock() {
+		return nil, device.Location{}, s.closedFor(o)
+	}
+	defer s.d.callMu.RUnlock()
+	if s.d.closing.Load() {
+		return nil, device.Location{}, s.closedFor(o)
+	}
 	r, err := o.drv.MapPeer(s.d.drv, s.region)
 	if err != nil {
 		if gone := s.gone(o); gone != nil {
@@ -507,11 +521,17 @@ func (s *bufState) gone(o *Device) error {
 	// close is the cause to name.
 	switch {
 	case s.d.closing.Load():
-		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used on %s after its device closed: %w", s.n, s.d.name, o.name, ErrClosed)
+		return s.closedFor(o)
 	case freed || s.released.Load():
 		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used on %s: %w", s.n, s.d.name, o.name, ErrFreed)
 	}
 	return nil
+}
+
+// closedFor is the error of a use on device o of the buffer, whose device
+// closed.
+func (s *bufState) closedFor(o *Device) error {
+	return fmt.Errorf("rig: a buffer of %d bytes of device %s, used on %s after its device closed: %w", s.n, s.d.name, o.name, ErrClosed)
 }
 
 // hostBytes is the n bytes of host memory at addr, which a driver's Locate

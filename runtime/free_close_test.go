@@ -164,3 +164,60 @@ func TestMapBesidePeerClose(t *testing.T) {
 		t.Error("b's view of a's buffer outlived b's Done")
 	}
 }
+
+// TestMapBesideOwnerClose closes device a while device b maps a buffer of
+// a (b's first use of it): b's driver maps a's region, and a's driver
+// stops and gives the region back only once the mapping is made, and
+// every mapping b made is freed once both devices close.
+func TestMapBesideOwnerClose(t *testing.T) {
+	fa, fb := newFake(), newFake()
+	vb := &viewDrv{fake: fb}
+	a := openFake(t, "map-owner-a", fa)
+	b := openWith(t, device.Opener{Name: "map-owner-b", Make: func(w *uint64) (device.Driver, error) {
+		fb.facts.Word = w
+		return vb, nil
+	}})
+	x, err := a.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := launchOn(t, b, Read(0, 0))
+	entered, release := make(chan struct{}), make(chan struct{})
+	vb.hook = func() { close(entered); <-release }
+	submitted := make(chan error, 1)
+	go func() {
+		_, err := s.Take().Submit(context.Background(), x)
+		submitted <- err
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	// A pause in which an unordered Close would stop a's driver, free
+	// the region and close Done under b's mapping of it.
+	time.Sleep(50 * time.Millisecond)
+	fa.mu.Lock()
+	stopped, frees := fa.stopped, fa.frees
+	fa.mu.Unlock()
+	done := false
+	select {
+	case <-a.Done():
+		done = true
+	default:
+	}
+	close(release)
+	if stopped || frees > 0 || done {
+		t.Errorf("while b mapped a's buffer: a's driver stopped %v, freed %d regions, Done closed %v", stopped, frees, done)
+	}
+	<-submitted
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	<-a.Done()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-b.Done()
+	if m, f := vb.maps.Load(), vb.frees.Load(); m != f {
+		t.Fatalf("b's driver mapped a's buffer %d times and freed %d of the mappings", m, f)
+	}
+}
