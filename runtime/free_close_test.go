@@ -2,6 +2,7 @@ package rig
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -219,5 +220,49 @@ func TestMapBesideOwnerClose(t *testing.T) {
 	<-b.Done()
 	if m, f := vb.maps.Load(), vb.frees.Load(); m != f {
 		t.Fatalf("b's driver mapped a's buffer %d times and freed %d of the mappings", m, f)
+	}
+}
+
+// TestViewedBufferAfterOwnerClose: once device a closes, work of device b
+// that uses a buffer of a, which b mapped before the close, is refused
+// with an error matching ErrClosed, as a first use is, also while a's
+// reaping waits for b's earlier work on another of a's buffers.
+func TestViewedBufferAfterOwnerClose(t *testing.T) {
+	fa, fb := newFake(), newFake()
+	fb.held, fa.peer, fb.peer = true, true, true
+	a, b := openFake(t, "viewed-closed-a", fa), openFake(t, "viewed-closed-b", fb)
+	x, err := a.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := a.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := launchOn(t, b, Read(0, 0))
+	writes := launchOn(t, b, Write(0, 0))
+	// b maps x, and its read of x ends.
+	fb.complete(submit(t, reads, x).v)
+	// b's read of y holds a's reaping: y's free waits for it.
+	held := submit(t, reads, y)
+	_ = y.Free()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Submission{reads, writes} {
+		if _, err := s.Take().Submit(context.Background(), x); !errors.Is(err, ErrClosed) {
+			t.Errorf("b's work on a buffer of a closed device returned %v, want ErrClosed", err)
+		}
+	}
+	fb.complete(held.v)
+	select {
+	case <-a.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed")
+	}
+	for _, s := range []*Submission{reads, writes} {
+		if _, err := s.Take().Submit(context.Background(), x); !errors.Is(err, ErrClosed) {
+			t.Errorf("after Done, b's work on a buffer of a closed device returned %v, want ErrClosed", err)
+		}
 	}
 }

@@ -713,6 +713,13 @@ func (r *Run) hazards(d *Device) (Point, error) {
 	r.waits = r.waits[:0]
 	r.owed = r.owed[:0]
 	for i, b := range r.bufs {
+		// A buffer of another device that closed is refused, whether or
+		// not d mapped it before: that device's reaping marks it freed
+		// only once it reaches it, and waits for every use recorded
+		// until then. The close is the cause to name.
+		if b.d != d && b.d.closing.Load() {
+			return Point{}, b.closedFor(d)
+		}
 		if b.freed {
 			return Point{}, fmt.Errorf("rig: a buffer of %d bytes: %w", b.n, ErrFreed)
 		}
