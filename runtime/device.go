@@ -53,6 +53,9 @@ type Device struct {
 	loss    atomic.Pointer[LostError]
 	reaped  atomic.Bool
 	final   uint64 // the word's last value, once reaped
+	// signaling counts the reads of a driver's own word in flight
+	// (Signaled): the reaping frees the word only once none is.
+	signaling atomic.Int32
 	// stopped is set, after stopAt, once the supervisor is about to stop
 	// the driver: stopAt is then the value the word held before the stop,
 	// which raises it past the values it drops.
@@ -291,13 +294,23 @@ func (d *Device) Budget() (used, limit int64) { return d.budget.Used(), d.budget
 
 // read is the value in the device's word.
 func (d *Device) read() uint64 {
-	if d.reaped.Load() {
-		return d.final
-	}
 	if d.word != nil {
+		if d.reaped.Load() {
+			return d.final
+		}
 		return atomic.LoadUint64(d.word)
 	}
-	return d.drv.Signaled()
+	// Counted before reaped is read: the reaping stores reaped before it
+	// reads the count, so that either this read finds reaped or the
+	// reaping waits for it before the driver frees the word.
+	d.signaling.Add(1)
+	if d.reaped.Load() {
+		d.signaling.Add(-1)
+		return d.final
+	}
+	v := d.drv.Signaled()
+	d.signaling.Add(-1)
+	return v
 }
 
 // lose records the loss of the device, once, and tells the supervisor.

@@ -582,6 +582,11 @@ func (s *supervisor) reap() {
 		// driver frees the word.
 		d.final = d.drv.Signaled()
 		d.reaped.Store(true)
+		// Reads that began before reaped was stored may still be in
+		// the driver's Signaled: the word is freed once they return.
+		for d.signaling.Load() != 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
 		_ = d.drv.Free(d.facts.OwnWord)
 	} else {
 		d.final = d.read()
