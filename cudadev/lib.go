@@ -273,10 +273,14 @@ const (
 	errOutOfMemory         result = 2
 	errNoDevice            result = 100
 	errInvalidContext      result = 201
+	errECCUncorrectable    result = 214
+	errNVLinkUncorrectable result = 220
+	errContained           result = 226
 	errNotReady            result = 600
 	errIllegalAddress      result = 700
 	errLaunchTimeout       result = 702
 	errPeerAlreadyEnabled  result = 704
+	errContextDestroyed    result = 709
 	errAssert              result = 710
 	errHostAlreadyRegister result = 712
 	errHardwareStack       result = 714
@@ -285,16 +289,26 @@ const (
 	errInvalidAddressSpace result = 717
 	errInvalidPC           result = 718
 	errLaunchFailed        result = 719
+	errTensorMemoryLeak    result = 721
+	errMPSClientTerminated result = 810
 	errExternalDevice      result = 911
+	errUnknown             result = 999
 )
 
 // sticky reports whether r is an error after which CUDA returns every
-// later call of the context with it: a fault of the GPU's work.
+// later call of the context with it: a fault of the GPU's work, and the
+// errors that leave the context unusable all the same (an uncorrectable
+// ECC or NVLink error, an error the GPU contained, a destroyed context, a
+// terminated MPS client), and CUDA's unknown error, taken as one, since
+// nothing says that the context still runs.
 func (r result) sticky() bool {
 	switch r {
 	case errIllegalAddress, errLaunchTimeout, errAssert, errHardwareStack,
 		errIllegalInstruction, errMisalignedAddress, errInvalidAddressSpace,
-		errInvalidPC, errLaunchFailed, errExternalDevice:
+		errInvalidPC, errLaunchFailed, errExternalDevice,
+		errECCUncorrectable, errNVLinkUncorrectable, errContained,
+		errContextDestroyed, errTensorMemoryLeak, errMPSClientTerminated,
+		errUnknown:
 		return true
 	}
 	return false
