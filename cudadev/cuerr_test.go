@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestKeptUnusableContext stops a device whose work still runs, then has
@@ -51,6 +52,78 @@ func TestKeptUnusableContext(t *testing.T) {
 			if w := atomic.LoadUint64(word); w != 7 || kept != 0 || fault == "" {
 				t.Fatalf("CUresult %d ended the kept work with word %d, %d kept, fault %q; want word 7, none kept, a fault", code, w, kept, fault)
 			}
+		})
+	}
+}
+
+// TestPerCallErrorNoFault has CUDA refuse a call of Sleep or Stop with an
+// error of that call alone (CUDA_ERROR_INVALID_HANDLE), not one of the
+// context's work: the device must not take it for a fault, and Stop must
+// neither raise the word while the work may still run, which would let rig
+// give its memory back under it, nor end the GPU's use for the process.
+// Where Sleep asks the streams, the work moves the word to 5.
+func TestPerCallErrorNoFault(t *testing.T) {
+	const invalidHandle = 400
+	refuse := func([6]uintptr) result { return invalidHandle }
+	for _, c := range []struct {
+		name  string
+		query fakeFn // cuStreamQuery's answer
+		fns   map[string]fakeFn
+		still time.Duration
+	}{
+		{"stop", refuse, nil, -1},
+		{"query", refuse, nil, 0},
+		{"record", nil, map[string]fakeFn{"cuEventRecord": refuse}, time.Minute},
+		{"synchronize", nil, map[string]fakeFn{"cuEventSynchronize": refuse}, time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			word := new(uint64)
+			*word = 3
+			var ended atomic.Bool
+			fns := map[string]fakeFn{
+				"cuEventCreate": fakeEvents(),
+				"cuEventQuery": func([6]uintptr) result {
+					if ended.Load() {
+						return 0
+					}
+					return errNotReady
+				},
+				"cuStreamQuery": func([6]uintptr) result {
+					atomic.StoreUint64(word, 5)
+					return errNotReady
+				},
+			}
+			if c.query != nil {
+				fns["cuStreamQuery"] = c.query
+			}
+			for name, fn := range c.fns {
+				fns[name] = fn
+			}
+			tab := fakeTable(t, fns)
+			g := &gpuInfo{bus: "0000:01:00.0"}
+			d := fakeDevice(tab, g, 0, word)
+			d.last, d.written = 7, 7
+			if c.still >= 0 {
+				if err := d.Sleep(3, c.still); err != nil {
+					t.Fatalf("Sleep answered %v", err)
+				}
+				if why := d.faulted(); why != "" {
+					t.Fatalf("the device is taken as faulted: %s", why)
+				}
+			}
+			before := atomic.LoadUint64(word)
+			if err := d.Stop(""); err != nil {
+				t.Fatal(err)
+			}
+			g.mu.Lock()
+			fault := g.fault
+			g.mu.Unlock()
+			if w := atomic.LoadUint64(word); w != before || fault != "" {
+				t.Fatalf("after Stop: word %d, the GPU's fault %q; want word %d while the work may run, no fault", w, fault, before)
+			}
+			// The work ends: the GPU forgets it.
+			ended.Store(true)
+			_ = settleOpen(tab, g, 0)
 		})
 	}
 }

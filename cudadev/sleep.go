@@ -56,8 +56,9 @@ type helper struct {
 
 // Sleep blocks until the word differs from seen, and returns at the latest
 // after still. It returns a *device.Fault with CUDA's error once a stream
-// met one (the synchronisation returns it, or cuStreamQuery where Sleep
-// does not block), and at every later call.
+// met a fault of the context's work (the synchronisation returns it, or
+// cuStreamQuery where Sleep does not block), and at every later call.
+// CUDA's other errors are of the call alone: Sleep then looks at the word.
 func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	if why := d.faulted(); why != "" {
 		return &device.Fault{Why: why}
@@ -109,8 +110,10 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 				continue
 			}
 			recorded[q] = true
-			if err := d.record(h, q); err != nil {
+			if ok, err := d.record(h, q); err != nil {
 				return err
+			} else if !ok {
+				continue
 			}
 			h.busy = true
 			h.req <- struct{}{}
@@ -129,7 +132,9 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 		case <-s.timer.C:
 			return d.query()
 		}
-		if r != 0 && r != errNotReady {
+		// Any other refusal is of the synchronisation alone, which then
+		// tells nothing of the work.
+		if r.sticky() {
 			d.noteFault(d.t.text(r))
 			return &device.Fault{Why: d.faulted()}
 		}
@@ -137,17 +142,22 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 }
 
 // record records stream q's event behind the work enqueued on it, and
-// returns a *device.Fault where CUDA refuses.
-func (d *gpu) record(h *helper, q int) error {
+// reports whether it did. It returns a *device.Fault where CUDA's refusal
+// is a fault of the context's work; any other refusal is of the record
+// alone, and nothing waits for the event.
+func (d *gpu) record(h *helper, q int) (bool, error) {
 	f := &d.sleepF
 	d.beginCalls(f, &d.sleepBare, d.bare.Load())
 	r := f.c2(d.t.cuEventRecord, h.ev, d.streams[q])
 	d.endCalls(f)
-	if r == 0 {
-		return nil
+	switch {
+	case r == 0:
+		return true, nil
+	case r.sticky():
+		d.noteFault(d.t.text(r))
+		return false, &device.Fault{Why: d.faulted()}
 	}
-	d.noteFault(d.t.text(r))
-	return &device.Fault{Why: d.faulted()}
+	return false, nil
 }
 
 // poll is Sleep where nothing blocks for it: it looks at the word in

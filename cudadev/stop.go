@@ -9,13 +9,15 @@ import (
 // Signaled is the value in the device's word, read with acquire order.
 func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
 
-// query asks CUDA whether a stream met an error, and returns its fault.
+// query asks CUDA whether a stream met a fault of the context's work, and
+// returns it. Any other refusal is of the query alone, and tells nothing
+// of the work.
 func (d *gpu) query() error {
 	t, f := d.t, &d.sleepF
 	d.beginCalls(f, &d.sleepBare, d.bare.Load())
 	var bad result
 	for _, s := range d.streams {
-		if r := f.c1(t.cuStreamQuery, s); r != 0 && r != errNotReady {
+		if r := f.c1(t.cuStreamQuery, s); r.sticky() {
 			bad = r
 			break
 		}
@@ -52,11 +54,14 @@ func (d *gpu) Stop(string) error {
 	ended := true
 	var bad result
 	for _, s := range d.streams {
+		// A refusal of the query that is no fault of the context's work
+		// tells nothing: the work may still run.
 		switch r := f.c1(t.cuStreamQuery, s); {
-		case r == errNotReady:
-			ended = false
-		case r != 0:
+		case r == 0:
+		case r.sticky():
 			bad = r
+		default:
+			ended = false
 		}
 	}
 	if bad != 0 {
