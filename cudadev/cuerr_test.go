@@ -127,3 +127,63 @@ func TestPerCallErrorNoFault(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptUnwrittenLast stops a device whose work still runs where CUDA
+// refuses Stop's write of the last value into the word, with an error of
+// that call alone (CUDA_ERROR_INVALID_VALUE). Once the work ends, nothing
+// on the GPU writes the last value: the next open of the GPU must raise
+// the word to it, so that rig gives the stopped device's memory back and
+// its Done closes, and must not take the refusal for a fault. Where CUDA
+// refuses to record the events behind the work as well, nothing tells
+// when it ends (an event never recorded reads as complete): the word
+// stays as the work leaves it.
+func TestKeptUnwrittenLast(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		record result // cuEventRecord's answer
+		want   uint64
+	}{
+		{"recorded", 0, 7},
+		{"unrecorded", errInvalidValue, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			ended := false
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuStreamQuery":           func([6]uintptr) result { return errNotReady },
+				"cuStreamWriteValue64_v2": func([6]uintptr) result { return errInvalidValue },
+				"cuEventCreate":           fakeEvents(),
+				"cuEventRecord":           func([6]uintptr) result { return c.record },
+				"cuEventQuery": func([6]uintptr) result {
+					mu.Lock()
+					defer mu.Unlock()
+					if ended || c.record != 0 {
+						return 0
+					}
+					return errNotReady
+				},
+			})
+			g := &gpuInfo{bus: "0000:01:00.0"}
+			word := new(uint64)
+			*word = 5
+			d := fakeDevice(tab, g, 0, word)
+			d.last, d.written = 7, 5
+			if err := d.Stop(""); err != nil {
+				t.Fatal(err)
+			}
+			if w := atomic.LoadUint64(word); w != 5 {
+				t.Fatalf("Stop raised the word to %d while the work runs", w)
+			}
+			mu.Lock()
+			ended = true
+			mu.Unlock()
+			_ = settleOpen(tab, g, 0)
+			g.mu.Lock()
+			fault := g.fault
+			g.mu.Unlock()
+			if w := atomic.LoadUint64(word); w != c.want || fault != "" {
+				t.Fatalf("once the work ended: word %d, fault %q; want word %d, no fault", w, fault, c.want)
+			}
+		})
+	}
+}

@@ -71,13 +71,16 @@ type gpuInfo struct {
 }
 
 // keptWork is what Stop keeps of a device whose work still ran: its
-// timeline, an event behind the work on each stream (0 where CUDA made
-// none), and the word with the last value (nil once the word is freed).
+// timeline, an event behind the work on each stream (0 where CUDA made or
+// recorded none), and the word with the last value (nil once the word is
+// freed). raise: CUDA refused Stop's write of the last value, so that the
+// word is raised to it once the events tell that the work ended.
 type keptWork struct {
 	timeline int
 	events   [2]uintptr
 	word     *uint64
 	last     uint64
+	raise    bool
 }
 
 var (
@@ -373,21 +376,25 @@ func (g *gpuInfo) settleKept(t *table, tl int) error {
 	var err error
 	left := g.kept[:0]
 	for _, k := range g.kept {
-		ended := true
+		ended, known := true, true
 		var fault result
 		for _, ev := range k.events {
 			if ev == 0 {
-				// Stop could not make the event: nothing tells when
-				// that stream's work ends.
+				// Stop could not make or record the event: nothing
+				// tells when that stream's work ends.
+				known = false
 				continue
 			}
 			// Only a fault of the context's work ends the GPU's use; any
 			// other refusal is of the event, which then tells nothing.
 			switch r := f.c1(t.cuEventQuery, ev); {
+			case r == 0:
 			case r == errNotReady:
 				ended = false
 			case r.sticky():
 				fault = r
+			default:
+				known = false
 			}
 		}
 		if fault == 0 && !ended {
@@ -404,6 +411,10 @@ func (g *gpuInfo) settleKept(t *table, tl int) error {
 			if g.fault == "" {
 				g.fault = t.text(fault)
 			}
+		} else if k.raise && known && k.word != nil {
+			// The work ended, and no write of the last value was
+			// enqueued behind it.
+			atomicRaise(k.word, k.last)
 		}
 		for _, ev := range k.events {
 			if ev != 0 {

@@ -36,9 +36,10 @@ func (d *gpu) query() error {
 // the last value into the word; otherwise it commits that value and keeps
 // an event behind the work on each stream, which the GPU's next open
 // reads, and which a goroutine of its own reads until that work ends or a
-// fault ends it (watchKept). Either way it destroys the streams and the
-// other events, which CUDA frees once their work ends. It ignores CUDA's
-// errors.
+// fault ends it (watchKept); where CUDA refuses the commit, they raise the
+// word to the last value once the work ended. Either way it destroys the
+// streams and the other events, which CUDA frees once their work ends. It
+// ignores CUDA's errors.
 func (d *gpu) Stop(string) error {
 	d.stopMu.Lock()
 	defer d.stopMu.Unlock()
@@ -79,12 +80,17 @@ func (d *gpu) Stop(string) error {
 				d.written = d.last
 			}
 		}
-		kept = &keptWork{timeline: d.timeline, word: d.word, last: d.last}
+		kept = &keptWork{timeline: d.timeline, word: d.word, last: d.last, raise: d.written != d.last}
 		for q, s := range d.streams {
 			f.out[0] = 0
 			if f.c2(t.cuEventCreate, f.outp(0), eventDisableTime) == 0 {
-				kept.events[q] = uintptr(f.out[0])
-				f.c2(t.cuEventRecord, kept.events[q], s)
+				ev := uintptr(f.out[0])
+				// An event never recorded reads as complete.
+				if f.c2(t.cuEventRecord, ev, s) == 0 {
+					kept.events[q] = ev
+				} else {
+					f.c1(t.cuEventDestroy, ev)
+				}
 			}
 		}
 	}
