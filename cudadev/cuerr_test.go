@@ -4,10 +4,13 @@ package cudadev
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rig-go/rig/device"
 )
 
 // TestKeptUnusableContext stops a device whose work still runs, then has
@@ -183,6 +186,64 @@ func TestKeptUnwrittenLast(t *testing.T) {
 			g.mu.Unlock()
 			if w := atomic.LoadUint64(word); w != c.want || fault != "" {
 				t.Fatalf("once the work ended: word %d, fault %q; want word %d, no fault", w, fault, c.want)
+			}
+		})
+	}
+}
+
+// TestRemeasureFailureKeepsReference fails a timed submit's measure of
+// the GPU's clock with an error of a call alone (CUDA_ERROR_INVALID_HANDLE)
+// at each of its steps: the reference event must stay as the last measure
+// left it, not recorded again, so that the stamps still to settle convert
+// against the host time measured with it.
+func TestRemeasureFailureKeepsReference(t *testing.T) {
+	for _, at := range []int{1, 2, 3, 8} {
+		t.Run(fmt.Sprint(at), func(t *testing.T) {
+			var mu sync.Mutex
+			failing, queries := false, 0
+			var recorded []uintptr
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuEventCreate": fakeEvents(),
+				"cuEventRecord": func(a [6]uintptr) result {
+					mu.Lock()
+					defer mu.Unlock()
+					if failing {
+						recorded = append(recorded, a[0])
+					}
+					return 0
+				},
+				"cuEventQuery": func([6]uintptr) result {
+					mu.Lock()
+					defer mu.Unlock()
+					if failing {
+						if queries++; queries == at {
+							return 400
+						}
+					}
+					return 0
+				},
+			})
+			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+			f := getFrame()
+			err := d.measure(f)
+			putFrame(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &d.prof
+			ref, host := p.ref, p.refHost
+			p.at = time.Time{}
+			mu.Lock()
+			failing = true
+			mu.Unlock()
+			if a := d.Submit(&device.Submission{Value: 1, Timed: true}); a.Kind != device.Failed {
+				t.Fatalf("the submit answered %v", a.Kind)
+			}
+			mu.Lock()
+			again := slices.Contains(recorded, ref)
+			mu.Unlock()
+			if p.ref != ref || p.refHost != host || again {
+				t.Fatalf("after the failed measure: reference %#x at %d, recorded again %v; want %#x at %d, not recorded again", p.ref, p.refHost, again, ref, host)
 			}
 		})
 	}

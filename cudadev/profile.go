@@ -41,7 +41,7 @@ type profile struct {
 	done       []device.Stamp // converted by Submit, not yet settled
 	f          frame          // for Settle and the measure
 
-	clock   [2]uintptr // the events a measure records
+	clock   [3]uintptr // the events a measure records
 	ref     uintptr    // the reference event: one of clock
 	refHost int64      // the host's time (device.Now) at ref
 	at      time.Time  // when the clock was measured
@@ -51,8 +51,10 @@ type profile struct {
 // measure measures the GPU's clock against the host's: it records an event
 // on the clock stream between two readings of the host's clock, asking
 // CUDA until the event has completed, eight times, and keeps the closest;
-// while that is over 10 µs it tries again, up to sixteen times. p.mu is
-// held, or the device is opening.
+// while that is over 10 µs it tries again, up to sixteen times. It records
+// neither the closest so far nor the reference event, so that a measure
+// that fails leaves the reference as it was. p.mu is held, or the device
+// is opening.
 func (d *gpu) measure(f *frame) error {
 	t, p := d.t, &d.prof
 	for i := range p.clock {
@@ -69,8 +71,8 @@ func (d *gpu) measure(f *frame) error {
 	for try := 0; try < 16; try++ {
 		for i := 0; i < 8; i++ {
 			e := 0
-			if b == 0 {
-				e = 1
+			for e == b || p.clock[e] == p.ref {
+				e++
 			}
 			t0 := device.Now()
 			r := f.c2(t.cuEventRecord, p.clock[e], d.clockStream)
