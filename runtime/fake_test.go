@@ -24,18 +24,22 @@ type fake struct {
 	commits   []uint64
 	pending   bool // Submit answers Pending
 	fail      string
-	held      bool // values complete only through complete()
-	stopped   bool
-	stopFault string
-	sleepErr  error
-	allocErr  error
-	allocs    int
-	frees     int
-	entryErr  []error
-	unloads   int
-	peer      bool
-	onSubmit  func() // called by Submit, f.mu held
-	onGrow    func() // called by Grow, without f.mu; set before use
+	// failStores makes a failed Submit write its value into the word
+	// before it returns, as a driver that closes a refused value (so that
+	// later values' waits end) does on a GPU that runs the write at once.
+	failStores bool
+	held       bool // values complete only through complete()
+	stopped    bool
+	stopFault  string
+	sleepErr   error
+	allocErr   error
+	allocs     int
+	frees      int
+	entryErr   []error
+	unloads    int
+	peer       bool
+	onSubmit   func() // called by Submit, f.mu held
+	onGrow     func() // called by Grow, without f.mu; set before use
 	// readFault answers ReadFault, without f.mu held; nil answers nothing.
 	readFault func(*device.Fault) []string
 	// onSleep, where set, sees each Sleep's seen before it sleeps.
@@ -259,6 +263,9 @@ func (f *fake) Submit(s *device.Submission) device.SubmitAnswer {
 		f.onSubmit()
 	}
 	if f.fail != "" {
+		if f.failStores {
+			f.store(s.Value)
+		}
 		return device.SubmitAnswer{Kind: device.Failed, Reason: f.fail}
 	}
 	if !f.held {
