@@ -86,9 +86,11 @@ func (d *gpu) Grow() error {
 	d.reapSets()
 	if g := d.grown.set; g != nil && !g.ready() && device.AtLeast(atomic.LoadUint64(d.word), d.last) {
 		// The channels a regrowth opened run their first words once
-		// the work before them is done, which it is.
+		// the work before them is done, which it is. Where they fault or
+		// never run them, the device is lost: Sleep raises the fault
+		// from then on.
 		if err := awaitSetup(g.ch); err != nil {
-			return fmt.Errorf("nvdev: growing the channels: %w", err)
+			return d.keep(&device.Fault{Why: fmt.Sprintf("nvdev: growing the channels: %v", err)})
 		}
 	}
 	n := d.need

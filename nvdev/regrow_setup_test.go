@@ -63,3 +63,40 @@ func TestRegrowFirstWordsLater(t *testing.T) {
 		t.Errorf("the Words on the new channels released %d, want 1", got)
 	}
 }
+
+// TestRegrowFirstWordsFault fails the first words of the channels a
+// regrowth opened (the RM's error in the new compute channel's notifier):
+// Grow returns a *device.Fault, which loses the device, and Sleep raises
+// the same fault from then on, rather than every later submission
+// answering an error that loses nothing.
+func TestRegrowFirstWordsFault(t *testing.T) {
+	r := openRaw(t, Config{RingEntries: 64})
+	m := r.alloc(device.PinnedMemory, 4096)
+	r.wait(r.submit(nil, fillPart(qCopy, m, 0, 8, 3)))
+	s := device.Submission{Value: r.v + 1, Parts: []device.Part{bigWords(r, m, 100, 1)}}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room of 100 entries on rings of 64: %+v", a)
+	}
+	r.f.pause()
+	defer r.f.resume()
+	if err := r.d.Grow(); err != nil {
+		t.Fatal(err)
+	}
+	g := r.d.grown.set
+	for _, c := range r.f.chans {
+		if c.h == g.ch[qCompute].h {
+			r.f.fail(c, 31)
+		}
+	}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room with every value reached and the first words not run: %+v, want RoomGrow", a)
+	}
+	err := r.d.Grow()
+	f, ok := device.AsFault(err)
+	if !ok {
+		t.Fatalf("grow whose new channels faulted: %v, want a fault", err)
+	}
+	if err := r.d.Sleep(r.d.Signaled(), time.Millisecond); err != error(f) {
+		t.Errorf("Sleep after the fault: %v, want %v", err, f)
+	}
+}
