@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/rig-go/rig/device"
 	"math"
+	"math/big"
 	"math/bits"
 	"sort"
 	"sync"
@@ -233,8 +234,8 @@ func (k *Ctx) Index() int { return k.Group[0]*k.Threads[0] + k.Thread[0] }
 // t. The products n*i and n*(i+1) are taken as 128 bits, so that they do
 // not wrap where n is large and there are many threads; their quotients by
 // t are at most n.
-func span(n uint64, i, t int) (lo, hi uint64) {
-	return mulDiv(n, uint64(i), uint64(t)), mulDiv(n, uint64(i+1), uint64(t))
+func span(n, i, t uint64) (lo, hi uint64) {
+	return mulDiv(n, i, t), mulDiv(n, i+1, t)
 }
 
 // mulDiv is n*i/t, for i <= t and t > 0, without overflow.
@@ -244,12 +245,40 @@ func mulDiv(n, i, t uint64) uint64 {
 	return q
 }
 
-// global is the thread's index and the count of threads over the launch.
-func (k *Ctx) global() (i, t int) {
-	g := (k.Group[2]*k.Groups[1]+k.Group[1])*k.Groups[0] + k.Group[0]
-	th := (k.Thread[2]*k.Threads[1]+k.Thread[1])*k.Threads[0] + k.Thread[0]
-	per := k.Threads[0] * k.Threads[1] * k.Threads[2]
-	return g*per + th, per * k.Groups[0] * k.Groups[1] * k.Groups[2]
+// share is the part [lo, hi) of n items that the thread takes, spread over
+// the launch's threads in the order of their global index. A launch has up
+// to about 2^73 threads (2^31-1 by 65535 by 65535 groups of 1024), whose
+// count and index wrap 64 bits: they are taken as 128 bits, and the spans
+// of a launch of 2^64 threads or more as big integers.
+func (k *Ctx) share(n uint64) (lo, hi uint64) {
+	i, t := k.global()
+	if t[0] == 0 {
+		return span(n, i[1], t[1])
+	}
+	u := func(x [2]uint64) *big.Int {
+		b := new(big.Int).SetUint64(x[0])
+		return b.Lsh(b, 64).Or(b, new(big.Int).SetUint64(x[1]))
+	}
+	bt, bn := u(t), new(big.Int).SetUint64(n)
+	x := new(big.Int).Mul(bn, u(i))
+	lo = new(big.Int).Quo(x, bt).Uint64()
+	hi = x.Add(x, bn).Quo(x, bt).Uint64()
+	return lo, hi
+}
+
+// global is the thread's index and the count of threads over the launch,
+// each as 128 bits, high word first.
+func (k *Ctx) global() (i, t [2]uint64) {
+	gx, gy, gz := uint64(k.Groups[0]), uint64(k.Groups[1]), uint64(k.Groups[2])
+	g := (uint64(k.Group[2])*gy+uint64(k.Group[1]))*gx + uint64(k.Group[0])
+	th := (uint64(k.Thread[2])*uint64(k.Threads[1])+uint64(k.Thread[1]))*uint64(k.Threads[0]) + uint64(k.Thread[0])
+	per := uint64(k.Threads[0]) * uint64(k.Threads[1]) * uint64(k.Threads[2])
+	var c uint64
+	i[0], i[1] = bits.Mul64(g, per)
+	i[1], c = bits.Add64(i[1], th, 0)
+	i[0] += c
+	t[0], t[1] = bits.Mul64(gx*gy*gz, per)
+	return i, t
 }
 
 // The built-in kernels. Their parameters are little-endian.
@@ -296,8 +325,7 @@ func init() {
 	// at 0, spread over the launch's threads.
 	RegisterArgs("copy", func(k *Ctx) {
 		dst, src, n := k.Uint64(0), k.Uint64(8), k.Uint64(16)
-		i, t := k.global()
-		lo, hi := span(n, i, t)
+		lo, hi := k.share(n)
 		if hi > lo {
 			copy(k.Bytes(dst+lo, int(hi-lo)), k.Bytes(src+lo, int(hi-lo)))
 		}
@@ -306,8 +334,7 @@ func init() {
 	// spread over the launch's threads.
 	RegisterArgs("fill", func(k *Ctx) {
 		dst, n, v := k.Uint64(0), k.Uint64(8), k.Params[16]
-		i, t := k.global()
-		lo, hi := span(n, i, t)
+		lo, hi := k.share(n)
 		if hi > lo {
 			b := k.Bytes(dst+lo, int(hi-lo))
 			for j := range b {

@@ -93,13 +93,54 @@ func TestSpan(t *testing.T) {
 		{math.MaxUint64, 6, 7},
 		{math.MaxUint64, math.MaxInt32 - 1, math.MaxInt32},
 	} {
-		lo, hi := span(tc.n, tc.i, tc.t)
+		lo, hi := span(tc.n, uint64(tc.i), uint64(tc.t))
 		want := func(i int) uint64 {
 			x := new(big.Int).Mul(new(big.Int).SetUint64(tc.n), big.NewInt(int64(i)))
 			return x.Quo(x, big.NewInt(int64(tc.t))).Uint64()
 		}
 		if lo != want(tc.i) || hi != want(tc.i+1) {
 			t.Errorf("span(%d, %d, %d) = [%d, %d), want [%d, %d)", tc.n, tc.i, tc.t, lo, hi, want(tc.i), want(tc.i+1))
+		}
+	}
+}
+
+// TestSpanPast64Bits runs the built-in fill over a few threads of a launch
+// of 2^30 by 2^12 by 2^12 groups of 1024 threads: 2^64 threads, whose
+// count wraps 64 bits. Each thread takes its share of the n bytes, as over
+// any launch: the first threads none, the last the last byte.
+func TestSpanPast64Bits(t *testing.T) {
+	d, _ := newDev(t, Config{}, 0)
+	r, mem := alloc(t, d, 4096)
+	const n = 16
+	params := append(p64(addr(r), n), 7)
+	groups, threads := [3]int{1 << 30, 1 << 12, 1 << 12}, [3]int{1024, 1, 1}
+	fill := lookup("fill").fn
+	run := func(group, thread [3]int) {
+		t.Helper()
+		k := &Ctx{dev: d, kernel: "fill", Groups: groups, Threads: threads, Group: group, Thread: thread, Params: params}
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("thread %v of group %v: %v", thread, group, v)
+			}
+		}()
+		fill(k)
+	}
+	run([3]int{0, 0, 0}, [3]int{0, 0, 0})
+	run([3]int{0, 0, 0}, [3]int{1, 0, 0})
+	run([3]int{5, 0, 0}, [3]int{3, 0, 0})
+	if f := d.fault.Load(); f != nil {
+		t.Fatalf("the first threads faulted the device: %v", f)
+	}
+	for i, b := range mem {
+		if b != 0 {
+			t.Fatalf("the first threads set byte %d, where their share is none", i)
+		}
+	}
+	last := [3]int{1<<30 - 1, 1<<12 - 1, 1<<12 - 1}
+	run(last, [3]int{1023, 0, 0})
+	for i, b := range mem {
+		if i == n-1 && b != 7 || i != n-1 && b != 0 {
+			t.Fatalf("after the last thread, byte %d is %d: want only byte %d set", i, b, n-1)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func init() {
 			}
 		}
 		i, _ := k.global()
-		c := (*uint32)(unsafe.Pointer(&k.Bytes(k.Uint64(0)+4*uint64(i), 4)[0]))
+		c := (*uint32)(unsafe.Pointer(&k.Bytes(k.Uint64(0)+4*i[1], 4)[0]))
 		atomic.AddUint32(c, 1)
 	})
 	// test.log appends the uint64 at 0 to the log, after sleeping for the
