@@ -359,6 +359,10 @@ func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 		r.addr = uintptr(unsafe.Pointer(&mem[0]))
 	} else {
 		r.pages = goPages(size)
+		if r.pages == nil {
+			d.used.Add(-int64(size))
+			return nil, device.ErrNoMemory
+		}
 		r.addr = uintptr(unsafe.Pointer(&r.pages[0]))
 	}
 	d.enlist(r)
@@ -368,15 +372,33 @@ func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 // goPages is size bytes of Go memory that start a page, size a multiple of
 // the page: an array of its own, so that no other Go value shares its
 // pages. Go gives an array of whole pages a page of its own, which goPages
-// checks; it makes a page more and aligns where it did not.
+// checks; it makes a page more and aligns where it did not. It is nil
+// where size is past the largest array Go makes.
 func goPages(size int) []byte {
-	b := make([]byte, size)
-	if uintptr(unsafe.Pointer(&b[0]))%uintptr(pageSize) == 0 {
+	b := makeBytes(size)
+	if b == nil || uintptr(unsafe.Pointer(&b[0]))%uintptr(pageSize) == 0 {
 		return b
 	}
-	b = make([]byte, size+pageSize)
+	b = makeBytes(size + pageSize)
+	if b == nil {
+		return nil
+	}
 	skip := (pageSize - int(uintptr(unsafe.Pointer(&b[0]))%uintptr(pageSize))) % pageSize
 	return b[skip : skip+size : skip+size]
+}
+
+// makeBytes is make([]byte, n), n positive, or nil where n is past the
+// largest array Go makes (or overflowed), for which make panics.
+func makeBytes(n int) (b []byte) {
+	if n <= 0 {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			b = nil
+		}
+	}()
+	return make([]byte, n)
 }
 
 // region is r as a region of d, or an error naming why it is not one.

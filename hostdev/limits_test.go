@@ -1,10 +1,13 @@
 package hostdev
 
 import (
+	"errors"
 	"math"
 	"math/big"
 	"strings"
 	"testing"
+
+	"github.com/rig-go/rig/device"
 )
 
 // TestMapHostPastAddressSpace checks that MapHost refuses a count of bytes
@@ -141,6 +144,36 @@ func TestSpanPast64Bits(t *testing.T) {
 	for i, b := range mem {
 		if i == n-1 && b != 7 || i != n-1 && b != 0 {
 			t.Fatalf("after the last thread, byte %d is %d: want only byte %d set", i, b, n-1)
+		}
+	}
+}
+
+// TestAllocPastGoHeap checks that an allocation larger than any array Go
+// makes, which a budget as large as an int64 lets through, answers
+// ErrNoMemory and gives its budget back, rather than panicking in the
+// caller's goroutine.
+func TestAllocPastGoHeap(t *testing.T) {
+	d, _ := newDev(t, Config{Budget: math.MaxInt64}, 0)
+	for _, m := range []device.Memory{device.DeviceMemory, device.PinnedMemory, device.MappedMemory} {
+		for _, n := range []int{1 << 50, math.MaxInt - 2*pageSize + 1} {
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						t.Errorf("alloc of %d bytes of %v memory panicked: %v", n, m, v)
+					}
+				}()
+				r, err := d.Alloc(m, n&^3)
+				if err == nil {
+					d.Free(r)
+					return
+				}
+				if !errors.Is(err, device.ErrNoMemory) {
+					t.Errorf("alloc of %d bytes of %v memory: %v, want ErrNoMemory", n, m, err)
+				}
+			}()
+			if u := d.used.Load(); u != 0 {
+				t.Fatalf("after an alloc of %d bytes of %v memory, %d bytes of the budget are taken", n, m, u)
+			}
 		}
 	}
 }
