@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/hostram"
 	"golang.org/x/sys/cpu"
 )
 
@@ -340,6 +341,10 @@ func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 	}
 	if int64(n) > d.cfg.Budget || n > math.MaxInt-pageSize {
 		return nil, device.ErrNoMemory
+	}
+	if ram := hostram.Bytes(); m != device.DeviceMemory && ram > 0 && uint64(n) > ram {
+		// Go memory: Go's heap would end the process rather than fail.
+		return nil, fmt.Errorf("hostdev: alloc of %d bytes of %v memory, more than the host's %d: %w", n, m, ram, device.ErrNoMemory)
 	}
 	size := roundPage(n)
 	if !d.charge(int64(size)) {

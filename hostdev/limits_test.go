@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/hostram"
 )
 
 // TestMapHostPastAddressSpace checks that MapHost refuses a count of bytes
@@ -174,6 +175,26 @@ func TestAllocPastGoHeap(t *testing.T) {
 			if u := d.used.Load(); u != 0 {
 				t.Fatalf("after an alloc of %d bytes of %v memory, %d bytes of the budget are taken", n, m, u)
 			}
+		}
+	}
+}
+
+// TestAllocPastHostRAM asks for Pinned and Mapped memory, Go memory, past
+// the host's memory within the budget: ErrNoMemory naming the host's
+// memory, where Go's heap would end the process, and nothing charged.
+func TestAllocPastHostRAM(t *testing.T) {
+	ram := hostram.Bytes()
+	if ram == 0 || ram >= math.MaxInt/2 {
+		t.Skipf("the host's memory reads %d bytes", ram)
+	}
+	d, _ := newDev(t, Config{Budget: math.MaxInt64}, 0)
+	n := int(ram+uint64(pageSize)) &^ 3
+	for _, m := range []device.Memory{device.PinnedMemory, device.MappedMemory} {
+		if _, err := d.Alloc(m, n); !errors.Is(err, device.ErrNoMemory) || !strings.Contains(err.Error(), "host") {
+			t.Errorf("alloc of %d bytes of %v memory on a host of %d: %v", n, m, ram, err)
+		}
+		if u := d.used.Load(); u != 0 {
+			t.Fatalf("%d bytes of the budget taken after the refusal", u)
 		}
 	}
 }

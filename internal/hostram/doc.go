@@ -1,5 +1,6 @@
-// Package hostram reads the host's physical memory, which the GPU drivers'
-// Pinned memory (Go memory they map for the GPU) must not exceed: Go's
-// heap ends the process where it cannot grow, rather than failing.
+// Package hostram reads the host's physical memory, which the drivers'
+// memory made of Go memory (Pinned memory on the GPUs, Pinned and Mapped
+// memory on the host driver) must not exceed: Go's heap ends the process
+// where it cannot grow, rather than failing.
 // Any goroutine may call Bytes.
 package hostram
