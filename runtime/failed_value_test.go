@@ -50,3 +50,35 @@ func allocOn(t *testing.T, d *Device) *Buffer {
 	}
 	return b
 }
+
+// TestFailedCommitNeverReached commits pending values through a Commit
+// the driver answers Failed for, after it wrote the value into the word
+// (Failed: the word still reaches the value): the uncommitted values' work
+// is not known to have run, so a wait on their points returns the loss,
+// never nil, while the value committed before stays reached.
+func TestFailedCommitNeverReached(t *testing.T) {
+	f := newFake()
+	f.pending, f.held = true, true
+	d := openFake(t, "failed-commit", f)
+	ok := submit(t, empty(t, d))
+	if err := d.commit(ok.Value()); err != nil {
+		t.Fatal(err)
+	}
+	f.complete(ok.Value())
+	if err := ok.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.commitFail, f.failStores = "a write CUDA refused", true
+	f.mu.Unlock()
+	p := submit(t, empty(t, d))
+	if err := p.Wait(context.Background()); !errors.Is(err, ErrLost) {
+		t.Fatalf("a wait on a value whose commit failed answered %v, want the loss", err)
+	}
+	if p.Reached() {
+		t.Fatal("a value whose commit failed reads as reached")
+	}
+	if err := ok.Wait(context.Background()); err != nil {
+		t.Fatalf("the value committed before the failure answered %v after it", err)
+	}
+}

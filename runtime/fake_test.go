@@ -28,6 +28,9 @@ type fake struct {
 	// before it returns, as a driver that closes a refused value (so that
 	// later values' waits end) does on a GPU that runs the write at once.
 	failStores bool
+	// commitFail makes Commit answer Failed with it; with failStores it
+	// writes the value into the word first, as the contract allows.
+	commitFail string
 	held       bool // values complete only through complete()
 	stopped    bool
 	stopFault  string
@@ -279,7 +282,14 @@ func (f *fake) Submit(s *device.Submission) device.SubmitAnswer {
 func (f *fake) Commit(v uint64) device.SubmitAnswer {
 	f.mu.Lock()
 	f.commits = append(f.commits, v)
+	fail := f.commitFail
+	if fail != "" && f.failStores {
+		f.store(v)
+	}
 	f.mu.Unlock()
+	if fail != "" {
+		return device.SubmitAnswer{Kind: device.Failed, Reason: fail}
+	}
 	return device.SubmitAnswer{}
 }
 func (f *fake) Settle(into []device.Stamp) ([]device.Stamp, error) { return into, nil }

@@ -199,7 +199,16 @@ func (d *Device) commit(v uint64) error {
 	a := d.drv.Commit(v)
 	switch a.Kind {
 	case device.Failed:
-		return d.lose(a.Reason, nil)
+		// The values past the last one committed are not known to have
+		// run, though the driver may write v into the word (so that
+		// later waits end), and the device may have written it already:
+		// the loss's reached value stays at the last value committed, so
+		// that their points answer the loss, never nil.
+		reached := d.read()
+		if c := d.committed.Load(); !device.AtLeast(c, reached) {
+			reached = c
+		}
+		return d.loseAt(a.Reason, nil, reached)
 	case device.Committed:
 		d.committed.Store(v)
 	}
