@@ -43,6 +43,9 @@ type fake struct {
 	peer       bool
 	onSubmit   func() // called by Submit, f.mu held
 	onGrow     func() // called by Grow, without f.mu; set before use
+	// onCommit, where set before use, is called by a failing Commit
+	// after its store, without f.mu.
+	onCommit func()
 	// readFault answers ReadFault, without f.mu held; nil answers nothing.
 	readFault func(*device.Fault) []string
 	// onSleep, where set, sees each Sleep's seen before it sleeps.
@@ -288,6 +291,9 @@ func (f *fake) Commit(v uint64) device.SubmitAnswer {
 	}
 	f.mu.Unlock()
 	if fail != "" {
+		if f.onCommit != nil {
+			f.onCommit()
+		}
 		return device.SubmitAnswer{Kind: device.Failed, Reason: fail}
 	}
 	return device.SubmitAnswer{}

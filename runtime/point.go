@@ -29,7 +29,7 @@ func (p Point) Value() uint64 { return p.v }
 // the device was neither lost nor stopped by Close before it did. It reads the word: one atomic
 // load, or the driver's Signaled where it keeps its own word.
 func (p Point) Reached() bool {
-	return p.passed() && (p.d == nil || p.d.passedAnswer(p.v) == nil)
+	return p.passed() && (p.d == nil || p.d.passedSettled(p.v) && p.d.passedAnswer(p.v) == nil)
 }
 
 // passed reports whether the word passed the point, whether its work
@@ -59,9 +59,22 @@ func (p Point) Wait(ctx context.Context) error {
 		if p.d == nil {
 			return nil
 		}
-		return p.d.passedAnswer(p.v)
+		if p.d.passedSettled(p.v) {
+			return p.d.passedAnswer(p.v)
+		}
 	}
 	return p.d.wait(ctx, p.v)
+}
+
+// passedSettled reports whether the answer of a passed value v is settled,
+// so that the word's passing it answers as passedAnswer says: v was
+// committed, or the device's loss or stop decides it. A driver may write
+// a value into the word inside the Submit or Commit it then answers
+// Failed for, before rig records the loss: a wait on a value neither
+// committed nor decided so waits for the commit, whose submit lock the
+// failing call holds (wait).
+func (d *Device) passedSettled(v uint64) bool {
+	return device.AtLeast(d.committed.Load(), v) || d.loss.Load() != nil || d.stopped.Load()
 }
 
 // WaitAll waits until every point is reached, and returns the first error.

@@ -766,7 +766,7 @@ func (r *Run) waitFor(d *Device, p Point) Point {
 		// The wait on the host returns the error.
 		return p
 	}
-	if p.passed() {
+	if p.passed() && p.d.passedSettled(p.v) {
 		return Point{}
 	}
 	o := p.d
