@@ -134,11 +134,15 @@ func (d *dev) sequencer() {
 			return
 		}
 		stored := d.fault.Load() == nil
+		// The slot is given back before the word shows the value, so
+		// that a Room that saw the value completed finds its room; the
+		// value is read first, as a Submit may take the slot at once.
+		v := sl.value
+		q.completed.Store(seq + 1)
 		if stored {
-			atomic.StoreUint64(d.word, sl.value)
+			atomic.StoreUint64(d.word, v)
 			d.wakeLocked()
 		}
-		q.completed.Store(seq + 1)
 		d.mu.Unlock()
 		if stored {
 			notifyStores()
