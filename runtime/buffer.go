@@ -407,16 +407,10 @@ func (s *bufState) release() {
 			o.callMu.RUnlock()
 			continue
 		}
-		s.mu.Lock()
-		v, ok := s.views[o]
-		delete(s.views, o)
-		s.mu.Unlock()
-		if ok {
-			_ = o.drv.Free(v.region)
-			o.objMu.Lock()
-			delete(o.views, s)
-			o.objMu.Unlock()
-		}
+		s.dropView(o)
+		o.objMu.Lock()
+		delete(o.views, s)
+		o.objMu.Unlock()
 		o.callMu.RUnlock()
 	}
 	_ = s.d.drv.Free(s.region)

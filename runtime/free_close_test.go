@@ -24,35 +24,12 @@ func TestFreeBesideClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	hook := func() { once.Do(func() { close(entered); <-release }) }
-	f.onFree.Store(&hook)
-	freed := make(chan error, 1)
-	go func() { freed <- b.Free() }()
-	<-entered
-	closed := make(chan error, 1)
-	go func() { closed <- d.Close() }()
-	// A pause in which an unordered Close would stop the driver and close
-	// Done under the Free.
-	time.Sleep(50 * time.Millisecond)
-	f.mu.Lock()
-	stopped := f.stopped
-	f.mu.Unlock()
-	select {
-	case <-d.Done():
-		t.Error("Done closed while the buffer's Free was in the driver")
-	default:
+	stopped, done, err, cerr := besideClose(d, f, onFree(f), b.Free, nil)
+	if stopped || done {
+		t.Errorf("while the buffer's Free was in the driver: driver stopped %v, Done closed %v", stopped, done)
 	}
-	close(release)
-	if stopped {
-		t.Error("the driver was stopped while a Free was in flight")
-	}
-	if err := <-freed; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-closed; err != nil {
-		t.Fatal(err)
+	if err != nil || cerr != nil {
+		t.Fatal(err, cerr)
 	}
 	<-d.Done()
 	f.mu.Lock()
@@ -80,33 +57,12 @@ func TestFreeBesidePeerClose(t *testing.T) {
 	if err := submit(t, launchOn(t, b, Read(0, 0)), x).Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	hook := func() { once.Do(func() { close(entered); <-release }) }
-	fb.onFree.Store(&hook)
-	freed := make(chan error, 1)
-	go func() { freed <- x.Free() }()
-	<-entered
-	closed := make(chan error, 1)
-	go func() { closed <- b.Close() }()
-	time.Sleep(50 * time.Millisecond)
-	fb.mu.Lock()
-	stopped := fb.stopped
-	fb.mu.Unlock()
-	select {
-	case <-b.Done():
-		t.Error("b's Done closed while its Free of the view was in the driver")
-	default:
+	stopped, done, err, cerr := besideClose(b, fb, onFree(fb), x.Free, nil)
+	if stopped || done {
+		t.Errorf("while b freed its view of a's buffer: b's driver stopped %v, b's Done closed %v", stopped, done)
 	}
-	close(release)
-	if stopped {
-		t.Error("b's driver was stopped while its Free of the view was in flight")
-	}
-	if err := <-freed; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-closed; err != nil {
-		t.Fatal(err)
+	if err != nil || cerr != nil {
+		t.Fatal(err, cerr)
 	}
 	<-b.Done()
 	fb.mu.Lock()
@@ -133,29 +89,13 @@ func TestMapBesidePeerClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := launchOn(t, b, Read(0, 0))
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	hook := func() { once.Do(func() { close(entered); <-release }) }
-	fb.onLocate.Store(&hook)
-	submitted := make(chan error, 1)
-	go func() {
-		_, err := s.Take().Submit(context.Background(), x)
-		submitted <- err
-	}()
-	<-entered
-	closed := make(chan error, 1)
-	go func() { closed <- b.Close() }()
-	time.Sleep(50 * time.Millisecond)
-	fb.mu.Lock()
-	stopped := fb.stopped
-	fb.mu.Unlock()
-	close(release)
+	submitX := func() error { _, err := s.Take().Submit(context.Background(), x); return err }
+	stopped, _, _, cerr := besideClose(b, fb, onLocate(fb), submitX, nil)
 	if stopped {
 		t.Error("b's driver was stopped while b mapped a's buffer")
 	}
-	<-submitted
-	if err := <-closed; err != nil {
-		t.Fatal(err)
+	if cerr != nil {
+		t.Fatal(cerr)
 	}
 	<-b.Done()
 	x.s.mu.Lock()
@@ -183,35 +123,19 @@ func TestMapBesideOwnerClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := launchOn(t, b, Read(0, 0))
-	entered, release := make(chan struct{}), make(chan struct{})
-	vb.hook = func() { close(entered); <-release }
-	submitted := make(chan error, 1)
-	go func() {
-		_, err := s.Take().Submit(context.Background(), x)
-		submitted <- err
-	}()
-	<-entered
-	closed := make(chan error, 1)
-	go func() { closed <- a.Close() }()
-	// A pause in which an unordered Close would stop a's driver, free
-	// the region and close Done under b's mapping of it.
-	time.Sleep(50 * time.Millisecond)
-	fa.mu.Lock()
-	stopped, frees := fa.stopped, fa.frees
-	fa.mu.Unlock()
-	done := false
-	select {
-	case <-a.Done():
-		done = true
-	default:
+	submitX := func() error { _, err := s.Take().Submit(context.Background(), x); return err }
+	var frees int
+	during := func() {
+		fa.mu.Lock()
+		frees = fa.frees
+		fa.mu.Unlock()
 	}
-	close(release)
+	stopped, done, _, cerr := besideClose(a, fa, func(h func()) { vb.hook = h }, submitX, during)
 	if stopped || frees > 0 || done {
 		t.Errorf("while b mapped a's buffer: a's driver stopped %v, freed %d regions, Done closed %v", stopped, frees, done)
 	}
-	<-submitted
-	if err := <-closed; err != nil {
-		t.Fatal(err)
+	if cerr != nil {
+		t.Fatal(cerr)
 	}
 	<-a.Done()
 	if err := b.Close(); err != nil {
@@ -266,3 +190,40 @@ func TestViewedBufferAfterOwnerClose(t *testing.T) {
 		}
 	}
 }
+
+// besideClose runs call on a goroutine of its own until the hook it gives
+// arm holds the call inside a driver, closes d beside it, and after a
+// pause in which an unordered Close would stop d's driver (f, a fake) or
+// close d's Done under the call, reports whether it did, running during
+// (where not nil) in the pause too; then it lets the call return, and
+// returns the call's and the Close's errors once both ended.
+func besideClose(d *Device, f *fake, arm func(hook func()), call func() error, during func()) (stopped, done bool, callErr, closeErr error) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	arm(func() { once.Do(func() { close(entered); <-release }) })
+	called := make(chan error, 1)
+	go func() { called <- call() }()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	time.Sleep(50 * time.Millisecond)
+	f.mu.Lock()
+	stopped = f.stopped
+	f.mu.Unlock()
+	select {
+	case <-d.Done():
+		done = true
+	default:
+	}
+	if during != nil {
+		during()
+	}
+	close(release)
+	callErr = <-called
+	closeErr = <-closed
+	return stopped, done, callErr, closeErr
+}
+
+// onFree and onLocate arm the fake's hooks.
+func onFree(f *fake) func(func())   { return func(h func()) { f.onFree.Store(&h) } }
+func onLocate(f *fake) func(func()) { return func(h func()) { f.onLocate.Store(&h) } }
