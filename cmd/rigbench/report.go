@@ -195,17 +195,8 @@ func (r *Report) writeText(w io.Writer) error {
 	if c.Rate > 0 {
 		mode = fmt.Sprintf("open loop at %s/s", rateText(c.Rate))
 	}
-	bound := "until interrupted"
-	switch {
-	case c.N > 0 && c.DurationNs > 0:
-		bound = fmt.Sprintf("for %d submissions or %v", c.N, time.Duration(c.DurationNs))
-	case c.N > 0:
-		bound = fmt.Sprintf("for %d submissions", c.N)
-	case c.DurationNs > 0:
-		bound = "for " + time.Duration(c.DurationNs).String()
-	}
 	fmt.Fprintf(&b, "rigbench %s: %s\n", r.Workload, r.What)
-	fmt.Fprintf(&b, "  %d submitter(s) of depth %d, %s, %s, GOMAXPROCS %d\n", c.Submitters, c.Depth, mode, bound, c.GOMAXPROCS)
+	fmt.Fprintf(&b, "  %d submitter(s) of depth %d, %s, %s, GOMAXPROCS %d\n", c.Submitters, c.Depth, mode, bound(c), c.GOMAXPROCS)
 	for _, d := range r.Devices {
 		fmt.Fprintf(&b, "device %s: %s, arch %s, queues %s, budget %s, completion by %s, waits on %s, alignment %d",
 			d.Spec, d.Name, d.Arch, strings.Join(d.Queues, " "), profile.Bytes(uint64(max(d.Budget, 0))), d.Completion, orNone(d.Waits), d.Alignment)
@@ -244,6 +235,20 @@ func (r *Report) writeText(w io.Writer) error {
 	return err
 }
 
+// bound says what ends a run of c: "for 3s", "for 1000 submissions",
+// "for 1000 submissions or 3s", or "until interrupted".
+func bound(c ConfigReport) string {
+	switch {
+	case c.N > 0 && c.DurationNs > 0:
+		return fmt.Sprintf("for %d submissions or %v", c.N, time.Duration(c.DurationNs))
+	case c.N > 0:
+		return fmt.Sprintf("for %d submissions", c.N)
+	case c.DurationNs > 0:
+		return "for " + time.Duration(c.DurationNs).String()
+	}
+	return "until interrupted"
+}
+
 // Levels is the JSON report of a run of several -c levels: a Report for
 // each level, in the order -c lists them.
 type Levels struct {
@@ -271,7 +276,7 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 		mode = fmt.Sprintf("open loop at %s/s", rateText(c.Rate))
 	}
 	fmt.Fprintf(&b, "rigbench %s: %s\n", r.Workload, r.What)
-	fmt.Fprintf(&b, "  submitters of depth %d, %s, each level for %v, GOMAXPROCS %d\n", c.Depth, mode, time.Duration(c.DurationNs), c.GOMAXPROCS)
+	fmt.Fprintf(&b, "  submitters of depth %d, %s, each level %s, GOMAXPROCS %d\n", c.Depth, mode, bound(c), c.GOMAXPROCS)
 	for _, d := range r.Devices {
 		fmt.Fprintf(&b, "device %s: %s, arch %s, completion by %s\n", d.Spec, d.Name, d.Arch, d.Completion)
 	}

@@ -141,7 +141,7 @@ func TestLevelsText(t *testing.T) {
 	s := buf.String()
 	for _, want := range []string{
 		"rigbench d2d: a copy of 1MiB",
-		"submitters of depth 8, open loop at 5000/s, each level for 3s",
+		"submitters of depth 8, open loop at 5000/s, each level for 10000 submissions or 3s,",
 		"\n-c 2: 1000/s (1000 in 1.00s)  p50 2.00µs  p99 8.00µs  max 30.0µs  CPU 1.50ms per submission, 1.50 s per s  allocs 0.50 per submission  lateness p50 25.0µs  p99 90.0µs (interrupted)\n  errors 1,",
 		"\n-c 64: 250k/s (1000 in 1.00s)  p50 2.00µs  p99 8.00µs  max 30.0µs  CPU 7.90µs per submission, 1.98 s per s",
 	} {
@@ -151,6 +151,31 @@ func TestLevelsText(t *testing.T) {
 	}
 	if n := strings.Count(s, "note: the default device is the host's"); n != 1 {
 		t.Errorf("the note appears %d times:\n%s", n, s)
+	}
+}
+
+// TestLevelsTextBound writes the header of levels bounded by -n alone, or
+// by nothing: it says so, rather than a duration of 0s.
+func TestLevelsTextBound(t *testing.T) {
+	for _, c := range []struct {
+		n, duration int64
+		want        string
+	}{
+		{1000, 0, "each level for 1000 submissions,"},
+		{0, 0, "each level until interrupted,"},
+		{1000, 2e9, "each level for 1000 submissions or 2s,"},
+	} {
+		a, b := sampleReport(), sampleReport()
+		for _, r := range []*Report{a, b} {
+			r.Config.N, r.Config.DurationNs = c.n, c.duration
+		}
+		var buf bytes.Buffer
+		if err := writeLevelsText(&buf, []*Report{a, b}); err != nil {
+			t.Fatal(err)
+		}
+		if s := buf.String(); !strings.Contains(s, c.want) {
+			t.Errorf("-n %d -duration %v: the text lacks %q:\n%s", c.n, c.duration, c.want, s)
+		}
 	}
 }
 
