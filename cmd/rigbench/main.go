@@ -172,11 +172,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, c := range cfg.Levels {
 		cfg.C = c
 		rep, lc := runLevel(ctx, cfg, e, notes, stderr)
+		code = max(code, lc)
 		if rep == nil {
-			return lc
+			// A level that could not start ends the run; the levels
+			// before it are reported.
+			if len(reps) == 0 {
+				return lc
+			}
+			break
 		}
 		reps = append(reps, rep)
-		code = max(code, lc)
 		if ctx.Err() != nil {
 			break
 		}

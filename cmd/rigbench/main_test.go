@@ -199,6 +199,25 @@ func TestRunLevels(t *testing.T) {
 	}
 }
 
+// TestRunLevelSetupFails runs two levels of which the second cannot set
+// up its lanes (600 lanes of two 1MiB buffers are over the host device's
+// budget): the run exits with 1, says why, and still reports the level it
+// measured.
+func TestRunLevelSetupFails(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"-device", "host", "-workload", "d2d", "-c", "1,600", "-n", "10", "-json"}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "setting up d2d") {
+		t.Fatalf("exit %d, stderr %q, want 1 and the setup's error", code, errOut.String())
+	}
+	var ls Levels
+	if err := json.Unmarshal(out.Bytes(), &ls); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(ls.Levels) != 1 || ls.Levels[0].Config.Submitters != 1 || ls.Levels[0].Rig.Submissions != 10 {
+		t.Fatalf("the report of the level measured is missing or wrong: %s", out.String())
+	}
+}
+
 // TestRunInterrupt ends a run with no bound by its context, as Ctrl-C
 // does: it stops, and reports what it measured.
 func TestRunInterrupt(t *testing.T) {
