@@ -97,6 +97,11 @@ func main() {
 			kinds = append(kinds, k)
 		}
 	}
+	if *duration <= 0 {
+		// vegeta's attacker reads a duration of 0 or less as no bound.
+		fmt.Fprintf(os.Stderr, "-duration %v: want a positive duration, how long each level runs\n", *duration)
+		os.Exit(2)
+	}
 	if *n < 1 || *n > service.MaxElements {
 		fmt.Fprintf(os.Stderr, "-n %d: want 1 to %d elements, what one request carries\n", *n, service.MaxElements)
 		os.Exit(2)
