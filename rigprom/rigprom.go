@@ -26,7 +26,7 @@ type Collector struct {
 	devices func() []*rig.Device
 
 	mu     sync.Mutex
-	losses map[string]float64       // losses per device name, counted once per Device
+	losses map[string]float64       // losses per device name seen, counted once per Device
 	seen   map[*rig.Device]struct{} // lost devices counted
 }
 
@@ -76,14 +76,21 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for k, b := range s.Bytes {
 			ch <- prometheus.MustNewConstMetric(memory, prometheus.GaugeValue, float64(b), n, device.Memory(k).String())
 		}
+		c.mu.Lock()
+		// A name's losses are published from 0, so that its first loss
+		// is an increase of the counter.
+		if _, ok := c.losses[n]; !ok {
+			c.losses[n] = 0
+		}
 		if s.Lost != nil {
-			ch <- prometheus.MustNewConstMetric(lost, prometheus.GaugeValue, 1, n, labelValue(s.Lost.Error()))
-			c.mu.Lock()
 			if _, ok := c.seen[d]; !ok {
 				c.seen[d] = struct{}{}
 				c.losses[n]++
 			}
-			c.mu.Unlock()
+		}
+		c.mu.Unlock()
+		if s.Lost != nil {
+			ch <- prometheus.MustNewConstMetric(lost, prometheus.GaugeValue, 1, n, labelValue(s.Lost.Error()))
 		}
 		ch <- histogram(submitLat, &s.SubmitLatency, n)
 		ch <- histogram(wakeLat, &s.WakeLatency, n)

@@ -177,3 +177,18 @@ func TestLostCauseNotUTF8(t *testing.T) {
 		t.Fatalf("%d rig_device_lost series for a lost device", n)
 	}
 }
+
+// TestLossesFromZero: a device that was never lost publishes its losses
+// as 0, so that its first loss is an increase of the counter (a series
+// that first appears at 1 reads as no increase to increase() and rate()).
+func TestLossesFromZero(t *testing.T) {
+	d := open(t, "rigprom-zero")
+	c := NewCollector(func() []*rig.Device { return []*rig.Device{d} })
+	if err := testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP rig_device_losses_total Losses of devices of this name seen by the collector.
+# TYPE rig_device_losses_total counter
+rig_device_losses_total{device="rigprom-zero"} 0
+`), "rig_device_losses_total"); err != nil {
+		t.Fatal(err)
+	}
+}
