@@ -181,6 +181,9 @@ func (c *config) check(set map[string]bool) error {
 	if c.Workload == "twice" && c.Size != 0 && c.Size%4 != 0 {
 		return usagef("-size %d: twice's array holds float32 values, so its size is a multiple of 4", c.Size)
 	}
+	if n := max(len(c.Devices), 1) * max(c.Timelines, 1); c.Workload == "mixed" && n > 2 {
+		return usagef("-workload mixed runs on two devices, A and B: the %d that -device and -timelines open would leave %d idle", n, n-2)
+	}
 	seen := map[string]bool{}
 	for _, s := range c.Devices {
 		if seen[s.String()] {

@@ -36,6 +36,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-workload", "fill", "-size", "3M"}, with(func(c *config) { c.Workload, c.Size = "fill", 3<<20 })},
 		{[]string{"-workload", "twice", "-size", "1024"}, with(func(c *config) { c.Workload, c.Size = "twice", 1024 })},
 		{[]string{"-workload", "mixed", "-c", "4", "-depth", "1"}, with(func(c *config) { c.Workload, c.Levels, c.C, c.Depth = "mixed", []int{4}, 4, 1 })},
+		{[]string{"-workload", "mixed", "-timelines", "2"}, with(func(c *config) { c.Workload, c.Timelines = "mixed", 2 })},
 		{[]string{"-c", "1,4, 16,64"}, with(func(c *config) { c.Levels, c.C = []int{1, 4, 16, 64}, 1 })},
 		{[]string{"-c", "10,100,1000,10000", "-depth", "1"}, with(func(c *config) { c.Levels, c.C, c.Depth = []int{10, 100, 1000, 10000}, 10, 1 })},
 		{[]string{"-c", "8", "-compare"}, with(func(c *config) { c.Levels, c.C, c.Compare = []int{8}, 8, true })},
@@ -104,6 +105,9 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-device", "host:-1"}, "not a number"},
 		{[]string{"-device", ""}, "empty device"},
 		{[]string{"-device", "host,host:0"}, "named twice"},
+		{[]string{"-workload", "mixed", "-device", "host,host:1,host:2"}, "-workload mixed runs on two devices"},
+		{[]string{"-workload", "mixed", "-device", "host,host:1", "-timelines", "2"}, "-workload mixed runs on two devices"},
+		{[]string{"-workload", "mixed", "-timelines", "3"}, "-workload mixed runs on two devices"},
 		{[]string{"-bogus"}, "not defined"},
 		{[]string{"stray"}, "unexpected argument"},
 	} {
