@@ -469,8 +469,16 @@ func summarize(lat [][]time.Duration, fails []int, wall time.Duration) result {
 		return r
 	}
 	r.rate = float64(len(all)) / wall.Seconds()
-	r.p50, r.p99, r.max = all[len(all)/2], all[len(all)*99/100], all[len(all)-1]
+	r.p50, r.p99, r.max = nearestRank(all, 50), nearestRank(all, 99), all[len(all)-1]
 	return r
+}
+
+// nearestRank is the p-th percentile (0 to 100) of the sorted latencies
+// s, which are not empty: the ceil(p/100*n)-th smallest of n, so that no
+// more than (100-p)% of them lie above it. Of 100, p99 is the 99th.
+func nearestRank(s []time.Duration, p int) time.Duration {
+	k := (p*len(s) + 99) / 100
+	return s[min(max(k, 1), len(s))-1]
 }
 
 // perRequest is cpu over r's requests served.
