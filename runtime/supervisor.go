@@ -123,11 +123,14 @@ func (s *supervisor) hold(w *waiter) bool {
 // once, and the supervisor drops it and takes it back for reuse when the
 // cancellation reaches it. The waiting goroutine calls it, and must not
 // touch w afterwards.
+//
+// A sent waiter is withdrawn first: the supervisor may hold it after a
+// look for a held one and before a look for a sent one, and then it would
+// stay counted. Once the look for a sent one fails it is held or
+// answered, and only the supervisor's answer moves it on.
 func (s *supervisor) cancel(w *waiter) {
-	if w.state.CompareAndSwap(waitHeld, waitCancelled) {
+	if !w.state.CompareAndSwap(waitSent, waitCancelled) && w.state.CompareAndSwap(waitHeld, waitCancelled) {
 		s.count.Add(-1)
-	} else {
-		w.state.CompareAndSwap(waitSent, waitCancelled)
 	}
 	_ = s.box.Send(context.Background(), message{kind: msgCancel, w: w})
 }
