@@ -223,9 +223,12 @@ func (f *fake) Sleep(seen uint64, still time.Duration) error {
 	if f.load() != seen {
 		return nil
 	}
+	// The end before the timer, so that the timer's broadcast comes at
+	// the end or after it: an end read after the timer's start could
+	// still lie ahead at the broadcast, and the wait then never end.
+	end := time.Now().Add(still)
 	t := time.AfterFunc(still, func() { f.mu.Lock(); f.cond.Broadcast(); f.mu.Unlock() })
 	defer t.Stop()
-	end := time.Now().Add(still)
 	for f.load() == seen && time.Now().Before(end) && f.sleepErr == nil {
 		f.cond.Wait()
 	}
