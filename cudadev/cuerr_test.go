@@ -248,3 +248,50 @@ func TestRemeasureFailureKeepsReference(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptQueryRefused has CUDA refuse the first query of a stopped
+// device's kept event with an error of the query alone, where Stop's write
+// of the last value was refused too: the kept work is kept and asked about
+// again, and once the event tells that it ended, the word is raised to the
+// last value (a forgotten entry would leave it short, and the device never
+// given back).
+func TestKeptQueryRefused(t *testing.T) {
+	var mu sync.Mutex
+	refuse := true
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuStreamQuery":           func([6]uintptr) result { return errNotReady },
+		"cuStreamWriteValue64_v2": func([6]uintptr) result { return errInvalidValue },
+		"cuEventCreate":           fakeEvents(),
+		"cuEventRecord":           func([6]uintptr) result { return 0 },
+		"cuEventQuery": func([6]uintptr) result {
+			mu.Lock()
+			defer mu.Unlock()
+			if refuse {
+				return errInvalidValue
+			}
+			return 0
+		},
+	})
+	g := &gpuInfo{bus: "0000:01:00.0"}
+	word := new(uint64)
+	*word = 5
+	d := fakeDevice(tab, g, 0, word)
+	d.last, d.written = 7, 5
+	if err := d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	_ = settleOpen(tab, g, 0)
+	if w := atomic.LoadUint64(word); w != 5 {
+		t.Fatalf("a refused query raised the word to %d", w)
+	}
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	_ = settleOpen(tab, g, 0)
+	g.mu.Lock()
+	fault, kept := g.fault, len(g.kept)
+	g.mu.Unlock()
+	if w := atomic.LoadUint64(word); w != 7 || fault != "" || kept != 0 {
+		t.Fatalf("once the event told the work ended: word %d, fault %q, %d kept; want 7, none, 0", w, fault, kept)
+	}
+}

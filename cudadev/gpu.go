@@ -386,15 +386,14 @@ func (g *gpuInfo) settleKept(t *table, tl int) error {
 				continue
 			}
 			// Only a fault of the context's work ends the GPU's use; any
-			// other refusal is of the event, which then tells nothing.
+			// other refusal is of the query alone, which tells nothing
+			// this time: the work is kept, and asked about again.
 			switch r := f.c1(t.cuEventQuery, ev); {
 			case r == 0:
-			case r == errNotReady:
-				ended = false
 			case r.sticky():
 				fault = r
 			default:
-				known = false
+				ended = false
 			}
 		}
 		if fault == 0 && !ended {
