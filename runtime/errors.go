@@ -51,8 +51,9 @@ type LostError struct {
 	Fault *device.Fault
 	// Reached is a value the device's word held when the loss happened:
 	// the value the fault states (device.Fault.Reached), or else the
-	// word's value when rig learned of the loss. Every value up to it
-	// completed. A wait on a later point returns the loss even once the
+	// word's value when rig learned of the loss, but, where a driver
+	// answered a Submit or Commit Failed, not past the last value
+	// committed before it. Every value up to it completed. A wait on a later point returns the loss even once the
 	// word passes it, since drivers raise the word past failed work.
 	Reached uint64
 

@@ -212,20 +212,30 @@ func (d *Device) commit(v uint64) error {
 	a := d.drv.Commit(v)
 	switch a.Kind {
 	case device.Failed:
-		// The values past the last one committed are not known to have
-		// run, though the driver may write v into the word (so that
-		// later waits end), and the device may have written it already:
-		// the loss's reached value stays at the last value committed, so
-		// that their points answer the loss, never nil.
-		reached := d.read()
-		if c := d.committed.Load(); !device.AtLeast(c, reached) {
-			reached = c
-		}
-		return d.loseAt(a.Reason, nil, reached)
+		return d.loseAt(a.Reason, nil, d.failedReached(v))
 	case device.Committed:
 		d.committed.Store(v)
 	}
 	return nil
+}
+
+// failedReached is the reached value of a loss that a driver's Failed
+// answer (to a Submit or a Commit) caused: the word as it reads, but not
+// past limit nor past the last value committed. The values past the last
+// one committed are not known to have run, and the driver may write a
+// failed value into the word after the work that did run (so that later
+// waits end), where the device may have written it already, on a stream
+// that runs beside earlier values' work: their points then answer the
+// loss, never nil.
+func (d *Device) failedReached(limit uint64) uint64 {
+	reached := d.read()
+	if c := d.committed.Load(); device.AtLeast(limit, c) {
+		limit = c
+	}
+	if device.AtLeast(reached, limit) {
+		reached = limit
+	}
+	return reached
 }
 
 // commitLost asks the driver of a lost device to write the word for every

@@ -537,15 +537,9 @@ func (r *Run) try(d *Device, sample bool) attempt {
 	case device.Committed:
 		d.committed.Store(v)
 	case device.Failed:
-		// v's work did not all run, though the driver may write v into
-		// the word after what did run (so that later waits end), and the
-		// GPU may have written it already: the loss's reached value stays
-		// below v, so that v's point answers the loss, never nil.
-		reached := d.read()
-		if device.AtLeast(reached, v) {
-			reached = v - 1
-		}
-		lost = d.loseAt(a.Reason, &device.Fault{Why: a.Reason}, reached)
+		// v's work did not all run: the loss's reached value stays below
+		// v and at the last value committed (failedReached).
+		lost = d.loseAt(a.Reason, &device.Fault{Why: a.Reason}, d.failedReached(v-1))
 	}
 	if r.sub.Timed {
 		if err := d.observe(&r.sub); err != nil && lost == nil {
