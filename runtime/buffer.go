@@ -298,9 +298,15 @@ func (s *bufState) free() {
 	// takes s.mu, which comes before objMu; free holds no lock as it
 	// calls it (a reclamation round takes s.mu inside callMu).
 	due := s.Due()
-	d.callMu.RLock()
-	defer d.callMu.RUnlock()
-	closing := d.closing.Load()
+	// TryRLock: Close is callMu's one writer and sets closing first, so a
+	// failed TryRLock means the device closes, and the reaping gives the
+	// buffer back; the garbage collector's cleanup never queues behind a
+	// Close's wait for the counted calls.
+	closing := true
+	if d.callMu.TryRLock() {
+		defer d.callMu.RUnlock()
+		closing = d.closing.Load()
+	}
 	d.objMu.Lock()
 	if d.buffers == nil {
 		// The device was reaped, and released the buffer.
