@@ -342,9 +342,9 @@ func (d *dev) Alloc(m device.Memory, n int) (device.Region, error) {
 	if int64(n) > d.cfg.Budget || n > math.MaxInt-pageSize {
 		return nil, device.ErrNoMemory
 	}
-	if ram := hostram.Bytes(); m != device.DeviceMemory && ram > 0 && uint64(n) > ram {
+	if m != device.DeviceMemory && hostram.Bytes() > 0 && uint64(n) > hostram.Bytes() {
 		// Go memory: Go's heap would end the process rather than fail.
-		return nil, fmt.Errorf("hostdev: alloc of %d bytes of %v memory, more than the host's %d: %w", n, m, ram, device.ErrNoMemory)
+		return nil, fmt.Errorf("hostdev: alloc of %d bytes of %v memory, more than the host's %d: %w", n, m, hostram.Bytes(), device.ErrNoMemory)
 	}
 	size := roundPage(n)
 	if !d.charge(int64(size)) {
