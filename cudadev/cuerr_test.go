@@ -295,3 +295,49 @@ func TestKeptQueryRefused(t *testing.T) {
 		t.Fatalf("once the event told the work ended: word %d, fault %q, %d kept; want 7, none, 0", w, fault, kept)
 	}
 }
+
+// TestSettlePerCallError has CUDA refuse the conversion of a profile stamp
+// with an error of that call alone (CUDA_ERROR_INVALID_HANDLE), in Settle
+// and in a timed submit that reuses the stamp: the stamp is dropped, and
+// the device keeps running, neither failed nor faulted, nor is the error a
+// *device.Fault, which would lose every CUDA device of the process. A
+// fault of the context's work is still a fault.
+func TestSettlePerCallError(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		r     result
+		fault bool
+	}{
+		{"per call", 400, false},
+		{"fault", errIllegalAddress, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuEventCreate":         fakeEvents(),
+				"cuEventElapsedTime_v2": func([6]uintptr) result { return c.r },
+			})
+			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+			p := &d.prof
+			p.ref, p.at = 0xe0, time.Now()
+			p.ring[0] = stamp{value: 1, started: 1, ev: [3]uintptr{0xe1, 0xe2, 0xe3}}
+			p.head = 1
+			_, err := d.Settle(nil)
+			_, isFault := device.AsFault(err)
+			if err == nil || isFault != c.fault || (d.faulted() != "") != c.fault || !c.fault && p.tail != p.head {
+				t.Fatalf("Settle answered %v (a fault: %v), the device's fault %q, %d stamps left; want a fault %v, and none left but a fault's", err, isFault, d.faulted(), p.head-p.tail, c.fault)
+			}
+			if c.fault {
+				return
+			}
+			// A timed submit that needs the stamp of the value 1,024
+			// stamps back converts it first.
+			p.tail, p.head = 0, stampCount
+			if a := d.Submit(&device.Submission{Value: 1, Timed: true}); a.Kind == device.Failed {
+				t.Fatalf("the timed submit failed: %s", a.Reason)
+			}
+			if d.faulted() != "" || p.tail != 1 || len(p.done) != 0 {
+				t.Fatalf("after the timed submit: fault %q, tail %d, %d converted; want no fault, tail 1, none converted", d.faulted(), p.tail, len(p.done))
+			}
+		})
+	}
+}

@@ -119,19 +119,23 @@ func (d *gpu) stampStart(f *frame, q int) (*stamp, result) {
 	}
 	if p.head-p.tail == stampCount {
 		old := &p.ring[p.tail%stampCount]
-		if r := f.c1(t.cuEventSynchronize, old.ev[2]); r != 0 {
+		r := f.c1(t.cuEventSynchronize, old.ev[2])
+		var s device.Stamp
+		if r == 0 {
+			s, r = d.convert(f, old)
+		}
+		if r.sticky() {
 			return nil, r
 		}
-		s, r := d.convert(f, old)
-		if r != 0 {
-			return nil, r
+		// A refusal of a call for the old stamp alone drops the stamp.
+		if r == 0 {
+			if len(p.done) == stampCount {
+				// Nobody settles: keep the latest stampCount.
+				copy(p.done, p.done[1:])
+				p.done = p.done[:stampCount-1]
+			}
+			p.done = append(p.done, s)
 		}
-		if len(p.done) == stampCount {
-			// Nobody settles: keep the latest stampCount.
-			copy(p.done, p.done[1:])
-			p.done = p.done[:stampCount-1]
-		}
-		p.done = append(p.done, s)
 		p.tail++
 	}
 	st := &p.ring[p.head%stampCount]
@@ -203,7 +207,9 @@ func (d *gpu) since(f *frame, ev uintptr) (int64, result) {
 }
 
 // Settle appends the stamps of timed values whose work completed, on the
-// host's clock, in value order. A failed conversion is a *device.Fault.
+// host's clock, in value order. A conversion that meets a fault of the
+// context's work is a *device.Fault; one that CUDA refuses for the stamp
+// alone drops the stamp and returns an error that is no fault.
 func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	p := &d.prof
 	p.mu.Lock()
@@ -233,8 +239,12 @@ func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 		why := "converting a profile stamp: " + t.text(r)
 		if r.sticky() {
 			d.noteFault(t.text(r))
+			return into, &device.Fault{Why: why}
 		}
-		return into, &device.Fault{Why: why}
+		// CUDA refused a call for this stamp alone, not the context's
+		// work: the stamp is dropped, and the device keeps running.
+		p.tail++
+		return into, fmt.Errorf("cudadev: settle: the stamp of value %d is lost: %s", st.value, why)
 	}
 	return into, nil
 }
