@@ -3,12 +3,14 @@
 package cudadev
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/rig-go/rig/device"
 )
@@ -337,6 +339,68 @@ func TestSettlePerCallError(t *testing.T) {
 			}
 			if d.faulted() != "" || p.tail != 1 || len(p.done) != 0 {
 				t.Fatalf("after the timed submit: fault %q, tail %d, %d converted; want no fault, tail 1, none converted", d.faulted(), p.tail, len(p.done))
+			}
+		})
+	}
+}
+
+// TestOpenStickyError has CUDA answer a sticky error
+// (CUDA_ERROR_ILLEGAL_ADDRESS) at each of several steps of an open, past
+// the context's retain: the open must return ErrFaulted and take the GPU
+// as faulted, so that the next open refuses the GPU without calling CUDA
+// on the dead context.
+func TestOpenStickyError(t *testing.T) {
+	for _, at := range []string{"cuCtxGetLimit", "cuStreamCreate", "cuEventCreate", "cuMemHostAlloc", "cuEventRecord"} {
+		t.Run(at, func(t *testing.T) {
+			var calls atomic.Int32
+			own := new(uint64)
+			fns := map[string]fakeFn{
+				"cuDeviceGetAttribute": func(a [6]uintptr) result {
+					*(*int32)(ptr(a[0])) = 1
+					return 0
+				},
+				"cuDevicePrimaryCtxRetain": func(a [6]uintptr) result {
+					*cWord(a[0]) = 0xc0
+					return 0
+				},
+				"cuStreamCreate": func(a [6]uintptr) result {
+					*cWord(a[0]) = 0x51
+					return 0
+				},
+				"cuEventCreate": fakeEvents(),
+				"cuMemHostAlloc": func(a [6]uintptr) result {
+					*cWord(a[0]) = uint64(uintptr(unsafe.Pointer(own)))
+					return 0
+				},
+			}
+			fns[at] = func([6]uintptr) result {
+				calls.Add(1)
+				return errIllegalAddress
+			}
+			tab := fakeTable(t, fns)
+			g := &gpuInfo{bus: "0000:01:00.0"}
+			libMu.Lock()
+			savedLib := lib
+			lib = tab
+			libMu.Unlock()
+			listMu.Lock()
+			saved := gpus
+			gpus = []*gpuInfo{g}
+			listMu.Unlock()
+			defer func() {
+				libMu.Lock()
+				lib = savedLib
+				libMu.Unlock()
+				listMu.Lock()
+				gpus = saved
+				listMu.Unlock()
+			}()
+			if _, err := open(0, Config{}, nil); !errors.Is(err, ErrFaulted) {
+				t.Fatalf("the open answered %v; want ErrFaulted", err)
+			}
+			n := calls.Load()
+			if _, err := open(0, Config{Timeline: 1}, nil); !errors.Is(err, ErrFaulted) || calls.Load() != n {
+				t.Fatalf("the next open answered %v, calling %s again %d times; want ErrFaulted, no call", err, at, calls.Load()-n)
 			}
 		})
 	}

@@ -305,6 +305,17 @@ func open(i int, c Config, word *uint64) (*gpu, error) {
 	d := &gpu{t: t, info: g, index: i, ordinal: g.ordinal, timeline: k}
 	if err := d.make(c, word); err != nil {
 		d.release()
+		// A sticky error, wherever the open meets it, is a fault that
+		// CUDA keeps in the context: later opens refuse the GPU.
+		var e *Error
+		if errors.As(err, &e) && result(e.Code).sticky() {
+			if g.fault == "" {
+				g.fault = t.text(result(e.Code))
+			}
+			if !errors.Is(err, ErrFaulted) {
+				err = faultedError(i, g.bus, e)
+			}
+		}
 		return nil, err
 	}
 	d.bare.Store(!c.CurrentContext && d.streamsCarryCtx())
