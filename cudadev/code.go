@@ -42,6 +42,7 @@ type image struct {
 
 // kernel is a launch's state of a function: Entry.Data.
 type kernel struct {
+	ctx     uintptr // the context of the function's module
 	fn      uintptr
 	threads int
 	shared  int
@@ -251,7 +252,7 @@ func (d *gpu) Entry(i device.Image, name string) (*device.Entry, error) {
 	if err := checkParams(name, end, d.major, d.minor); err != nil {
 		return nil, err
 	}
-	k := &kernel{fn: fn, threads: int(threads), shared: int(shared), params: end}
+	k := &kernel{ctx: d.ctx, fn: fn, threads: int(threads), shared: int(shared), params: end}
 	e := &device.Entry{Name: name, Code: uint64(fn), Params: end, Threads: int(threads), Shared: int(shared), Layout: layout, Data: k}
 	img.entries[name] = e
 	return e, nil

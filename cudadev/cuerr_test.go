@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 )
 
@@ -403,5 +404,106 @@ func TestOpenStickyError(t *testing.T) {
 				t.Fatalf("the next open answered %v, calling %s again %d times; want ErrFaulted, no call", err, at, calls.Load()-n)
 			}
 		})
+	}
+}
+
+// TestOtherGPUWork refuses, with a clear reason, a launch of a function
+// loaded in another GPU's context and a fill of a graph made in one (Room),
+// which CUDA would refuse in Submit and lose the device; and a graph's
+// kernel node whose parameters are fewer than the function reads, or whose
+// function lies in another GPU's context.
+func TestOtherGPUWork(t *testing.T) {
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuGraphCreate": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x9a
+			return 0
+		},
+		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x9b
+			return 0
+		},
+		"cuFuncGetParamInfo": func(a [6]uintptr) result {
+			if a[1] > 0 {
+				return errInvalidValue
+			}
+			*cWord(a[2]), *cWord(a[3]) = 0, 8
+			return 0
+		},
+	})
+	a := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	a.maxBlock, a.maxGrid = [3]uint32{1024, 1024, 64}, [3]uint32{1 << 20, 1 << 16, 1 << 16}
+	gi := &gpuInfo{bus: "0000:02:00.0"}
+	gi.ctx.Store(0xc1)
+	b := fakeDevice(tab, gi, 0, new(uint64))
+	if a.ctx == b.ctx {
+		t.Fatal("the two GPUs share a context")
+	}
+	k := &kernel{ctx: b.ctx, fn: 0xf2, threads: 256, shared: 1000, params: 8}
+	e := &device.Entry{Name: "k", Params: 8, Threads: 256, Shared: 1000, Data: k}
+	launch := device.Part{Kind: device.Launch, Entry: e, Groups: [3]uint32{1, 1, 1}, Threads: [3]uint32{32, 1, 1}, Params: make([]byte, 8)}
+	if r := a.Room(&device.Submission{Parts: []device.Part{launch}}); r.Kind == device.RoomOK {
+		t.Error("Room takes a launch of a function of another GPU's context")
+	} else {
+		t.Log(r.Reason)
+	}
+	gb := &graphs{d: b}
+	g, err := gb.NewGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := g.Instantiate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := device.Part{Kind: device.Fill, Queue: device.Compute, FillFn: x}
+	if r := a.Room(&device.Submission{Parts: []device.Part{fill}}); r.Kind == device.RoomOK {
+		t.Error("Room takes a fill of a graph made in another GPU's context")
+	} else {
+		t.Log(r.Reason)
+	}
+	if r := b.Room(&device.Submission{Parts: []device.Part{fill}}); r.Kind != device.RoomOK {
+		t.Errorf("Room refuses a fill of the GPU's own graph: %s", r.Reason)
+	}
+
+	img := &image{d: b, mod: 0x77, funcs: map[string]uintptr{"k": 0xf2}, entries: map[string]*device.Entry{}}
+	modules.mu.Lock()
+	if modules.byFun == nil {
+		modules.byFun = map[uintptr]*image{}
+	}
+	modules.byFun[0xf2] = img
+	modules.mu.Unlock()
+	defer func() {
+		modules.mu.Lock()
+		delete(modules.byFun, 0xf2)
+		modules.mu.Unlock()
+	}()
+	node := cuda.Kernel{Func: 0xf2, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+	if _, err := g.Kernel(node); err == nil {
+		t.Error("a kernel node of no parameters for a function that reads 8 bytes")
+	} else {
+		t.Log(err)
+	}
+	if err := x.SetKernel(0, node); err == nil {
+		t.Error("an executable graph's kernel node set with no parameters for a function that reads 8 bytes")
+	}
+	node.Params = make([]byte, 8)
+	if _, err := g.Kernel(node); err != nil {
+		t.Errorf("a kernel node of the parameters the function reads: %v", err)
+	}
+	ga := &graphs{d: a}
+	other, err := ga.NewGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Kernel(node); err == nil {
+		t.Error("a kernel node of a function of another GPU's context")
+	} else {
+		t.Log(err)
+	}
+	img.mu.Lock()
+	held := img.graphs
+	img.mu.Unlock()
+	if held != 1 {
+		t.Errorf("%d graphs hold the image; want the one whose node took it", held)
 	}
 }

@@ -416,6 +416,7 @@ func TestGraphFailedNodeHoldsNothing(t *testing.T) {
 			*cWord(a[0]) = 0x9b
 			return 0
 		},
+		"cuFuncGetParamInfo":                func([6]uintptr) result { return errInvalidValue },
 		"cuGraphAddKernelNode_v2":           func([6]uintptr) result { return errInvalidValue },
 		"cuGraphExecKernelNodeSetParams_v2": func([6]uintptr) result { return errInvalidValue },
 	})

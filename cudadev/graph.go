@@ -213,6 +213,30 @@ func newKernelNode(k cuda.Kernel) *kernelNode {
 	return n
 }
 
+// checkKernel is why k, whose function lies in img, cannot be a kernel
+// node of gs's device, or nil: the function lies in another GPU's
+// context, or k passes fewer parameter bytes than the function reads, as
+// Room refuses for a launch.
+func (gs *graphs) checkKernel(img *image, k cuda.Kernel) error {
+	d := gs.d
+	if img.d.ctx != d.ctx {
+		return fmt.Errorf("cudadev: graph: the function %#x is loaded on GPU %s, not this GPU (%s)", k.Func, img.d.info.bus, d.info.bus)
+	}
+	var end int
+	var err error
+	gs.in(func(*table) result {
+		_, end, err = d.paramLayout(uintptr(k.Func), fmt.Sprintf("%#x", k.Func))
+		return 0
+	})
+	if err != nil {
+		return err
+	}
+	if len(k.Params) < end {
+		return fmt.Errorf("cudadev: graph: %d parameter bytes for the function %#x, which reads %d", len(k.Params), k.Func, end)
+	}
+	return nil
+}
+
 func (g *graph) gone() error {
 	if g.h == 0 {
 		return errors.New("cudadev: graph: the graph is destroyed")
@@ -227,6 +251,10 @@ func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	}
 	img, err := g.holds.hold(k.Func)
 	if err != nil {
+		return 0, err
+	}
+	if err := g.gs.checkKernel(img, k); err != nil {
+		g.holds.unhold(img)
 		return 0, err
 	}
 	kn := newKernelNode(k)
@@ -395,6 +423,10 @@ func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	}
 	img, err := x.holds.hold(k.Func)
 	if err != nil {
+		return err
+	}
+	if err := x.gs.checkKernel(img, k); err != nil {
+		x.holds.unhold(img)
 		return err
 	}
 	kn := newKernelNode(k)

@@ -57,6 +57,9 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 				if fn == nil || fn.Handle() == 0 {
 					return never(i, "a fill of a destroyed graph")
 				}
+				if x, ok := fn.(*execGraph); ok && x.gs.d.ctx != d.ctx {
+					return never(i, fmt.Sprintf("a fill of a graph made on GPU %s, not this GPU (%s)", x.gs.d.info.bus, d.info.bus))
+				}
 			default:
 				return never(i, fmt.Sprintf("a fill's function is %T: CUDA runs a C function pointer (uintptr) or an cuda.Exec", p.FillFn))
 			}
@@ -83,6 +86,9 @@ func (d *gpu) checkLaunch(p *device.Part) string {
 	}
 	if k == nil {
 		return "a launch of a function that no CUDA device loaded"
+	}
+	if k.ctx != d.ctx {
+		return fmt.Sprintf("a launch of %q, loaded in another GPU's context", p.Entry.Name)
 	}
 	for a := 0; a < 3; a++ {
 		if p.Groups[a] == 0 {
