@@ -213,6 +213,11 @@ func (d *gpu) planInterrupt(v uint64) bool {
 		return false
 	}
 	d.wk.quiet.Store(v)
+	if d.wk.planned {
+		// An earlier plan whose value was never submitted (its Submit
+		// failed): its place goes back to the budget.
+		d.budget.give()
+	}
 	d.wk.planned = d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) && d.budget.take()
 	return d.wk.planned
 }

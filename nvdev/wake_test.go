@@ -409,3 +409,35 @@ func TestWakeBudgetRoomGrow(t *testing.T) {
 		t.Errorf("the budget gave %d interrupts, want 1", got)
 	}
 }
+
+// TestWakeBudgetPlanAgain has Room admit a value, with the budget's one
+// interrupt, and then admit it again without a Submit between (as after a
+// Submit that failed before it ran anything): the first plan's place goes
+// back to the budget, so that the value submitted raises the interrupt,
+// and the budget counts one interrupt given.
+func TestWakeBudgetPlanAgain(t *testing.T) {
+	r := openRaw(t, Config{})
+	withEvent(r)
+	var now int64
+	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	m := r.alloc(device.PinnedMemory, 4096)
+	parkWaiters(r)
+	s := device.Submission{Value: r.v + 1, Parts: []device.Part{fillPart(qCopy, m, 0, 1, 7)}}
+	for range 2 {
+		if a := r.d.Room(&s); a.Kind != device.RoomOK {
+			t.Fatalf("room of one fill: %+v", a)
+		}
+	}
+	r.v++
+	if a := r.d.Submit(&s); a.Kind == device.Failed {
+		t.Fatalf("submit: %s", a.Reason)
+	}
+	r.d.Kick(r.v)
+	r.wait(r.v)
+	if got := r.d.wk.intrs.Load(); got != 1 {
+		t.Errorf("%d values with the interrupt, want 1: the first plan kept the budget's one", got)
+	}
+	if got := r.d.budget.taken.Load(); got != 1 {
+		t.Errorf("the budget counts %d interrupts given, want 1", got)
+	}
+}
