@@ -59,6 +59,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends each device's metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	current := map[*rig.Device]bool{}
+	names := map[string]bool{}
 	for _, d := range c.devices() {
 		if d == nil {
 			continue
@@ -66,6 +67,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		s := d.Stats()
 		n := labelValue(s.Device)
 		current[d] = true
+		names[n] = true
 		ch <- prometheus.MustNewConstMetric(submitted, prometheus.CounterValue, float64(s.Submitted), n)
 		ch <- prometheus.MustNewConstMetric(inFlight, prometheus.GaugeValue, float64(s.InFlight), n)
 		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsSpun), n, "spun")
@@ -102,6 +104,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for n, v := range c.losses {
+		if v == 0 && !names[n] {
+			// A name no device has now and that never lost one: its
+			// zero series ends with it, so that short-lived names do
+			// not accumulate.
+			delete(c.losses, n)
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(losses, prometheus.CounterValue, v, n)
 	}
 	c.mu.Unlock()
@@ -109,7 +118,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // labelValue is s as a label value: Prometheus refuses one that is not
 // valid UTF-8, and a loss's cause may hold any bytes (a fault's cause is
-// the driver's or a kernel's word), so each invalid byte becomes U+FFFD.
+// the driver's or a kernel's word), so each run of invalid bytes becomes
+// U+FFFD.
 func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // histogram converts a rig histogram to a Prometheus one in seconds, with

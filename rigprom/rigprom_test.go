@@ -192,3 +192,52 @@ rig_device_losses_total{device="rigprom-zero"} 0
 		t.Fatal(err)
 	}
 }
+
+// TestLossesOfNamesGone: a name published from 0 while its device was
+// current, which never lost a device, is no longer published once no
+// device has it; a name with losses stays.
+func TestLossesOfNamesGone(t *testing.T) {
+	var devs []*rig.Device
+	c := NewCollector(func() []*rig.Device { return devs })
+	d, err := rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: "short-lived"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs = []*rig.Device{d}
+	if n := lossSeries(t, c, "short-lived"); n != 1 {
+		t.Fatalf("%d loss series for a current device, want 1", n)
+	}
+	devs = nil
+	_ = d.Close()
+	<-d.Done()
+	if n := lossSeries(t, c, "short-lived"); n != 0 {
+		t.Fatalf("%d loss series for a name no device has and that never lost one, want 0", n)
+	}
+}
+
+// lossSeries counts the rig_device_losses_total series of name c gathers.
+func lossSeries(t *testing.T, c *Collector, name string) int {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() != "rig_device_losses_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "device" && l.GetValue() == name {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
