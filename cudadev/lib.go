@@ -298,8 +298,9 @@ const (
 // sticky reports whether r is an error after which CUDA returns every
 // later call of the context with it: a fault of the GPU's work, and the
 // errors that leave the context unusable all the same (an uncorrectable
-// ECC or NVLink error, an error the GPU contained, a destroyed context, a
-// terminated MPS client), and CUDA's unknown error, taken as one, since
+// ECC or NVLink error, an error the GPU contained, a destroyed context,
+// tensor memory left allocated, a terminated MPS client), and CUDA's
+// unknown error, taken as one, since
 // nothing says that the context still runs.
 func (r result) sticky() bool {
 	switch r {

@@ -119,8 +119,8 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 			h.req <- struct{}{}
 		}
 		if !s.helpers[0].busy && !s.helpers[1].busy {
-			// The work recorded in this call ran, and the word did
-			// not move: nothing enqueued moves it.
+			// The work recorded in this call ran, or CUDA refused
+			// every record, and the word did not move: poll it.
 			return d.poll(seen, deadline)
 		}
 		var r result

@@ -424,7 +424,8 @@ func (s *bufState) release() {
 	s.d.stats.bytes[s.kind].Add(-s.size)
 }
 
-// dropView frees the view device o holds of the buffer, at o's close.
+// dropView frees the view device o holds of the buffer, where it still
+// holds one: at o's close, and at the buffer's release.
 func (s *bufState) dropView(o *Device) {
 	s.mu.Lock()
 	v, ok := s.views[o]

@@ -26,8 +26,9 @@ func (p Point) Device() *Device { return p.d }
 func (p Point) Value() uint64 { return p.v }
 
 // Reached reports whether the point is reached: its work completed, and
-// the device was neither lost nor stopped by Close before it did. It reads the word: one atomic
-// load, or the driver's Signaled where it keeps its own word.
+// the device was neither lost nor stopped by Close before it did. It reads
+// the word (one atomic load, or the driver's Signaled where it keeps its
+// own word) and a few of the device's atomics; it blocks on nothing.
 func (p Point) Reached() bool {
 	return p.passed() && (p.d == nil || p.d.passedSettled(p.v) && p.d.passedAnswer(p.v) == nil)
 }
