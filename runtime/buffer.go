@@ -502,12 +502,15 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 		s.views = map[*Device]view{}
 	}
 	s.views[o] = v
-	s.mu.Unlock()
+	// Entered among o's views inside s.mu (s.mu comes before objMu): a
+	// release, which takes the view under s.mu and then leaves o's
+	// views, never runs between the two, so that no entry outlives it.
 	o.objMu.Lock()
 	if o.views != nil {
 		o.views[s] = struct{}{}
 	}
 	o.objMu.Unlock()
+	s.mu.Unlock()
 	return v.region, v.loc, nil
 }
 
