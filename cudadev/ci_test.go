@@ -368,3 +368,186 @@ func TestCheckImage(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckImageELF: a cubin that is no little-endian ELF is refused, and
+// one that keeps its counts in section 0 (extended numbering) is checked
+// against those counts.
+func TestCheckImageELF(t *testing.T) {
+	cubin, ok := testkernels.Cubin("sm_90")
+	if !ok {
+		t.Fatal("no sm_90 cubin")
+	}
+	le := binary.LittleEndian
+	shoff := le.Uint64(cubin[0x28:])
+	phnum, shnum := le.Uint16(cubin[0x38:]), le.Uint16(cubin[0x3c:])
+	// edit returns a copy of cubin with f applied, f given the copy and
+	// its section 0.
+	edit := func(f func(b, sh0 []byte)) []byte {
+		b := append([]byte(nil), cubin...)
+		f(b, b[shoff:])
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		why  string // "" for ok
+	}{
+		{"big-endian", edit(func(b, _ []byte) { b[5] = 2 }), "no little-endian ELF"},
+		{"no EI_DATA", edit(func(b, _ []byte) { b[5] = 0 }), "no little-endian ELF"},
+		{"sections counted in section 0", edit(func(b, sh0 []byte) {
+			le.PutUint16(b[0x3c:], 0)
+			le.PutUint64(sh0[0x20:], uint64(shnum))
+		}), ""},
+		{"section 0 counts sections past the end", edit(func(b, sh0 []byte) {
+			le.PutUint16(b[0x3c:], 0)
+			le.PutUint64(sh0[0x20:], uint64(shnum)+1000)
+		}), "shorter than its ELF tables"},
+		{"section 0 counts 2^62 sections", edit(func(b, sh0 []byte) {
+			le.PutUint16(b[0x3c:], 0)
+			le.PutUint64(sh0[0x20:], 1<<62)
+		}), "shorter than its ELF tables"},
+		{"sections counted in section 0, past the end", edit(func(b, _ []byte) {
+			le.PutUint16(b[0x3c:], 0)
+			le.PutUint64(b[0x28:], uint64(len(b))-0x20)
+		}), "shorter than its ELF tables (section 0"},
+		{"section names in section 0", edit(func(b, sh0 []byte) {
+			le.PutUint32(sh0[0x28:], uint32(le.Uint16(b[0x3e:])))
+			le.PutUint16(b[0x3e:], 0xffff)
+		}), ""},
+		{"section names in section 0, past the sections", edit(func(b, sh0 []byte) {
+			le.PutUint16(b[0x3c:], 0)
+			le.PutUint64(sh0[0x20:], uint64(shnum))
+			le.PutUint32(sh0[0x28:], uint32(shnum))
+			le.PutUint16(b[0x3e:], 0xffff)
+		}), "section names are section"},
+		{"segments counted in section 0", edit(func(b, sh0 []byte) {
+			le.PutUint16(b[0x38:], 0xffff)
+			le.PutUint32(sh0[0x2c:], uint32(phnum))
+		}), ""},
+		{"section 0 counts segments past the end", edit(func(b, sh0 []byte) {
+			le.PutUint16(b[0x38:], 0xffff)
+			le.PutUint32(sh0[0x2c:], uint32(phnum)+100000)
+		}), "shorter than its ELF tables"},
+		{"segments counted in section 0, with no sections", edit(func(b, _ []byte) {
+			le.PutUint16(b[0x38:], 0xffff)
+			le.PutUint16(b[0x3c:], 0)
+			le.PutUint64(b[0x28:], 0)
+		}), "with no sections"},
+	} {
+		err := checkImage(c.b)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
+		}
+	}
+}
+
+// TestCheckImageFatbin: a fatbin whose entry, header or payload, lies past
+// the bytes its header counts is refused, though the slice holds it.
+func TestCheckImageFatbin(t *testing.T) {
+	fat := testkernels.Fatbin()
+	le := binary.LittleEndian
+	hdr := uint64(le.Uint16(fat[6:]))
+	end := hdr + le.Uint64(fat[8:])
+	// The entries' offsets: the first, the second and the last.
+	var at []uint64
+	for off := hdr; off < end; off += uint64(le.Uint32(fat[off+4:])) + le.Uint64(fat[off+8:]) {
+		at = append(at, off)
+	}
+	if len(at) < 3 {
+		t.Fatalf("a fatbin of %d entries, want 3 or more", len(at))
+	}
+	first, second, last := at[0], at[1], at[len(at)-1]
+	edit := func(f func(b []byte)) []byte {
+		b := append([]byte(nil), fat...)
+		f(b)
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		why  string // "" for ok
+	}{
+		{"fatbin", fat, ""},
+		{"fatbin and bytes after it", append(append([]byte(nil), fat...), make([]byte, 100)...), ""},
+		{"payload a byte longer", edit(func(b []byte) {
+			le.PutUint64(b[last+8:], le.Uint64(b[last+8:])+1)
+		}), "has a payload of"},
+		{"payload of 2^64-1 bytes", edit(func(b []byte) {
+			le.PutUint64(b[first+8:], 1<<64-1)
+		}), "has a payload of"},
+		{"payload past the counted bytes, within the slice", append(edit(func(b []byte) {
+			le.PutUint64(b[last+8:], le.Uint64(b[last+8:])+64)
+		}), make([]byte, 64)...), "past its"},
+		{"header past the counted bytes", edit(func(b []byte) {
+			le.PutUint64(b[first+8:], end-first-uint64(le.Uint32(b[first+4:]))-8)
+		}), "has a header past"},
+		{"header of no bytes", edit(func(b []byte) {
+			le.PutUint32(b[second+4:], 0)
+		}), "has a header of 0 bytes"},
+		{"header past the counted bytes, its size", edit(func(b []byte) {
+			le.PutUint32(b[second+4:], uint32(end-second)+1)
+		}), "has a header of"},
+		{"counted bytes end within an entry", edit(func(b []byte) {
+			le.PutUint64(b[8:], le.Uint64(b[8:])-1)
+		}), "past its"},
+	} {
+		err := checkImage(c.b)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
+		}
+	}
+}
+
+// TestCheckImagePTX: PTX text with text after a NUL, which CUDA would cut
+// short without a word, is refused; NULs alone after the text pass.
+func TestCheckImagePTX(t *testing.T) {
+	ptx := testkernels.PTX()
+	for _, c := range []struct {
+		name string
+		b    []byte
+		why  string // "" for ok
+	}{
+		{"ptx", ptx, ""},
+		{"ptx and a NUL", append(append([]byte(nil), ptx...), 0), ""},
+		{"ptx and NULs", append(append([]byte(nil), ptx...), 0, 0, 0), ""},
+		{"ptx, a NUL and text", append(append([]byte(nil), ptx...), 0, '/', '/'), "text after it"},
+		{"ptx cut by a NUL", append(append(append([]byte(nil), ptx[:len(ptx)/2]...), 0), ptx[len(ptx)/2:]...), "text after it"},
+		{"a NUL and ptx", append([]byte{0}, ptx...), "text after it"},
+	} {
+		err := checkImage(c.b)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
+		}
+	}
+}
+
+// TestCheckImageAllocs: checkImage allocates nothing on the images it
+// passes.
+func TestCheckImageAllocs(t *testing.T) {
+	cubin, _ := testkernels.Cubin("sm_90")
+	for _, b := range [][]byte{testkernels.Fatbin(), cubin, testkernels.PTX()} {
+		if n := testing.AllocsPerRun(10, func() { _ = checkImage(b) }); n != 0 {
+			t.Errorf("checkImage of %d bytes: %v allocations", len(b), n)
+		}
+	}
+}
+
+// FuzzCheckImage: checkImage never panics, whatever the bytes.
+func FuzzCheckImage(f *testing.F) {
+	cubin, _ := testkernels.Cubin("sm_90")
+	f.Add(cubin[:0x400])
+	f.Add(testkernels.Fatbin()[:0x200])
+	f.Add([]byte(".version 8.0\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = checkImage(b)
+	})
+}
