@@ -319,11 +319,7 @@ func TestCheckImage(t *testing.T) {
 	if !ok {
 		t.Fatal("no sm_90 cubin")
 	}
-	for _, c := range []struct {
-		name string
-		b    []byte
-		why  string // "" for ok
-	}{
+	for _, c := range []imageCase{
 		{"fatbin", fat, ""},
 		{"cubin", cubin, ""},
 		{"ptx", testkernels.PTX(), ""},
@@ -337,13 +333,7 @@ func TestCheckImage(t *testing.T) {
 		{"cubin half", cubin[:len(cubin)/2], "shorter than its ELF tables"},
 		{"32-bit ELF", append(append([]byte(nil), cubin[:4]...), append([]byte{1}, make([]byte, 59)...)...), "no 64-bit ELF"},
 	} {
-		err := checkImage(c.b)
-		switch {
-		case c.why == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
-			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
-		}
+		c.check(t)
 	}
 	// A cubin whose section lies past its end, with its tables in place.
 	short := append([]byte(nil), cubin...)
@@ -387,11 +377,7 @@ func TestCheckImageELF(t *testing.T) {
 		f(b, b[shoff:])
 		return b
 	}
-	for _, c := range []struct {
-		name string
-		b    []byte
-		why  string // "" for ok
-	}{
+	for _, c := range []imageCase{
 		{"big-endian", edit(func(b, _ []byte) { b[5] = 2 }), "no little-endian ELF"},
 		{"no EI_DATA", edit(func(b, _ []byte) { b[5] = 0 }), "no little-endian ELF"},
 		{"sections counted in section 0", edit(func(b, sh0 []byte) {
@@ -434,13 +420,7 @@ func TestCheckImageELF(t *testing.T) {
 			le.PutUint64(b[0x28:], 0)
 		}), "with no sections"},
 	} {
-		err := checkImage(c.b)
-		switch {
-		case c.why == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
-			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
-		}
+		c.check(t)
 	}
 }
 
@@ -465,11 +445,7 @@ func TestCheckImageFatbin(t *testing.T) {
 		f(b)
 		return b
 	}
-	for _, c := range []struct {
-		name string
-		b    []byte
-		why  string // "" for ok
-	}{
+	for _, c := range []imageCase{
 		{"fatbin", fat, ""},
 		{"fatbin and bytes after it", append(append([]byte(nil), fat...), make([]byte, 100)...), ""},
 		{"payload a byte longer", edit(func(b []byte) {
@@ -494,13 +470,7 @@ func TestCheckImageFatbin(t *testing.T) {
 			le.PutUint64(b[8:], le.Uint64(b[8:])-1)
 		}), "past its"},
 	} {
-		err := checkImage(c.b)
-		switch {
-		case c.why == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
-			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
-		}
+		c.check(t)
 	}
 }
 
@@ -508,11 +478,7 @@ func TestCheckImageFatbin(t *testing.T) {
 // short without a word, is refused; NULs alone after the text pass.
 func TestCheckImagePTX(t *testing.T) {
 	ptx := testkernels.PTX()
-	for _, c := range []struct {
-		name string
-		b    []byte
-		why  string // "" for ok
-	}{
+	for _, c := range []imageCase{
 		{"ptx", ptx, ""},
 		{"ptx and a NUL", append(append([]byte(nil), ptx...), 0), ""},
 		{"ptx and NULs", append(append([]byte(nil), ptx...), 0, 0, 0), ""},
@@ -520,13 +486,7 @@ func TestCheckImagePTX(t *testing.T) {
 		{"ptx cut by a NUL", append(append(append([]byte(nil), ptx[:len(ptx)/2]...), 0), ptx[len(ptx)/2:]...), "text after it"},
 		{"a NUL and ptx", append([]byte{0}, ptx...), "text after it"},
 	} {
-		err := checkImage(c.b)
-		switch {
-		case c.why == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
-			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
-		}
+		c.check(t)
 	}
 }
 
@@ -550,4 +510,25 @@ func FuzzCheckImage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = checkImage(b)
 	})
+}
+
+// imageCase is a case of checkImage: an image, and the words its refusal
+// names ("" where it passes).
+type imageCase struct {
+	name string
+	b    []byte
+	why  string
+}
+
+// check runs checkImage on the case's image and reports where its answer
+// is not the case's.
+func (c imageCase) check(t *testing.T) {
+	t.Helper()
+	err := checkImage(c.b)
+	switch {
+	case c.why == "" && err != nil:
+		t.Errorf("%s: %v", c.name, err)
+	case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+		t.Errorf("%s: %v, want an error naming %q", c.name, err, c.why)
+	}
 }
