@@ -40,14 +40,7 @@ func TestKeptUnusableContext(t *testing.T) {
 					return errNotReady
 				},
 			})
-			g := &gpuInfo{bus: "0000:01:00.0"}
-			word := new(uint64)
-			*word = 3
-			d := fakeDevice(tab, g, 0, word)
-			d.last, d.written = 7, 7
-			if err := d.Stop(""); err != nil {
-				t.Fatal(err)
-			}
+			g, _, word := stoppedFake(t, tab, 3, 7, 7)
 			mu.Lock()
 			ended = true
 			mu.Unlock()
@@ -169,14 +162,7 @@ func TestKeptUnwrittenLast(t *testing.T) {
 					return errNotReady
 				},
 			})
-			g := &gpuInfo{bus: "0000:01:00.0"}
-			word := new(uint64)
-			*word = 5
-			d := fakeDevice(tab, g, 0, word)
-			d.last, d.written = 7, 5
-			if err := d.Stop(""); err != nil {
-				t.Fatal(err)
-			}
+			g, _, word := stoppedFake(t, tab, 5, 7, 5)
 			if w := atomic.LoadUint64(word); w != 5 {
 				t.Fatalf("Stop raised the word to %d while the work runs", w)
 			}
@@ -275,14 +261,7 @@ func TestKeptQueryRefused(t *testing.T) {
 			return 0
 		},
 	})
-	g := &gpuInfo{bus: "0000:01:00.0"}
-	word := new(uint64)
-	*word = 5
-	d := fakeDevice(tab, g, 0, word)
-	d.last, d.written = 7, 5
-	if err := d.Stop(""); err != nil {
-		t.Fatal(err)
-	}
+	g, _, word := stoppedFake(t, tab, 5, 7, 5)
 	_ = settleOpen(tab, g, 0)
 	if w := atomic.LoadUint64(word); w != 5 {
 		t.Fatalf("a refused query raised the word to %d", w)

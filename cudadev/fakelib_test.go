@@ -160,13 +160,7 @@ func TestKeptWithoutEvents(t *testing.T) {
 			return errNotReady
 		},
 	})
-	g := &gpuInfo{bus: "0000:01:00.0"}
-	word := new(uint64)
-	d := fakeDevice(tab, g, 0, word)
-	d.last, d.written = 7, 7
-	if err := d.Stop(""); err != nil {
-		t.Fatal(err)
-	}
+	g, _, _ := stoppedFake(t, tab, 0, 7, 7)
 	if err := settleOpen(tab, g, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -310,14 +304,7 @@ func TestKeptWorkWatched(t *testing.T) {
 					return errNotReady
 				},
 			})
-			g := &gpuInfo{bus: "0000:01:00.0"}
-			word := new(uint64)
-			*word = 3
-			d := fakeDevice(tab, g, 0, word)
-			d.last, d.written = 7, 7
-			if err := d.Stop(""); err != nil {
-				t.Fatal(err)
-			}
+			g, _, word := stoppedFake(t, tab, 3, 7, 7)
 			time.Sleep(20 * time.Millisecond)
 			g.mu.Lock()
 			kept := len(g.kept)
@@ -469,4 +456,20 @@ func TestGraphFailedNodeHoldsNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stoppedFake is a device of GPU 0000:01:00.0 on tab, whose word reads w,
+// which submitted values up to last and wrote the word up to written, and
+// which Stop stopped; it returns the GPU, the device and the word.
+func stoppedFake(t *testing.T, tab *table, w, last, written uint64) (*gpuInfo, *gpu, *uint64) {
+	t.Helper()
+	g := &gpuInfo{bus: "0000:01:00.0"}
+	word := new(uint64)
+	*word = w
+	d := fakeDevice(tab, g, 0, word)
+	d.last, d.written = last, written
+	if err := d.Stop(""); err != nil {
+		t.Fatal(err)
+	}
+	return g, d, word
 }
