@@ -23,14 +23,15 @@ type lookWhileFailing struct {
 
 func (l *lookWhileFailing) look(p Point, other func() error) {
 	l.reached = p.Reached()
-	l.wait, l.other = make(chan error, 1), make(chan error, 1)
+	l.wait = make(chan error, 1)
 	go func() { l.wait <- p.Wait(context.Background()) }()
+	looks := 1
 	if other != nil {
+		l.other = make(chan error, 1)
 		go func() { l.other <- other() }()
-	} else {
-		l.other <- ErrLost
+		looks++
 	}
-	for range 2 {
+	for range looks {
 		select {
 		case err := <-l.wait:
 			l.early = append(l.early, err)
