@@ -58,6 +58,12 @@ type bufState struct {
 	views    map[*Device]view
 	freed    bool
 	released atomic.Bool
+	// using counts the driver calls that read the region under way (a
+	// peer mapping, a DMA: use); a release that finds one leaves the
+	// region's giving back to the last of them (owed), so that no driver
+	// frees the region while another call reads it. Guarded by mu.
+	using int
+	owed  bool
 }
 
 type view struct {
@@ -388,17 +394,61 @@ func (s *bufState) addBefore(d *Device, p Point) {
 // Release gives the buffer's region back (reclaim.Item).
 func (s *bufState) Release() { s.release() }
 
-// release gives back the buffer's region and its views on other devices.
+// release gives back the buffer's region and its views on other devices,
+// or, where a driver call reads the region (use), leaves that to the last
+// such call to end (done).
+func (s *bufState) release() {
+	if s.released.Swap(true) {
+		return
+	}
+	s.mu.Lock()
+	if s.using > 0 {
+		s.owed = true
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.giveBack()
+}
+
+// use enters a driver call that reads the region: it returns false where
+// the buffer was freed or released, and otherwise counts the call until
+// done, so that a release meanwhile waits for it. The caller holds the
+// callMu of the buffer's device, shared.
+func (s *bufState) use() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freed || s.released.Load() {
+		return false
+	}
+	s.using++
+	return true
+}
+
+// done ends a call that use entered, and gives the region back where a
+// release came meanwhile and no other such call is under way: inside the
+// callMu of the buffer's device, which the caller still holds.
+func (s *bufState) done() {
+	s.mu.Lock()
+	s.using--
+	owed := s.owed && s.using == 0
+	if owed {
+		s.owed = false
+	}
+	s.mu.Unlock()
+	if owed {
+		s.giveBack()
+	}
+}
+
+// giveBack gives back the buffer's region and its views on other devices.
 // A view of a device o is freed inside o's callMu, so that o's Close stops
 // o's driver only after that Free; where o closes (its callMu taken whole,
 // or o.closing), the view stays for o's reaping, which frees it after the
 // stop (dropView). The first of the two to take the view from s.views
 // frees it. TryRLock: a release inside d's callMu never waits for o's, so
 // two devices' closes and releases never wait on each other.
-func (s *bufState) release() {
-	if s.released.Swap(true) {
-		return
-	}
+func (s *bufState) giveBack() {
 	s.mu.Lock()
 	others := make([]*Device, 0, len(s.views))
 	for o := range s.views {
@@ -474,6 +524,12 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 	if s.d.closing.Load() {
 		return nil, device.Location{}, s.closedFor(o)
 	}
+	// Counted as it reads the region: a Free meanwhile gives the region
+	// back only once the mapping returned, here.
+	if !s.use() {
+		return nil, device.Location{}, s.gone(o)
+	}
+	defer s.done()
 	r, err := o.drv.MapPeer(s.d.drv, s.region)
 	if err != nil {
 		if gone := s.gone(o); gone != nil {
@@ -564,13 +620,11 @@ func (b *Buffer) DMA(fn string) (device.DMA, error) {
 		return device.DMA{}, err
 	}
 	defer s.d.end()
-	s.mu.Lock()
-	freed := s.freed
-	s.mu.Unlock()
-	if freed || s.released.Load() {
+	if !s.use() {
 		return device.DMA{}, fmt.Errorf("rig: dma of a buffer of %d bytes of %s for %s: %w", s.n, s.d.name, fn, ErrFreed)
 	}
 	r, err := s.d.drv.DMA(s.region, fn)
+	s.done()
 	if err != nil {
 		return device.DMA{}, fmt.Errorf("rig: dma of a buffer of %s for %s: %w", s.d.name, fn, s.d.fault(err))
 	}
