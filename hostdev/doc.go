@@ -118,7 +118,8 @@
 // ends hanging kernels (Ctx.Stopped), pending waits and idle goroutines;
 // the values not yet started are dropped; and the last value submitted is
 // stored into the word at once where no value runs, or by the sequencer
-// once the running value's kernels return. A kernel that ignores
-// Ctx.Stopped and never returns keeps its goroutine, and the word, as a
-// hung GPU kernel keeps a GPU.
+// once the running value's kernels return and its copies of rows reach
+// their next piece (a quarter of a MiB), where they end with the rest
+// undone. A kernel that ignores Ctx.Stopped and never returns keeps its
+// goroutine, and the word, as a hung GPU kernel keeps a GPU.
 package hostdev

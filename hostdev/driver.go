@@ -108,6 +108,10 @@ type dev struct {
 	launch   [2]job           // each queue's launch, shared with helpers
 	jobs     chan *job        // launches that want helpers
 
+	// rowsLook is the tests' hook, called where a copy of rows looks at
+	// whether the device's work ended (rows.go).
+	rowsLook atomic.Pointer[func()]
+
 	// mu guards running, final and wake, and orders the word's stores
 	// against Stop. The sequencer takes it for each value, so it lies on
 	// lines of its own.

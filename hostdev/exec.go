@@ -423,28 +423,7 @@ func (d *dev) runPart(p *part, w *worker, q int) {
 			d.faultWith(f)
 			return
 		}
-		dst, n := p.dst, p.rowBytes
-		if p.filling {
-			for r := range p.rows {
-				b := dst.bytes(p.dstOff+r*p.dstPitch, n)
-				if p.fillByte == 0 {
-					clear(b)
-					continue
-				}
-				for j := range b {
-					b[j] = p.fillByte
-				}
-			}
-			return
-		}
-		src := p.src
-		if p.rows == 1 || (p.srcPitch == n && p.dstPitch == n) {
-			copy(dst.bytes(p.dstOff, p.rows*n), src.bytes(p.srcOff, p.rows*n))
-			return
-		}
-		for r := range p.rows {
-			copy(dst.bytes(p.dstOff+r*p.dstPitch, n), src.bytes(p.srcOff+r*p.srcPitch, n))
-		}
+		d.copyRows(p)
 	case device.Fill:
 		returned := false
 		defer func() {

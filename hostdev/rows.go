@@ -1,0 +1,54 @@
+package hostdev
+
+// rowsPiece is the bytes a copy or fill of rows moves between two looks at
+// whether the device's work ended: a memmove of it takes some tens of
+// microseconds, and a look two atomic loads.
+const rowsPiece = 256 << 10
+
+// rowCost is the bytes a row counts for at least toward rowsPiece, for the
+// work of each row beyond its bytes, so that rows of a few bytes look at
+// the stop as often as a memmove of their count's worth would.
+const rowCost = 64
+
+// copyRows runs the copy or fill of rows p, whose regions are live, on a
+// queue's goroutine. It looks at whether the device's work ended (Stop or
+// a fault) after each rowsPiece bytes, as a launch does before each group,
+// and returns there, leaving the rest of the part undone: the value's
+// later parts are skipped, as the work of a stopped or faulted value is.
+func (d *dev) copyRows(p *part) {
+	rows, n := p.rows, p.rowBytes
+	srcPitch, dstPitch := p.srcPitch, p.dstPitch
+	if rows == 1 || (p.filling || srcPitch == n) && dstPitch == n {
+		// Packed rows are one row of all their bytes. Room checked that
+		// the last row ends within the regions, so rows*n fits.
+		rows, n = 1, rows*n
+	}
+	since := uint64(0) // bytes counted since the last look
+	for r := range rows {
+		for off := uint64(0); off < n; {
+			k := min(n-off, rowsPiece-since)
+			b := p.dst.bytes(p.dstOff+r*dstPitch+off, k)
+			switch {
+			case !p.filling:
+				copy(b, p.src.bytes(p.srcOff+r*srcPitch+off, k))
+			case p.fillByte == 0:
+				clear(b)
+			default:
+				for j := range b {
+					b[j] = p.fillByte
+				}
+			}
+			off += k
+			since += max(k, rowCost)
+			if since >= rowsPiece {
+				since = 0
+				if h := d.rowsLook.Load(); h != nil {
+					(*h)()
+				}
+				if d.dead() {
+					return
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package hostdev
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/rig-go/rig/device"
+)
+
+// rowsCase is a copy or fill of rows, over regions of size bytes.
+type rowsCase struct {
+	name               string
+	queue              int
+	rowBytes, rows     uint64
+	srcPitch, dstPitch uint64
+	filling            bool
+	size               int
+}
+
+var rowsCases = []rowsCase{
+	{"packed", device.Copy, 4096, 1024, 4096, 4096, false, 4 << 20},
+	{"pitched on compute", device.Compute, 1000, 4096, 1024, 1024, false, 4 << 20},
+	{"fill", device.Copy, 4096, 1024, 0, 4096, true, 4 << 20},
+	{"tiny rows", device.Copy, 1, 1 << 20, 2, 2, false, 2 << 20},
+}
+
+// part is the case's part between src and dst.
+func (tc rowsCase) part(src, dst *region) device.Part {
+	return device.Part{Kind: device.CopyRows, Queue: tc.queue, Src: src, Dst: dst,
+		RowBytes: tc.rowBytes, Rows: tc.rows, SrcPitch: tc.srcPitch, DstPitch: tc.dstPitch,
+		Filling: tc.filling, Byte: 0xab}
+}
+
+// rowsRegions allocates the case's regions: the source's bytes have the
+// top bit set, and the destination's are 0x55, which no copied byte is.
+func rowsRegions(t *testing.T, d *dev, tc rowsCase) (src, dst *region, sm, dm []byte) {
+	src, sm = alloc(t, d, tc.size)
+	dst, dm = alloc(t, d, tc.size)
+	for i := range sm {
+		sm[i], dm[i] = byte(i%251)|0x80, 0x55
+	}
+	return src, dst, sm, dm
+}
+
+// TestCopyRowsPieces copies rows over many pieces: each byte arrives, and
+// the copy looks at the stop once for each piece.
+func TestCopyRowsPieces(t *testing.T) {
+	for _, tc := range rowsCases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := newDev(t, Config{}, 0)
+			src, dst, sm, dm := rowsRegions(t, d, tc)
+			var looks atomic.Int64
+			look := func() { looks.Add(1) }
+			d.rowsLook.Store(&look)
+			if err := reach(t, d, submit(t, d, tc.part(src, dst))); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]byte, tc.size)
+			for i := range want {
+				want[i] = 0x55
+			}
+			for r := range tc.rows {
+				for j := range tc.rowBytes {
+					b := byte(0xab)
+					if !tc.filling {
+						b = sm[r*tc.srcPitch+j]
+					}
+					want[r*tc.dstPitch+j] = b
+				}
+			}
+			if i := firstDiff(dm, want); i >= 0 {
+				t.Fatalf("byte %d is %#x, want %#x", i, dm[i], want[i])
+			}
+			counted := tc.rows * max(tc.rowBytes, rowCost)
+			if packed := tc.filling || tc.srcPitch == tc.rowBytes; packed && tc.dstPitch == tc.rowBytes {
+				counted = tc.rows * tc.rowBytes
+			}
+			if got, want := looks.Load(), int64(counted/rowsPiece); got != want {
+				t.Fatalf("the copy looked at the stop %d times, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestCopyRowsStop stops the device at the copy's first look at the stop:
+// the copy ends there, with the rest of its rows and the value's later
+// part undone, and the word reaches the value.
+func TestCopyRowsStop(t *testing.T) {
+	for _, tc := range rowsCases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, w := newDev(t, Config{}, 0)
+			src, dst, _, dm := rowsRegions(t, d, tc)
+			var looks atomic.Int64
+			look := func() {
+				if looks.Add(1) == 1 {
+					d.Stop("")
+				}
+			}
+			d.rowsLook.Store(&look)
+			logReset()
+			v := submit(t, d, tc.part(src, dst), fillPart(tc.queue, 1))
+			if err := reach(t, d, v); err != nil {
+				t.Fatal(err)
+			}
+			if got := atomic.LoadUint64(w); got != v {
+				t.Fatalf("word at %d after stop, want %d", got, v)
+			}
+			if got := looks.Load(); got != 1 {
+				t.Fatalf("the copy looked at the stop %d times after it stopped, want 1", got)
+			}
+			written := 0
+			for _, b := range dm {
+				if b != 0x55 {
+					written++
+				}
+			}
+			total := int(tc.rows * tc.rowBytes)
+			if written == 0 || written > rowsPiece || written >= total {
+				t.Fatalf("the stopped copy wrote %d of its %d bytes, want one piece of at most %d", written, total, rowsPiece)
+			}
+			if got := logVals(); len(got) != 0 {
+				t.Fatalf("the part after the stopped copy ran: %v", got)
+			}
+		})
+	}
+}
