@@ -58,8 +58,11 @@
 // devices close before each of the baseline's rounds and open again after
 // it, and -trace leaves out the baseline.
 //
-// rigbench exits with 2 on a bad flag or a device that does not open, 1
-// where the run met errors, and 0 otherwise. Ctrl-C stops the run, which
+// rigbench exits with 2 on a bad flag, a device that does not open, or a
+// recording's file (-cpuprofile, -memprofile, -gotrace, -slowtrace) that
+// cannot be created; 1 where the run met errors or an output file could
+// not be written in full, its write or its close failing (the message
+// names the flag and the file); and 0 otherwise. Ctrl-C stops the run, which
 // still reports what it measured.
 package main
 
@@ -90,7 +93,7 @@ func main() {
 
 // run is rigbench with its command line, its output and its context, whose
 // end stops the run as Ctrl-C does. It returns the exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -101,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, rec := range []struct {
 		file  string
-		start func(string) (func(), error)
+		start func(string) (func() error, error)
 	}{{cfg.CPUProfile, startCPUProfile}, {cfg.MemProfile, startMemProfile}, {cfg.GoTrace, startGoTrace}} {
 		if rec.file == "" {
 			continue
@@ -111,7 +114,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)
 			return 2
 		}
-		defer stop()
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintf(stderr, "rigbench: %v\n", err)
+				code = max(code, 1)
+			}
+		}()
 	}
 	if cfg.SlowTrace != "" {
 		st, err := startSlowTrace(cfg.SlowTrace, cfg.Slow)
@@ -125,6 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			line, err := st.stop()
 			if err != nil {
 				fmt.Fprintf(stderr, "rigbench: %v\n", err)
+				code = max(code, 1)
 				return
 			}
 			fmt.Fprintln(stderr, line)
@@ -168,7 +177,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		e.size = wl.size
 	}
 	var reps []*Report
-	code := 0
 	for _, c := range cfg.Levels {
 		cfg.C = c
 		rep, lc := runLevel(ctx, cfg, e, notes, stderr)
@@ -319,7 +327,7 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 		if bm != nil {
 			ss = append(ss, series{name: rep.Baseline.Name, h: bm.lat.merged()})
 		}
-		if err := writeFile(cfg.Plot, func(w io.Writer) error {
+		if err := writeFile("-plot", cfg.Plot, func(w io.Writer) error {
 			return writePlot(w, fmt.Sprintf("rigbench %s on %s", cfg.Workload, deviceList(e.devs)), ss)
 		}); err != nil {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)
@@ -345,7 +353,7 @@ func finishTrace(prof *profile.Profile, cfg *config, rep *Report) error {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the profile holds no value of %s: its driver stamps no timed values (its Settle answers none)", d.Device))
 		}
 	}
-	if err := writeFile(cfg.Trace, prof.WriteTrace); err != nil {
+	if err := writeFile("-trace", cfg.Trace, prof.WriteTrace); err != nil {
 		return err
 	}
 	rep.Trace = cfg.Trace
@@ -353,19 +361,6 @@ func finishTrace(prof *profile.Profile, cfg *config, rep *Report) error {
 		return fmt.Errorf("the profile: %w", stopErr)
 	}
 	return nil
-}
-
-// writeFile writes the file name with write.
-func writeFile(name string, write func(io.Writer) error) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	return f.Close()
 }
 
 // deviceList names the devices for a title: "host, host:1".

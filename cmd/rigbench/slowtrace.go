@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime/trace"
 	"sync/atomic"
 	"time"
@@ -22,7 +21,7 @@ type slowTrace struct {
 	fired atomic.Bool
 	done  chan struct{} // closed once the window is written, after fired
 	what  string        // the submission caught; written before done closes
-	err   error         // the write's; written before done closes
+	err   error         // the write's, naming the file; written before done closes
 }
 
 // slowTraces is the run's -slowtrace, nil without one.
@@ -33,11 +32,13 @@ var slowTraces *slowTrace
 func startSlowTrace(file string, bound time.Duration) (*slowTrace, error) {
 	// The file is made now, so that a path that cannot be written is
 	// known before the run rather than after it.
-	f, err := os.Create(file)
+	f, err := createOut("-slowtrace", file)
 	if err != nil {
-		return nil, fmt.Errorf("-slowtrace: %w", err)
+		return nil, err
 	}
-	f.Close()
+	if err := f.close(); err != nil {
+		return nil, err
+	}
 	s := &slowTrace{bound: bound, file: file, done: make(chan struct{}),
 		fr: trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 2*bound + time.Second, MaxBytes: 256 << 20})}
 	if err := s.fr.Start(); err != nil {
@@ -60,16 +61,15 @@ func (s *slowTrace) see(device string, start, end int64) {
 	trace.Log(context.Background(), "rigbench slow submission", s.what)
 	go func() {
 		defer close(s.done)
-		f, err := os.Create(s.file)
+		f, err := createOut("-slowtrace", s.file)
 		if err != nil {
 			s.err = err
 			return
 		}
-		_, err = s.fr.WriteTo(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		_, werr := s.fr.WriteTo(f)
+		if s.err = f.close(); s.err == nil && werr != nil {
+			s.err = f.failed(werr)
 		}
-		s.err = err
 	}()
 }
 
@@ -83,7 +83,7 @@ func (s *slowTrace) stop() (string, error) {
 	<-s.done
 	s.fr.Stop()
 	if s.err != nil {
-		return "", fmt.Errorf("-slowtrace: %w", s.err)
+		return "", s.err
 	}
 	return fmt.Sprintf("-slowtrace: %s; the trace of the moments before it is in %s (go tool trace reads it)", s.what, s.file), nil
 }
