@@ -28,27 +28,29 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", "localhost:8080", "the address to listen on")
-	dev := flag.String("device", "auto", "auto, host, nv:N or cuda:N")
-	slots := flag.Int("slots", 256, "the requests whose work is on the device at once")
-	debug := flag.Bool("debug", false, "serve /debug/spin and /debug/fault")
-	standby := flag.Bool("standby", true, "keep a standby device open, which requests move to at a loss (not on cuda)")
-	flag.Parse()
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(*addr, *dev, *slots, *debug, *standby, log); err != nil {
+	if err := run(o, log); err != nil {
 		log.Error("server", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, spec string, slots int, debug, standby bool, log *slog.Logger) error {
+// run serves the service of the command line o until SIGINT or SIGTERM.
+func run(o options, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	open, driver, err := service.Pick(ctx, spec, log)
+	open, driver, err := service.Pick(ctx, o.device, log)
 	if err != nil {
 		return err
 	}
-	svc, err := service.NewService(ctx, service.Config{Open: open, Driver: driver, Slots: slots, Debug: debug, Standby: standby, Log: log})
+	svc, err := service.NewService(ctx, service.Config{Open: open, Driver: driver, Slots: o.slots, Debug: o.debug, Standby: o.standby, Log: log})
 	if err != nil {
 		return err
 	}
@@ -59,10 +61,10 @@ func run(addr, spec string, slots int, debug, standby bool, log *slog.Logger) er
 	mux := http.NewServeMux()
 	mux.Handle("/", svc.Handler())
 	mux.Handle("GET /metrics", promhttp.Handler())
-	srv := newServer(addr, mux)
+	srv := newServer(o.addr, mux)
 	served := make(chan error, 1)
 	go func() { served <- srv.ListenAndServe() }()
-	log.Info("serving", "addr", addr, "driver", driver)
+	log.Info("serving", "addr", o.addr, "driver", driver)
 	select {
 	case err := <-served:
 		_ = svc.Close(context.Background())

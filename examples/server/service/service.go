@@ -94,7 +94,8 @@ type Config struct {
 	Open func(ctx context.Context, seat int) (*rig.Device, error)
 	// Driver is the device's driver: "host", "cuda" or "nv".
 	Driver string
-	// Slots bounds the requests whose work is on the device at once.
+	// Slots bounds the requests whose work is on the device at once: 0
+	// means DefaultSlots, and NewService refuses a negative count.
 	Slots int
 	// Debug enables /debug/spin and /debug/fault.
 	Debug bool
@@ -118,13 +119,21 @@ type Config struct {
 	IOTimeout time.Duration
 }
 
-// NewService opens the device and prepares its slots.
+// DefaultSlots is the requests whose work is on the device at once where
+// Config.Slots is 0.
+const DefaultSlots = 256
+
+// NewService opens the device and prepares its slots. It returns an error,
+// opening nothing, where c.Slots is negative.
 func NewService(ctx context.Context, c Config) (*Service, error) {
+	if c.Slots < 0 {
+		return nil, fmt.Errorf("service: Config.Slots is %d: want the requests whose work is on the device at once, above 0, or 0 for DefaultSlots (%d)", c.Slots, DefaultSlots)
+	}
+	if c.Slots == 0 {
+		c.Slots = DefaultSlots
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
-	}
-	if c.Slots < 1 {
-		c.Slots = 256
 	}
 	if c.IOTimeout <= 0 {
 		c.IOTimeout = 10 * time.Second

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/rig-go/rig/examples/server/service"
+)
+
+// options is the server's command line.
+type options struct {
+	addr, device   string
+	slots          int
+	debug, standby bool
+}
+
+// parseFlags parses the command line args. A bad flag is an error, after
+// which flag's usage is written to stderr; -h is flag.ErrHelp.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "localhost:8080", "the address to listen on")
+	fs.StringVar(&o.device, "device", "auto", "auto, host, nv:N or cuda:N")
+	fs.IntVar(&o.slots, "slots", service.DefaultSlots, "the requests whose work is on the device at once; 0 for the service's default")
+	fs.BoolVar(&o.debug, "debug", false, "serve /debug/spin and /debug/fault")
+	fs.BoolVar(&o.standby, "standby", true, "keep a standby device open, which requests move to at a loss (not on cuda)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.slots < 0 {
+		return o, usage(fs, "-slots %d: want the requests whose work is on the device at once, above 0, or 0 for the default %d", o.slots, service.DefaultSlots)
+	}
+	return o, nil
+}
+
+// usage is the error of a bad flag, after which it writes fs's usage to
+// its output, as flag does for the flags it refuses itself.
+func usage(fs *flag.FlagSet, format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	fmt.Fprintln(fs.Output(), err)
+	fs.Usage()
+	return err
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/rig-go/rig/examples/server/service"
+)
+
+// TestSlotsFlag: -slots takes 0 (the service's default) and positive
+// counts, and refuses a negative count with a usage error that names it.
+func TestSlotsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, service.DefaultSlots},
+		{[]string{"-slots", "0"}, 0},
+		{[]string{"-slots", "7"}, 7},
+	} {
+		var stderr bytes.Buffer
+		o, err := parseFlags(tc.args, &stderr)
+		if err != nil || o.slots != tc.want {
+			t.Errorf("%q: slots %d, error %v, want %d and no error\n%s", tc.args, o.slots, err, tc.want, stderr.String())
+		}
+	}
+	for _, n := range []string{"-1", "-9223372036854775808"} {
+		var stderr bytes.Buffer
+		_, err := parseFlags([]string{"-slots", n}, &stderr)
+		if err == nil || errors.Is(err, flag.ErrHelp) || !strings.Contains(err.Error(), "-slots "+n) {
+			t.Errorf("-slots %s: error %v, want one that names -slots %s", n, err, n)
+		}
+		if !strings.Contains(stderr.String(), "Usage of server") {
+			t.Errorf("-slots %s: stderr %q holds no usage", n, stderr.String())
+		}
+	}
+}
