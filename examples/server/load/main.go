@@ -26,6 +26,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -180,20 +181,58 @@ func open(ctx context.Context, dev string, slots int, debug, standby bool) (*ser
 }
 
 // startProfile starts a CPU profile of this process into the file path;
-// the function it returns stops it and closes the file.
+// the function it returns stops it and closes the file, and returns the
+// first error of the profile's writes (which runtime/pprof drops) or of
+// the close, naming the file.
 func startProfile(path string) (func() error, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	w := &keptErr{w: f}
+	if err := pprof.StartCPUProfile(w); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	return func() error {
 		pprof.StopCPUProfile()
-		return f.Close()
+		err := w.err()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("the CPU profile %s: %w", path, err)
+		}
+		return nil
 	}, nil
+}
+
+// keptErr writes to w and keeps the first error, after which it writes
+// nothing more. The profiler's goroutine writes; err may be called from
+// another once the profile stopped.
+type keptErr struct {
+	w     io.Writer
+	mu    sync.Mutex
+	first error
+}
+
+func (k *keptErr) Write(p []byte) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.first != nil {
+		return 0, k.first
+	}
+	n, err := k.w.Write(p)
+	if err != nil {
+		k.first = err
+	}
+	return n, err
+}
+
+func (k *keptErr) err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.first
 }
 
 type result struct {
