@@ -1,8 +1,10 @@
 package cudadev
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -474,6 +476,102 @@ func TestCheckImageFatbin(t *testing.T) {
 	}
 }
 
+// TestCheckImageFatbinCubin: a fatbin whose uncompressed cubin entry fails
+// the checks of a cubin loaded alone is refused, the error naming the
+// entry, though the bytes its tables count lie within the fatbin; a
+// compressed entry and a PTX entry are not read as cubins.
+func TestCheckImageFatbinCubin(t *testing.T) {
+	fat := testkernels.Fatbin()
+	le := binary.LittleEndian
+	hdr := uint64(le.Uint16(fat[6:]))
+	end := hdr + le.Uint64(fat[8:])
+	// The offsets of the cubin entries and of the PTX entries.
+	var cubins, ptx []uint64
+	for off := hdr; off < end; off += uint64(le.Uint32(fat[off+4:])) + le.Uint64(fat[off+8:]) {
+		switch le.Uint16(fat[off:]) {
+		case fatKindELF:
+			cubins = append(cubins, off)
+		case 1: // PTX
+			ptx = append(ptx, off)
+		}
+	}
+	if len(cubins) < 2 || len(ptx) < 1 {
+		t.Fatalf("a fatbin of %d cubins and %d PTX entries, want 2 and 1 or more", len(cubins), len(ptx))
+	}
+	first, last := cubins[0], cubins[len(cubins)-1]
+	// payload returns the offset and the size of the payload of the entry
+	// at off.
+	payload := func(off uint64) (uint64, uint64) {
+		return off + uint64(le.Uint32(fat[off+4:])), le.Uint64(fat[off+8:])
+	}
+	// edit returns a copy of fat with f applied, f given the copy and the
+	// payload of the entry at off.
+	edit := func(off uint64, f func(b, p []byte)) []byte {
+		b := append([]byte(nil), fat...)
+		at, n := payload(off)
+		f(b, b[at:at+n])
+		return b
+	}
+	// entry is the words that name the entry at off, the i-th of fat.
+	entry := func(off uint64) string {
+		i := 0
+		for o := hdr; o < off; o += uint64(le.Uint32(fat[o+4:])) + le.Uint64(fat[o+8:]) {
+			i++
+		}
+		return fmt.Sprintf("entry %d (at %d, sm_%d", i, off, le.Uint32(fat[off+28:]))
+	}
+	if at, n := payload(first); !bytes.HasPrefix(fat[at:at+n], elfMagic) {
+		t.Fatalf("the entry at %d holds no ELF", first)
+	}
+	for _, c := range []imageCase{
+		{"fatbin", fat, ""},
+		{"section table past the payload, within the fatbin", edit(first, func(_, p []byte) {
+			le.PutUint64(p[0x28:], uint64(len(p))-0x40)
+		}), entry(first) + ", flags 0x11) is a cubin of"},
+		{"section table past the payload, the last entry's", edit(last, func(_, p []byte) {
+			le.PutUint64(p[0x28:], uint64(len(p))-0x40)
+		}), "shorter than its ELF tables"},
+		{"section past the payload, the last entry's", edit(last, func(_, p []byte) {
+			shoff, shent := le.Uint64(p[0x28:]), uint64(le.Uint16(p[0x3a:]))
+			for i := uint64(1); i < uint64(le.Uint16(p[0x3c:])); i++ {
+				if sh := p[shoff+i*shent:]; le.Uint32(sh[4:]) != 8 {
+					le.PutUint64(sh[0x20:], uint64(len(p)))
+					break
+				}
+			}
+		}), "shorter than its section"},
+		{"segment table past the payload", edit(last, func(_, p []byte) {
+			le.PutUint64(p[0x20:], uint64(len(p))-0x38)
+		}), entry(last)},
+		{"e_shstrndx past the section table", edit(first, func(_, p []byte) {
+			le.PutUint16(p[0x3e:], le.Uint16(p[0x3c:]))
+		}), "section names are section"},
+		{"e_shstrndx past the section table, named", edit(last, func(_, p []byte) {
+			le.PutUint16(p[0x3e:], 0x7fff)
+		}), entry(last)},
+		{"big-endian", edit(first, func(_, p []byte) { p[5] = 2 }), "no little-endian ELF (EI_DATA 2)"},
+		{"big-endian, named", edit(last, func(_, p []byte) { p[5] = 2 }), entry(last)},
+		{"32-bit", edit(first, func(_, p []byte) { p[4] = 1 }), "no 64-bit ELF"},
+		{"no ELF", edit(first, func(_, p []byte) { p[1] = 'X' }), "that is no ELF (it begins 7f 58 4c 46)"},
+		{"a cubin's header that ends before its flags", edit(first, func(b, _ []byte) {
+			le.PutUint32(b[first+4:], fatEntryFlags)
+		}), "ends before its flags"},
+		{"compressed (0x2000), not read as a cubin", edit(first, func(b, p []byte) {
+			le.PutUint64(b[first+fatEntryFlags:], le.Uint64(b[first+fatEntryFlags:])|fatCompressed)
+			p[5] = 2
+		}), ""},
+		{"compressed by zstd (0x8000), not read as a cubin", edit(first, func(b, p []byte) {
+			le.PutUint64(b[first+fatEntryFlags:], le.Uint64(b[first+fatEntryFlags:])|fatZstd)
+			copy(p, "\x28\xb5\x2f\xfd")
+		}), ""},
+		{"PTX, not read as a cubin", edit(ptx[0], func(b, _ []byte) {
+			le.PutUint64(b[ptx[0]+fatEntryFlags:], le.Uint64(b[ptx[0]+fatEntryFlags:])&^(fatCompressed|fatZstd))
+		}), ""},
+	} {
+		c.check(t)
+	}
+}
+
 // TestCheckImagePTX: PTX text with text after a NUL, which CUDA would cut
 // short without a word, is refused; NULs alone after the text pass.
 func TestCheckImagePTX(t *testing.T) {
@@ -501,11 +599,22 @@ func TestCheckImageAllocs(t *testing.T) {
 	}
 }
 
-// FuzzCheckImage: checkImage never panics, whatever the bytes.
+// FuzzCheckImage: checkImage never panics, whatever the bytes. The real
+// fatbin, and its first entry alone with its cubin cut to 0x400 bytes,
+// lead the fuzzer to the cubins within fatbins.
 func FuzzCheckImage(f *testing.F) {
 	cubin, _ := testkernels.Cubin("sm_90")
+	fat := testkernels.Fatbin()
 	f.Add(cubin[:0x400])
-	f.Add(testkernels.Fatbin()[:0x200])
+	f.Add(fat[:0x200])
+	f.Add(fat)
+	le := binary.LittleEndian
+	hdr := uint64(le.Uint16(fat[6:]))
+	size := uint64(le.Uint32(fat[hdr+4:]))
+	one := append([]byte(nil), fat[:hdr+size+0x400]...)
+	le.PutUint64(one[8:], size+0x400)
+	le.PutUint64(one[hdr+8:], 0x400)
+	f.Add(one)
 	f.Add([]byte(".version 8.0\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = checkImage(b)

@@ -155,7 +155,8 @@
 //
 // Image loads a cubin, a fatbin or PTX (NUL-terminated where it is not)
 // with cuModuleLoadData, which takes no length: Image first refuses a
-// cubin or fatbin shorter than its headers say. It then places every
+// cubin or fatbin shorter than its headers say, and a fatbin whose
+// uncompressed cubin is, naming the entry. It then places every
 // function's code whatever CUDA_MODULE_LOADING asks
 // (cuModuleEnumerateFunctions and cuFuncLoad), and lets each function
 // take as much dynamic shared memory as a block can have, less its static
