@@ -21,10 +21,14 @@ const (
 // 4,096 below.
 func ParamLimit(major int) int {
 	if major >= 7 {
-		return 32764
+		return paramMost
 	}
 	return 4096
 }
+
+// paramMost is the most parameter bytes CUDA launches on any GPU: those of
+// compute capability 7.0 or later (ParamLimit).
+const paramMost = 32764
 
 // image is a loaded CUDA module and its functions.
 type image struct {
@@ -195,26 +199,41 @@ func (d *gpu) Entry(i device.Image, name string) (*device.Entry, error) {
 }
 
 // paramLayout returns where each of fn's parameters lies, and the end of
-// its last (cuFuncGetParamInfo).
+// its last (cuFuncGetParamInfo). It returns an error naming the kernel
+// where CUDA states a parameter at an offset before that of the parameter
+// before it (offsets that go backwards) or within that parameter (offsets
+// that overlap), past the most parameter bytes CUDA launches on any GPU
+// (paramMost), or more than paramMost parameters, which take a byte or
+// more each: it asks CUDA paramMost+1 times at most.
 func (d *gpu) paramLayout(fn uintptr, name string) ([]device.Param, int, error) {
 	t := d.t
 	layout := []device.Param{}
-	end := 0
-	for i := 0; ; i++ {
+	end := uint64(0)
+	for i := range paramMost + 1 {
 		var off, size uint64
 		r := t.call(t.cuFuncGetParamInfo, fn, uintptr(i), uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&size)))
 		if r == errInvalidValue {
-			return layout, end, nil
+			return layout, int(end), nil
 		}
 		if r != 0 {
 			return nil, 0, d.fail("reading the parameters of "+name, r, nil)
 		}
-		if off > 1<<20 || size > 1<<20 {
-			return nil, 0, fmt.Errorf("cudadev: kernel %q: CUDA states parameter %d at byte %d, of %d bytes", name, i, off, size)
+		if i > 0 {
+			prev := layout[i-1]
+			switch {
+			case off < uint64(prev.Offset):
+				return nil, 0, fmt.Errorf("cudadev: kernel %q: CUDA states parameter %d at byte %d, before parameter %d at byte %d", name, i, off, i-1, prev.Offset)
+			case off < end:
+				return nil, 0, fmt.Errorf("cudadev: kernel %q: CUDA states parameter %d at byte %d, within parameter %d, of %d bytes at byte %d", name, i, off, i-1, prev.Size, prev.Offset)
+			}
+		}
+		if off > paramMost || size > paramMost-off {
+			return nil, 0, fmt.Errorf("cudadev: kernel %q: CUDA states parameter %d at byte %d, of %d bytes, past the %d parameter bytes CUDA launches", name, i, off, size, paramMost)
 		}
 		layout = append(layout, device.Param{Offset: int(off), Size: int(size)})
-		end = max(end, int(off+size))
+		end = off + size
 	}
+	return nil, 0, fmt.Errorf("cudadev: kernel %q: CUDA states more than %d parameters, though a parameter takes a byte or more of at most %d", name, paramMost, paramMost)
 }
 
 // checkParams refuses a kernel of more parameter bytes than CUDA launches

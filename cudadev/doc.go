@@ -164,7 +164,10 @@
 // CUfunction, its most threads per group and dynamic shared memory, and
 // the end of its parameters (cuFuncGetParamInfo); it refuses, with an
 // error rather than a panic, a kernel of more parameter bytes than CUDA
-// launches: 32,764 on compute capability 7.0 and later, 4,096 below.
+// launches: 32,764 on compute capability 7.0 and later, 4,096 below. It
+// refuses too, naming the kernel, a layout that CUDA states of more than
+// 32,764 parameters (a byte or more each), or whose offsets go backwards,
+// overlap or pass 32,764 bytes; so it asks CUDA 32,765 times at most.
 // Prepare does nothing, since entries make nothing slow.
 //
 // # Profiles
