@@ -552,7 +552,7 @@ func TestCheckImageFatbinCubin(t *testing.T) {
 		{"big-endian", edit(first, func(_, p []byte) { p[5] = 2 }), "no little-endian ELF (EI_DATA 2)"},
 		{"big-endian, named", edit(last, func(_, p []byte) { p[5] = 2 }), entry(last)},
 		{"32-bit", edit(first, func(_, p []byte) { p[4] = 1 }), "no 64-bit ELF"},
-		{"no ELF", edit(first, func(_, p []byte) { p[1] = 'X' }), "that is no ELF (it begins 7f 58 4c 46)"},
+		{"no ELF, an encoding the checks do not know, left to CUDA", edit(first, func(_, p []byte) { p[1] = 'X' }), ""},
 		{"a cubin's header that ends before its flags", edit(first, func(b, _ []byte) {
 			le.PutUint32(b[first+4:], fatEntryFlags)
 		}), "ends before its flags"},

@@ -53,8 +53,8 @@ func checkImage(b []byte) error {
 // checkFatbin returns an error where the fatbin b is shorter than its
 // header counts, where an entry, header or payload, lies past the bytes
 // the fatbin's header counts, or where the payload of an uncompressed
-// cubin entry fails checkCubin; the error names the entry by its index
-// and offset.
+// cubin entry, an ELF, fails checkCubin; the error names the entry by its
+// index and offset.
 func checkFatbin(b []byte) error {
 	le := binary.LittleEndian
 	const header = 16
@@ -86,8 +86,11 @@ func checkFatbin(b []byte) error {
 				return fmt.Errorf("cudadev: a fatbin of %d bytes whose entry %d, at %d, a cubin, has a header of %d bytes, which ends before its flags at %d", len(b), i, off, size, fatEntryFlags)
 			}
 			arch, flags := le.Uint32(e[fatEntryArch:]), le.Uint64(e[fatEntryFlags:])
-			if flags&(fatCompressed|fatZstd) == 0 {
-				if err := checkCubin(e[size : size+payload]); err != nil {
+			// A payload that is no ELF is of an encoding these
+			// checks do not know (a later compression's): CUDA
+			// refuses or decodes it, bounded by its entry.
+			if p := e[size : size+payload]; flags&(fatCompressed|fatZstd) == 0 && bytes.HasPrefix(p, elfMagic) {
+				if err := checkCubin(p); err != nil {
 					return fmt.Errorf("cudadev: a fatbin of %d bytes whose entry %d (at %d, sm_%d, flags %#x) is %w", len(b), i, off, arch, flags, err)
 				}
 			}
