@@ -22,13 +22,8 @@ func regionFrees(f *fake) int {
 // the buffer was when it began, and later uses answer ErrFreed.
 func TestFreeDuringRegionCall(t *testing.T) {
 	t.Run("a peer mapping", func(t *testing.T) {
-		fa, fb := newFake(), newFake()
-		vb := &viewDrv{fake: fb}
-		a := openFake(t, "region-use-map-a", fa)
-		b := openWith(t, device.Opener{Name: "region-use-map-b", Make: func(w *uint64) (device.Driver, error) {
-			fb.facts.Word = w
-			return vb, nil
-		}})
+		fa := newFake()
+		a, b, vb := openViewPair(t, "region-use-map", fa)
 		x, err := a.Alloc(device.DeviceMemory, 64)
 		if err != nil {
 			t.Fatal(err)

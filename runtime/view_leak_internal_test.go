@@ -43,6 +43,20 @@ func (v *viewDrv) Locate(r device.Region) device.Location {
 	return v.fake.Locate(r)
 }
 
+// openViewPair opens device A on fa and device B on a viewDrv, named
+// name-a and name-b: B maps A's buffers through views it counts.
+func openViewPair(t *testing.T, name string, fa *fake) (a, b *Device, vb *viewDrv) {
+	t.Helper()
+	fb := newFake()
+	vb = &viewDrv{fake: fb}
+	a = openFake(t, name+"-a", fa)
+	b = openWith(t, device.Opener{Name: name + "-b", Make: func(w *uint64) (device.Driver, error) {
+		fb.facts.Word = w
+		return vb, nil
+	}})
+	return a, b, vb
+}
+
 // TestViewsMappedAtOnceAreFreed: device B maps a buffer of device A at its
 // first use on B. Where a second submitter of B maps it while the first
 // one's mapping is under way, or the buffer is freed while it is, every
@@ -67,14 +81,8 @@ func TestViewsMappedAtOnceAreFreed(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fa := newFake()
-			fb := newFake()
-			vb := &viewDrv{fake: fb}
 			name := "view-leak-" + map[bool]string{true: "twice", false: "freed"}[c.want == nil]
-			a := openFake(t, name+"-a", fa)
-			b := openWith(t, device.Opener{Name: name + "-b", Make: func(w *uint64) (device.Driver, error) {
-				fb.facts.Word = w
-				return vb, nil
-			}})
+			a, b, vb := openViewPair(t, name, fa)
 			x, err := a.Alloc(device.DeviceMemory, 64)
 			if err != nil {
 				t.Fatal(err)
