@@ -70,7 +70,8 @@ type Launch struct {
 // generation g, where k's image lies at image (aligned to its cubin's
 // Align) and the compute channel's windows lie at w. It refuses a kernel
 // the generation does not run or that takes more than a launch can: a
-// constant bank 0 past MaxBankBytes, more shared memory than a group has,
+// constant bank 0 past MaxBankBytes, parameters outside its constant bank
+// 0 (which a launch would cut off), more shared memory than a group has,
 // a constant bank the descriptor cannot bind, a cluster shape, more than
 // MaxBarriers barriers, or a stack past a thread's 16 MiB local window.
 // It returns an error wrapping ErrAddress where the code or a constant
@@ -93,6 +94,10 @@ func MakeLaunch(g *Generation, k *Kernel, image uint64, w Windows) (*Launch, err
 	l.Bank0Bytes = (bank0 + 15) &^ 15
 	if l.Bank0Bytes > g.MaxBankBytes {
 		return nil, fmt.Errorf("kernel %s: constant bank 0 of %d bytes, more than the %d a bank holds", k.Name, bank0, g.MaxBankBytes)
+	}
+	if k.ParamOffset < 0 || k.ParamBytes < 0 || k.ParamOffset > k.Bank0Bytes || k.ParamBytes > k.Bank0Bytes-k.ParamOffset {
+		return nil, fmt.Errorf("kernel %s: parameters at %#x of %d bytes, outside its constant bank 0 of %d bytes",
+			k.Name, k.ParamOffset, k.ParamBytes, k.Bank0Bytes)
 	}
 	for _, b := range k.Banks {
 		if b.Index >= len(g.Qmd.ConstantBuffers) {

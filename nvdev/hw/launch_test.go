@@ -309,6 +309,44 @@ func TestMakeLaunchRefusals(t *testing.T) {
 	}
 }
 
+// TestMakeLaunchParamsPastBank0: a kernel whose parameters do not lie
+// within its constant bank 0 is refused with an error naming them, rather
+// than stamped with its parameters cut off, or past the bank's bytes.
+func TestMakeLaunchParamsPastBank0(t *testing.T) {
+	_, c := launchOf(t, 90, "twice")
+	k := *must(c.Kernel("twice"))
+	for _, tc := range []struct {
+		name       string
+		off, bytes int
+		ok         bool
+	}{
+		{"within", k.ParamOffset, k.ParamBytes, true},
+		{"to the bank's end", k.Bank0Bytes - 8, 8, true},
+		{"none at the bank's end", k.Bank0Bytes, 0, true},
+		{"past the end", k.Bank0Bytes - 8, 16, false},
+		{"after the end", k.Bank0Bytes + 256, 8, false},
+		{"negative offset", -8, 8, false},
+		{"negative size", k.ParamOffset, -8, false},
+	} {
+		kk := k
+		kk.ParamOffset, kk.ParamBytes = tc.off, tc.bytes
+		l, err := MakeLaunch(Hopper, &kk, testImage, DefaultWindows)
+		if tc.ok {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+				continue
+			}
+			qmd, bank0 := make([]uint32, MaxQmdWords), make([]byte, l.Bank0Bytes)
+			l.Stamp(qmd, bank0, testBank0, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, make([]byte, max(tc.bytes, 0)))
+			continue
+		}
+		want := fmt.Sprintf("parameters at %#x of %d bytes", tc.off, tc.bytes)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, want)
+		}
+	}
+}
+
 // TestMakeLaunchAddressReach: the descriptor holds the addresses of code
 // and constant banks below 2^49 on QMD V03_00 and below 2^57 on V04_00;
 // MakeLaunch refuses a kernel whose code or banks lie past that, rather
