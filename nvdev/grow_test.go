@@ -1,6 +1,7 @@
 package nvdev
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -284,5 +285,25 @@ func TestRetiredRingWaitsForUpload(t *testing.T) {
 	r.f.mu.Unlock()
 	if live {
 		t.Error("the replaced ring stayed after the upload ran")
+	}
+}
+
+// TestFillRowsChunks runs one fill of rows whose copy-engine methods pass
+// 4 MiB of words: the ring entries close between rows, so that each
+// entry holds whole methods (the fake, as a channel would, refuses an
+// entry that ends inside a method's data), and every row is filled and
+// every gap between rows left.
+func TestFillRowsChunks(t *testing.T) {
+	const rows, pitch = 80000, 8
+	r := openRaw(t, Config{})
+	m := r.alloc(device.PinnedMemory, rows*pitch)
+	p := fillPart(qCopy, m, 0, 4, 0x5a)
+	p.Rows, p.DstPitch = rows, pitch
+	r.wait(r.submit(nil, p))
+	b := hostOf(m)
+	for i := range rows {
+		if row, gap := b[i*pitch:i*pitch+4], b[i*pitch+4:i*pitch+8]; !bytes.Equal(row, []byte{0x5a, 0x5a, 0x5a, 0x5a}) || !bytes.Equal(gap, make([]byte, 4)) {
+			t.Fatalf("row %d reads % x, its gap % x", i, row, gap)
+		}
 	}
 }

@@ -737,27 +737,40 @@ func (w *walk) copyRows(c int, p *device.Part) {
 	}
 	d := w.d
 	dst := p.Dst.(*nvidia.Memory).Address + p.DstOffset
-	var n uint64
 	if p.Filling {
 		rows, bytes := p.Rows, p.RowBytes
 		if rows == 1 || p.DstPitch == bytes {
 			rows, bytes = 1, rows*bytes
 		}
-		for r := range rows {
-			l, m := hw.FillLaunches(dst+r*p.DstPitch, bytes)
-			n += l*hw.CopyLaunchWords + m*hw.FillRemapWords
-		}
 		w.barrier(c, prevCopy)
-		if b := w.take(c, n); b != nil {
-			for r := range rows {
-				b = hw.Fill(b, d.gen, dst+r*p.DstPitch, bytes, p.Byte)
+		// A take for each run of rows whose words come to segChunk at
+		// most (a row's come to a few dozen), so that no ring entry
+		// ends inside a row's methods.
+		for r := uint64(0); r < rows; {
+			k, n := r, uint64(0)
+			for ; k < rows; k++ {
+				l, m := hw.FillLaunches(dst+k*p.DstPitch, bytes)
+				words := l*hw.CopyLaunchWords + m*hw.FillRemapWords
+				if k > r && n+words > segChunk {
+					break
+				}
+				n += words
 			}
-			w.done(c, b, n)
+			if b := w.take(c, n); b != nil {
+				for j := r; j < k; j++ {
+					b = hw.Fill(b, d.gen, dst+j*p.DstPitch, bytes, p.Byte)
+				}
+				w.done(c, b, n)
+			}
+			r = k
 		}
 	} else {
+		// One take: a copy's launches come to segChunk words only past
+		// memory any GPU has (rows of more than 2 GiB, or 4 GiB or more
+		// apart, one launch each; otherwise one for each 2^32-1 rows).
 		r := hw.Rows{Src: p.Src.(*nvidia.Memory).Address + p.SrcOffset, Dst: dst,
 			SrcPitch: p.SrcPitch, DstPitch: p.DstPitch, RowBytes: p.RowBytes, Rows: p.Rows}
-		n = r.Launches() * hw.CopyLaunchWords
+		n := r.Launches() * hw.CopyLaunchWords
 		w.barrier(c, prevCopy)
 		if b := w.take(c, n); b != nil {
 			w.done(c, hw.CopyRows(b, d.gen, r), n)
