@@ -342,9 +342,11 @@ func (r *Run) Release() {
 // are full it blocks until the device progresses or ctx ends. The run goes
 // back to its submission's pool, whatever the answer. Errors of the run's
 // own arguments (dimensions and part indices set on it, missing or nil
-// buffers, a run submitted twice) match ErrInvalid; a part the device
-// never runs, and a copy or ref past its buffer's Len, are refused with a
-// *RefusalError. A nil ctx panics, as it does in the standard library.
+// buffers, a run submitted twice) match ErrInvalid; a buffer at an index
+// that no ref names is no buffer of the work, and may be nil. A part the
+// device never runs, and a copy or ref past its buffer's Len, are refused
+// with a *RefusalError. A nil ctx panics, as it does in the standard
+// library.
 func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	if ctx == nil {
 		panic("rig: Submit with a nil Context")
@@ -555,11 +557,17 @@ func (r *Run) try(d *Device, sample bool) attempt {
 // bind resolves the run's buffers for its device: their regions, the
 // addresses the launches' parameters hold, and the distinct buffers in id
 // order with their uses. It refuses refs and copies past their buffers'
-// lengths.
+// lengths. A buffer at an index that no ref names is skipped.
 func (r *Run) bind(buffers []*Buffer) error {
 	s, d := r.s, r.s.d
 	r.bufs, r.acc = r.bufs[:0], r.acc[:0]
 	for i, a := range s.access {
+		if a == 0 {
+			// No ref names index i (every ref states an access): its
+			// buffer is no buffer of the work, as one past the last
+			// index is, and is neither looked at nor marked used.
+			continue
+		}
 		b := buffers[i]
 		if b == nil || b.s == nil {
 			return fmt.Errorf("rig: buffer %d is nil: %w", i, ErrInvalid)
@@ -580,8 +588,10 @@ func (r *Run) bind(buffers []*Buffer) error {
 		r.bufs[j], r.acc[j] = st, a
 	}
 	if s.cross {
-		for i := range s.access {
-			r.slot[i] = r.index(buffers[i].s)
+		for i, a := range s.access {
+			if a != 0 {
+				r.slot[i] = r.index(buffers[i].s)
+			}
 		}
 	}
 	for i := range s.parts {
