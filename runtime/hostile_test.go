@@ -107,6 +107,8 @@ func TestHostileNewSubmission(t *testing.T) {
 		{"address ref on a copy", newSub(d, rig.Fill(hostdev.FillFunc(func(uintptr) {}), 0, rig.Write(0, 0))), rig.ErrInvalid, "parameters"},
 		{"after a missing part", newSub(d, rig.Launch(twice, 8).After(3)), rig.ErrInvalid, "runs after part 3"},
 		{"after -2", newSub(d, rig.Launch(twice, 8).After(-2)), rig.ErrInvalid, "runs after part"},
+		{"after -1", newSub(d, rig.Launch(twice, 8), rig.Launch(twice, 8).After(-1)), rig.ErrInvalid, "part 1: it runs after part -1"},
+		{"after MaxInt", newSub(d, rig.Launch(twice, 8).After(math.MaxInt)), rig.ErrInvalid, "runs after part 9223372036854775807"},
 		{"zero part", newSub(d, rig.Part{}), rig.ErrInvalid, "not a part"},
 		{"copy source past 2^64", newSub(d, rig.Copy(0, math.MaxUint64-99, 1, 0, 200)), rig.ErrInvalid, "past 2^64"},
 		{"copy destination past 2^64", newSub(d, rig.Copy(0, 0, 1, math.MaxUint64, 2)), rig.ErrInvalid, "past 2^64"},

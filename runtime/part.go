@@ -63,13 +63,16 @@ func (r Ref) Plus(off uint64) Ref { r.Offset += off; return r }
 // Launch, Copy, CopyRows, FillBytes, Fill and Words make parts; On and
 // After place them.
 type Part struct {
-	kind   device.PartKind
-	queue  int
-	after  int
-	fn     *Function
-	params int
-	auto   bool // params is the function's own count (Kernel)
-	refs   []Ref
+	kind  device.PartKind
+	queue int
+	// after is 1 + the index After names, 0 for none; afterSet says that
+	// After was called, so that After(-1) is not taken for none.
+	after    int
+	afterSet bool
+	fn       *Function
+	params   int
+	auto     bool // params is the function's own count (Kernel)
+	refs     []Ref
 
 	src, dst           int
 	srcOff, dstOff     uint64
@@ -159,5 +162,6 @@ func (p Part) On(q int) Part { p.queue = q; return p }
 // that write a buffer it uses and after the earlier parts that use a
 // buffer it writes, where two buffer indices naming one buffer are one
 // buffer. Parts with no such conflict run side by side. After is for an
-// order that no ref states.
-func (p Part) After(i int) Part { p.after = i + 1; return p }
+// order that no ref states. NewSubmission refuses an i that names no part
+// of the submission, -1 among them, with an error matching ErrInvalid.
+func (p Part) After(i int) Part { p.after, p.afterSet = i+1, true; return p }

@@ -154,7 +154,7 @@ func (p *Part) check(i int, d *Device, n int) error {
 	default:
 		return errors.New("not a part (make parts with Launch, Copy, FillBytes, Fill or Words)")
 	}
-	if p.after < 0 || p.after > n {
+	if p.afterSet && (p.after < 1 || p.after > n) {
 		return fmt.Errorf("it runs after part %d, which the submission lacks", p.after-1)
 	}
 	for _, r := range p.refs {
