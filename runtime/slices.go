@@ -23,7 +23,8 @@ type Element interface {
 // with a submission on the device. A cancelled ctx returns ctx.Err(), with
 // dst's range left partly written or not at all. Once dst's device is
 // closed it returns an error matching ErrClosed, whatever dst's kind of
-// memory, and after Free of dst one matching ErrFreed.
+// memory, and after Free of dst one matching ErrFreed, also for an empty
+// src, which waits for nothing.
 //
 // Upload is a convenience for setup and tests: it allocates. A hot path
 // keeps a Pinned or Mapped buffer and writes its Bytes, or submits its own
@@ -34,7 +35,7 @@ func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error
 		return err
 	}
 	if len(b) == 0 {
-		return nil
+		return dst.s.usable()
 	}
 	if err := dst.waitUses(ctx, true); err != nil {
 		return err
@@ -51,14 +52,15 @@ func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error
 // first waits for the last work that writes src. Where the host addresses
 // src it copies directly; otherwise it stages through Pinned memory, as
 // Upload does, and returns the same errors for a closed device or a freed
-// buffer. Download allocates: see Upload for the hot path.
+// buffer, also for an empty dst. Download allocates: see Upload for the
+// hot path.
 func Download[T Element](ctx context.Context, dst []T, src *Buffer, off int) error {
 	b := asBytes(dst)
 	if err := src.checkRange("download", off, len(b)); err != nil {
 		return err
 	}
 	if len(b) == 0 {
-		return nil
+		return src.s.usable()
 	}
 	if err := src.waitUses(ctx, false); err != nil {
 		return err
@@ -106,7 +108,7 @@ func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 	s.mu.Lock()
 	if s.freed {
 		s.mu.Unlock()
-		return fmt.Errorf("rig: a buffer of %d bytes: %w", s.n, ErrFreed)
+		return s.freedErr()
 	}
 	points = append(points, s.lastWrite)
 	if writing {
@@ -117,6 +119,28 @@ func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 		return err
 	}
 	return s.closed()
+}
+
+// usable returns the error of a copy to or from the buffer that its state
+// refuses, as waitUses does, without a wait: an error matching ErrClosed
+// where its device was closed, one matching ErrFreed where it was freed,
+// and nil otherwise.
+func (s *bufState) usable() error {
+	if err := s.closed(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	freed := s.freed
+	s.mu.Unlock()
+	if freed {
+		return s.freedErr()
+	}
+	return nil
+}
+
+// freedErr is the error of a copy to or from the buffer once freed.
+func (s *bufState) freedErr() error {
+	return fmt.Errorf("rig: a buffer of %d bytes: %w", s.n, ErrFreed)
 }
 
 // closed returns an error matching ErrClosed where the buffer's device was

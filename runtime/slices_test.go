@@ -142,3 +142,50 @@ func TestUploadDownloadNilBuffer(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyUploadDownload: an Upload or Download of no elements returns
+// nil on a live buffer, and the errors of any other on a freed buffer or
+// one of a closed device, whatever the buffer's kind of memory.
+func TestEmptyUploadDownload(t *testing.T) {
+	ctx := context.Background()
+	d := host(t, hostdev.Config{})
+	closed, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "empty-slices-closed"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := alloc(t, d, device.DeviceMemory, 16)
+	freed := alloc(t, d, device.PinnedMemory, 16)
+	if err := freed.Free(); err != nil {
+		t.Fatal(err)
+	}
+	ofClosed := alloc(t, closed, device.DeviceMemory, 16)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-closed.Done()
+	for _, c := range []struct {
+		name string
+		b    *rig.Buffer
+		want error
+	}{
+		{"live", live, nil},
+		{"freed", freed, rig.ErrFreed},
+		{"of a closed device", ofClosed, rig.ErrClosed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, e := range []struct {
+				name string
+				err  error
+			}{
+				{"upload of nil", rig.Upload(ctx, c.b, 0, []float32(nil))},
+				{"upload of an empty slice", rig.Upload(ctx, c.b, 16, []byte{})},
+				{"download into nil", rig.Download(ctx, []uint64(nil), c.b, 0)},
+				{"download into an empty slice", rig.Download(ctx, make([]int16, 0, 8), c.b, 8)},
+			} {
+				if !errors.Is(e.err, c.want) || (c.want == nil) != (e.err == nil) {
+					t.Errorf("%s: %v, want %v", e.name, e.err, c.want)
+				}
+			}
+		})
+	}
+}
