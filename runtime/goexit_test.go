@@ -25,23 +25,25 @@ func TestKernelGoexit(t *testing.T) {
 	goexitFill := hostdev.FillFunc(func(uintptr) { runtime.Goexit() })
 	for _, c := range []struct {
 		name string
-		// groups is the groups of each launch part.
-		groups int
-		parts  func(goexit, empty *rig.Function) []rig.Part
+		// groups is the groups of each launch part, launches their
+		// indices.
+		groups   int
+		launches []int
+		parts    func(goexit, empty *rig.Function) []rig.Part
 	}{
-		{"launch", 1, func(g, _ *rig.Function) []rig.Part { return []rig.Part{rig.Launch(g, 0)} }},
-		{"launch of many groups", 256, func(g, _ *rig.Function) []rig.Part { return []rig.Part{rig.Launch(g, 0)} }},
-		{"launch beside a copy", 64, func(g, _ *rig.Function) []rig.Part {
+		{"launch", 1, []int{0}, func(g, _ *rig.Function) []rig.Part { return []rig.Part{rig.Launch(g, 0)} }},
+		{"launch of many groups", 256, []int{0}, func(g, _ *rig.Function) []rig.Part { return []rig.Part{rig.Launch(g, 0)} }},
+		{"launch beside a copy", 64, []int{0, 2}, func(g, _ *rig.Function) []rig.Part {
 			return []rig.Part{rig.Launch(g, 0), rig.FillBytes(0, 0, 64, 1), rig.Launch(g, 0)}
 		}},
-		{"copy after the launch", 4, func(g, _ *rig.Function) []rig.Part {
+		{"copy after the launch", 4, []int{0}, func(g, _ *rig.Function) []rig.Part {
 			return []rig.Part{rig.Launch(g, 0), rig.FillBytes(0, 0, 64, 1).After(0)}
 		}},
-		{"fill on COPY:0", 1, func(_, _ *rig.Function) []rig.Part { return []rig.Part{rig.Fill(goexitFill, 0)} }},
-		{"fill on COMPUTE:0", 1, func(_, _ *rig.Function) []rig.Part {
+		{"fill on COPY:0", 1, nil, func(_, _ *rig.Function) []rig.Part { return []rig.Part{rig.Fill(goexitFill, 0)} }},
+		{"fill on COMPUTE:0", 1, nil, func(_, _ *rig.Function) []rig.Part {
 			return []rig.Part{rig.Fill(goexitFill, 0).On(device.Compute)}
 		}},
-		{"fill after a launch", 8, func(_, e *rig.Function) []rig.Part {
+		{"fill after a launch", 8, []int{0, 2}, func(_, e *rig.Function) []rig.Part {
 			return []rig.Part{rig.Launch(e, 0), rig.Fill(goexitFill, 0).After(0), rig.Launch(e, 0)}
 		}},
 	} {
@@ -53,7 +55,7 @@ func TestKernelGoexit(t *testing.T) {
 			parts := c.parts(goexit, empty)
 			s := sub(t, d, parts...)
 			r := s.Take()
-			for i := range parts {
+			for _, i := range c.launches {
 				r.Groups(i, c.groups, 1, 1)
 			}
 			p, err := r.Submit(context.Background(), x)

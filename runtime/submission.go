@@ -262,8 +262,8 @@ func (s *Submission) newRun() *Run {
 	return r
 }
 
-// part is launch part i's device part, or nil after recording the error of
-// an index out of range for Submit.
+// part is part i's device part, or nil after recording the error of an
+// index out of range for Submit.
 func (r *Run) part(i int, what string) *device.Part {
 	if i < 0 || i >= len(r.sub.Parts) {
 		r.err = fmt.Errorf("rig: %s of part %d of a submission of %d parts: %w", what, i, len(r.sub.Parts), ErrInvalid)
@@ -272,18 +272,31 @@ func (r *Run) part(i int, what string) *device.Part {
 	return &r.sub.Parts[i]
 }
 
-// Groups sets the groups of launch part i along each axis. An index or a
-// count out of range is an error that Submit returns.
+// launch is launch part i's device part, or nil after recording the error
+// of an index out of range, or of a part that is no launch, for Submit.
+func (r *Run) launch(i int, what string) *device.Part {
+	p := r.part(i, what)
+	if p != nil && p.Kind != device.Launch {
+		r.err = fmt.Errorf("rig: %s of part %d of a submission of %d parts, a %s, not a launch: %w", what, i, len(r.sub.Parts), p.Kind, ErrInvalid)
+		return nil
+	}
+	return p
+}
+
+// Groups sets the groups of launch part i along each axis. An index out
+// of range, a part that is no launch, or a count out of range is an error
+// that Submit returns.
 func (r *Run) Groups(i, x, y, z int) {
-	if p := r.part(i, "groups"); p != nil {
+	if p := r.launch(i, "groups"); p != nil {
 		r.dims(i, &p.Groups, "groups", x, y, z)
 	}
 }
 
 // Threads sets the threads per group of launch part i along each axis. An
-// index or a count out of range is an error that Submit returns.
+// index out of range, a part that is no launch, or a count out of range
+// is an error that Submit returns.
 func (r *Run) Threads(i, x, y, z int) {
-	if p := r.part(i, "threads"); p != nil {
+	if p := r.launch(i, "threads"); p != nil {
 		r.dims(i, &p.Threads, "threads", x, y, z)
 	}
 }
@@ -299,9 +312,10 @@ func (r *Run) dims(i int, to *[3]uint32, what string, x, y, z int) {
 }
 
 // Shared sets the dynamic shared memory of each group of launch part i. An
-// index or a size out of range is an error that Submit returns.
+// index out of range, a part that is no launch, or a size out of range is
+// an error that Submit returns.
 func (r *Run) Shared(i, bytes int) {
-	p := r.part(i, "shared memory")
+	p := r.launch(i, "shared memory")
 	if p == nil {
 		return
 	}
