@@ -32,13 +32,23 @@ func WriteArg(buf, k int) Ref { return argRef(buf, k, Writes) }
 // address in parameter k of the launch's function.
 func ReadWriteArg(buf, k int) Ref { return argRef(buf, k, ReadsWrites) }
 
+// argRef is the ref of ReadArg, WriteArg and ReadWriteArg. Its arg is
+// k+1; -1 for a negative k, and argPastAll for math.MaxInt, whose k+1
+// would wrap.
 func argRef(buf, k int, a Access) Ref {
 	arg := k + 1
-	if k < 0 || k == math.MaxInt {
+	switch {
+	case k < 0:
 		arg = -1
+	case k == math.MaxInt:
+		arg = argPastAll
 	}
 	return Ref{Buf: buf, At: 0, Access: a, arg: arg}
 }
+
+// argPastAll is the arg of a ref to parameter math.MaxInt, past every
+// function's parameters.
+const argPastAll = math.MinInt
 
 // Layout is where each of the function's parameters lies in its parameter
 // bytes, in the order of its signature, or nil where its image does not
@@ -57,10 +67,13 @@ func (p *Part) resolveArgs() error {
 		if r.arg == 0 {
 			continue
 		}
-		if r.arg < 0 {
+		k := r.arg - 1
+		switch {
+		case r.arg == argPastAll:
+			k = math.MaxInt
+		case r.arg < 0:
 			return fmt.Errorf("a ref to buffer %d in a negative parameter of %q", r.Buf, e.Name)
 		}
-		k := r.arg - 1
 		if e.Layout == nil {
 			return fmt.Errorf("the image of %q states no layout of its parameters: give the address's byte instead (Read, Write, ReadWrite)", e.Name)
 		}

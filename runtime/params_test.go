@@ -104,6 +104,7 @@ func TestKernelArgRefusals(t *testing.T) {
 		{"a ref to a parameter of 4 bytes", rig.Kernel(args, rig.ReadArg(0, 2)), "parameter 2 of \"args\" is 4 bytes"},
 		{"a ref past the parameters", rig.Kernel(args, rig.ReadArg(0, 7)), "which has 7 parameters"},
 		{"a ref to a negative parameter", rig.Kernel(args, rig.ReadArg(0, -1)), "negative parameter"},
+		{"a ref to parameter math.MaxInt", rig.Kernel(args, rig.ReadArg(0, math.MaxInt)), "parameter 9223372036854775807 of \"args\", which has 7 parameters"},
 		{"a ref by parameter without a layout", rig.Kernel(untyped, rig.ReadArg(0, 0)), "states no layout"},
 	} {
 		if _, err := rig.NewSubmission(d, c.part); err == nil || !strings.Contains(err.Error(), c.want) {
