@@ -30,8 +30,9 @@ type Budget struct {
 	used  atomic.Int64
 }
 
-// NewBudget makes a budget of limit bytes; a limit of 0 or less is none.
-func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+// NewBudget makes a budget of limit bytes; a limit of 0 or less is none,
+// which Limit returns as 0.
+func NewBudget(limit int64) *Budget { return &Budget{limit: max(limit, 0)} }
 
 // Take counts n more bytes and returns 0, or counts nothing and returns the
 // bytes the budget lacks for them. Without a limit it lacks the bytes past
@@ -42,7 +43,7 @@ func (b *Budget) Take(n int64) (lack int64) {
 		panic(fmt.Sprintf("reclaim: Take of %d bytes", n))
 	}
 	limit := b.limit
-	if limit <= 0 {
+	if limit == 0 {
 		limit = math.MaxInt64
 	}
 	for {

@@ -29,6 +29,20 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+// TestBudgetNoLimit checks that a limit of 0 or less is none: Take lacks
+// nothing, and Limit returns 0.
+func TestBudgetNoLimit(t *testing.T) {
+	for _, limit := range []int64{0, -1, math.MinInt64} {
+		b := NewBudget(limit)
+		if got := b.Limit(); got != 0 {
+			t.Errorf("NewBudget(%d).Limit() = %d, want 0 for none", limit, got)
+		}
+		if lack := b.Take(1 << 40); lack != 0 {
+			t.Errorf("NewBudget(%d): Take(1<<40) lacks %d, want 0", limit, lack)
+		}
+	}
+}
+
 // TestBudgetOverflow takes counts whose sums overflow an int64: each is
 // refused with a positive lack, and the count never moves.
 func TestBudgetOverflow(t *testing.T) {
