@@ -49,8 +49,8 @@ func (b *Budget) Take(n int64) (lack int64) {
 	for {
 		u := b.used.Load()
 		if room := limit - u; n > room {
-			// u never exceeds limit, so room is not negative and n-room
-			// does not overflow.
+			// u is never below 0 (Give) nor past limit, so room neither
+			// overflows nor is negative, and n-room does not overflow.
 			return n - max(room, 0)
 		}
 		if b.used.CompareAndSwap(u, u+n) {
@@ -60,12 +60,16 @@ func (b *Budget) Take(n int64) (lack int64) {
 }
 
 // Give counts n bytes back, n from an earlier Take. It panics if n is
-// negative.
+// negative, or more than the bytes counted, leaving the count as it was:
+// a count below 0 would make Take's room overflow.
 func (b *Budget) Give(n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("reclaim: Give of %d bytes", n))
 	}
-	b.used.Add(-n)
+	if u := b.used.Add(-n); u < 0 {
+		b.used.Add(n)
+		panic(fmt.Sprintf("reclaim: Give of %d bytes with %d counted", n, u+n))
+	}
 }
 
 // Used is the bytes counted now.

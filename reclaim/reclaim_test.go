@@ -1,8 +1,10 @@
 package reclaim
 
 import (
+	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,6 +84,37 @@ func TestBudgetOverflow(t *testing.T) {
 			}()
 			f(NewBudget(100))
 		}()
+	}
+}
+
+// TestBudgetGivePastCount gives back more bytes than are counted: Give
+// panics naming both, and the count stays, so that a budget of no limit
+// still takes what it has room for.
+func TestBudgetGivePastCount(t *testing.T) {
+	for _, limit := range []int64{0, 100, math.MaxInt64} {
+		b := NewBudget(limit)
+		if b.Take(10) != 0 {
+			t.Fatalf("limit %d: Take(10) lacked", limit)
+		}
+		func() {
+			defer func() {
+				r := recover()
+				if r == nil {
+					t.Errorf("limit %d: Give(11) with 10 counted did not panic", limit)
+					return
+				}
+				if msg := fmt.Sprint(r); !strings.Contains(msg, "11") || !strings.Contains(msg, "10") {
+					t.Errorf("limit %d: Give(11) panicked with %q, which names neither count", limit, msg)
+				}
+			}()
+			b.Give(11)
+		}()
+		if b.Used() != 10 {
+			t.Errorf("limit %d: the count is %d after a refused Give, want 10", limit, b.Used())
+		}
+		if lack := b.Take(1); lack != 0 {
+			t.Errorf("limit %d: Take(1) after a refused Give lacks %d", limit, lack)
+		}
 	}
 }
 
