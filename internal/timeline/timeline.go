@@ -33,6 +33,10 @@ var (
 	err0  error
 	mu    sync.Mutex
 	used  [Len]bool
+	// start is the array's address once mapped, 0 before: Contains reads
+	// it without the once, so that it neither maps the array nor races
+	// with the first Array or Take.
+	start atomic.Uintptr
 )
 
 func load() {
@@ -41,6 +45,7 @@ func load() {
 		return
 	}
 	words = unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), Len)
+	start.Store(uintptr(unsafe.Pointer(&words[0])))
 }
 
 // Array returns the array's memory: its host address and size. It maps the
@@ -79,11 +84,11 @@ func Give(i int) {
 
 // Contains reports whether w is a word of the array.
 func Contains(w *uint64) bool {
-	if w == nil || words == nil {
+	b := start.Load()
+	if w == nil || b == 0 {
 		return false
 	}
 	p := uintptr(unsafe.Pointer(w))
-	b := uintptr(unsafe.Pointer(&words[0]))
 	return p >= b && p < b+Bytes && (p-b)%8 == 0
 }
 
