@@ -12,6 +12,7 @@ package timeline
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -75,11 +76,21 @@ func Take() (int, *uint64, error) {
 	return 0, nil, ErrFull
 }
 
-// Give returns slot i to the array. Its word keeps its value.
+// Give returns slot i, which Take returned, to the array. Its word keeps
+// its value. It panics, naming i, where i is no slot or a slot not taken
+// (given back twice): the slot may be another device's since, and a Take
+// would hand its word to a second device.
 func Give(i int) {
+	if i < 0 || i >= Len {
+		panic(fmt.Sprintf("timeline: Give of slot %d, not one of the array's %d", i, Len))
+	}
 	mu.Lock()
+	held := used[i]
 	used[i] = false
 	mu.Unlock()
+	if !held {
+		panic(fmt.Sprintf("timeline: Give of slot %d, which is not taken", i))
+	}
 }
 
 // Contains reports whether w is a word of the array.
