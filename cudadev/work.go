@@ -306,8 +306,11 @@ func (d *gpu) submit(f *frame, s *device.Submission) device.SubmitAnswer {
 		start = 1 - e
 	}
 	if start != e {
+		// Refused, the start stream is not ordered after the work of
+		// the values before: the value is written behind that work, on
+		// the stream they ended on, where it enqueued nothing.
 		if r := d.join(f, e, start); r != 0 {
-			return d.failSubmit(f, s, doOrder, r, 1<<start, start)
+			return d.failSubmit(f, s, doOrder, r, 1<<e, e)
 		}
 	}
 	if r := d.waitWords(f, start, s.Waits); r != 0 {
