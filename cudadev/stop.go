@@ -37,9 +37,10 @@ func (d *gpu) query() error {
 // an event behind the work on each stream, which the GPU's next open
 // reads, and which a goroutine of its own reads until that work ends or a
 // fault ends it (watchKept); where CUDA refuses the commit, they raise the
-// word to the last value once the work ended. Either way it destroys the
-// streams and the other events, which CUDA frees once their work ends. It
-// ignores CUDA's errors.
+// word to the last value once the work ended. A fault of the context's
+// work that the commit or the events meet ends the work as well. Either
+// way it destroys the streams and the other events, which CUDA frees once
+// their work ends. It returns no error of CUDA's.
 func (d *gpu) Stop(string) error {
 	d.stopMu.Lock()
 	defer d.stopMu.Unlock()
@@ -65,34 +66,15 @@ func (d *gpu) Stop(string) error {
 			ended = false
 		}
 	}
+	var kept *keptWork
+	if bad == 0 && !d.ctxFailed && d.faulted() == "" && !ended {
+		kept, bad = d.keep(f)
+	}
 	if bad != 0 {
 		d.noteFault(t.text(bad))
 	}
-	if d.ctxFailed || d.faulted() != "" {
-		ended = true
-	}
-	var kept *keptWork
-	if ended {
+	if kept == nil {
 		atomicRaise(d.word, d.last)
-	} else {
-		if d.written != d.last {
-			if f.c4(t.cuStreamWriteValue64, d.streams[d.end], uintptr(d.wordDev), uintptr(d.last), 0) == 0 {
-				d.written = d.last
-			}
-		}
-		kept = &keptWork{timeline: d.timeline, word: d.word, last: d.last, raise: d.written != d.last}
-		for q, s := range d.streams {
-			f.out[0] = 0
-			if f.c2(t.cuEventCreate, f.outp(0), eventDisableTime) == 0 {
-				ev := uintptr(f.out[0])
-				// An event never recorded reads as complete.
-				if f.c2(t.cuEventRecord, ev, s) == 0 {
-					kept.events[q] = ev
-				} else {
-					f.c1(t.cuEventDestroy, ev)
-				}
-			}
-		}
 	}
 	d.sleeper.stop()
 	for q, s := range d.streams {
@@ -118,4 +100,44 @@ func (d *gpu) Stop(string) error {
 		go g.watchKept(t, kept)
 	}
 	return nil
+}
+
+// keep commits the last value behind the work that still runs, unless
+// its write is enqueued, and returns the work to keep: an event behind
+// the work on each stream, 0 where CUDA made or recorded none. Where a
+// call meets a fault of the context's work, which then runs nothing
+// more, it keeps nothing and returns the fault.
+func (d *gpu) keep(f *frame) (*keptWork, result) {
+	t := d.t
+	if d.written != d.last {
+		switch r := f.c4(t.cuStreamWriteValue64, d.streams[d.end], uintptr(d.wordDev), uintptr(d.last), 0); {
+		case r == 0:
+			d.written = d.last
+		case r.sticky():
+			return nil, r
+		}
+	}
+	k := &keptWork{timeline: d.timeline, word: d.word, last: d.last, raise: d.written != d.last}
+	for q, s := range d.streams {
+		f.out[0] = 0
+		r := f.c2(t.cuEventCreate, f.outp(0), eventDisableTime)
+		if r == 0 {
+			ev := uintptr(f.out[0])
+			// An event never recorded reads as complete.
+			if r = f.c2(t.cuEventRecord, ev, s); r == 0 {
+				k.events[q] = ev
+			} else {
+				f.c1(t.cuEventDestroy, ev)
+			}
+		}
+		if r.sticky() {
+			for _, ev := range k.events {
+				if ev != 0 {
+					f.c1(t.cuEventDestroy, ev)
+				}
+			}
+			return nil, r
+		}
+	}
+	return k, 0
 }
