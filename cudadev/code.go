@@ -254,7 +254,8 @@ func (d *gpu) Prepare(i device.Image, name string) error {
 
 // Unload unloads img's module, or, while graphs recorded its functions,
 // once the last of them is destroyed. After it no new graph records the
-// image's functions. A refusal of CUDA is a *device.Fault. Counted.
+// image's functions. A fault of the GPU's work is a *device.Fault; any
+// other refusal of CUDA is an error naming it. Counted.
 func (d *gpu) Unload(i device.Image) error {
 	img, err := d.image(i, "unload")
 	if err != nil {
@@ -289,9 +290,12 @@ func (img *image) drop() error {
 	prev := enterCtx(t, f, d.ctx)
 	defer leaveCtx(t, f, d.ctx, prev)
 	if r := f.c1(t.cuModuleUnload, img.mod); r != 0 {
-		if r.sticky() {
-			d.noteFault(t.text(r))
+		if !r.sticky() {
+			// A refusal of the call alone, which says nothing of the
+			// GPU's work: no loss.
+			return fmt.Errorf("cudadev: unloading a module: %w", t.err(r))
 		}
+		d.noteFault(t.text(r))
 		return &device.Fault{Why: "unloading a module: " + t.text(r)}
 	}
 	return nil
