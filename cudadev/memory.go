@@ -156,13 +156,18 @@ func (d *gpu) faulted() string {
 // (cuMemHostRegister, portable and mapped): Free unlocks it once no region
 // counts its range, and the garbage collector frees it once no slice of it
 // is left, so that a slice of it never faults nor aliases other memory.
-// More Pinned memory than the host has is ErrNoMemory. Counted.
+// More Pinned memory than the host has is ErrNoMemory. It returns an
+// error naming n below 1, or m where it is no kind of memory. Counted.
 func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
-		panic(fmt.Sprintf("cudadev: alloc of %d bytes: a region holds at least one byte", n))
+		return nil, fmt.Errorf("cudadev: alloc of %d bytes of %s memory: a region holds at least one byte", n, m)
 	}
-	if m == device.MappedMemory {
+	switch m {
+	case device.DeviceMemory, device.PinnedMemory:
+	case device.MappedMemory:
 		return nil, device.ErrNoMemory
+	default:
+		return nil, fmt.Errorf("cudadev: alloc of %d bytes of memory kind %d, which is none of Device, Pinned and Mapped", n, m)
 	}
 	t := d.t
 	f := getFrame()
@@ -170,42 +175,39 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	prev := enterCtx(t, f, d.ctx)
 	defer leaveCtx(t, f, d.ctx, prev)
 	f.out[0] = 0
-	switch m {
-	case device.DeviceMemory:
+	if m == device.DeviceMemory {
 		if r := f.c2(t.cuMemAlloc, f.outp(0), uintptr(n)); r != 0 {
 			return nil, d.fail("allocating Device memory", r, device.ErrNoMemory)
 		}
 		p := f.out[0]
 		return &region{kind: devMem, size: uint64(n), loc: device.Location{Address: p, Handle: p}}, nil
-	case device.PinnedMemory:
-		if uintptr(n) > ^uintptr(0)-pageSize {
-			return nil, device.ErrNoMemory
-		}
-		size := (uintptr(n) + pageSize - 1) &^ (pageSize - 1)
-		if ram := hostram.Bytes(); ram > 0 && uint64(size) > ram {
-			// No page-locking gives more than the host's memory, and the
-			// Go memory would not be made: the runtime ends the process
-			// where the OS refuses it.
-			return nil, fmt.Errorf("cudadev: alloc of %d bytes of Pinned memory, more than the host's %d: %w", n, ram, device.ErrNoMemory)
-		}
-		mem := goPages(int(size))
-		h := uintptr(unsafe.Pointer(&mem[0]))
-		hosts.mu.Lock()
-		defer hosts.mu.Unlock()
-		if r := f.c3(t.cuMemHostRegister, h, size, hostRegPortable|hostRegDeviceMap); r != 0 {
-			return nil, d.fail(fmt.Sprintf("page-locking %d bytes of Pinned memory", size), r, device.ErrNoMemory)
-		}
-		f.out[1] = 0
-		if r := f.c3(t.cuMemHostGetDevicePointer, f.outp(1), h, 0); r != 0 {
-			f.c1(t.cuMemHostUnregister, h)
-			return nil, d.fail("mapping Pinned memory", r, device.ErrNoMemory)
-		}
-		rng := &hostRange{start: h, n: size, count: 1, pages: mem}
-		hosts.ranges = append(hosts.ranges, rng)
-		return &region{kind: pinnedMem, size: uint64(n), host: h, rng: rng,
-			loc: device.Location{Address: f.out[1], Handle: uint64(h), Host: h}}, nil
 	}
-	return nil, fmt.Errorf("cudadev: alloc of %s memory", m)
+	if uintptr(n) > ^uintptr(0)-pageSize {
+		return nil, device.ErrNoMemory
+	}
+	size := (uintptr(n) + pageSize - 1) &^ (pageSize - 1)
+	if ram := hostram.Bytes(); ram > 0 && uint64(size) > ram {
+		// No page-locking gives more than the host's memory, and the
+		// Go memory would not be made: the runtime ends the process
+		// where the OS refuses it.
+		return nil, fmt.Errorf("cudadev: alloc of %d bytes of Pinned memory, more than the host's %d: %w", n, ram, device.ErrNoMemory)
+	}
+	mem := goPages(int(size))
+	h := uintptr(unsafe.Pointer(&mem[0]))
+	hosts.mu.Lock()
+	defer hosts.mu.Unlock()
+	if r := f.c3(t.cuMemHostRegister, h, size, hostRegPortable|hostRegDeviceMap); r != 0 {
+		return nil, d.fail(fmt.Sprintf("page-locking %d bytes of Pinned memory", size), r, device.ErrNoMemory)
+	}
+	f.out[1] = 0
+	if r := f.c3(t.cuMemHostGetDevicePointer, f.outp(1), h, 0); r != 0 {
+		f.c1(t.cuMemHostUnregister, h)
+		return nil, d.fail("mapping Pinned memory", r, device.ErrNoMemory)
+	}
+	rng := &hostRange{start: h, n: size, count: 1, pages: mem}
+	hosts.ranges = append(hosts.ranges, rng)
+	return &region{kind: pinnedMem, size: uint64(n), host: h, rng: rng,
+		loc: device.Location{Address: f.out[1], Handle: uint64(h), Host: h}}, nil
 }
 
 // Free gives back r. It ignores CUDA's errors.
@@ -343,10 +345,11 @@ var pageSize = uintptr(os.Getpagesize())
 // at p, and maps them for d. A range inside one that MapHost locked counts
 // against it; a range inside one allocation CUDA locked for another owner
 // is mapped as it is, uncounted; any other range is locked, or refused:
-// ErrNoRoom where CUDA lacked the memory, ErrNever otherwise. Counted.
+// ErrNoRoom where CUDA lacked the memory, ErrNever otherwise. It returns
+// an error naming n below 1. Counted.
 func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 	if n < 1 {
-		panic(fmt.Sprintf("cudadev: map_host of %d bytes: a region holds at least one byte", n))
+		return nil, fmt.Errorf("cudadev: map_host of %d bytes at %#x: a region holds at least one byte", n, p)
 	}
 	start := p &^ (pageSize - 1)
 	end := (p + uintptr(n) + pageSize - 1) &^ (pageSize - 1)
