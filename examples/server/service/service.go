@@ -251,8 +251,8 @@ func (b *backend) newSlot() (*slot, error) {
 
 // Handler returns the service's HTTP handler:
 //
-//	POST /saxpy?a=A   body: x then y, n little-endian float32 each;
-//	                  answer: a*x + y, n float32
+//	POST /saxpy?a=A   A a finite float32; body: x then y, n little-endian
+//	                  float32 each; answer: a*x + y, n float32
 //	GET  /healthz     200 while the process can serve, 500 once it cannot
 //	GET  /readyz      200 while a device serves, 503 otherwise
 //	POST /debug/spin?us=U                with Config.Debug only
@@ -303,7 +303,7 @@ func (s *Service) lossText() string {
 func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 	a, err := queryFloat32(r.URL.RawQuery, "a")
 	if err != nil {
-		http.Error(w, "a: not a number", http.StatusBadRequest)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	if r.ContentLength < 8 || r.ContentLength%8 != 0 || r.ContentLength > 8*MaxElements {
@@ -385,7 +385,10 @@ func contentLength(n int) []string {
 }
 
 // queryFloat32 parses the float32 of the first parameter key of the raw
-// query q, without allocating where the value needs no unescaping.
+// query q, without allocating where the value needs no unescaping. It
+// returns an error that says what is wrong, for an answer of 400, where q
+// has no parameter key or its value is no number, lies outside float32's
+// range, or is NaN or infinite.
 func queryFloat32(q, key string) (float32, error) {
 	for q != "" {
 		var kv string
@@ -402,14 +405,22 @@ func queryFloat32(q, key string) (float32, error) {
 		if strings.ContainsAny(v, "%+") {
 			u, err := url.QueryUnescape(v)
 			if err != nil {
-				return 0, err
+				return 0, fmt.Errorf("%s=%.40q: not a number", key, v)
 			}
 			v = u
 		}
 		f, err := strconv.ParseFloat(v, 32)
-		return float32(f), err
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return 0, fmt.Errorf("%s=%.40q: out of float32's range", key, v)
+		case err != nil:
+			return 0, fmt.Errorf("%s=%.40q: not a number", key, v)
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return 0, fmt.Errorf("%s=%.40q: not a finite number", key, v)
+		}
+		return float32(f), nil
 	}
-	return 0, fmt.Errorf("no parameter %q", key)
+	return 0, fmt.Errorf("no parameter %s: want a finite float32", key)
 }
 
 type badRequest struct{ error }

@@ -637,10 +637,41 @@ func TestQueryFloat32(t *testing.T) {
 		{"b=1", 0, false},
 		{"", 0, false},
 		{"a=1e40", 0, false},
+		{"a=NaN", 0, false},
+		{"a=Inf", 0, false},
+		{"a=-inf", 0, false},
+		{"a=1e-50", 0, true},
+		{"a=3.4e38", 3.4e38, true},
 	} {
 		got, err := queryFloat32(c.q, "a")
 		if (err == nil) != c.ok || (c.ok && got != c.want) {
 			t.Errorf("%q: %v %v, want %v (ok %v)", c.q, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// TestSaxpyBadA: a /saxpy whose a is missing, no number, out of
+// float32's range, NaN or infinite answers 400 with a message that says
+// which, and runs nothing.
+func TestSaxpyBadA(t *testing.T) {
+	srv, _, _ := serve(t, 2)
+	x, y := vectors(4, 1)
+	for _, c := range []struct{ query, want string }{
+		{"", "no parameter a"},
+		{"?b=1", "no parameter a"},
+		{"?a=", `a="": not a number`},
+		{"?a=x", `a="x": not a number`},
+		{"?a=%zz", `a="%zz": not a number`},
+		{"?a=1e40", `a="1e40": out of float32's range`},
+		{"?a=-3.5e38", `a="-3.5e38": out of float32's range`},
+		{"?a=NaN", `a="NaN": not a finite number`},
+		{"?a=inf", `a="inf": not a finite number`},
+		{"?a=-Infinity", `a="-Infinity": not a finite number`},
+		{"?a=%2BInf", `a="+Inf": not a finite number`},
+	} {
+		code, body, err := post(context.Background(), srv.Client(), srv.URL+"/saxpy"+c.query, Body(x, y))
+		if err != nil || code != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
+			t.Errorf("%q: %d %q %v, want 400 saying %q", c.query, code, body, err, c.want)
 		}
 	}
 }
