@@ -44,6 +44,8 @@ type Service struct {
 	// ioTimeout bounds a request's body read and answer write, the two
 	// parts of a request that hold a slot and wait on the client.
 	ioTimeout time.Duration
+	// slotWait bounds a /saxpy request's wait for a free slot.
+	slotWait time.Duration
 
 	cur atomic.Pointer[backend]
 	// spare is the standby backend, open on the other seat, or nil. It is
@@ -117,6 +119,16 @@ type Config struct {
 	// holds a slot for as long as it keeps its connection, and Slots such
 	// clients stop the service.
 	IOTimeout time.Duration
+	// SlotWait bounds how long a /saxpy request waits for a free slot once
+	// Slots are in use (0 or less: 1 s); a request that waits longer
+	// answers 503 with Retry-After, its body unread. The request's context
+	// alone does not bound the wait: net/http watches a connection for its
+	// client going away only once the handler has read the request's body,
+	// so the context of a request that waits for a slot does not end when
+	// its client goes away, and without a bound such requests would queue
+	// for as long as the slots stay held and then run, each taking a slot
+	// in turn, for clients that are gone.
+	SlotWait time.Duration
 }
 
 // DefaultSlots is the requests whose work is on the device at once where
@@ -138,8 +150,11 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 	if c.IOTimeout <= 0 {
 		c.IOTimeout = 10 * time.Second
 	}
+	if c.SlotWait <= 0 {
+		c.SlotWait = time.Second
+	}
 	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug,
-		standby: c.Standby && c.Driver != "cuda", ioTimeout: c.IOTimeout}
+		standby: c.Standby && c.Driver != "cuda", ioTimeout: c.IOTimeout, slotWait: c.SlotWait}
 	s.life, s.stop = context.WithCancel(context.Background())
 	b, err := s.start(ctx, 0)
 	if err != nil {
@@ -312,7 +327,7 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 	}
 	n := int(r.ContentLength / 8)
 	h := saxpyHandling{w: w, body: r.Body, timeout: s.ioTimeout}
-	err = s.Saxpy(r.Context(), a, n, h.fill, h.answer)
+	err = s.saxpy(r.Context(), s.slotWait, a, n, h.fill, h.answer)
 	if br, ok := err.(badRequest); ok {
 		http.Error(w, br.Error(), http.StatusBadRequest)
 		return
@@ -431,10 +446,16 @@ type badRequest struct{ error }
 // valid until it returns. The wait for the device ends with ctx. An error
 // of fill is returned as it is.
 func (s *Service) Saxpy(ctx context.Context, a float32, n int, fill func(x, y []byte) error, read func(y []byte)) error {
+	return s.saxpy(ctx, 0, a, n, fill, read)
+}
+
+// saxpy is Saxpy with the wait for a free slot bounded by wait as well,
+// where it is above 0 (errBusy).
+func (s *Service) saxpy(ctx context.Context, wait time.Duration, a float32, n int, fill func(x, y []byte) error, read func(y []byte)) error {
 	if n < 1 || n > MaxElements {
 		return fmt.Errorf("saxpy of %d elements: want 1 to %d", n, MaxElements)
 	}
-	b, sl, err := s.take(ctx)
+	b, sl, err := s.take(ctx, wait)
 	if err != nil {
 		return err
 	}
@@ -485,7 +506,7 @@ func (s *Service) handleFault(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("kind %q: want address or trap", kind), http.StatusBadRequest)
 		return
 	}
-	b, sl, err := s.take(r.Context())
+	b, sl, err := s.take(r.Context(), 0)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -508,8 +529,9 @@ func (s *Service) handleFault(w http.ResponseWriter, r *http.Request) {
 }
 
 // take returns the current backend and one of its free slots, waiting
-// while ctx allows.
-func (s *Service) take(ctx context.Context) (*backend, *slot, error) {
+// while ctx allows, and for at most wait where it is above 0: past it,
+// take returns errBusy.
+func (s *Service) take(ctx context.Context, wait time.Duration) (*backend, *slot, error) {
 	b := s.cur.Load()
 	if s.closed.Load() {
 		return nil, nil, errShutdown
@@ -533,11 +555,19 @@ func (s *Service) take(ctx context.Context) (*backend, *slot, error) {
 		return b, sl, nil
 	}
 	b.made.Add(-1)
+	var expired <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case sl := <-b.free:
 		return b, sl, nil
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
+	case <-expired:
+		return nil, nil, errBusy
 	}
 }
 
@@ -559,8 +589,12 @@ func (s *Service) give(b *backend, sl *slot, p rig.Point) {
 
 var errShutdown = errors.New("the service is shutting down")
 
+// errBusy is take's error where no slot came free within its wait.
+var errBusy = errors.New("no slot came free")
+
 // fail returns a request whose work failed: 503 with the cause for a lost
-// or closed device or a shutdown, nothing for a client that went away.
+// or closed device or a shutdown, 503 with Retry-After where every slot
+// stayed in use, nothing for a client that went away.
 func (s *Service) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -575,6 +609,9 @@ func (s *Service) fail(w http.ResponseWriter, err error) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	case errors.Is(err, rig.ErrClosed), errors.Is(err, errShutdown):
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case errors.Is(err, errBusy):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("busy: all %d slots stayed in use for %v; retry later", s.slots, s.slotWait), http.StatusServiceUnavailable)
 	default:
 		s.log.Error("request failed", "err", err)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
