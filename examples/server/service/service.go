@@ -316,25 +316,29 @@ func (s *Service) lossText() string {
 }
 
 func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
+	h := saxpyHandling{w: w, body: r.Body, timeout: s.ioTimeout}
 	a, err := queryFloat32(r.URL.RawQuery, "a")
 	if err != nil {
+		h.boundUnread()
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	if r.ContentLength < 8 || r.ContentLength%8 != 0 || r.ContentLength > 8*MaxElements {
+		h.boundUnread()
 		http.Error(w, fmt.Sprintf("the body must hold x and y, 1 to %d float32 each (a Content-Length that is a multiple of 8)", MaxElements), http.StatusBadRequest)
 		return
 	}
 	n := int(r.ContentLength / 8)
-	h := saxpyHandling{w: w, body: r.Body, timeout: s.ioTimeout}
 	err = s.saxpy(r.Context(), s.slotWait, a, n, h.fill, h.answer)
+	if err == nil {
+		return
+	}
+	h.boundUnread()
 	if br, ok := err.(badRequest); ok {
 		http.Error(w, br.Error(), http.StatusBadRequest)
 		return
 	}
-	if err != nil {
-		s.fail(w, err)
-	}
+	s.fail(w, err)
 }
 
 // saxpyHandling is one request's reading of x and y and writing of the
@@ -343,6 +347,9 @@ type saxpyHandling struct {
 	w       http.ResponseWriter
 	body    io.Reader
 	timeout time.Duration // for the body's read, and for the answer's write
+	// bounded is set once no read of the body is left without a deadline:
+	// fill read it to its end, or left its deadline on a read that failed.
+	bounded bool
 }
 
 // fill reads x and y from the body straight into the device's memory,
@@ -352,17 +359,36 @@ func (h *saxpyHandling) fill(x, y []byte) error {
 	// can. The deadline is lifted once the body is read: net/http reads
 	// on in the background to see the client go away, and a deadline
 	// passed there would cancel the request's context while its work
-	// runs.
+	// runs. Where the read fails, the deadline stays: what is left of
+	// the body is read within it as well (boundUnread).
 	rc := http.NewResponseController(h.w)
 	_ = rc.SetReadDeadline(time.Now().Add(h.timeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	h.bounded = true
 	if _, err := io.ReadFull(h.body, x); err != nil {
 		return badRequest{fmt.Errorf("reading x: %w", err)}
 	}
 	if _, err := io.ReadFull(h.body, y); err != nil {
 		return badRequest{fmt.Errorf("reading y: %w", err)}
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return nil
+}
+
+// boundUnread bounds by the timeout the read of what is left of the body,
+// before an answer other than the saxpy's, which may leave the body unread
+// or read in part. net/http reads what a handler left of a body before it
+// writes the answer (up to 256 KiB, to keep the connection), with no
+// deadline of its own: without one, a client that sends no more of its
+// body gets no answer, and holds the connection and its goroutine for as
+// long as it keeps the connection. Within the bound, a client that sends
+// its body gets the answer on a connection kept alive; past it, the answer
+// is written and the connection closed. It does nothing where fill bounded
+// the read.
+func (h *saxpyHandling) boundUnread() {
+	if !h.bounded {
+		h.bounded = true
+		_ = http.NewResponseController(h.w).SetReadDeadline(time.Now().Add(h.timeout))
+	}
 }
 
 // answer writes y, with header values that are not allocated per request,

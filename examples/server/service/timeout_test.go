@@ -1,10 +1,14 @@
 package service
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -113,5 +117,52 @@ func TestIOTimeoutKeepAlive(t *testing.T) {
 	for range 3 {
 		checkServes(t, req)
 		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// TestUnreadBodyAnswered: a request answered with its body unread, and
+// its client sending no more of it, gets its answer within the timeout:
+// net/http reads what the handler left of a body before it writes the
+// answer, and that read is bounded as the handler's is. The connection is
+// closed after the answer.
+func TestUnreadBodyAnswered(t *testing.T) {
+	addr, _, _ := serveTimeout(t, 200*time.Millisecond)
+	for _, c := range []struct {
+		name, query string
+		code        int
+		want        string
+	}{
+		{"a body that stops", "a=1", http.StatusBadRequest, "reading x"},
+		{"a bad a", "a=x", http.StatusBadRequest, "not a number"},
+		{"a bad length", "a=1", http.StatusBadRequest, "multiple of 8"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		length := 16
+		if c.name == "a bad length" {
+			length = 12
+		}
+		// 2 of the bytes the head announces, and no more.
+		if _, err := fmt.Fprintf(conn, "POST /saxpy?%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n\x00\x00", c.query, length); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			conn.Close()
+			t.Errorf("%s: no answer: %v", c.name, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != c.code || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %q, want %d saying %q", c.name, resp.StatusCode, body, c.code, c.want)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%s: the connection was not closed after the answer: %v", c.name, err)
+		}
+		conn.Close()
 	}
 }
