@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/rig-go/rig/examples/server/service"
 )
@@ -13,6 +14,7 @@ type options struct {
 	addr, device   string
 	slots          int
 	debug, standby bool
+	drain          time.Duration
 }
 
 // parseFlags parses the command line args. A bad flag is an error, after
@@ -26,8 +28,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.slots, "slots", service.DefaultSlots, "the requests whose work is on the device at once; 0 for the service's default")
 	fs.BoolVar(&o.debug, "debug", false, "serve /debug/spin and /debug/fault")
 	fs.BoolVar(&o.standby, "standby", true, "keep a standby device open, which requests move to at a loss (not on cuda)")
+	fs.DurationVar(&o.drain, "drain", 0, "at SIGINT or SIGTERM, how long /readyz answers 503 while requests are still served, before the server shuts down: a load balancer's probe period")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.drain < 0 {
+		return o, usage(fs, "-drain %v: want a duration of 0 or more", o.drain)
 	}
 	if o.slots < 0 {
 		return o, usage(fs, "-slots %d: want the requests whose work is on the device at once, above 0, or 0 for the default %d", o.slots, service.DefaultSlots)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rig-go/rig/examples/server/service"
 )
@@ -36,5 +37,27 @@ func TestSlotsFlag(t *testing.T) {
 		if !strings.Contains(stderr.String(), "Usage of server") {
 			t.Errorf("-slots %s: stderr %q holds no usage", n, stderr.String())
 		}
+	}
+}
+
+// TestDrainFlag: -drain takes a duration of 0 or more, 0 by default, and
+// refuses a negative one with a usage error.
+func TestDrainFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]string{"-drain", "5s"}, 5 * time.Second},
+	} {
+		var stderr bytes.Buffer
+		o, err := parseFlags(tc.args, &stderr)
+		if err != nil || o.drain != tc.want {
+			t.Errorf("%q: drain %v, error %v, want %v and no error", tc.args, o.drain, err, tc.want)
+		}
+	}
+	var stderr bytes.Buffer
+	if _, err := parseFlags([]string{"-drain", "-1s"}, &stderr); err == nil || !strings.Contains(err.Error(), "-drain -1s") {
+		t.Errorf("-drain -1s: error %v, want one that names it", err)
 	}
 }

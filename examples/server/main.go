@@ -71,9 +71,20 @@ func run(o options, log *slog.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Graceful shutdown: stop accepting, let the requests in flight end,
-	// then close the device and wait until it gave everything back.
-	log.Info("shutting down")
+	// Graceful shutdown: answer 503 at /readyz for -drain while still
+	// serving, so that a load balancer stops sending; then stop accepting,
+	// let the requests in flight end, close the device and wait until it
+	// gave everything back. A second signal ends the drain.
+	svc.Drain()
+	log.Info("shutting down", "drain", o.drain)
+	if o.drain > 0 {
+		again, stopAgain := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		select {
+		case <-time.After(o.drain):
+		case <-again.Done():
+		}
+		stopAgain()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = srv.Shutdown(sctx)

@@ -54,6 +54,9 @@ type Service struct {
 	healthy  atomic.Bool
 	reopenMu sync.Mutex
 	closed   atomic.Bool
+	// draining is set by Drain: /readyz answers 503 while requests are
+	// still served.
+	draining atomic.Bool
 	inFlight sync.WaitGroup
 	// life ends at Close (stop): the opens of replacements and standbys
 	// after a loss take their contexts from it, so that Close ends an
@@ -286,7 +289,7 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		b := s.cur.Load()
-		if s.closed.Load() || b == nil || b.dev.Err() != nil {
+		if s.closed.Load() || s.draining.Load() || b == nil || b.dev.Err() != nil {
 			http.Error(w, "not ready: "+s.lossText(), http.StatusServiceUnavailable)
 			return
 		}
@@ -309,11 +312,19 @@ func (s *Service) lossText() string {
 			return err.Error()
 		}
 	}
-	if s.closed.Load() {
+	if s.closed.Load() || s.draining.Load() {
 		return "shutting down"
 	}
 	return "no device"
 }
+
+// Drain marks the service as shutting down while it still serves: /readyz
+// answers 503, so that a load balancer that probes it sends no more
+// requests, and /saxpy serves those that still come. A server drains for
+// as long as the balancer takes to notice, then shuts its HTTP server
+// down (http.Server.Shutdown), which ends the requests in flight, and
+// calls Close. Any goroutine may call it; a second call does nothing.
+func (s *Service) Drain() { s.draining.Store(true) }
 
 func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 	h := saxpyHandling{w: w, body: r.Body, timeout: s.ioTimeout}
@@ -618,9 +629,10 @@ var errShutdown = errors.New("the service is shutting down")
 // errBusy is take's error where no slot came free within its wait.
 var errBusy = errors.New("no slot came free")
 
-// fail returns a request whose work failed: 503 with the cause for a lost
-// or closed device or a shutdown, 503 with Retry-After where every slot
-// stayed in use, nothing for a client that went away.
+// fail answers a request whose work failed: 503 with the cause for a lost
+// or closed device, a shutdown, or a client that went away or whose
+// deadline passed (which reads no answer, but the connection may still
+// carry one), 503 with Retry-After where every slot stayed in use.
 func (s *Service) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
