@@ -81,7 +81,8 @@
 // writes the last value submitted. rig thus learns of the fault (Sleep
 // returns it) while the word still shows which values completed, and no
 // waiter takes the faulting value for done. Submit returns Failed with the
-// fault's cause once the device faulted.
+// fault's cause once the device faulted before it hands the value over; a
+// fault of the value's own work is Sleep's to return, as a GPU's is.
 //
 // # Goroutines
 //

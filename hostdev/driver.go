@@ -111,6 +111,9 @@ type dev struct {
 	// rowsLook is the tests' hook, called where a copy of rows looks at
 	// whether the device's work ended (rows.go).
 	rowsLook atomic.Pointer[func()]
+	// submitLook is the tests' hook, called where Submit has handed a
+	// value to the sequencer and has yet to answer (queue.go).
+	submitLook atomic.Pointer[func()]
 
 	// mu guards running, final and wake, and orders the word's stores
 	// against Stop. The sequencer takes it for each value, so it lies on

@@ -463,8 +463,9 @@ func (d *dev) Grow() error {
 
 // Submit copies s into the launch ring, parameter bytes and all, and wakes
 // the sequencer: the work starts at once, so it returns Committed, or
-// Failed with the fault's cause once the device faulted, whose word then
-// reaches the value only at Stop. It trusts the checks of the Room that
+// Failed with the fault's cause where the device faulted before s was
+// handed to the sequencer, whose word then reaches the value only at Stop.
+// A fault of s's own work is no failure of Submit: Sleep returns it. It trusts the checks of the Room that
 // returned RoomOK for s just before, and runs Room itself where none did.
 // It allocates nothing.
 func (d *dev) Submit(s *device.Submission) device.SubmitAnswer {
@@ -481,6 +482,11 @@ func (d *dev) Submit(s *device.Submission) device.SubmitAnswer {
 			return device.SubmitAnswer{Kind: device.Failed, Reason: "submit without room: " + a.Reason}
 		}
 	}
+	// The fault is read before the value is published: a fault of the
+	// value's own work, which may come at once on another goroutine, is
+	// the device's to report through Sleep, as a GPU's is, and not a
+	// failure of this Submit.
+	fault := d.fault.Load()
 	off := q.plan.off
 	q.plan.ok = false
 	sl := &q.slots[q.seq%q.n]
@@ -527,8 +533,11 @@ func (d *dev) Submit(s *device.Submission) device.SubmitAnswer {
 	case q.kick <- struct{}{}:
 	default:
 	}
-	if f := d.fault.Load(); f != nil {
-		return device.SubmitAnswer{Kind: device.Failed, Reason: f.Why}
+	if h := d.submitLook.Load(); h != nil {
+		(*h)()
+	}
+	if fault != nil {
+		return device.SubmitAnswer{Kind: device.Failed, Reason: fault.Why}
 	}
 	return device.SubmitAnswer{Kind: device.Committed}
 }

@@ -564,6 +564,45 @@ func sleepFault(t *testing.T, d *dev) *device.Fault {
 	return nil
 }
 
+// TestSubmitOwnFault faults the device with the work of the value that
+// Submit hands over, before Submit answers: the work was taken, so Submit
+// answers Committed, and the fault is Sleep's to return; a later Submit
+// answers Failed.
+func TestSubmitOwnFault(t *testing.T) {
+	d, _ := newDev(t, Config{}, 0)
+	e := entry(t, d, "fault:0")
+	look := func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for d.fault.Load() == nil {
+			if time.Now().After(deadline) {
+				t.Error("the value's fault did not come within 10 s")
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	d.submitLook.Store(&look)
+	s := &device.Submission{Value: 1, Parts: []device.Part{one(e, nil)}}
+	if a := d.Room(s); a.Kind != device.RoomOK {
+		t.Fatal(a)
+	}
+	if a := d.Submit(s); a.Kind != device.Committed {
+		t.Fatalf("submit of the work that faulted answered %+v, want Committed", a)
+	}
+	d.submitLook.Store(nil)
+	f := sleepFault(t, d)
+	if !f.HasReached || f.Reached != 0 {
+		t.Fatalf("fault reached %d (%v), want 0", f.Reached, f.HasReached)
+	}
+	s = &device.Submission{Value: 2, Parts: []device.Part{fillPart(device.Copy, 2)}}
+	if a := d.Room(s); a.Kind != device.RoomOK {
+		t.Fatal(a)
+	}
+	if a := d.Submit(s); a.Kind != device.Failed || a.Reason != f.Why {
+		t.Fatalf("submit after the fault answered %+v, want Failed with %q", a, f.Why)
+	}
+}
+
 func TestFault(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
