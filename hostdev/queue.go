@@ -187,9 +187,11 @@ func never(i int, format string, args ...any) device.RoomAnswer {
 
 // Room returns whether the launch ring holds s now. It returns RoomNever
 // for parts the device never runs (a launch of an unloaded image's kernel
-// among them), naming the part and the limit it broke; RoomLater while Config.Ring values are in flight or the ring's
-// arenas lack room until values complete; and RoomGrow where s needs more
-// than an arena holds. It allocates nothing but a refusal's reason.
+// among them), naming the part and the limit it broke, and for a wait on
+// no word or on one not 8-byte aligned, naming the wait; RoomLater while
+// Config.Ring values are in flight or the ring's arenas lack room until
+// values complete; and RoomGrow where s needs more than an arena holds.
+// It allocates nothing but a refusal's reason.
 func (d *dev) Room(s *device.Submission) device.RoomAnswer {
 	q := &d.q
 	if !q.busy.CompareAndSwap(false, true) {
@@ -212,6 +214,11 @@ func (q *queues) room(s *device.Submission) device.RoomAnswer {
 		}
 		if p.Kind == device.Launch {
 			nbytes += paramBytes(p)
+		}
+	}
+	for i := range s.Waits {
+		if a := checkWait(i, &s.Waits[i]); a.Kind != device.RoomOK {
+			return a
 		}
 	}
 	// One load of the sequencer's counter, whose line it stores to.
@@ -350,6 +357,20 @@ func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 		}
 	}
 	return ok
+}
+
+// checkWait returns RoomNever where the sequencer cannot read the word of
+// wait i, w: none, or one not 8-byte aligned, which an atomic load of 64
+// bits does not read (or faults on) where the host is not amd64. It
+// returns RoomOK otherwise.
+func checkWait(i int, w *device.Wait) device.RoomAnswer {
+	if w.Word == nil {
+		return never(-1, "wait %d is on no word", i)
+	}
+	if a := uintptr(unsafe.Pointer(w.Word)); a%8 != 0 {
+		return never(-1, "wait %d is on the word at %#x, which is not 8-byte aligned", i, a)
+	}
+	return device.RoomAnswer{Kind: device.RoomOK}
 }
 
 // live is r as a live region of the device, or why it is not one.

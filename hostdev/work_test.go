@@ -431,6 +431,44 @@ func TestRoomNever(t *testing.T) {
 	}
 }
 
+// TestRoomNeverWaits refuses waits on no word and on a word that is not
+// 8-byte aligned, which the sequencer's atomic loads cannot read, naming
+// the wait; the device runs on.
+func TestRoomNeverWaits(t *testing.T) {
+	d, _ := newDev(t, Config{}, 0)
+	var words [2]uint64
+	odd := device.Wait{Value: 1}
+	*(*uintptr)(unsafe.Pointer(&odd.Word)) = uintptr(unsafe.Pointer(&words[0])) + 4
+	good := device.Wait{Word: &words[1]}
+	for _, tc := range []struct {
+		name string
+		wait device.Wait
+		why  string
+	}{
+		{"no word", device.Wait{Value: 1}, "wait 1 is on no word"},
+		{"misaligned word", odd, "not 8-byte aligned"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &device.Submission{Value: 1, Waits: []device.Wait{good, tc.wait}, Parts: []device.Part{fillPart(device.Compute, 1)}}
+			a := d.Room(s)
+			if a.Kind != device.RoomNever || a.Part != -1 || !strings.Contains(a.Reason, tc.why) {
+				t.Fatalf("room answered %+v, want never for the submission naming %q", a, tc.why)
+			}
+			if sa := d.Submit(s); sa.Kind != device.Failed || !strings.Contains(sa.Reason, tc.why) {
+				t.Fatalf("submit of a refused submission answered %+v", sa)
+			}
+		})
+	}
+	logReset()
+	v := submitS(t, d, &device.Submission{Waits: []device.Wait{good}, Parts: []device.Part{fillPart(device.Compute, 1)}})
+	if err := reach(t, d, v); err != nil || v != 1 {
+		t.Fatal(v, err)
+	}
+	if got := logVals(); !slices.Equal(got, []uint64{1}) {
+		t.Fatalf("ran %v, want [1]", got)
+	}
+}
+
 func TestRoomLater(t *testing.T) {
 	d, w := newDev(t, Config{Ring: 3}, 0)
 	gate := new(uint64)
