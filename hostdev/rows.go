@@ -1,5 +1,7 @@
 package hostdev
 
+import "unsafe"
+
 // rowsPiece is the bytes a copy or fill of rows moves between two looks at
 // whether the device's work ended: a memmove of it takes some tens of
 // microseconds, and a look two atomic loads.
@@ -22,6 +24,15 @@ func (d *dev) copyRows(p *part) {
 		// Packed rows are one row of all their bytes. Room checked that
 		// the last row ends within the regions, so rows*n fits.
 		rows, n = 1, rows*n
+	}
+	if rows == 1 && !p.filling && n > 0 {
+		if src, dst := p.src.bytes(p.srcOff, n), p.dst.bytes(p.dstOff, n); startsWithin(dst, src) {
+			// A copy onto bytes above its source within them moves as
+			// one memmove would: from its end, so that no piece reads
+			// bytes an earlier piece wrote.
+			d.copyDown(dst, src)
+			return
+		}
 	}
 	since := uint64(0) // bytes counted since the last look
 	for r := range rows {
@@ -48,6 +59,32 @@ func (d *dev) copyRows(p *part) {
 				if d.dead() {
 					return
 				}
+			}
+		}
+	}
+}
+
+// startsWithin reports whether dst begins within src, past its first byte:
+// a copy from src to dst front to back would read bytes it wrote.
+func startsWithin(dst, src []byte) bool {
+	s, t := uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
+	return t > s && t-s < uintptr(len(src))
+}
+
+// copyDown copies src to dst, of one length, from the end in pieces of
+// rowsPiece bytes, looking at whether the device's work ended after each
+// as copyRows does.
+func (d *dev) copyDown(dst, src []byte) {
+	for end := len(src); end > 0; {
+		start := max(end-rowsPiece, 0)
+		copy(dst[start:end], src[start:end])
+		end = start
+		if end > 0 {
+			if h := d.rowsLook.Load(); h != nil {
+				(*h)()
+			}
+			if d.dead() {
+				return
 			}
 		}
 	}

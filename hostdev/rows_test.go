@@ -124,3 +124,38 @@ func TestCopyRowsStop(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyWithinRegion copies a span of a region onto bytes of it that
+// overlap the span, above it and below it, over many pieces: each byte
+// arrives as one memmove would put it.
+func TestCopyWithinRegion(t *testing.T) {
+	const size, n = 2 << 20, 600 << 10
+	for _, c := range []struct {
+		name     string
+		src, dst uint64
+	}{
+		{"onto bytes above its source", 1000, 5000},
+		{"onto bytes below its source", 5000, 1000},
+		{"onto bytes a piece above", 0, rowsPiece + 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, _ := newDev(t, Config{}, 0)
+			r, m := alloc(t, d, size)
+			for i := range m {
+				m[i] = byte(i % 251)
+			}
+			want := append([]byte(nil), m...)
+			copy(want[c.dst:c.dst+n], want[c.src:c.src+n])
+			p := device.Part{Kind: device.CopyRows, Queue: device.Copy, Src: r, Dst: r,
+				SrcOffset: c.src, DstOffset: c.dst, RowBytes: n, Rows: 1, SrcPitch: n, DstPitch: n}
+			if err := reach(t, d, submit(t, d, p)); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if m[i] != want[i] {
+					t.Fatalf("byte %d reads %d, want %d", i, m[i], want[i])
+				}
+			}
+		})
+	}
+}
