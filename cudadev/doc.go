@@ -193,7 +193,10 @@
 // outside rig.
 // After a failure every later Submit enqueues none of its parts and
 // returns the same failure, while its value is still written after its
-// waits where the context still runs. Sleep reads the word, yielding, for
+// waits where the context still runs, on a stream that CUDA ordered
+// after all the work enqueued: where CUDA refuses every order between the
+// streams, the word stays short of the value, and Stop leaves it to the
+// stopped device's kept work to raise. Sleep reads the word, yielding, for
 // 20 µs, then blocks through CUDA's blocking primitives: it records an
 // event made with CU_EVENT_BLOCKING_SYNC behind each stream's work, and a
 // helper goroutine per stream, locked to its OS thread with the context

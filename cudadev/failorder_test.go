@@ -3,6 +3,7 @@
 package cudadev
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -42,6 +43,122 @@ func TestStartJoinRefused(t *testing.T) {
 			defer mu.Unlock()
 			if len(writes) != 1 || writes[0] != d.streams[device.Compute] || d.end != device.Compute || d.written != 1 {
 				t.Fatalf("value 1 was written on streams %#x, ending on stream %d, written %d; want once on %#x (COMPUTE:0, where value 0 ended), written 1", writes, d.end, d.written, d.streams[device.Compute])
+			}
+		})
+	}
+}
+
+// copyOn is a copy part of 8 bytes on queue q.
+func copyOn(q int) device.Part {
+	r := &region{kind: devMem, size: 8}
+	return device.Part{Kind: device.CopyRows, Queue: q, Dst: r, Src: r, RowBytes: 8, Rows: 1}
+}
+
+// TestWriteRefusedAfterWork has CUDA take part of a value's work, on the
+// stream the last value did not end on, then refuse a later part and the
+// failed value's write of the word. The next value's write must still
+// follow that work: the device ends on the stream the work is behind,
+// whether or not the write was taken.
+func TestWriteRefusedAfterWork(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		parts []device.Part
+	}{
+		{"start stream", []device.Part{copyOn(device.Copy), copyOn(device.Copy)}},
+		{"both streams", []device.Part{copyOn(device.Compute), copyOn(device.Copy), copyOn(device.Copy)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			copies, writes := 0, 0
+			m := newStreamOrder(func(name string, _ [6]uintptr) bool {
+				switch name {
+				case "cuMemcpyAsync":
+					copies++
+					return copies == len(c.parts)
+				case "cuStreamWriteValue64_v2":
+					writes++
+					return writes == 1
+				}
+				return false
+			})
+			d := fakeDevice(fakeTable(t, m.fns()), &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+			d.end = device.Compute
+			for v, parts := range [][]device.Part{c.parts, {copyOn(device.Compute)}} {
+				if a := d.Submit(&device.Submission{Value: uint64(v + 1), Parts: parts}); a.Kind != device.Failed {
+					t.Fatalf("the submit of value %d answered %v", v+1, a.Kind)
+				}
+			}
+			bad, written := m.check()
+			if len(bad) > 0 || len(written) != 1 || written[0] != 2 {
+				t.Fatalf("the word's writes passed work (%q), or wrote %v; want value 2 written behind all the work", bad, written)
+			}
+		})
+	}
+}
+
+// TestEndJoinRefused has CUDA refuse the join that orders one stream of
+// a two-stream value after the other at the value's end: the failed
+// value, and every later one, must be written behind the work of both.
+// Where CUDA refuses the join one way, the value is written after a join
+// the other way; where it refuses both, no write may be enqueued until
+// CUDA takes a join again, and Stop enqueues none, leaving its kept work
+// to raise the word once that work ended.
+func TestEndJoinRefused(t *testing.T) {
+	const copyStream = 0x52 // fakeDevice's streams[device.Copy]
+	for _, c := range []struct {
+		name    string
+		refuse  func(stream uintptr) bool
+		taken   bool // CUDA takes the joins of value 3
+		written []uint64
+	}{
+		{"one way", func(s uintptr) bool { return s == copyStream }, false, []uint64{1, 2, 3}},
+		{"both ways", func(uintptr) bool { return true }, false, nil},
+		{"both ways, then taken", func(uintptr) bool { return true }, true, []uint64{3}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var m *streamOrder
+			taken := false
+			m = newStreamOrder(func(name string, a [6]uintptr) bool {
+				// Refused once work is enqueued: the value's start is
+				// ordered, its end is not.
+				return name == "cuStreamWaitEvent" && m.work > 0 && !taken && c.refuse(a[0])
+			})
+			fns := m.fns()
+			fns["cuStreamQuery"] = func([6]uintptr) result { return errNotReady }
+			fns["cuEventCreate"] = fakeEvents()
+			fns["cuEventQuery"] = func([6]uintptr) result { return errNotReady }
+			g := &gpuInfo{bus: "0000:01:00.0"}
+			d := fakeDevice(fakeTable(t, fns), g, 0, new(uint64))
+			if d.streams[device.Copy] != copyStream {
+				t.Fatalf("the fake's copy stream is %#x", d.streams[device.Copy])
+			}
+			d.end = device.Compute
+			values := [][]device.Part{{copyOn(device.Compute), copyOn(device.Copy)}, {copyOn(device.Compute)}, {copyOn(device.Copy)}}
+			for v, parts := range values {
+				if v == 2 && c.taken {
+					m.mu.Lock()
+					taken = true
+					m.mu.Unlock()
+				}
+				if a := d.Submit(&device.Submission{Value: uint64(v + 1), Parts: parts}); a.Kind != device.Failed {
+					t.Fatalf("the submit of value %d answered %v", v+1, a.Kind)
+				}
+			}
+			bad, written := m.check()
+			if len(bad) > 0 || !slices.Equal(written, c.written) {
+				t.Fatalf("the word's writes passed work (%q), or wrote %v; want %v, each behind all the work", bad, written, c.written)
+			}
+			if c.written != nil {
+				return
+			}
+			if err := d.Stop(""); err != nil {
+				t.Fatal(err)
+			}
+			bad, written = m.check()
+			g.mu.Lock()
+			kept := len(g.kept) == 1 && g.kept[0].raise
+			g.mu.Unlock()
+			if len(bad) > 0 || len(written) != 0 || !kept {
+				t.Fatalf("Stop's writes passed work (%q), or wrote %v, keeping work that raises the word: %v; want no write, and the word raised by the kept work", bad, written, kept)
 			}
 		})
 	}

@@ -59,6 +59,7 @@ type gpu struct {
 	last      uint64 // the last value given to Submit
 	written   uint64 // the last value a stream write was enqueued for
 	end       int    // the stream the last value ended on
+	split     bool   // no stream follows all the work (closeValue)
 	failed    string // the failure every later submit answers
 	ctxFailed bool   // a fault ended the context's work
 	extra     [5]uintptr

@@ -103,13 +103,16 @@ func (d *gpu) Stop(string) error {
 }
 
 // keep commits the last value behind the work that still runs, unless
-// its write is enqueued, and returns the work to keep: an event behind
-// the work on each stream, 0 where CUDA made or recorded none. Where a
-// call meets a fault of the context's work, which then runs nothing
-// more, it keeps nothing and returns the fault.
+// its write is enqueued or no stream follows all the work, and returns
+// the work to keep: an event behind the work on each stream, 0 where CUDA
+// made or recorded none. Where a call meets a fault of the context's
+// work, which then runs nothing more, it keeps nothing and returns the
+// fault.
 func (d *gpu) keep(f *frame) (*keptWork, result) {
 	t := d.t
-	if d.written != d.last {
+	// Where no stream follows all the work (gpu.split), a write of the
+	// word would pass some of it: the kept work raises the word instead.
+	if d.written != d.last && !d.split {
 		switch r := f.c4(t.cuStreamWriteValue64, d.streams[d.end], uintptr(d.wordDev), uintptr(d.last), 0); {
 		case r == 0:
 			d.written = d.last

@@ -291,6 +291,15 @@ const (
 	doCommit = "committing a value"
 )
 
+// submit enqueues s (Submit) and keeps the word's order: a write of a
+// value into the word may run only once all the work enqueued before it
+// ended, since rig gives the values' buffers back by the word. Between
+// submits, the next call on streams[d.end] follows all the work enqueued
+// (unless d.split, after a failure): a value starts there, or on the
+// other stream joined to it, and ends on a stream that a join orders
+// after the value's work on the other one. Where CUDA refuses a call,
+// failSubmit writes the failed value behind the earlier values' work and
+// whatever of its own work is enqueued, on either stream (closeValue).
 func (d *gpu) submit(f *frame, s *device.Submission) device.SubmitAnswer {
 	t := d.t
 	v := s.Value
@@ -559,22 +568,37 @@ func (d *gpu) failSubmit(f *frame, s *device.Submission, what string, r result, 
 	return device.SubmitAnswer{Kind: device.Failed, Reason: d.failed}
 }
 
-// closeValue writes value v on stream z after the work enqueued on the
-// streams of used. CUDA's refusals leave the value unwritten.
+// closeValue writes value v on a stream behind all the work enqueued: the
+// work of earlier values, which the stream the last value ended on
+// follows (d.end), and v's, on the streams of used, z among them, where a
+// stream of used other than d.end was ordered after d.end before v's work.
+// Where used has both streams it orders z after the other one, or, where
+// CUDA refuses that, the other one after z, and writes there. The device
+// then ends on that stream whether or not CUDA takes the write (a refused
+// write leaves the value unwritten): the stream follows all the work, so
+// later writes go there. Where CUDA refuses both joins, no stream follows
+// all the work: it writes nothing, and d.split makes each later write
+// join both streams first.
 func (d *gpu) closeValue(f *frame, used, z int, v uint64) {
-	t := d.t
-	if used == 3 {
-		if d.join(f, 1-z, z) != 0 {
+	if d.split {
+		used = 3
+	}
+	if used == 3 && d.join(f, 1-z, z) != 0 {
+		if d.join(f, z, 1-z) != 0 {
+			d.split = true
 			return
 		}
+		z = 1 - z
 	}
-	if f.c4(t.cuStreamWriteValue64, d.streams[z], uintptr(d.wordDev), uintptr(v), 0) == 0 {
-		d.end, d.written = z, v
+	d.end, d.split = z, false
+	if f.c4(d.t.cuStreamWriteValue64, d.streams[z], uintptr(d.wordDev), uintptr(v), 0) == 0 {
+		d.written = v
 	}
 }
 
 // afterFailure is a submit after a failure: it enqueues none of the parts,
-// and writes the value after its waits, unless a fault ended the context.
+// and writes the value after its waits and all the work enqueued, unless
+// a fault ended the context.
 func (d *gpu) afterFailure(f *frame, s *device.Submission) {
 	if d.ctxFailed {
 		return
