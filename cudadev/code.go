@@ -40,7 +40,7 @@ type image struct {
 	entries  map[string]*device.Entry
 	unloaded bool // rig unloaded the image
 	graphs   int  // graphs that recorded its functions
-	gone     bool // the module is unloaded
+	gone     bool // CUDA unloaded the module
 }
 
 // kernel is a launch's state of a function: Entry.Data.
@@ -254,8 +254,11 @@ func (d *gpu) Prepare(i device.Image, name string) error {
 
 // Unload unloads img's module, or, while graphs recorded its functions,
 // once the last of them is destroyed. After it no new graph records the
-// image's functions. A fault of the GPU's work is a *device.Fault; any
-// other refusal of CUDA is an error naming it. Counted.
+// image's functions. Where CUDA refuses the unload, the module stays
+// loaded and the image usable, as before the call, and a later Unload
+// tries again; once CUDA unloaded it, Unload does nothing. A fault of the
+// GPU's work is a *device.Fault; any other refusal of CUDA is an error
+// naming it. Counted.
 func (d *gpu) Unload(i device.Image) error {
 	img, err := d.image(i, "unload")
 	if err != nil {
@@ -263,27 +266,28 @@ func (d *gpu) Unload(i device.Image) error {
 	}
 	img.mu.Lock()
 	defer img.mu.Unlock()
-	if img.unloaded {
+	if img.gone {
 		return nil
+	}
+	if img.graphs > 0 {
+		img.unloaded = true
+		return nil
+	}
+	if err := img.drop(); err != nil {
+		img.unloaded = false
+		return err
 	}
 	img.unloaded = true
-	if img.graphs > 0 {
-		return nil
-	}
-	return img.drop()
+	return nil
 }
 
-// drop unloads the module. img.mu is held.
+// drop unloads the module, and once CUDA unloaded it, marks it gone and
+// forgets its functions. Where CUDA refuses, the module stays loaded, its
+// functions known, and drop returns the refusal. img.mu is held.
 func (img *image) drop() error {
 	if img.gone {
 		return nil
 	}
-	img.gone = true
-	modules.mu.Lock()
-	for _, fn := range img.funcs {
-		delete(modules.byFun, fn)
-	}
-	modules.mu.Unlock()
 	d, t := img.d, img.d.t
 	f := getFrame()
 	defer putFrame(f)
@@ -298,5 +302,11 @@ func (img *image) drop() error {
 		d.noteFault(t.text(r))
 		return &device.Fault{Why: "unloading a module: " + t.text(r)}
 	}
+	img.gone = true
+	modules.mu.Lock()
+	for _, fn := range img.funcs {
+		delete(modules.byFun, fn)
+	}
+	modules.mu.Unlock()
 	return nil
 }

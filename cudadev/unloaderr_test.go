@@ -4,6 +4,7 @@ package cudadev
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rig-go/rig/device"
@@ -36,6 +37,90 @@ func TestUnloadPerCallError(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), "unloading") {
 				t.Fatalf("the error %q does not say what was refused", err)
+			}
+		})
+	}
+}
+
+// TestUnloadRefusedKeepsImage has CUDA refuse a module's first unload
+// with an error of that call alone, then take the next. The module stays
+// loaded, so the image must stay usable (its entries made, its functions
+// recorded by graphs) until an unload CUDA takes: the refused Unload
+// returns the error, a later Unload unloads the module, and one after
+// that calls CUDA no more. Where the unload refused is the one a graph's
+// release made, for an image rig unloaded while the graph held it, the
+// next Unload tries again likewise.
+func TestUnloadRefusedKeepsImage(t *testing.T) {
+	for _, byGraph := range []bool{false, true} {
+		t.Run(map[bool]string{false: "by Unload", true: "by a graph's release"}[byGraph], func(t *testing.T) {
+			var unloads atomic.Int64
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuModuleUnload": func([6]uintptr) result {
+					if unloads.Add(1) == 1 {
+						return 400 // CUDA_ERROR_INVALID_HANDLE
+					}
+					return 0
+				},
+				"cuFuncGetParamInfo": func([6]uintptr) result { return errInvalidValue },
+			})
+			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+			const fn = 0xf2
+			img := &image{d: d, mod: 0x77, funcs: map[string]uintptr{"k": fn}, entries: map[string]*device.Entry{}}
+			modules.mu.Lock()
+			if modules.byFun == nil {
+				modules.byFun = map[uintptr]*image{}
+			}
+			modules.byFun[fn] = img
+			modules.mu.Unlock()
+			t.Cleanup(func() {
+				modules.mu.Lock()
+				delete(modules.byFun, fn)
+				modules.mu.Unlock()
+			})
+			if byGraph {
+				var h holds
+				if _, err := h.hold(fn); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Unload(img); err != nil {
+					t.Fatalf("Unload while a graph holds the image answered %v", err)
+				}
+				h.release() // the unload CUDA refuses
+			} else if err := d.Unload(img); err == nil || !strings.Contains(err.Error(), "unloading") {
+				t.Fatalf("the refused Unload answered %v; want an error naming the refusal", err)
+			}
+			if unloads.Load() != 1 {
+				t.Fatalf("CUDA was asked %d times to unload the module; want 1", unloads.Load())
+			}
+			img.mu.Lock()
+			gone := img.gone
+			img.mu.Unlock()
+			if gone {
+				t.Fatal("the image is marked unloaded, and CUDA refused its unload")
+			}
+			if !byGraph {
+				if _, err := d.Entry(img, "k"); err != nil {
+					t.Fatalf("Entry of the image whose unload CUDA refused answered %v", err)
+				}
+				var h holds
+				if _, err := h.hold(fn); err != nil {
+					t.Fatalf("a graph cannot record a function of the image whose unload CUDA refused: %v", err)
+				}
+				h.release()
+			}
+			for i := 0; i < 2; i++ {
+				if err := d.Unload(img); err != nil {
+					t.Fatalf("Unload %d after the refused unload answered %v", i+1, err)
+				}
+			}
+			img.mu.Lock()
+			gone = img.gone
+			img.mu.Unlock()
+			modules.mu.Lock()
+			held := modules.byFun[fn] != nil
+			modules.mu.Unlock()
+			if n := unloads.Load(); n != 2 || !gone || held {
+				t.Fatalf("CUDA was asked %d times to unload the module (want 2), the image gone: %v, its function still a loaded image's: %v", n, gone, held)
 			}
 		})
 	}
