@@ -40,6 +40,7 @@ type fake struct {
 	frees      int
 	entryErr   []error
 	unloads    int
+	unloadErr  []error // answers of Unload, first first; then nil
 	peer       bool
 	onSubmit   func() // called by Submit, f.mu held
 	onGrow     func() // called by Grow, without f.mu; set before use
@@ -187,8 +188,13 @@ func (f *fake) Entry(img device.Image, name string) (*device.Entry, error) {
 func (f *fake) Prepare(device.Image, string) error { f.prepares.Add(1); return nil }
 func (f *fake) Unload(device.Image) error {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.unloads++
-	f.mu.Unlock()
+	if len(f.unloadErr) > 0 {
+		err := f.unloadErr[0]
+		f.unloadErr = f.unloadErr[1:]
+		return err
+	}
 	return nil
 }
 func (f *fake) Grow() error {

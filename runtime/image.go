@@ -168,8 +168,10 @@ func (im *Image) Prepare(names ...string) error {
 // that launches one of its functions afterwards returns an error matching
 // ErrFreed, whether its submission was made before or after the Unload;
 // a Submit that returned before Unload began runs, and the image is
-// unloaded once its point is reached. A second Unload does nothing; on a
-// nil Image it returns an error matching ErrInvalid.
+// unloaded once its point is reached. Where the driver refuses the unload
+// it returns the refusal, and the image stays loaded until the device
+// closes, which unloads it. A second Unload does nothing; on a nil Image
+// it returns an error matching ErrInvalid.
 func (im *Image) Unload() error {
 	if im == nil || im.s == nil {
 		return fmt.Errorf("rig: unload of a nil image: %w", ErrInvalid)
@@ -244,14 +246,23 @@ func (s *imageState) unload() error {
 	if s.released.Swap(true) {
 		return nil
 	}
-	err := s.d.drv.Unload(s.img)
-	if s.place != nil {
-		_ = s.d.drv.Free(s.place)
-		s.d.budget.Give(s.size)
-		s.d.stats.bytes[device.DeviceMemory].Add(-s.size)
+	d := s.d
+	if err := d.drv.Unload(s.img); err != nil {
+		// The driver keeps the image loaded, and its place: it goes
+		// back among the device's images, which the reaping unloads
+		// at Close.
+		s.released.Store(false)
+		d.objMu.Lock()
+		if d.images != nil {
+			d.images[s] = struct{}{}
+		}
+		d.objMu.Unlock()
+		return fmt.Errorf("rig: unload on %s: %w", d.name, d.fault(err))
 	}
-	if err != nil {
-		return fmt.Errorf("rig: unload on %s: %w", s.d.name, s.d.fault(err))
+	if s.place != nil {
+		_ = d.drv.Free(s.place)
+		d.budget.Give(s.size)
+		d.stats.bytes[device.DeviceMemory].Add(-s.size)
 	}
 	return nil
 }
