@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,11 +65,18 @@ func usagef(format string, args ...any) error {
 // says.
 const defaultDuration = 3 * time.Second
 
-// maxSubmitters bounds -c, and maxLevels the levels it lists.
+// maxSubmitters bounds -c, and the submitters of a level over all the
+// devices the run opens; maxLevels bounds the levels -c lists.
 const (
 	maxSubmitters = 100_000
 	maxLevels     = 64
 )
+
+// maxInFlight bounds the submissions a level keeps in flight over all its
+// submitters: each submitter's window of -depth is allocated as it starts
+// (32 bytes a submission, more with -compare's baseline), so that -c and
+// -depth within their own bounds could ask for terabytes together.
+const maxInFlight = 1 << 22
 
 // parseFlags parses rigbench's command line. It returns flag.ErrHelp for
 // -h, having written the usage to out, and a *usageError for a bad line.
@@ -89,7 +97,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.Workload, "workload", "empty", "the work: "+strings.Join(workloadNames(), ", "))
 	size := sizeFlag{}
 	fs.Var(&size, "size", "bytes of a copy or fill, or of twice's array, such as 4096, 64KiB, 1MiB (K, M, G are powers of 1024) (default: 4KiB for twice, 64KiB for mixed, 1MiB for copies and fills)")
-	fs.Func("c", "submitting goroutines per device (for mixed: in all), or a list of such levels, such as 1,4,16,64, which the run measures in turn, a report line each (default 1)", func(v string) error {
+	fs.Func("c", fmt.Sprintf("submitting goroutines per device (for mixed: in all), or a list of such levels, such as 1,4,16,64, which the run measures in turn, a report line each; at most %d submitters over all devices and %d submissions in flight with -depth (default 1)", maxSubmitters, maxInFlight), func(v string) error {
 		levels, err := parseLevels(v)
 		c.Levels = levels
 		return err
@@ -184,12 +192,34 @@ func (c *config) check(set map[string]bool) error {
 	if n := max(len(c.Devices), 1) * max(c.Timelines, 1); c.Workload == "mixed" && n > 2 {
 		return usagef("-workload mixed runs on two devices, A and B: the %d that -device and -timelines open would leave %d idle", n, n-2)
 	}
+	if err := c.checkLoad(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, s := range c.Devices {
 		if seen[s.String()] {
 			return usagef("-device %s named twice", s)
 		}
 		seen[s.String()] = true
+	}
+	return nil
+}
+
+// checkLoad returns a *usageError where a level of -c makes more than
+// maxSubmitters submitters over the devices -device and -timelines open
+// (mixed's -c counts them in all), or keeps more than maxInFlight
+// submissions in flight at -depth.
+func (c *config) checkLoad() error {
+	devs := int64(max(len(c.Devices), 1) * max(c.Timelines, 1))
+	if c.Workload == "mixed" {
+		devs = 1
+	}
+	top := int64(slices.Max(c.Levels))
+	if n := top * devs; n > maxSubmitters {
+		return usagef("-c %d on %d device(s) makes %d submitters: want at most %d in all", top, devs, n, maxSubmitters)
+	}
+	if n := top * devs * int64(c.Depth); n > maxInFlight {
+		return usagef("-c %d at -depth %d on %d device(s) keeps %d submissions in flight: want at most %d in all", top, c.Depth, devs, n, maxInFlight)
 	}
 	return nil
 }

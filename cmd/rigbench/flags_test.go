@@ -46,6 +46,11 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-rate", "0.25"}, with(func(c *config) { c.Rate = 0.25 })},
 		{[]string{"-rate", "0.001"}, with(func(c *config) { c.Rate = 0.001 })},
 		{[]string{"-rate", "0"}, def},
+		{[]string{"-c", "64", "-depth", "65536"}, with(func(c *config) { c.Levels, c.C, c.Depth = []int{64}, 64, 65536 })},
+		{[]string{"-c", "100000", "-depth", "41"}, with(func(c *config) { c.Levels, c.C, c.Depth = []int{100000}, 100000, 41 })},
+		{[]string{"-workload", "mixed", "-device", "host,host:1", "-c", "100000"}, with(func(c *config) {
+			c.Workload, c.Devices, c.Levels, c.C = "mixed", []spec{{Driver: "host"}, {Driver: "host", Index: 1}}, []int{100000}, 100000
+		})},
 		{[]string{"-compare", "-rounds", "1"}, with(func(c *config) { c.Compare, c.Rounds = true, 1 })},
 		{[]string{"-compare", "-baseline", "driver"}, with(func(c *config) { c.Compare, c.Baseline = true, "driver" })},
 		{[]string{"-compare", "-baseline", "pipeline"}, with(func(c *config) { c.Compare, c.Baseline = true, "pipeline" })},
@@ -108,6 +113,10 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-workload", "mixed", "-device", "host,host:1,host:2"}, "-workload mixed runs on two devices"},
 		{[]string{"-workload", "mixed", "-device", "host,host:1", "-timelines", "2"}, "-workload mixed runs on two devices"},
 		{[]string{"-workload", "mixed", "-timelines", "3"}, "-workload mixed runs on two devices"},
+		{[]string{"-c", "20000", "-depth", "65536"}, "-c 20000 at -depth 65536 on 1 device(s) keeps 1310720000 submissions in flight: want at most 4194304"},
+		{[]string{"-c", "1,100000", "-depth", "64"}, "-c 100000 at -depth 64 on 1 device(s)"},
+		{[]string{"-c", "100000", "-device", "host,host:1"}, "-c 100000 on 2 device(s) makes 200000 submitters: want at most 100000 in all"},
+		{[]string{"-c", "2000", "-timelines", "64"}, "-c 2000 on 64 device(s) makes 128000 submitters"},
 		{[]string{"-bogus"}, "not defined"},
 		{[]string{"stray"}, "unexpected argument"},
 	} {

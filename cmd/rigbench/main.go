@@ -17,7 +17,9 @@
 //
 // -c takes a count of submitting goroutines, or a list of them: the run
 // measures each level in turn on the same devices, and prints a line for
-// each (JSON: {"schema", "levels": [a report per level]}).
+// each (JSON: {"schema", "levels": [a report per level]}). A level makes at
+// most 100,000 submitters over all the devices the run opens, and keeps at
+// most 4,194,304 submissions in flight (-c × -depth × devices).
 //
 // -device names the devices: host (host:N for more host devices), cuda:N
 // (cudadev, through libcuda) and nv:N (nvdev, through NVIDIA's kernel
