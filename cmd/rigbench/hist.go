@@ -80,7 +80,8 @@ type Latency struct {
 	Max   int64   `json:"max_ns"`
 }
 
-// summarize is h's count, minimum, mean, percentiles and maximum.
+// summarize is h's count, minimum, mean, percentiles and maximum. The
+// percentiles are nearest-rank, as the runnable goroutines' are.
 func summarize(h *hdrhistogram.Histogram) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}
@@ -89,10 +90,25 @@ func summarize(h *hdrhistogram.Histogram) Latency {
 		Count: h.TotalCount(),
 		Min:   h.Min(),
 		Mean:  h.Mean(),
-		P50:   h.ValueAtQuantile(50),
-		P90:   h.ValueAtQuantile(90),
-		P99:   h.ValueAtQuantile(99),
-		P999:  h.ValueAtQuantile(99.9),
+		P50:   percentile(h, 50),
+		P90:   percentile(h, 90),
+		P99:   percentile(h, 99),
+		P999:  percentile(h, 99.9),
 		Max:   h.Max(),
 	}
+}
+
+// percentile is the p-th percentile (0 to 100) of h's values, which are
+// not none: the value of rank ceil(p/100*n) of n, so that at least p% of
+// the values are at or below it. HdrHistogram's ValueAtQuantile takes the
+// rank rounded to the nearest instead, one rank low where the fraction is
+// below a half (p90 of 6 values was the 5th, p99 of 60 the 59th); it is
+// asked here for the quantile of the rank itself, which it rounds to that
+// rank.
+func percentile(h *hdrhistogram.Histogram, p float64) int64 {
+	n := h.TotalCount()
+	// In hundredths of a percent, in integers, as nearestRank counts.
+	bp := int64(p*100 + 0.5)
+	k := min(max((bp*n+100*100-1)/(100*100), 1), n)
+	return h.ValueAtQuantile(100 * float64(k) / float64(n))
 }

@@ -79,3 +79,32 @@ func TestLatencyBounds(t *testing.T) {
 		t.Errorf("summary of nothing %+v", e)
 	}
 }
+
+// TestLatencyPercentilesFew checks the percentiles of 0 to 200 values
+// against the nearest rank: the ceil(p/100*n)-th smallest of n.
+func TestLatencyPercentilesFew(t *testing.T) {
+	for n := range 201 {
+		l := newLatency()
+		ref := make([]int64, n)
+		for i := range n {
+			ref[i] = int64(i+1) * 1000
+			l.record(i, ref[i])
+		}
+		s := summarize(l.merged())
+		if n == 0 {
+			if s != (Latency{}) {
+				t.Errorf("no values: %+v", s)
+			}
+			continue
+		}
+		for _, c := range []struct {
+			q   float64
+			got int64
+		}{{50, s.P50}, {90, s.P90}, {99, s.P99}, {99.9, s.P999}} {
+			rank := int(math.Ceil(c.q/100*float64(n) - 1e-9))
+			if want := ref[rank-1]; !near(c.got, want) {
+				t.Errorf("%d values: p%v = %d, want the %d-th, %d", n, c.q, c.got, rank, want)
+			}
+		}
+	}
+}
