@@ -31,7 +31,9 @@ type Collector struct {
 }
 
 // NewCollector returns a collector of the devices devices returns; it is
-// called once per scrape, from the scraping goroutine.
+// called once per scrape, from the scraping goroutine. Of several devices
+// of one name it returns (a closed device beside the one reopened under
+// its name), the first is published, and the losses of each are counted.
 func NewCollector(devices func() []*rig.Device) *Collector {
 	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[*rig.Device]struct{}{}}
 }
@@ -67,17 +69,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		s := d.Stats()
 		n := labelValue(s.Device)
 		current[d] = true
-		names[n] = true
-		ch <- prometheus.MustNewConstMetric(submitted, prometheus.CounterValue, float64(s.Submitted), n)
-		ch <- prometheus.MustNewConstMetric(inFlight, prometheus.GaugeValue, float64(s.InFlight), n)
-		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsSpun), n, "spun")
-		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsParked), n, "parked")
-		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsCancelled), n, "cancelled")
-		ch <- prometheus.MustNewConstMetric(rounds, prometheus.CounterValue, float64(s.ReclaimRounds), n)
-		ch <- prometheus.MustNewConstMetric(growths, prometheus.CounterValue, float64(s.Growths), n)
-		for k, b := range s.Bytes {
-			ch <- prometheus.MustNewConstMetric(memory, prometheus.GaugeValue, float64(b), n, device.Memory(k).String())
-		}
 		c.mu.Lock()
 		// A name's losses are published from 0, so that its first loss
 		// is an increase of the counter.
@@ -91,6 +82,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		c.mu.Unlock()
+		if names[n] {
+			// A second device of the name, or the same device again:
+			// its metrics would repeat the first's labels, which fails
+			// the whole scrape. Its loss is counted above.
+			continue
+		}
+		names[n] = true
+		ch <- prometheus.MustNewConstMetric(submitted, prometheus.CounterValue, float64(s.Submitted), n)
+		ch <- prometheus.MustNewConstMetric(inFlight, prometheus.GaugeValue, float64(s.InFlight), n)
+		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsSpun), n, "spun")
+		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsParked), n, "parked")
+		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(s.WaitsCancelled), n, "cancelled")
+		ch <- prometheus.MustNewConstMetric(rounds, prometheus.CounterValue, float64(s.ReclaimRounds), n)
+		ch <- prometheus.MustNewConstMetric(growths, prometheus.CounterValue, float64(s.Growths), n)
+		for k, b := range s.Bytes {
+			ch <- prometheus.MustNewConstMetric(memory, prometheus.GaugeValue, float64(b), n, device.Memory(k).String())
+		}
 		if s.Lost != nil {
 			ch <- prometheus.MustNewConstMetric(lost, prometheus.GaugeValue, 1, n, labelValue(s.Lost.Error()))
 		}

@@ -241,3 +241,37 @@ func lossSeries(t *testing.T, c *Collector, name string) int {
 	}
 	return n
 }
+
+// TestNameTwice: devices that returns two devices of one name (a closed
+// device beside the one reopened under its name, or one device twice)
+// has the first of them published, and the scrape does not fail over
+// metrics collected twice.
+func TestNameTwice(t *testing.T) {
+	old := open(t, "rigprom-twice")
+	if err := launch(t, old, "empty"); err != nil {
+		t.Fatal(err)
+	}
+	_ = old.Close()
+	<-old.Done()
+	cur := open(t, "rigprom-twice")
+	for _, tc := range []struct {
+		devs []*rig.Device
+		want string
+	}{{[]*rig.Device{old, cur}, "1"}, {[]*rig.Device{cur, old}, "0"}, {[]*rig.Device{cur, cur}, "0"}} {
+		c := NewCollector(func() []*rig.Device { return tc.devs })
+		reg := prometheus.NewPedanticRegistry()
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.Gather(); err != nil {
+			t.Fatalf("%d devices of one name: %v", len(tc.devs), err)
+		}
+		if err := testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP rig_submissions_total Values submitted to the device since it opened.
+# TYPE rig_submissions_total counter
+rig_submissions_total{device="rigprom-twice"} `+tc.want+`
+`), "rig_submissions_total"); err != nil {
+			t.Error(err)
+		}
+	}
+}
