@@ -285,9 +285,14 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 	for _, r := range reps {
 		x := &r.Rig
 		l := x.Latency
-		fmt.Fprintf(&b, "-c %d: %s/s (%s in %s)  p50 %s  p99 %s  max %s  CPU %s per submission, %.2f s per s  allocs %.2f per submission",
-			r.Config.Submitters, count(x.PerSecond), count(float64(x.Submissions)), profile.Nanos(x.ElapsedNs),
-			profile.Nanos(l.P50), profile.Nanos(l.P99), profile.Nanos(l.Max),
+		// A level in which no submission completed has no latency, as
+		// writeResult leaves out its line.
+		lat := "no latency measured"
+		if l.Count > 0 {
+			lat = fmt.Sprintf("p50 %s  p99 %s  max %s", profile.Nanos(l.P50), profile.Nanos(l.P99), profile.Nanos(l.Max))
+		}
+		fmt.Fprintf(&b, "-c %d: %s/s (%s in %s)  %s  CPU %s per submission, %.2f s per s  allocs %.2f per submission",
+			r.Config.Submitters, count(x.PerSecond), count(float64(x.Submissions)), profile.Nanos(x.ElapsedNs), lat,
 			profile.Nanos(int64(x.CPUPerSubmissionNs)), x.CPUPerSecond, x.AllocsPerSubmission)
 		if t := x.Lateness; t != nil {
 			fmt.Fprintf(&b, "  lateness p50 %s  p99 %s", profile.Nanos(t.P50), profile.Nanos(t.P99))

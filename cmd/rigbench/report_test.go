@@ -197,3 +197,21 @@ func TestRateText(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelsTextNoLatency writes a level in which no submission completed
+// (interrupted at once): its line says so, rather than latencies of 0ns,
+// as the report of one level leaves out its latency line.
+func TestLevelsTextNoLatency(t *testing.T) {
+	a, b := sampleReport(), sampleReport()
+	b.Config.Submitters = 64
+	b.Rig = Result{Name: "rig", ElapsedNs: 30_000, CPUNs: 40_000, CPUPerSecond: 1.33, Interrupted: true}
+	var buf bytes.Buffer
+	if err := writeLevelsText(&buf, []*Report{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	s := buf.String()
+	want := "\n-c 64: 0/s (0 in 30.0µs)  no latency measured  CPU 0ns per submission, 1.33 s per s  allocs 0.00 per submission (interrupted)\n"
+	if !strings.Contains(s, want) {
+		t.Errorf("the text lacks %q:\n%s", want, s)
+	}
+}
