@@ -58,12 +58,18 @@ type submitLock struct {
 }
 
 // lockSlots bounds the waiters that park by ticket (a device's slots take
-// 128 KiB once its first waiter parks); a waiter whose slot an older
-// waiter holds, lockSlots tickets before it, sleeps lockPoll at a time
-// until the slot frees.
+// 1 MiB once its first waiter parks): 131,072 goroutines that submit to
+// one device at once. A waiter whose slot an older waiter holds, lockSlots
+// tickets before it, sleeps until the slot may free (pollFor) and looks
+// again. With 16,384 slots, 20,000 goroutines submitting to one host
+// device on a machine of two processors made a few hundred submissions a
+// second: the waiters past the slots, each sleeping 20 µs at a time, kept
+// thousands of goroutines runnable, and every turn that came to one of
+// them waited for the scheduler.
 const (
-	lockSlots = 1 << 14
-	lockPoll  = 20 * time.Microsecond
+	lockSlots   = 1 << 17
+	lockPoll    = 20 * time.Microsecond
+	lockPollMax = 10 * time.Millisecond
 )
 
 // lockParker is a parked waiter: its ticket and the channel its wake-up
@@ -220,6 +226,23 @@ func (l *submitLock) spin(t uint64) bool {
 	}
 }
 
+// pollFor is how long a waiter of ticket t, whose slot an older waiter
+// holds, sleeps before it looks again: the holds of the tickets before
+// the slot's holder is woken (ahead of its turn), at the sampled hold
+// (holdNs), from lockPoll to lockPollMax. A slot frees no sooner.
+func (l *submitLock) pollFor(t uint64) time.Duration {
+	s := l.serving.Load()
+	before := t - s // tickets served before t's turn
+	if away := l.nslots + l.ahead.Load(); before > away {
+		hold := max(l.holdNs.Load(), 0)
+		if n := before - away; n < uint64(lockPollMax) && hold < int64(lockPollMax) {
+			return min(max(time.Duration(n)*time.Duration(hold), lockPoll), lockPollMax)
+		}
+		return lockPollMax
+	}
+	return lockPoll
+}
+
 // park blocks until the line comes within ahead of ticket t, or, where t
 // was that near and its spin ran out, until t's turn; or until it may look
 // again.
@@ -240,7 +263,7 @@ func (l *submitLock) park(t uint64, near bool) {
 	slot := &(*slots)[t%l.nslots]
 	if !slot.CompareAndSwap(nil, p) {
 		lockParkers.Put(p)
-		time.Sleep(lockPoll)
+		time.Sleep(l.pollFor(t))
 		return
 	}
 	l.parked.Add(1)

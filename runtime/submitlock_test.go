@@ -183,3 +183,32 @@ func BenchmarkSubmitLock(b *testing.B) {
 	})
 	_ = n
 }
+
+// TestSubmitLockPollFor: a waiter whose slot an older waiter holds sleeps
+// for the holds that come before its slot may free, at the sampled hold,
+// from lockPoll to lockPollMax.
+func TestSubmitLockPollFor(t *testing.T) {
+	var l submitLock
+	l.init(16, false, nil)
+	l.nslots = 4
+	l.ahead.Store(1)
+	for _, c := range []struct {
+		name   string
+		hold   int64
+		before uint64
+		want   time.Duration
+	}{
+		{"within the slots", 1000, 3, lockPoll},
+		{"just past them", 1000, 6, lockPoll},
+		{"100 holds past them", 1000, 105, 100 * time.Microsecond},
+		{"no hold sampled", 0, 105, lockPoll},
+		{"far past them", 1000, 1 << 40, lockPollMax},
+		{"a long hold", int64(time.Second), 105, lockPollMax},
+	} {
+		l.holdNs.Store(c.hold)
+		l.serving.Store(1 << 50)
+		if got := l.pollFor(1<<50 + c.before); got != c.want {
+			t.Errorf("%s: a waiter %d tickets back sleeps %v, want %v", c.name, c.before, got, c.want)
+		}
+	}
+}
