@@ -135,6 +135,17 @@ func (d *gpu) fail(what string, r result, refusal error) error {
 	return fmt.Errorf("cudadev: %s: %w", what, d.t.err(r))
 }
 
+// lacking is the refusal of an allocation CUDA answered r: ErrNoMemory
+// where CUDA lacks the memory (CUDA_ERROR_OUT_OF_MEMORY), which the
+// runtime meets with rounds of reclamation, and nil for any other answer,
+// which no reclamation changes: fail then returns CUDA's error.
+func lacking(r result) error {
+	if r == errOutOfMemory {
+		return device.ErrNoMemory
+	}
+	return nil
+}
+
 // noteFault records the fault that ended the context's work.
 func (d *gpu) noteFault(why string) {
 	d.faultMu.Lock()
@@ -157,8 +168,10 @@ func (d *gpu) faulted() string {
 // (cuMemHostRegister, portable and mapped): Free unlocks it once no region
 // counts its range, and the garbage collector frees it once no slice of it
 // is left, so that a slice of it never faults nor aliases other memory.
-// More Pinned memory than the host has is ErrNoMemory. It returns an
-// error naming n below 1, or m where it is no kind of memory. Counted.
+// More Pinned memory than the host has is ErrNoMemory, and so is CUDA's
+// CUDA_ERROR_OUT_OF_MEMORY; any other refusal of CUDA's is returned as
+// CUDA's error. It returns an error naming n below 1, or m where it is no
+// kind of memory. Counted.
 func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("cudadev: alloc of %d bytes of %s memory: a region holds at least one byte", n, m)
@@ -178,7 +191,7 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	f.out[0] = 0
 	if m == device.DeviceMemory {
 		if r := f.c2(t.cuMemAlloc, f.outp(0), uintptr(n)); r != 0 {
-			return nil, d.fail("allocating Device memory", r, device.ErrNoMemory)
+			return nil, d.fail("allocating Device memory", r, lacking(r))
 		}
 		p := f.out[0]
 		return &region{kind: devMem, size: uint64(n), loc: device.Location{Address: p, Handle: p}}, nil
@@ -198,12 +211,12 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	hosts.mu.Lock()
 	defer hosts.mu.Unlock()
 	if r := f.c3(t.cuMemHostRegister, h, size, hostRegPortable|hostRegDeviceMap); r != 0 {
-		return nil, d.fail(fmt.Sprintf("page-locking %d bytes of Pinned memory", size), r, device.ErrNoMemory)
+		return nil, d.fail(fmt.Sprintf("page-locking %d bytes of Pinned memory", size), r, lacking(r))
 	}
 	f.out[1] = 0
 	if r := f.c3(t.cuMemHostGetDevicePointer, f.outp(1), h, 0); r != 0 {
 		f.c1(t.cuMemHostUnregister, h)
-		return nil, d.fail("mapping Pinned memory", r, device.ErrNoMemory)
+		return nil, d.fail("mapping Pinned memory", r, lacking(r))
 	}
 	rng := &hostRange{start: h, n: size, count: 1, pages: mem}
 	hosts.ranges = append(hosts.ranges, rng)
