@@ -9,12 +9,19 @@
 //   - the device's supervisor goroutine, which alone calls Sleep, and which
 //     calls Stop, and Free and Unload after Stop (Open calls Stop itself,
 //     on its own goroutine, for a driver whose Facts declare no queues);
-//   - submitting goroutines, which call the hot path (Room, Grow, Submit,
-//     Commit) in value order, one submission at a time per device, and a
-//     Kicker's Kick after Submit, one Kick at a time per device; Commit
-//     also comes from a goroutine that waits on a point, a submitter of
-//     another device whose work waits on one, and the supervisor (values
-//     left uncommitted), inside the same submit lock;
+//   - submitting goroutines, which call the hot path: Room, Submit and
+//     Commit in value order, one submission at a time per device, inside
+//     the device's submit lock; Grow after a Room that returned RoomGrow,
+//     on the goroutine of that submission and outside the submit lock, so
+//     that other submissions' Room and Submit may run meanwhile; and a
+//     Kicker's Kick after Submit, one Kick at a time per device, with no
+//     lock held. Commit also comes from a goroutine that waits on a point,
+//     a submitter of another device whose work waits on one, and the
+//     supervisor (values left uncommitted), inside the same submit lock.
+//     Where submitters combine (a Kicker whose Facts.OnHost is false),
+//     whoever holds the submit lock makes the Room and Submit of the
+//     submissions queued behind it: a submitter, or one of those callers
+//     of Commit;
 //   - any goroutine, for Alloc, Free, Locate, Peer, MapPeer, MapHost, DMA,
 //     Image, Entry, Prepare, Unload, Signaled, Settle and Capability.
 //

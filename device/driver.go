@@ -54,9 +54,12 @@ type Driver interface {
 	// work that runs img can run. The region of a Place is rig's. Counted.
 	Unload(img Image) error
 
-	// Grow makes what the queues need to hold the parts of the submission
-	// whose Room last returned RoomGrow on the calling goroutine. It
-	// returns nil (Grown), a *Short, or a *Fault. Counted.
+	// Grow makes what the queues need to hold the parts of a submission
+	// whose Room returned RoomGrow; rig then calls Room for it again. rig
+	// calls it on that submission's goroutine, which may not be the one
+	// that called Room (the package documentation says when), outside the
+	// submit lock: Room and Submit of other submissions may run at the
+	// same time. It returns nil (Grown), a *Short, or a *Fault. Counted.
 	Grow() error
 
 	// Signaled is the value in the driver's own word, read with acquire

@@ -96,10 +96,14 @@
 //   - GOMAXPROCS-1 helpers, which take groups of a launch beside the queue
 //     goroutine that runs it, where they are idle.
 //
-// The submitting goroutine alone calls Room, Grow and Submit (rig calls
-// them in value order, one at a time); it owns the launch ring's free
-// space and fills a slot before it publishes it to the sequencer with an
-// atomic store. The sequencer hands a slot back by storing the count of
+// The submitting goroutine alone calls Room, Grow and Submit. rig calls
+// Room and Submit in value order, one at a time, inside its submit lock;
+// it calls Grow outside that lock, so that another submitter's Room and
+// Submit may run beside it: Grow reads the needs Room recorded and hands
+// its arenas over atomically, and the next Room puts them into the ring.
+// The goroutine that holds the lock owns the launch ring's free space and
+// fills a slot before it publishes it to the sequencer with an atomic
+// store. The sequencer hands a slot back by storing the count of
 // values completed, which Room reads before it reuses the slot's space. Any
 // goroutine may call the rest.
 //
