@@ -5,9 +5,9 @@
 // senders. It holds at most its capacity of messages: a sender blocks while
 // it is full, until the owner receives, the sender's context ends, or the
 // owner closes the box. Closing tells senders that nobody will receive
-// again: Send then returns ErrClosed at once, and the messages still inside
-// are dropped. No sender may hold a lock that the owner takes while it
-// blocks in Send.
+// again: Send and TrySend then return ErrClosed at once, and the messages
+// still inside stay in the box, for the owner to receive or leave. No
+// sender may hold a lock that the owner takes while it blocks in Send.
 package mailbox
 
 import (
@@ -16,7 +16,8 @@ import (
 	"sync"
 )
 
-// ErrClosed is returned by Send once the box's owner has closed it.
+// ErrClosed is returned by Send and TrySend once the box's owner has
+// closed it.
 var ErrClosed = errors.New("mailbox: closed")
 
 // ErrFull is returned by TrySend while the box is full.
@@ -29,7 +30,8 @@ type Box[T any] struct {
 	once sync.Once
 }
 
-// New makes a box that holds up to capacity messages.
+// New returns a box that holds up to capacity messages. It panics if
+// capacity is less than 1.
 func New[T any](capacity int) *Box[T] {
 	if capacity < 1 {
 		panic("mailbox: capacity must be at least 1")
@@ -63,7 +65,8 @@ func (b *Box[T]) Send(ctx context.Context, m T) error {
 	}
 }
 
-// TrySend puts m into the box if it has room, and returns ErrFull if not.
+// TrySend puts m into the box if it has room, and returns ErrFull if not,
+// or ErrClosed if the box is closed.
 func (b *Box[T]) TrySend(m T) error {
 	select {
 	case <-b.done:
