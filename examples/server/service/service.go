@@ -115,7 +115,7 @@ type Config struct {
 	// Log receives the service's events; nil discards them.
 	Log *slog.Logger
 	// IOTimeout bounds how long a /saxpy request may take to read its body
-	// and to write its answer, each, on the connection (0: 10 s). The
+	// and to write its answer, each, on the connection (0 or less: 10 s). The
 	// request holds a slot while it does both, since the body is read into
 	// the slot's memory and the answer written from it: without a bound, a
 	// client that sends its body slowly, or stops reading its answers,
