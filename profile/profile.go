@@ -99,6 +99,8 @@ type Part struct {
 
 // Wait is a point of another device that a value waited for on the device.
 type Wait struct {
+	// Device is the other device's name, and Value the value of its
+	// timeline that the value waited for.
 	Device string `json:"device"`
 	Value  uint64 `json:"value"`
 }

@@ -27,6 +27,7 @@ type Summary struct {
 // DeviceSummary is the figures of one device's spans. Durations are in
 // nanoseconds.
 type DeviceSummary struct {
+	// Device is the device's name.
 	Device string `json:"device"`
 	// Count is the device's spans: the values profiled.
 	Count int `json:"count"`
@@ -53,6 +54,8 @@ type DeviceSummary struct {
 
 // QueueSummary is the figures of the spans that ended on one queue.
 type QueueSummary struct {
+	// Queue is the queue's name, Count the spans that ended on it, and
+	// Busy the fraction of the window in which one of them ran.
 	Queue string  `json:"queue"`
 	Count int     `json:"count"`
 	Busy  float64 `json:"busy"`

@@ -15,21 +15,32 @@ import (
 // and order), "X" complete slices, and "s" and "f" flow events, whose
 // common ID ties the end of a flow to its start.
 type TraceEvent struct {
+	// Name is the event's name: a metadata record's, a slice's label
+	// (Label), or a flow's "A waits for B v". Cat is its category
+	// ("value" for a slice, "wait" for a flow), and Ph its phase: "M",
+	// "X", "s" or "f".
 	Name string `json:"name"`
 	Cat  string `json:"cat,omitempty"`
 	Ph   string `json:"ph"`
 	// Ts is the event's time, and Dur a slice's length, in microseconds.
-	Ts   float64  `json:"ts"`
-	Dur  *float64 `json:"dur,omitempty"`
-	Pid  int      `json:"pid"`
-	Tid  int      `json:"tid"`
-	ID   int      `json:"id,omitempty"`
-	Bp   string   `json:"bp,omitempty"`
-	Args any      `json:"args,omitempty"`
+	Ts  float64  `json:"ts"`
+	Dur *float64 `json:"dur,omitempty"`
+	// Pid is the process of the event's device, and Tid the thread of
+	// its queue: the queue's index plus 1.
+	Pid int `json:"pid"`
+	Tid int `json:"tid"`
+	// ID ties a flow's "f" to its "s", and Bp is "e" on an "f": the flow
+	// ends at the slice that encloses its time. Args holds a metadata
+	// record's name or sort index, or a slice's value, parts and waits.
+	ID   int    `json:"id,omitempty"`
+	Bp   string `json:"bp,omitempty"`
+	Args any    `json:"args,omitempty"`
 }
 
 // Trace is the JSON object WriteTrace writes.
 type Trace struct {
+	// TraceEvents is the events, and DisplayTimeUnit the unit a viewer
+	// shows times in: "ns".
 	TraceEvents     []TraceEvent `json:"traceEvents"`
 	DisplayTimeUnit string       `json:"displayTimeUnit"`
 }
