@@ -276,7 +276,8 @@ func (b *Buffer) LastUse() Point {
 
 // Free gives the buffer back once every point of work that uses it is
 // reached. Using it afterwards is an error; a second Free does nothing. A
-// nil Buffer, or one no Alloc made, returns an error matching ErrInvalid.
+// nil Buffer, or a zero one (neither Alloc nor MapHost made it), returns
+// an error matching ErrInvalid.
 func (b *Buffer) Free() error {
 	if b == nil || b.s == nil {
 		return fmt.Errorf("rig: free of a nil buffer: %w", ErrInvalid)

@@ -390,7 +390,8 @@ func (d *Device) usable() error {
 	return nil
 }
 
-// Close stops the device: later calls return ErrClosed, waiters whose
+// Close stops the device: later calls that use it (allocations, loads,
+// submissions, copies) return an error matching ErrClosed, waiters whose
 // point is not reached are woken with ErrClosed, and the driver is stopped
 // without waiting for its work. A point the word had not reached when the
 // driver stopped is never reached: its waits return ErrClosed. The

@@ -113,11 +113,15 @@
 // once, so that thousands of waiting goroutines cost no CPU. The submit
 // lock serves submitters in the order they asked for it: the first few in
 // line spin (as many as its sampled hold fits into a goroutine's wake-up,
-// at most four, with places from a second process-wide budget of half of
-// GOMAXPROCS), the others park and are woken as the line reaches them, so
-// no submitter starves. The supervisor wakes registered waiters in value
-// order. Where they exist and the word moved in the last 200 µs it reads
-// the word for up to 20 µs before it sleeps in the driver. A submitter
+// at most four, with places on GPU devices from a second process-wide
+// budget of half of GOMAXPROCS; one where the device's work runs on the
+// process's goroutines), the others park, up to 131,072 a device, and are
+// woken as the line reaches them, and any past those sleep for the holds
+// before their turn and look again, so no submitter starves. The
+// supervisor wakes registered waiters in value order. Where they exist,
+// the word moved in the last 200 µs and the device's work does not run on
+// the process's goroutines, it reads the word for up to 20 µs before it
+// sleeps in the driver. A submitter
 // that finds the driver's queues full waits for as many values to
 // complete as submitters wait before it, rather than all of them for the
 // next one. With work pending and no

@@ -19,9 +19,10 @@ var (
 	// budget), which fails at once. The error is an *OutOfMemoryError that
 	// states the bytes lacked.
 	ErrOutOfMemory = errors.New("rig: out of memory")
-	// ErrClosed is returned by calls on a device after Close, and by waits
-	// on points that the word had not reached when Close stopped the
-	// device, before or after their wait began.
+	// ErrClosed is matched by the errors of calls on a device after Close
+	// and of uses of its buffers, and by waits on points that the word
+	// had not reached when Close stopped the device, before or after
+	// their wait began.
 	ErrClosed = errors.New("rig: device closed")
 	// ErrRefused is matched by a *RefusalError: the device can never run a
 	// part, however long the caller waits (room will not come), and
@@ -29,7 +30,8 @@ var (
 	ErrRefused = errors.New("rig: part refused")
 	// ErrNoFunction is matched when an image has no function of the name.
 	ErrNoFunction = errors.New("rig: no such function")
-	// ErrFreed is returned when a freed buffer or an unloaded image is used.
+	// ErrFreed is matched by the errors of uses of a freed buffer or of an
+	// unloaded image.
 	ErrFreed = errors.New("rig: used after free")
 	// ErrInvalid is matched by the errors of calls whose arguments no
 	// device accepts: a nil device or function, an index, length or count
@@ -53,8 +55,9 @@ type LostError struct {
 	// the value the fault states (device.Fault.Reached), or else the
 	// word's value when rig learned of the loss, but, where a driver
 	// answered a Submit or Commit Failed, not past the last value
-	// committed before it. Every value up to it completed. A wait on a later point returns the loss even once the
-	// word passes it, since drivers raise the word past failed work.
+	// committed before it. Every value up to it completed. A wait on a
+	// later point returns the loss even once the word passes it, since
+	// drivers raise the word past failed work.
 	Reached uint64
 
 	// more holds the lines the driver read after the loss

@@ -89,9 +89,10 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 
 // Resolve returns the image's function name, made ready to launch. Where
 // the device lacks the memory the function's launches need, it runs the
-// rounds of reclamation. An image with no such function returns an error
-// matching ErrNoFunction; a nil Image, or one no LoadImage made, one
-// matching ErrInvalid.
+// rounds of reclamation, and returns an error matching ErrOutOfMemory
+// after the last. An image with no such function returns an error
+// matching ErrNoFunction; an image after Unload, one matching ErrFreed;
+// a nil Image, or one no LoadImage made, one matching ErrInvalid.
 func (im *Image) Resolve(name string) (*Function, error) {
 	if im == nil || im.s == nil {
 		return nil, fmt.Errorf("rig: resolve of a nil image: %w", ErrInvalid)
@@ -168,10 +169,12 @@ func (im *Image) Prepare(names ...string) error {
 // that launches one of its functions afterwards returns an error matching
 // ErrFreed, whether its submission was made before or after the Unload;
 // a Submit that returned before Unload began runs, and the image is
-// unloaded once its point is reached. Where the driver refuses the unload
-// it returns the refusal, and the image stays loaded until the device
-// closes, which unloads it. A second Unload does nothing; on a nil Image
-// it returns an error matching ErrInvalid.
+// unloaded once its point is reached. Where no work of the image is left
+// to run, Unload unloads it at once, and returns the driver's refusal if
+// the driver refuses; an unload the driver refuses, then or later, leaves
+// the image loaded until the device closes, which unloads it. A second
+// Unload does nothing; on a nil Image it returns an error matching
+// ErrInvalid.
 func (im *Image) Unload() error {
 	if im == nil || im.s == nil {
 		return fmt.Errorf("rig: unload of a nil image: %w", ErrInvalid)

@@ -96,8 +96,8 @@ func Launch(fn *Function, params int, refs ...Ref) Part {
 }
 
 // Rows is a copy of Rows rows of RowBytes bytes between two of a run's
-// buffers, with Pitch bytes between the starts of rows on each side. A
-// pitch of 0 is RowBytes.
+// buffers, with SrcPitch and DstPitch bytes between the starts of rows on
+// each side. A pitch of 0 is RowBytes.
 type Rows struct {
 	// Src and Dst index the buffers given to Run.Submit.
 	Src, Dst int

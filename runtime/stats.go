@@ -49,10 +49,10 @@ type Histogram struct {
 	// Buckets are the counts per bucket; the last counts everything past
 	// the one before it.
 	Buckets [HistogramBuckets]uint64
-	// Count is the durations recorded, the total of Buckets, and Sum
-	// their total duration.
+	// Count is the durations recorded, the total of Buckets.
 	Count uint64
-	Sum   time.Duration
+	// Sum is the recorded durations' total.
+	Sum time.Duration
 }
 
 // HistogramBuckets is the number of buckets of a Histogram: the last but
