@@ -30,6 +30,7 @@ type UndefinedError struct {
 	Symbols []string
 }
 
+// Error names the symbols the cubin refers to and does not define.
 func (e *UndefinedError) Error() string {
 	return "cubin refers to symbols it does not define: " + strings.Join(e.Symbols, ", ") +
 		" (CUDA's driver supplies them; a device without libcuda runs no such image)"
@@ -43,6 +44,7 @@ type RelocationError struct {
 	Symbol  string
 }
 
+// Error names the relocation's type, its symbol and its section.
 func (e *RelocationError) Error() string {
 	return "cubin: relocation " + RelocationName(e.Type) + " of " + e.Symbol + " in " +
 		e.Section + " is not supported"

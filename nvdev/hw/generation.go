@@ -278,4 +278,6 @@ func (g *Generation) derive(change func(*Generation)) *Generation {
 	return &c
 }
 
+// String returns the generation's architecture and name, such as
+// "sm_90 Hopper (GH100)".
 func (g *Generation) String() string { return g.Arch + " " + g.Name }

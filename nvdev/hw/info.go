@@ -238,4 +238,5 @@ func (k *Kernel) checkParams() error {
 	return nil
 }
 
+// String returns the parameter as #ordinal@offset:size.
 func (p Param) String() string { return fmt.Sprintf("#%d@%d:%d", p.Ordinal, p.Offset, p.Size) }

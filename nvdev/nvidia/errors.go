@@ -40,6 +40,8 @@ type RMError struct {
 	Errno syscall.Errno
 }
 
+// Error names the call and the RM's status, or the ioctl's errno where
+// the RM answered no status.
 func (e *RMError) Error() string {
 	if e.Status == StatusOK {
 		return fmt.Sprintf("nvidia: %s: ioctl: %v", e.Call, e.Errno)
