@@ -217,18 +217,43 @@ func (d *Device) MapHost(b []byte) (*Buffer, error) {
 	return d.track(&bufState{kind: device.PinnedMemory, n: len(b), region: r, loc: d.drv.Locate(r), off: uint64(p - start), pin: b})
 }
 
-// Len is the buffer's length in bytes.
-func (b *Buffer) Len() int { return b.s.n }
+// zero reports whether b is nil or a zero Buffer, which no Alloc or
+// MapHost made: its accessors return zero values, and its calls errors
+// matching ErrInvalid.
+func (b *Buffer) zero() bool { return b == nil || b.s == nil }
 
-// Kind is the buffer's kind of memory.
-func (b *Buffer) Kind() device.Memory { return b.s.kind }
+// Len is the buffer's length in bytes; 0 for a nil or zero Buffer.
+func (b *Buffer) Len() int {
+	if b.zero() {
+		return 0
+	}
+	return b.s.n
+}
 
-// Device is the buffer's device.
-func (b *Buffer) Device() *Device { return b.s.d }
+// Kind is the buffer's kind of memory; 0 for a nil or zero Buffer.
+func (b *Buffer) Kind() device.Memory {
+	if b.zero() {
+		return 0
+	}
+	return b.s.kind
+}
+
+// Device is the buffer's device; nil for a nil or zero Buffer.
+func (b *Buffer) Device() *Device {
+	if b.zero() {
+		return nil
+	}
+	return b.s.d
+}
 
 // Address is the address of the buffer's first byte as its device's work
-// sees it.
-func (b *Buffer) Address() uint64 { return b.s.loc.Address + b.s.off }
+// sees it; 0 for a nil or zero Buffer.
+func (b *Buffer) Address() uint64 {
+	if b.zero() {
+		return 0
+	}
+	return b.s.loc.Address + b.s.off
+}
 
 // Bytes is the buffer's memory as the host addresses it, or nil where the
 // host does not address it (Device memory on a GPU). Each call returns the
@@ -244,8 +269,12 @@ func (b *Buffer) Address() uint64 { return b.s.loc.Address + b.s.off }
 // contents (or, for the Mapped memory of a GPU that the driver unmaps, the
 // bytes its Free names, such as zeros); writes to it reach no device. The
 // memory itself goes back once neither the Buffer nor any slice of it is
-// reachable. A MapHost buffer's slice is the caller's own.
+// reachable. A MapHost buffer's slice is the caller's own. A nil or zero
+// Buffer returns nil.
 func (b *Buffer) Bytes() []byte {
+	if b.zero() {
+		return nil
+	}
 	if b.s.pin != nil {
 		return b.s.pin
 	}
@@ -257,8 +286,12 @@ func (b *Buffer) Bytes() []byte {
 // one, and the last write otherwise, on whichever device made it (points
 // of two devices do not compare). Where only the buffer's device uses it,
 // freeing it once that point is reached costs nothing; reads by other
-// devices' work may end later, and Free waits for them as well.
+// devices' work may end later, and Free waits for them as well. A nil or
+// zero Buffer returns the zero Point, which is reached.
 func (b *Buffer) LastUse() Point {
+	if b.zero() {
+		return Point{}
+	}
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -279,7 +312,7 @@ func (b *Buffer) LastUse() Point {
 // nil Buffer, or a zero one (neither Alloc nor MapHost made it), returns
 // an error matching ErrInvalid.
 func (b *Buffer) Free() error {
-	if b == nil || b.s == nil {
+	if b.zero() {
 		return fmt.Errorf("rig: free of a nil buffer: %w", ErrInvalid)
 	}
 	b.s.free()
@@ -608,8 +641,12 @@ func hostBytes(addr uintptr, n int) []byte {
 // DMA returns how the PCI function at the bus address fn (such as
 // "0000:41:00.0") reaches all of the buffer's bytes by DMA, or an error
 // naming why it cannot. The buffer must be one Alloc made; after Free it
-// returns an error matching ErrFreed.
+// returns an error matching ErrFreed, and for a nil or zero Buffer one
+// matching ErrInvalid.
 func (b *Buffer) DMA(fn string) (device.DMA, error) {
+	if b.zero() {
+		return device.DMA{}, fmt.Errorf("rig: dma of a nil buffer for %s: %w", fn, ErrInvalid)
+	}
 	s := b.s
 	// The Buffer stays reachable until the driver's call returns: its
 	// cleanup would otherwise free the region under the call.

@@ -104,6 +104,9 @@ var (
 // Where op.Make panics, or returns neither a driver nor an error, Open
 // returns an error that says so, and the name can be opened again.
 func Open(ctx context.Context, op device.Opener) (*Device, error) {
+	if ctx == nil {
+		panic("rig: Open with a nil Context")
+	}
 	if op.Make == nil {
 		return nil, fmt.Errorf("rig: open %q: the opener has no make", op.Name)
 	}

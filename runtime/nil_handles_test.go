@@ -22,9 +22,38 @@ func TestNilHandles(t *testing.T) {
 		{"Prepare of a nil image", func() error { return ni.Prepare("f") }},
 		{"Resolve of a zero image", func() error { _, err := new(Image).Resolve("f"); return err }},
 		{"Resolve of a nil image", func() error { _, err := ni.Resolve("f"); return err }},
+		{"DMA of a nil buffer", func() error { _, err := nb.DMA("0000:41:00.0"); return err }},
+		{"DMA of a zero buffer", func() error { _, err := new(Buffer).DMA("0000:41:00.0"); return err }},
 	} {
 		if err := c.call(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", c.name, err)
 		}
 	}
+}
+
+// TestZeroBufferAccessors reads a nil and a zero Buffer's accessors: each
+// returns its zero value rather than panicking, and LastUse the zero
+// Point, which is reached.
+func TestZeroBufferAccessors(t *testing.T) {
+	for name, b := range map[string]*Buffer{"nil": nil, "zero": new(Buffer)} {
+		if b.Len() != 0 || b.Kind() != 0 || b.Device() != nil || b.Address() != 0 || b.Bytes() != nil {
+			t.Errorf("a %s Buffer: Len %d, Kind %v, Device %v, Address %d, Bytes %v; want zero values", name, b.Len(), b.Kind(), b.Device(), b.Address(), b.Bytes())
+		}
+		if p := b.LastUse(); p != (Point{}) || !p.Reached() {
+			t.Errorf("a %s Buffer's LastUse: %+v, want the zero Point", name, p)
+		}
+	}
+}
+
+// TestOpenNilContext: Open with a nil Context panics with a message that
+// says so, as Wait and Submit do, before it reserves the name.
+func TestOpenNilContext(t *testing.T) {
+	f := newFake()
+	defer func() {
+		if v := recover(); v == nil || v != "rig: Open with a nil Context" {
+			t.Fatalf("Open with a nil Context: %v, want the panic that names it", v)
+		}
+	}()
+	//lint:ignore SA1012 the nil Context is the case under test
+	_, _ = Open(nil, f.opener("open-nil-ctx"))
 }
