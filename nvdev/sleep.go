@@ -118,11 +118,11 @@ func (d *gpu) notified() bool {
 	return false
 }
 
-// rcErrors names the RM's channel errors (nverror.h) a notifier holds.
+// rcErrors names the RM's channel errors a notifier holds, by the numbers
+// nverror.h of release 580 gives them; a number it names nothing for is
+// unnamed.
 var rcErrors = map[uint32]string{
-	8:  "ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY",
 	13: "ROBUST_CHANNEL_GR_EXCEPTION",
-	25: "ROBUST_CHANNEL_GR_ILLEGAL_NOTIFY",
 	31: "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT",
 	32: "ROBUST_CHANNEL_PBDMA_ERROR",
 	43: "ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR",
