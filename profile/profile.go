@@ -122,7 +122,8 @@ type Profile struct {
 	devs      []*rig.Device
 	observers []*recorder // beside devs: the devices' observers
 	words     []*uint64   // beside devs: their words, nil where their own
-	dead      []bool      // beside devs: closed, or its settle failed; touched by the settler
+	dead      []bool      // beside devs: closed or lost; touched by the settler
+	erred     []bool      // beside devs: a settle failed with an error that lost nothing
 	pending   [][]spanRec // beside devs: stamps settled before their records arrived
 	start     int64
 
@@ -197,6 +198,7 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 	p.observers = make([]*recorder, len(devs))
 	p.words = make([]*uint64, len(devs))
 	p.dead = make([]bool, len(devs))
+	p.erred = make([]bool, len(devs))
 	p.pending = make([][]spanRec, len(devs))
 	for i, d := range devs {
 		p.words[i] = d.Word()
@@ -248,9 +250,17 @@ func (p *Profile) settle(final bool) {
 				// A closed device's stamps not settled yet are lost; the
 				// profile keeps what it has.
 				p.dead[i] = true
-			case err != nil:
+			case errors.Is(err, rig.ErrLost):
 				p.dead[i] = true
 				p.errs = append(p.errs, err)
+			case err != nil:
+				// An error that lost nothing, such as a stamp the driver
+				// could not convert: the device runs and stamps on, and
+				// later settles take its stamps. The first is kept.
+				if !p.erred[i] {
+					p.erred[i] = true
+					p.errs = append(p.errs, err)
+				}
 			}
 			for _, st := range p.scratch {
 				p.batch = append(p.batch, spanRec{dev: int32(i), queue: int32(st.Queue), value: st.Value, start: st.Start, end: st.End})
@@ -283,9 +293,10 @@ func (p *Profile) settle(final bool) {
 // the devices' observer, waits until the last value timed on each device
 // is reached or ctx ends, settles the stamps left and ends the settling
 // goroutine. Every value submitted before Stop turned a device's stamping
-// off is in the profile, unless its device was closed or lost first or
-// ctx ended. Stop returns the first error met while the profile was taken,
-// such as a device lost, and the same at later calls; the spans settled
+// off is in the profile, unless its device was closed or lost first, its
+// driver lost its stamp, or ctx ended. Stop returns the first error met
+// while the profile was taken, such as a device lost or a stamp its driver
+// could not convert, and the same at later calls; the spans settled
 // are kept whatever the answer. A device closed while the profile was
 // taken is not an error: the profile keeps what it settled of it.
 func (p *Profile) Stop(ctx context.Context) error {
