@@ -272,6 +272,10 @@ func (p *Profile) settle(final bool) {
 			n = rec.ready(p.batch)
 		}
 		p.pending[i] = append(p.pending[i][:0], p.batch[n:]...)
+		var last uint64
+		if n > 0 {
+			last = p.batch[n-1].value
+		}
 		kept := p.batch[:0]
 		for _, r := range p.batch[:n] {
 			if p.recs.len()+len(kept) >= p.opts.MaxSpans {
@@ -282,6 +286,10 @@ func (p *Profile) settle(final bool) {
 		}
 		if len(kept) > 0 {
 			rec.take(kept, p)
+		}
+		if n > 0 {
+			// The records of the spans dropped over MaxSpans go too.
+			rec.release(last)
 		}
 		for _, r := range kept {
 			p.recs.add(r)

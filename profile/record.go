@@ -129,6 +129,16 @@ func (r *recorder) ready(batch []spanRec) int {
 	return len(batch)
 }
 
+// release drops the records of values up to last, whose spans the
+// profile took or dropped.
+func (r *recorder) release(last uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.head < len(r.recs) && device.AtLeast(last, r.recs[r.head].value) {
+		r.head++
+	}
+}
+
 // take fills in the parts and waits of batch, the spans of the recorder's
 // device in value order, from the records, adding them to the stores, and
 // drops the records of values before the last span's. A wait on a device
