@@ -91,7 +91,7 @@
 //   - the sequencer, which owns the values in flight: it waits for a
 //     value's waits, runs its COMPUTE:0 parts itself, hands its COPY:0
 //     parts to the copier and waits for them, stamps the value where it is
-//     timed, and stores it into the word;
+//     timed and its work completed, and stores it into the word;
 //   - the copier, COPY:0's goroutine, which runs what the sequencer hands it;
 //   - GOMAXPROCS-1 helpers, which take groups of a launch beside the queue
 //     goroutine that runs it, where they are idle.

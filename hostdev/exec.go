@@ -118,7 +118,9 @@ func (d *dev) sequencer() {
 		if len(sl.parts) > 0 {
 			ends = d.runValue(sl, w)
 		}
-		if sl.timed {
+		if sl.timed && !d.dead() {
+			// A value whose work faulted, or was cut short by Stop, did
+			// not complete: it has no stamp, as on a GPU.
 			sl.end, sl.endQueue = device.Now(), device.Compute
 			if ends[device.Copy] > ends[device.Compute] {
 				sl.endQueue = device.Copy
