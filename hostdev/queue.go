@@ -144,9 +144,11 @@ type queues struct {
 
 	stampMu sync.Mutex
 	stamps  []device.Stamp // timed values completed, not yet settled
+	oldest  int            // the index of the oldest stamp, once stamps holds maxStamps
 }
 
-// maxStamps bounds the stamps kept for Settle; older ones are dropped.
+// maxStamps bounds the stamps kept for Settle; past it, each stamp takes
+// the place of the oldest, so that stamps is a ring.
 const maxStamps = 1 << 20
 
 func (q *queues) init(d *dev, start uint64) {
@@ -592,17 +594,22 @@ func (d *dev) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	q := &d.q
 	q.stampMu.Lock()
 	defer q.stampMu.Unlock()
-	into = append(into, q.stamps...)
-	q.stamps = q.stamps[:0]
+	into = append(into, q.stamps[q.oldest:]...)
+	into = append(into, q.stamps[:q.oldest]...)
+	q.stamps, q.oldest = q.stamps[:0], 0
 	return into, nil
 }
 
 // stamp records the stamp of the timed value sl, on the sequencer.
 func (q *queues) stamp(sl *slot) {
+	st := device.Stamp{Value: sl.value, Queue: sl.endQueue, Start: sl.start, End: sl.end}
 	q.stampMu.Lock()
-	if len(q.stamps) == maxStamps {
-		q.stamps = append(q.stamps[:0], q.stamps[1:]...)
+	if len(q.stamps) < maxStamps {
+		q.stamps = append(q.stamps, st)
+	} else {
+		// Nobody settles: the stamp takes the oldest one's place.
+		q.stamps[q.oldest] = st
+		q.oldest = (q.oldest + 1) % maxStamps
 	}
-	q.stamps = append(q.stamps, device.Stamp{Value: sl.value, Queue: sl.endQueue, Start: sl.start, End: sl.end})
 	q.stampMu.Unlock()
 }
