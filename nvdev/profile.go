@@ -34,7 +34,8 @@ import (
 // of the timer, fails Settle with a *device.Fault that loses the device. A
 // Submit that would reuse the slot of a timed value not yet settled
 // converts that value first (it is reached: at most 32,768 values are in
-// flight), along the latest line.
+// flight), along the latest line; where nobody settles, the latest maxDone
+// of the stamps so converted are kept.
 
 const (
 	stampBytes     = 48 // a value's slot: three stamps of 16 bytes
@@ -43,6 +44,9 @@ const (
 	measureBound   = 10_000
 	lineAfter      = 1_000_000_000
 )
+
+// maxDone bounds the stamps Submit converted that wait for Settle.
+const maxDone = records
 
 // stampRec is a timed value Settle has not converted yet.
 type stampRec struct {
@@ -53,17 +57,18 @@ type stampRec struct {
 
 // profile is the device's stamps and its clock's measures.
 type profile struct {
-	mu    sync.Mutex
-	mem   atomic.Pointer[nvidia.Memory] // the stamp ring, made by Grow
-	pend  []stampRec                    // a ring of records entries
-	head  uint64
-	tail  uint64
-	done  []device.Stamp // converted by Submit, not yet settled
-	first nvidia.Timer   // the measure at make, or the first narrow one
-	late  nvidia.Timer   // the latest measure, if late.Host != 0
-	at    int64          // when Settle last measured
-	bad   bool           // Submit found badV's stamps unwritten
-	badV  uint64
+	mu     sync.Mutex
+	mem    atomic.Pointer[nvidia.Memory] // the stamp ring, made by Grow
+	pend   []stampRec                    // a ring of records entries
+	head   uint64
+	tail   uint64
+	done   []device.Stamp // converted by Submit, not yet settled: a ring once it holds maxDone
+	oldest int            // the index of done's oldest stamp
+	first  nvidia.Timer   // the measure at make, or the first narrow one
+	late   nvidia.Timer   // the latest measure, if late.Host != 0
+	at     int64          // when Settle last measured
+	bad    bool           // Submit found badV's stamps unwritten
+	badV   uint64
 }
 
 // stamps is the host's view of the 6 words of value v's slot.
@@ -126,7 +131,7 @@ func (d *gpu) timed(v uint64, ender int, used uint8) {
 	for p.tail != p.head && v-p.pend[p.tail%records].v >= records {
 		r := p.pend[p.tail%records]
 		if s, ok := p.convert(m, r); ok {
-			p.done = append(p.done, s)
+			p.keep(s)
 		} else if !p.bad {
 			// Not written: the next Settle fails for it.
 			p.bad, p.badV = true, r.v
@@ -139,6 +144,26 @@ func (d *gpu) timed(v uint64, ender int, used uint8) {
 	}
 	p.pend[p.head%records] = stampRec{v: v, ender: ender, used: used}
 	p.head++
+}
+
+// keep keeps s, converted by Submit, for Settle; past maxDone it takes the
+// oldest one's place. p.mu is held.
+func (p *profile) keep(s device.Stamp) {
+	if len(p.done) < maxDone {
+		p.done = append(p.done, s)
+		return
+	}
+	p.done[p.oldest] = s
+	p.oldest = (p.oldest + 1) % maxDone
+}
+
+// takeDone appends the stamps Submit converted to into, from the oldest,
+// and empties them. p.mu is held.
+func (p *profile) takeDone(into []device.Stamp) []device.Stamp {
+	into = append(into, p.done[p.oldest:]...)
+	into = append(into, p.done[:p.oldest]...)
+	p.done, p.oldest = p.done[:0], 0
+	return into
 }
 
 // toHost converts a reading of the GPU's timer to the host's clock.
@@ -212,8 +237,7 @@ func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	p := &d.prof
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	into = append(into, p.done...)
-	p.done = p.done[:0]
+	into = p.takeDone(into)
 	if p.bad {
 		return into, d.keep(unwritten(p.badV))
 	}
