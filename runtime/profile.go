@@ -15,7 +15,10 @@ type Observer interface {
 	// Submitted is called on the submitting goroutine, inside the device's
 	// submit lock, after the driver's Submit returned, for each submission
 	// while the device is timed. It must be quick, must not call the
-	// device, and must not keep s or anything it points to.
+	// device, and must not keep s or anything it points to: while it
+	// runs, the device's other submissions, and SetTimed and
+	// SetObserver, wait for the lock, so an observer that blocks stalls
+	// them until it returns.
 	//
 	// An observer that panics, or calls runtime.Goexit, is removed from
 	// the device, and the submit lock is released; the work it observed
