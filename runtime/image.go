@@ -253,13 +253,20 @@ func (s *imageState) unload() error {
 	if err := d.drv.Unload(s.img); err != nil {
 		// The driver keeps the image loaded, and its place: it goes
 		// back among the device's images, which the reaping unloads
-		// at Close.
+		// at Close. Where the reaping took them already (a deferred
+		// unload that it gives back), it is unloaded now as they are,
+		// uncounted, and its place freed.
 		s.released.Store(false)
 		d.objMu.Lock()
-		if d.images != nil {
+		reaping := d.images == nil
+		if !reaping {
 			d.images[s] = struct{}{}
 		}
 		d.objMu.Unlock()
+		if reaping {
+			s.release()
+			return fmt.Errorf("rig: unload on %s: %w", d.name, err)
+		}
 		return fmt.Errorf("rig: unload on %s: %w", d.name, d.fault(err))
 	}
 	if s.place != nil {
