@@ -75,7 +75,8 @@ var bufIDs atomic.Uint64
 
 // Alloc allocates n bytes of memory of kind on the device. Where the driver
 // or the budget lacks memory it runs the rounds of reclamation, and returns
-// an error matching ErrOutOfMemory after the last; more bytes than the
+// an error matching ErrOutOfMemory after the last, or the device's loss or
+// close where one comes during the rounds; more bytes than the
 // device's whole budget return that error at once, and a kind of memory
 // the device has none of (Facts.Kinds) one matching device.ErrNoMemory.
 func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
@@ -118,6 +119,12 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error) {
 	var region device.Region
 	lack, err := reclaim.Retry(func() (int64, error) {
+		// A loss or a Close during a round ends the rounds: the
+		// allocation returns it, rather than an out-of-memory error
+		// after the rounds left, and asks a lost driver for nothing.
+		if err := d.usable(); err != nil {
+			return 0, err
+		}
 		if l := d.budget.Take(int64(size)); l > 0 {
 			return l, nil
 		}

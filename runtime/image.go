@@ -90,7 +90,8 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 // Resolve returns the image's function name, made ready to launch. Where
 // the device lacks the memory the function's launches need, it runs the
 // rounds of reclamation, and returns an error matching ErrOutOfMemory
-// after the last. An image with no such function returns an error
+// after the last, or the device's loss or close where one comes during
+// the rounds. An image with no such function returns an error
 // matching ErrNoFunction; an image after Unload, one matching ErrFreed;
 // a nil Image, or one no LoadImage made, one matching ErrInvalid.
 func (im *Image) Resolve(name string) (*Function, error) {
@@ -113,6 +114,11 @@ func (im *Image) Resolve(name string) (*Function, error) {
 	defer d.end()
 	var e *device.Entry
 	lack, err := reclaim.Retry(func() (int64, error) {
+		// A loss or a Close during a round ends the rounds, as it
+		// does an allocation's.
+		if err := d.usable(); err != nil {
+			return 0, err
+		}
 		var err error
 		e, err = d.drv.Entry(s.img, name)
 		var nm *device.NoMemory
