@@ -376,3 +376,18 @@ func hostBaseline(e *env) *baseline {
 	}
 	return b
 }
+
+// failedSides names the sides of a comparison whose run met errors, rig's
+// measure m and the baseline's bm: "rig's run", "the baseline's run",
+// "rig's run and the baseline's", or "" where neither did.
+func failedSides(m, bm *measure) string {
+	switch {
+	case m.errors > 0 && bm.errors > 0:
+		return "rig's run and the baseline's"
+	case m.errors > 0:
+		return "rig's run"
+	case bm.errors > 0:
+		return "the baseline's run"
+	}
+	return ""
+}

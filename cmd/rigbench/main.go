@@ -62,10 +62,11 @@
 //
 // rigbench exits with 2 on a bad flag, a device that does not open, or a
 // recording's file (-cpuprofile, -memprofile, -gotrace, -slowtrace) that
-// cannot be created; 1 where the run met errors or an output file could
-// not be written in full, its write or its close failing (the message
-// names the flag and the file); and 0 otherwise. Ctrl-C stops the run, which
-// still reports what it measured.
+// cannot be created; 1 where the run met errors (rig's, or with -compare
+// the baseline's, and no ratio then compares the two) or an output file
+// could not be written in full, its write or its close failing (the
+// message names the flag and the file); and 0 otherwise. Ctrl-C stops the
+// run, which still reports what it measured.
 package main
 
 import (
@@ -312,9 +313,21 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 	case bm != nil:
 		r := result(base.name, bm)
 		rep.Baseline = &r
-		rep.Ratio = ratio(rep.Rig, r)
+		if bm.errors > 0 {
+			code = 1
+		}
 		if n := cfg.Rounds; n > 1 {
 			rep.BaselineNote = fmt.Sprintf("rig and the baseline ran in %d alternating rounds", n)
+		}
+		// A side whose run met errors measured a run that failed, which
+		// no ratio compares.
+		if failed := failedSides(m, bm); failed != "" {
+			if rep.BaselineNote != "" {
+				rep.BaselineNote += "; "
+			}
+			rep.BaselineNote += "no ratio: " + failed + " met errors"
+		} else {
+			rep.Ratio = ratio(rep.Rig, r)
 		}
 		if base.exclusive {
 			if rep.BaselineNote != "" {

@@ -32,7 +32,8 @@ type Report struct {
 	// one exists; BaselineNote says what it is, or why there is none.
 	Baseline     *Result `json:"baseline,omitempty"`
 	BaselineNote string  `json:"baseline_note,omitempty"`
-	// Ratio is rig's figures over the baseline's.
+	// Ratio is rig's figures over the baseline's; nil where either run
+	// met errors, as BaselineNote then says.
 	Ratio *Ratio `json:"ratio,omitempty"`
 	// Profile summarizes the profile -trace took, exported to Trace.
 	Profile *profile.Summary `json:"profile,omitempty"`
