@@ -62,10 +62,13 @@ type rigSide struct {
 
 // rounds is what the rounds measured: rig's measure and the baseline's,
 // nil where the baseline did not run, and why it did not where it failed
-// to start.
+// to start; and the rounds planned and those each side ran, fewer than
+// planned where a round met errors or the end of the run's context.
 type rounds struct {
-	m, bm   *measure
-	baseErr error
+	m, bm           *measure
+	baseErr         error
+	planned         int
+	rigRan, baseRan int
 }
 
 // failed is a measure of nothing but err, which ended a run.
@@ -92,7 +95,7 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 			n = 1 // until interrupted: the baseline never runs
 		}
 	}
-	out := rounds{m: newMeasure()}
+	out := rounds{m: newMeasure(), planned: n}
 	m := out.m
 	lv, blv := &live{}, &live{}
 	baseFail := func(err error) {
@@ -125,6 +128,7 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 		rm := bench(ctx, &rc, rs.lanes, lv)
 		pg.end()
 		m.add(rm)
+		out.rigRan++
 		if rm.errors > 0 || ctx.Err() != nil || base == nil {
 			break
 		}
@@ -146,6 +150,7 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 			out.bm = newMeasure()
 		}
 		out.bm.add(b)
+		out.baseRan++
 		if err := base.finish(); err != nil {
 			baseFail(err)
 			break
@@ -388,6 +393,19 @@ func failedSides(m, bm *measure) string {
 		return "rig's run"
 	case bm.errors > 0:
 		return "the baseline's run"
+	}
+	return ""
+}
+
+// note says in how many alternating rounds rig and the baseline ran: ""
+// for one; the rounds each side ran of those planned where a round met
+// errors or the end of the run's context.
+func (r *rounds) note() string {
+	switch {
+	case r.rigRan == r.planned && r.baseRan == r.planned && r.planned > 1:
+		return fmt.Sprintf("rig and the baseline ran in %d alternating rounds", r.planned)
+	case r.rigRan < r.planned || r.baseRan < r.planned:
+		return fmt.Sprintf("rig ran %d and the baseline %d of %d alternating rounds", r.rigRan, r.baseRan, r.planned)
 	}
 	return ""
 }

@@ -308,6 +308,8 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 	switch {
 	case base != nil && bm == nil && rr.baseErr != nil:
 		rep.BaselineNote = fmt.Sprintf("%s did not run: %v", base.name, rr.baseErr)
+	case base != nil && bm == nil && m.errors > 0:
+		rep.BaselineNote = "rig's run met errors before the baseline ran"
 	case base != nil && bm == nil:
 		rep.BaselineNote = "interrupted before the baseline ran"
 	case bm != nil:
@@ -316,9 +318,7 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 		if bm.errors > 0 {
 			code = 1
 		}
-		if n := cfg.Rounds; n > 1 {
-			rep.BaselineNote = fmt.Sprintf("rig and the baseline ran in %d alternating rounds", n)
-		}
+		rep.BaselineNote = rr.note()
 		// A side whose run met errors measured a run that failed, which
 		// no ratio compares.
 		if failed := failedSides(m, bm); failed != "" {
