@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
@@ -42,6 +43,10 @@ func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error
 	}
 	if host := dst.Bytes(); host != nil {
 		copy(host[off:], b)
+		// dst stays reachable until the copy ends: its collection
+		// would free the memory, and a driver that unmaps Mapped
+		// memory at Free leaves the slice on other bytes.
+		runtime.KeepAlive(dst)
 		return nil
 	}
 	return dst.stage(ctx, off, b, true)
@@ -67,6 +72,9 @@ func Download[T Element](ctx context.Context, dst []T, src *Buffer, off int) err
 	}
 	if host := src.Bytes(); host != nil {
 		copy(b, host[off:off+len(b)])
+		// src stays reachable until the copy ends, as dst does in
+		// Upload: a copy out of memory freed under it reads zeros.
+		runtime.KeepAlive(src)
 		return nil
 	}
 	return src.stage(ctx, off, b, false)
