@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -334,6 +335,13 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if r.ContentLength < 0 {
+		// A body of no stated length (chunked): the slot is sized by the
+		// length before any of it is read.
+		h.boundUnread()
+		http.Error(w, fmt.Sprintf("the body must come with a Content-Length: x and y, 1 to %d float32 each", MaxElements), http.StatusLengthRequired)
+		return
+	}
 	if r.ContentLength < 8 || r.ContentLength%8 != 0 || r.ContentLength > 8*MaxElements {
 		h.boundUnread()
 		http.Error(w, fmt.Sprintf("the body must hold x and y, 1 to %d float32 each (a Content-Length that is a multiple of 8)", MaxElements), http.StatusBadRequest)
@@ -346,7 +354,13 @@ func (s *Service) handleSaxpy(w http.ResponseWriter, r *http.Request) {
 	}
 	h.boundUnread()
 	if br, ok := err.(badRequest); ok {
-		http.Error(w, br.Error(), http.StatusBadRequest)
+		code := http.StatusBadRequest
+		if errors.Is(br.error, os.ErrDeadlineExceeded) {
+			// The client sent less of the body than it announced
+			// within IOTimeout.
+			code = http.StatusRequestTimeout
+		}
+		http.Error(w, br.Error(), code)
 		return
 	}
 	s.fail(w, err)

@@ -715,3 +715,28 @@ func TestCloseDuringReopen(t *testing.T) {
 		t.Fatal("Close returned while the replacement's open went on")
 	}
 }
+
+// TestSaxpyNoLength: a /saxpy whose body comes with no Content-Length
+// (chunked) answers 411, saying the length is needed, and runs nothing;
+// the server then serves a request that states it.
+func TestSaxpyNoLength(t *testing.T) {
+	srv, _, _ := serve(t, 2)
+	x, y := vectors(4, 1)
+	req, err := http.NewRequest("POST", srv.URL+"/saxpy?a=2", io.NopCloser(bytes.NewReader(Body(x, y))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusLengthRequired || !strings.Contains(string(body), "Content-Length") {
+		t.Fatalf("a chunked body: %d %q, want 411 naming the Content-Length", resp.StatusCode, body)
+	}
+	code, got, err := post(context.Background(), srv.Client(), srv.URL+"/saxpy?a=2", Body(x, y))
+	if err != nil || code != 200 || !slices.Equal(floats(got), Saxpy(2, x, y)) {
+		t.Fatalf("a saxpy after: %d %v", code, err)
+	}
+}

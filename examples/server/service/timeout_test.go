@@ -132,7 +132,7 @@ func TestUnreadBodyAnswered(t *testing.T) {
 		code        int
 		want        string
 	}{
-		{"a body that stops", "a=1", http.StatusBadRequest, "reading x"},
+		{"a body that stops", "a=1", http.StatusRequestTimeout, "reading x"},
 		{"a bad a", "a=x", http.StatusBadRequest, "not a number"},
 		{"a bad length", "a=1", http.StatusBadRequest, "multiple of 8"},
 	} {
