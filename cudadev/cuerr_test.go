@@ -317,8 +317,8 @@ func TestSettlePerCallError(t *testing.T) {
 			if a := d.Submit(&device.Submission{Value: 1, Timed: true}); a.Kind == device.Failed {
 				t.Fatalf("the timed submit failed: %s", a.Reason)
 			}
-			if d.faulted() != "" || p.tail != 1 || len(p.done) != 0 {
-				t.Fatalf("after the timed submit: fault %q, tail %d, %d converted; want no fault, tail 1, none converted", d.faulted(), p.tail, len(p.done))
+			if d.faulted() != "" || p.tail != 1 || p.done.Len() != 0 {
+				t.Fatalf("after the timed submit: fault %q, tail %d, %d converted; want no fault, tail 1, none converted", d.faulted(), p.tail, p.done.Len())
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/latest"
 )
 
 // Profile stamps: while rig takes a profile (Submission.Timed), Submit
@@ -37,9 +38,9 @@ type stamp struct {
 type profile struct {
 	mu         sync.Mutex
 	ring       [stampCount]stamp
-	head, tail uint64         // the stamps of values not yet settled: [tail, head)
-	done       []device.Stamp // converted by Submit, not yet settled
-	f          frame          // for Settle and the measure
+	head, tail uint64                    // the stamps of values not yet settled: [tail, head)
+	done       latest.Ring[device.Stamp] // converted by Submit, not yet settled, the latest stampCount
+	f          frame                     // for Settle and the measure
 
 	clock   [3]uintptr // the events a measure records
 	ref     uintptr    // the reference event: one of clock
@@ -129,12 +130,8 @@ func (d *gpu) stampStart(f *frame, q int) (*stamp, result) {
 		}
 		// A refusal of a call for the old stamp alone drops the stamp.
 		if r == 0 {
-			if len(p.done) == stampCount {
-				// Nobody settles: keep the latest stampCount.
-				copy(p.done, p.done[1:])
-				p.done = p.done[:stampCount-1]
-			}
-			p.done = append(p.done, s)
+			// Where nobody settles, the latest stampCount are kept.
+			p.done.Add(s, stampCount)
 		}
 		p.tail++
 	}
@@ -214,8 +211,7 @@ func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	p := &d.prof
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	into = append(into, p.done...)
-	p.done = p.done[:0]
+	into = p.done.Take(into)
 	if p.tail == p.head {
 		return into, nil
 	}

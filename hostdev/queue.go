@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/latest"
 	"golang.org/x/sys/cpu"
 )
 
@@ -143,12 +144,11 @@ type queues struct {
 	_         cpu.CacheLinePad
 
 	stampMu sync.Mutex
-	stamps  []device.Stamp // timed values completed, not yet settled
-	oldest  int            // the index of the oldest stamp, once stamps holds maxStamps
+	stamps  latest.Ring[device.Stamp] // timed values completed, not yet settled
 }
 
 // maxStamps bounds the stamps kept for Settle; past it, each stamp takes
-// the place of the oldest, so that stamps is a ring.
+// the place of the oldest.
 const maxStamps = 1 << 20
 
 func (q *queues) init(d *dev, start uint64) {
@@ -594,22 +594,14 @@ func (d *dev) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	q := &d.q
 	q.stampMu.Lock()
 	defer q.stampMu.Unlock()
-	into = append(into, q.stamps[q.oldest:]...)
-	into = append(into, q.stamps[:q.oldest]...)
-	q.stamps, q.oldest = q.stamps[:0], 0
-	return into, nil
+	return q.stamps.Take(into), nil
 }
 
 // stamp records the stamp of the timed value sl, on the sequencer.
 func (q *queues) stamp(sl *slot) {
 	st := device.Stamp{Value: sl.value, Queue: sl.endQueue, Start: sl.start, End: sl.end}
 	q.stampMu.Lock()
-	if len(q.stamps) < maxStamps {
-		q.stamps = append(q.stamps, st)
-	} else {
-		// Nobody settles: the stamp takes the oldest one's place.
-		q.stamps[q.oldest] = st
-		q.oldest = (q.oldest + 1) % maxStamps
-	}
+	// Where nobody settles, the stamp takes the oldest one's place.
+	q.stamps.Add(st, maxStamps)
 	q.stampMu.Unlock()
 }

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/latest"
 	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
 )
@@ -57,18 +58,17 @@ type stampRec struct {
 
 // profile is the device's stamps and its clock's measures.
 type profile struct {
-	mu     sync.Mutex
-	mem    atomic.Pointer[nvidia.Memory] // the stamp ring, made by Grow
-	pend   []stampRec                    // a ring of records entries
-	head   uint64
-	tail   uint64
-	done   []device.Stamp // converted by Submit, not yet settled: a ring once it holds maxDone
-	oldest int            // the index of done's oldest stamp
-	first  nvidia.Timer   // the measure at make, or the first narrow one
-	late   nvidia.Timer   // the latest measure, if late.Host != 0
-	at     int64          // when Settle last measured
-	bad    bool           // Submit found badV's stamps unwritten
-	badV   uint64
+	mu    sync.Mutex
+	mem   atomic.Pointer[nvidia.Memory] // the stamp ring, made by Grow
+	pend  []stampRec                    // a ring of records entries
+	head  uint64
+	tail  uint64
+	done  latest.Ring[device.Stamp] // converted by Submit, not yet settled, the latest maxDone
+	first nvidia.Timer              // the measure at make, or the first narrow one
+	late  nvidia.Timer              // the latest measure, if late.Host != 0
+	at    int64                     // when Settle last measured
+	bad   bool                      // Submit found badV's stamps unwritten
+	badV  uint64
 }
 
 // stamps is the host's view of the 6 words of value v's slot.
@@ -93,7 +93,6 @@ func (d *gpu) growStamps() error {
 	d.prof.mu.Lock()
 	if d.prof.pend == nil {
 		d.prof.pend = make([]stampRec, records)
-		d.prof.done = make([]device.Stamp, 0, 1024)
 	}
 	d.prof.mu.Unlock()
 	d.prof.mem.Store(m)
@@ -131,7 +130,7 @@ func (d *gpu) timed(v uint64, ender int, used uint8) {
 	for p.tail != p.head && v-p.pend[p.tail%records].v >= records {
 		r := p.pend[p.tail%records]
 		if s, ok := p.convert(m, r); ok {
-			p.keep(s)
+			p.done.Add(s, maxDone)
 		} else if !p.bad {
 			// Not written: the next Settle fails for it.
 			p.bad, p.badV = true, r.v
@@ -144,26 +143,6 @@ func (d *gpu) timed(v uint64, ender int, used uint8) {
 	}
 	p.pend[p.head%records] = stampRec{v: v, ender: ender, used: used}
 	p.head++
-}
-
-// keep keeps s, converted by Submit, for Settle; past maxDone it takes the
-// oldest one's place. p.mu is held.
-func (p *profile) keep(s device.Stamp) {
-	if len(p.done) < maxDone {
-		p.done = append(p.done, s)
-		return
-	}
-	p.done[p.oldest] = s
-	p.oldest = (p.oldest + 1) % maxDone
-}
-
-// takeDone appends the stamps Submit converted to into, from the oldest,
-// and empties them. p.mu is held.
-func (p *profile) takeDone(into []device.Stamp) []device.Stamp {
-	into = append(into, p.done[p.oldest:]...)
-	into = append(into, p.done[:p.oldest]...)
-	p.done, p.oldest = p.done[:0], 0
-	return into
 }
 
 // toHost converts a reading of the GPU's timer to the host's clock.
@@ -237,7 +216,7 @@ func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	p := &d.prof
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	into = p.takeDone(into)
+	into = p.done.Take(into)
 	if p.bad {
 		return into, d.keep(unwritten(p.badV))
 	}

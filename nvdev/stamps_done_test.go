@@ -26,11 +26,11 @@ func TestStampsDoneBound(t *testing.T) {
 		st[0], st[1] = v, 10*v
 		st[2*stampEnd], st[2*stampEnd+1] = v, 10*v+5
 	}
-	if len(p.done) > maxDone {
-		t.Fatalf("%d stamps kept for Settle, over %d", len(p.done), maxDone)
+	if p.done.Len() > maxDone {
+		t.Fatalf("%d stamps kept for Settle, over %d", p.done.Len(), maxDone)
 	}
 	p.mu.Lock()
-	got := p.takeDone(nil)
+	got := p.done.Take(nil)
 	p.mu.Unlock()
 	if len(got) != maxDone {
 		t.Fatalf("%d stamps for Settle, want %d", len(got), maxDone)
