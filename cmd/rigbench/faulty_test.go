@@ -65,14 +65,7 @@ func faultyLane(e *env, o opened) (lane[rig.Point], error) {
 	if err != nil {
 		return lane[rig.Point]{}, err
 	}
-	s, err := rig.NewSubmission(d, rig.Launch(f, 0))
-	if err != nil {
-		return lane[rig.Point]{}, err
-	}
-	return pointLane(d, func(ctx context.Context) (rig.Point, int64, error) {
-		p, err := s.Take().Submit(ctx)
-		return p, 0, err
-	}), nil
+	return launchLane(d, f)
 }
 
 // runReport runs rigbench in the process with args and -json, and returns

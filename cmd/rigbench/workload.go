@@ -126,11 +126,16 @@ func perDevice(mk func(e *env, o opened) (lane[rig.Point], error)) func(e *env) 
 }
 
 func emptyLane(e *env, o opened) (lane[rig.Point], error) {
-	d := o.dev
 	f, err := e.fn(o, "empty")
 	if err != nil {
 		return lane[rig.Point]{}, err
 	}
+	return launchLane(o.dev, f)
+}
+
+// launchLane is a lane whose submissions are one launch of f on d, with
+// no parameters.
+func launchLane(d *rig.Device, f *rig.Function) (lane[rig.Point], error) {
 	s, err := rig.NewSubmission(d, rig.Launch(f, 0))
 	if err != nil {
 		return lane[rig.Point]{}, err
