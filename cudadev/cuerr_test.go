@@ -444,18 +444,7 @@ func TestOtherGPUWork(t *testing.T) {
 		t.Errorf("Room refuses a fill of the GPU's own graph: %s", r.Reason)
 	}
 
-	img := &image{d: b, mod: 0x77, funcs: map[string]uintptr{"k": 0xf2}, entries: map[string]*device.Entry{}}
-	modules.mu.Lock()
-	if modules.byFun == nil {
-		modules.byFun = map[uintptr]*image{}
-	}
-	modules.byFun[0xf2] = img
-	modules.mu.Unlock()
-	defer func() {
-		modules.mu.Lock()
-		delete(modules.byFun, 0xf2)
-		modules.mu.Unlock()
-	}()
+	img := fakeModule(t, b, 0xf2)
 	node := cuda.Kernel{Func: 0xf2, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
 	if _, err := g.Kernel(node); err == nil {
 		t.Error("a kernel node of no parameters for a function that reads 8 bytes")

@@ -435,13 +435,7 @@ func TestGraphFailedNodeHoldsNothing(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const fn = 0xf1
-			img := &image{d: d, mod: 0x77, funcs: map[string]uintptr{"k": fn}, entries: map[string]*device.Entry{}}
-			modules.mu.Lock()
-			if modules.byFun == nil {
-				modules.byFun = map[uintptr]*image{}
-			}
-			modules.byFun[fn] = img
-			modules.mu.Unlock()
+			img := fakeModule(t, d, fn)
 			if err := c.add(fn); err == nil {
 				t.Fatal("CUDA refused the node, and the graph answered no error")
 			}
@@ -472,4 +466,23 @@ func stoppedFake(t *testing.T, tab *table, w, last, written uint64) (*gpuInfo, *
 		t.Fatal(err)
 	}
 	return g, d, word
+}
+
+// fakeModule registers, until the test ends, an image of d (module 0x77)
+// whose one function "k" is fn, as a load would.
+func fakeModule(t *testing.T, d *gpu, fn uintptr) *image {
+	t.Helper()
+	img := &image{d: d, mod: 0x77, funcs: map[string]uintptr{"k": fn}, entries: map[string]*device.Entry{}}
+	modules.mu.Lock()
+	if modules.byFun == nil {
+		modules.byFun = map[uintptr]*image{}
+	}
+	modules.byFun[fn] = img
+	modules.mu.Unlock()
+	t.Cleanup(func() {
+		modules.mu.Lock()
+		delete(modules.byFun, fn)
+		modules.mu.Unlock()
+	})
+	return img
 }

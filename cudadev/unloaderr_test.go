@@ -65,18 +65,7 @@ func TestUnloadRefusedKeepsImage(t *testing.T) {
 			})
 			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 			const fn = 0xf2
-			img := &image{d: d, mod: 0x77, funcs: map[string]uintptr{"k": fn}, entries: map[string]*device.Entry{}}
-			modules.mu.Lock()
-			if modules.byFun == nil {
-				modules.byFun = map[uintptr]*image{}
-			}
-			modules.byFun[fn] = img
-			modules.mu.Unlock()
-			t.Cleanup(func() {
-				modules.mu.Lock()
-				delete(modules.byFun, fn)
-				modules.mu.Unlock()
-			})
+			img := fakeModule(t, d, fn)
 			if byGraph {
 				var h holds
 				if _, err := h.hold(fn); err != nil {
