@@ -82,8 +82,8 @@ type laneState struct {
 }
 
 // bench runs the lanes: a submitter and a waiter goroutine for each, or
-// in closed loop of depth 1 one goroutine that submits and waits in turn
-// (the load of a server's request goroutines). The
+// at depth 1 one goroutine that submits and waits in turn (the load of a
+// server's request goroutines), in closed and in open loop. The
 // submitter submits as fast as the lane's -depth window allows, or, with
 // -rate, at the arrivals a pacer releases to it; the waiter waits for each submission in order and
 // records its latency, from the intended send time in open loop and from
@@ -169,14 +169,22 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 			moved.Add(f.bytes)
 			lv.done.Add(1)
 		}
-		if pace == nil && cfg.Depth == 1 {
-			// Closed loop of depth 1: the lane's one goroutine submits
-			// and waits in turn, as a request's goroutine would.
+		if cfg.Depth == 1 {
+			// Depth 1: the lane's one goroutine submits and waits in
+			// turn, as a request's goroutine would; in open loop it
+			// first takes its next arrival from the pacer.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for runCtx.Err() == nil && (cfg.N == 0 || issued.Add(1) <= cfg.N) {
+				for k := int64(0); runCtx.Err() == nil && (cfg.N == 0 || issued.Add(1) <= cfg.N); k++ {
 					intended := mono()
+					if pace != nil {
+						var ok bool
+						if intended, ok = pace.wait(runCtx, i, k); !ok {
+							return
+						}
+						m.late.record(i, mono()-intended)
+					}
 					t, b, err := l.submit(runCtx)
 					if err != nil {
 						if runCtx.Err() == nil || !errors.Is(err, runCtx.Err()) {
