@@ -1,14 +1,12 @@
 package hostdev
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // TestStampsPastBound stamps more timed values than maxStamps with no
-// Settle between: each stamp past the bound drops the oldest in constant
-// time, not by moving the million kept, and Settle gives the latest
-// maxStamps in value order.
+// Settle between: each stamp past the bound drops the oldest, and Settle
+// gives the latest maxStamps in value order. That a stamp past the bound
+// takes the oldest one's place, moving none of the others, is the ring's
+// (internal/latest's TestRingAddInPlace).
 func TestStampsPastBound(t *testing.T) {
 	d := &dev{}
 	sl := &slot{timed: true}
@@ -17,13 +15,9 @@ func TestStampsPastBound(t *testing.T) {
 		d.q.stamp(sl)
 	}
 	const more = 2000
-	t0 := time.Now()
 	for v := range uint64(more) {
 		sl.value = maxStamps + v + 1
 		d.q.stamp(sl)
-	}
-	if el := time.Since(t0); el > time.Second {
-		t.Errorf("%d stamps past the bound took %v", more, el)
 	}
 	stamps, err := d.Settle(nil)
 	if err != nil {

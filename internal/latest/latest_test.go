@@ -70,3 +70,34 @@ func TestRingAllocs(t *testing.T) {
 		t.Fatalf("%v allocations a round", n)
 	}
 }
+
+// TestRingAddInPlace: an Add to a full ring writes the oldest value's
+// place and no other, and keeps the ring's memory, so that its cost does
+// not grow with the values held.
+func TestRingAddInPlace(t *testing.T) {
+	const max = 1000
+	var r Ring[int]
+	for v := range max {
+		r.Add(v, max)
+	}
+	first := &r.items[0]
+	for v := max; v < 3*max+7; v++ {
+		before := slices.Clone(r.items)
+		r.Add(v, max)
+		if &r.items[0] != first || len(r.items) != max {
+			t.Fatalf("Add of %d moved the ring's memory or changed its length (%d)", v, len(r.items))
+		}
+		changed := 0
+		for i := range before {
+			if before[i] != r.items[i] {
+				changed++
+				if before[i] != v-max || r.items[i] != v {
+					t.Fatalf("Add of %d wrote place %d (%d to %d); want the oldest, %d", v, i, before[i], r.items[i], v-max)
+				}
+			}
+		}
+		if changed != 1 {
+			t.Fatalf("Add of %d changed %d places; want 1", v, changed)
+		}
+	}
+}
