@@ -105,29 +105,58 @@ func (d *Deferred) Add(it Item) {
 func (d *Deferred) Len() int { return int(d.n.Load()) }
 
 // Sweep releases every due item and returns how many it released.
-// Release runs with no lock of the Deferred held.
+// Release runs with no lock of the Deferred held. A panic of an item's Due
+// or Release goes on to Sweep's caller, and leaves the Deferred usable:
+// after a Due's panic every item is kept, and after a Release's panic that
+// item counts as released and the due items after it are kept, for a later
+// Sweep to release.
 func (d *Deferred) Sweep() int {
 	if d.n.Load() == 0 {
 		return 0
 	}
-	var due []Item
+	due := d.takeDue()
+	i := 0
+	defer func() {
+		if i < len(due) {
+			// due[i]'s Release panicked.
+			d.mu.Lock()
+			d.items = append(d.items, due[i+1:]...)
+			d.n.Store(int64(len(d.items)))
+			d.mu.Unlock()
+		}
+	}()
+	for ; i < len(due); i++ {
+		due[i].Release()
+	}
+	return len(due)
+}
+
+// takeDue removes the due items from d and returns them.
+func (d *Deferred) takeDue() (due []Item) {
 	d.mu.Lock()
 	kept := d.items[:0]
-	for _, it := range d.items {
-		if it.Due() {
+	j := 0
+	defer func() {
+		if j < len(d.items) {
+			// d.items[j]'s Due panicked: the items kept, those found due
+			// (due is an array of its own) and the rest stay, in d.items'
+			// place.
+			d.items = append(kept, append(due, d.items[j:]...)...)
+		} else {
+			clear(d.items[len(kept):])
+			d.items = kept
+		}
+		d.n.Store(int64(len(d.items)))
+		d.mu.Unlock()
+	}()
+	for ; j < len(d.items); j++ {
+		if it := d.items[j]; it.Due() {
 			due = append(due, it)
 		} else {
 			kept = append(kept, it)
 		}
 	}
-	clear(d.items[len(kept):])
-	d.items = kept
-	d.n.Store(int64(len(kept)))
-	d.mu.Unlock()
-	for _, it := range due {
-		it.Release()
-	}
-	return len(due)
+	return due
 }
 
 // Drain removes and returns every item, due or not.

@@ -167,6 +167,82 @@ func TestDeferred(t *testing.T) {
 	}
 }
 
+// panicky is an item whose Due or Release panics while its flag is set.
+type panicky struct {
+	item
+	dueBoom, releaseBoom atomic.Bool
+}
+
+func (p *panicky) Due() bool {
+	if p.dueBoom.Load() {
+		panic("Due")
+	}
+	return p.item.Due()
+}
+
+func (p *panicky) Release() {
+	p.item.Release()
+	if p.releaseBoom.Load() {
+		panic("Release")
+	}
+}
+
+// sweepPanic sweeps d and returns what Sweep panicked with, or nil.
+func sweepPanic(d *Deferred) (v any) {
+	defer func() { v = recover() }()
+	d.Sweep()
+	return nil
+}
+
+// TestDeferredPanics: a panic of an item's Due or Release reaches Sweep's
+// caller and leaves the Deferred usable, its lock free and every item not
+// released kept for a later Sweep, none released twice.
+func TestDeferredPanics(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		release bool // Release panics, not Due
+		at      int  // the panicking item's place
+	}{
+		{"Due, first", false, 0},
+		{"Due, middle", false, 2},
+		{"Due, last", false, 4},
+		{"Release, first", true, 0},
+		{"Release, middle", true, 2},
+		{"Release, last", true, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var d Deferred
+			its := make([]*panicky, 5)
+			for i := range its {
+				its[i] = &panicky{}
+				its[i].due.Store(i != 1) // item 1 is not due
+				d.Add(its[i])
+			}
+			boom := &its[c.at].dueBoom
+			if c.release {
+				boom = &its[c.at].releaseBoom
+			}
+			boom.Store(true)
+			if v := sweepPanic(&d); v == nil {
+				t.Fatal("Sweep returned; want the item's panic")
+			}
+			boom.Store(false)
+			d.Add(&panicky{}) // the lock is free
+			d.Sweep()
+			its[1].due.Store(true)
+			d.Sweep()
+			for i, it := range its {
+				if n := it.released.Load(); n != 1 {
+					t.Errorf("item %d released %d times; want once", i, n)
+				}
+			}
+			if d.Len() != 1 {
+				t.Errorf("Len %d; want 1, the item added after the panic", d.Len())
+			}
+		})
+	}
+}
+
 func TestRetryRounds(t *testing.T) {
 	cases := []struct {
 		name      string
