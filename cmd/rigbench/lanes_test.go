@@ -31,11 +31,21 @@ func TestDepthOneLaneIsOneGoroutine(t *testing.T) {
 			var mu sync.Mutex
 			submitters := map[uint64]int{} // goroutine: lane
 			other := 0
+			// Each lane's first submission waits for every lane's, so
+			// that one lane cannot make all of them.
+			var started sync.WaitGroup
+			started.Add(lanes)
 			ls := make([]lane[uint64], lanes)
 			for i := range ls {
+				first := true
 				ls[i] = lane[uint64]{
 					device: "fake",
 					submit: func(context.Context) (uint64, int64, error) {
+						if first {
+							first = false
+							started.Done()
+							started.Wait()
+						}
 						g := goid()
 						mu.Lock()
 						submitters[g] = i
