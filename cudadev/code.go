@@ -163,6 +163,12 @@ func (d *gpu) Entry(i device.Image, name string) (*device.Entry, error) {
 	}
 	img.mu.Lock()
 	defer img.mu.Unlock()
+	return d.entry(img, name)
+}
+
+// entry is Entry of name of img, which lies in d's context; img.mu is
+// held.
+func (d *gpu) entry(img *image, name string) (*device.Entry, error) {
 	if e := img.entries[name]; e != nil {
 		return e, nil
 	}
@@ -196,6 +202,25 @@ func (d *gpu) Entry(i device.Image, name string) (*device.Entry, error) {
 	e := &device.Entry{Name: name, Code: uint64(fn), Params: end, Threads: int(threads), Shared: int(shared), Layout: layout, Data: k}
 	img.entries[name] = e
 	return e, nil
+}
+
+// kernelOf is the kernel of img's function fn and its name, as Entry
+// makes them: those of fn's entry, made where Entry made none yet. img
+// lies in d's context.
+func (d *gpu) kernelOf(img *image, fn uintptr) (*kernel, string, error) {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	for name, f := range img.funcs {
+		if f != fn {
+			continue
+		}
+		e, err := d.entry(img, name)
+		if err != nil {
+			return nil, "", err
+		}
+		return e.Data.(*kernel), name, nil
+	}
+	return nil, "", fmt.Errorf("cudadev: %#x is no function of the image", fn)
 }
 
 // paramLayout returns where each of fn's parameters lies, and the end of

@@ -401,6 +401,7 @@ func TestOtherGPUWork(t *testing.T) {
 			*cWord(a[0]) = 0x9b
 			return 0
 		},
+		"cuFuncGetAttribute": fakeFuncAttrs(1024, 48<<10),
 		"cuFuncGetParamInfo": func(a [6]uintptr) result {
 			if a[1] > 0 {
 				return errInvalidValue

@@ -82,15 +82,32 @@ func fakeEvents() fakeFn {
 	}
 }
 
+// fakeFuncAttrs answers cuFuncGetAttribute for a function of threads
+// threads per block and shared bytes of dynamic shared memory at most.
+func fakeFuncAttrs(threads, shared int32) fakeFn {
+	return func(a [6]uintptr) result {
+		switch a[1] {
+		case funcMaxThreadsPerBlock:
+			*(*int32)(ptr(a[0])) = threads
+		case funcMaxDynamicShared:
+			*(*int32)(ptr(a[0])) = shared
+		default:
+			*(*int32)(ptr(a[0])) = 0
+		}
+		return 0
+	}
+}
+
 // fakeDevice is an open device of the fake table: GPU g's timeline k with
-// streams and events made.
+// streams and events made, and an H200's limits (fakeGPU).
 func fakeDevice(tab *table, g *gpuInfo, k int, word *uint64) *gpu {
 	if g.ctx.Load() == 0 {
 		g.ctx.Store(0xc0)
 	}
+	lim := fakeGPU()
 	d := &gpu{t: tab, info: g, ctx: g.ctx.Load(), timeline: k,
 		streams: [2]uintptr{0x51, 0x52}, clockStream: 0x53, joins: [2]uintptr{0x61, 0x62},
-		word: word}
+		word: word, maxBlock: lim.maxBlock, maxGrid: lim.maxGrid, maxThreads: lim.maxThreads}
 	g.mu.Lock()
 	if g.open == nil {
 		g.open = map[int]*gpu{}
@@ -403,6 +420,7 @@ func TestGraphFailedNodeHoldsNothing(t *testing.T) {
 			*cWord(a[0]) = 0x9b
 			return 0
 		},
+		"cuFuncGetAttribute":                fakeFuncAttrs(1024, 48<<10),
 		"cuFuncGetParamInfo":                func([6]uintptr) result { return errInvalidValue },
 		"cuGraphAddKernelNode_v2":           func([6]uintptr) result { return errInvalidValue },
 		"cuGraphExecKernelNodeSetParams_v2": func([6]uintptr) result { return errInvalidValue },
@@ -412,6 +430,7 @@ func TestGraphFailedNodeHoldsNothing(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		add  func(fn uint64) error
+		want string // what CUDA refused
 	}{
 		{"graph", func(fn uint64) error {
 			g, err := gs.NewGraph()
@@ -420,7 +439,7 @@ func TestGraphFailedNodeHoldsNothing(t *testing.T) {
 			}
 			_, err = g.Kernel(cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}})
 			return err
-		}},
+		}, "adding a kernel node"},
 		{"executable graph", func(fn uint64) error {
 			g, err := gs.NewGraph()
 			if err != nil {
@@ -431,13 +450,15 @@ func TestGraphFailedNodeHoldsNothing(t *testing.T) {
 				return err
 			}
 			return x.SetKernel(0, cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}})
-		}},
+		}, "setting a kernel node"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const fn = 0xf1
 			img := fakeModule(t, d, fn)
 			if err := c.add(fn); err == nil {
 				t.Fatal("CUDA refused the node, and the graph answered no error")
+			} else if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("the graph answered %q; want CUDA's refusal of %s", err, c.want)
 			}
 			if err := d.Unload(img); err != nil {
 				t.Fatal(err)

@@ -214,25 +214,26 @@ func newKernelNode(k cuda.Kernel) *kernelNode {
 }
 
 // checkKernel is why k, whose function lies in img, cannot be a kernel
-// node of gs's device, or nil: the function lies in another GPU's
-// context, or k passes fewer parameter bytes than the function reads, as
-// Room refuses for a launch.
+// node of gs's device, or nil, as Room refuses for a launch: the function
+// lies in another GPU's context; k's grid or block has 0 groups or threads
+// along an axis, or more than the GPU has; its block has more threads than
+// the function has, or it asks more dynamic shared memory than the
+// function takes; or it passes fewer parameter bytes than the function
+// reads.
 func (gs *graphs) checkKernel(img *image, k cuda.Kernel) error {
 	d := gs.d
 	if img.d.ctx != d.ctx {
 		return fmt.Errorf("cudadev: graph: the function %#x is loaded on GPU %s, not this GPU (%s)", k.Func, img.d.info.bus, d.info.bus)
 	}
-	var end int
-	var err error
-	gs.in(func(*table) result {
-		_, end, err = d.paramLayout(uintptr(k.Func), fmt.Sprintf("%#x", k.Func))
-		return 0
-	})
+	kn, name, err := d.kernelOf(img, uintptr(k.Func))
 	if err != nil {
 		return err
 	}
-	if len(k.Params) < end {
-		return fmt.Errorf("cudadev: graph: %d parameter bytes for the function %#x, which reads %d", len(k.Params), k.Func, end)
+	if why := d.checkShape(kn, name, &k.Grid, &k.Block, k.Shared); why != "" {
+		return fmt.Errorf("cudadev: graph: a kernel node of the function %#x: %s", k.Func, why)
+	}
+	if len(k.Params) < kn.params {
+		return fmt.Errorf("cudadev: graph: %d parameter bytes for the function %#x, which reads %d", len(k.Params), k.Func, kn.params)
 	}
 	return nil
 }
@@ -244,7 +245,9 @@ func (g *graph) gone() error {
 	return g.gs.usable()
 }
 
-// Kernel adds a kernel node.
+// Kernel adds a kernel node. It refuses, before CUDA is asked and
+// holding nothing, a node that a launch of its function could not be
+// (checkKernel).
 func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
@@ -416,7 +419,8 @@ func (x *execGraph) gone() error {
 	return x.gs.usable()
 }
 
-// SetKernel sets a kernel node's launch.
+// SetKernel sets a kernel node's launch. It refuses, before CUDA is
+// asked and holding nothing more, a launch that checkKernel refuses.
 func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	if err := x.gone(); err != nil {
 		return err

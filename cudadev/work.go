@@ -90,28 +90,41 @@ func (d *gpu) checkLaunch(p *device.Part) string {
 	if k.ctx != d.ctx {
 		return fmt.Sprintf("a launch of %q, loaded in another GPU's context", p.Entry.Name)
 	}
-	for a := 0; a < 3; a++ {
-		if p.Groups[a] == 0 {
-			return fmt.Sprintf("a block of 0 groups along axis %c", axes[a])
-		}
-		if p.Threads[a] == 0 {
-			return fmt.Sprintf("a block of 0 threads along axis %c", axes[a])
-		}
-		if p.Groups[a] > d.maxGrid[a] {
-			return fmt.Sprintf("%d groups along axis %c, more than the GPU's %d (CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_%c)", p.Groups[a], axes[a], d.maxGrid[a], axes[a]-32)
-		}
-		if p.Threads[a] > d.maxBlock[a] {
-			return fmt.Sprintf("%d threads along axis %c, more than the GPU's %d (CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_%c)", p.Threads[a], axes[a], d.maxBlock[a], axes[a]-32)
-		}
-	}
-	if n := uint64(p.Threads[0]) * uint64(p.Threads[1]) * uint64(p.Threads[2]); n > uint64(k.threads) {
-		return fmt.Sprintf("%d threads per group, more than the %d of %q", n, k.threads, p.Entry.Name)
-	}
-	if int(p.Shared) > k.shared {
-		return fmt.Sprintf("%d bytes of dynamic shared memory, more than the %d of %q", p.Shared, k.shared, p.Entry.Name)
+	if why := d.checkShape(k, p.Entry.Name, &p.Groups, &p.Threads, p.Shared); why != "" {
+		return why
 	}
 	if len(p.Params) < k.params {
 		return fmt.Sprintf("%d parameter bytes, and %q reads %d", len(p.Params), p.Entry.Name, k.params)
+	}
+	return ""
+}
+
+// checkShape is why d's GPU never runs k, the function name, over groups
+// of threads with shared bytes of dynamic shared memory, or "": 0 groups
+// or threads along an axis, more along one than the GPU has, more threads
+// per group than k has (their product taken in 64 bits, past uint32's
+// overflow), or more dynamic shared memory than k takes. A launch's check
+// and a graph's kernel node's share it; it allocates only on a refusal.
+func (d *gpu) checkShape(k *kernel, name string, groups, threads *[3]uint32, shared uint32) string {
+	for a := 0; a < 3; a++ {
+		if groups[a] == 0 {
+			return fmt.Sprintf("a block of 0 groups along axis %c", axes[a])
+		}
+		if threads[a] == 0 {
+			return fmt.Sprintf("a block of 0 threads along axis %c", axes[a])
+		}
+		if groups[a] > d.maxGrid[a] {
+			return fmt.Sprintf("%d groups along axis %c, more than the GPU's %d (CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_%c)", groups[a], axes[a], d.maxGrid[a], axes[a]-32)
+		}
+		if threads[a] > d.maxBlock[a] {
+			return fmt.Sprintf("%d threads along axis %c, more than the GPU's %d (CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_%c)", threads[a], axes[a], d.maxBlock[a], axes[a]-32)
+		}
+	}
+	if n := uint64(threads[0]) * uint64(threads[1]) * uint64(threads[2]); n > uint64(k.threads) {
+		return fmt.Sprintf("%d threads per group, more than the %d of %q", n, k.threads, name)
+	}
+	if int(shared) > k.shared {
+		return fmt.Sprintf("%d bytes of dynamic shared memory, more than the %d of %q", shared, k.shared, name)
 	}
 	return ""
 }
