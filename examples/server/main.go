@@ -55,12 +55,14 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	// rig's own events (opens, losses, closes, reclamation) go to the
-	// service's log, and its devices' counters to /metrics.
+	// service's log, and its devices' counters to /metrics, which takes no
+	// body and treats one as the service's paths other than /saxpy do
+	// (Service.Bodiless).
 	rig.SetLogger(log)
 	prometheus.MustRegister(rigprom.NewCollector(svc.Devices))
 	mux := http.NewServeMux()
 	mux.Handle("/", svc.Handler())
-	mux.Handle("GET /metrics", promhttp.Handler())
+	mux.Handle("GET /metrics", svc.Bodiless(promhttp.Handler()))
 	srv := newServer(o.addr, mux)
 	served := make(chan error, 1)
 	go func() { served <- srv.ListenAndServe() }()

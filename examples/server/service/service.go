@@ -121,7 +121,9 @@ type Config struct {
 	// the slot's memory and the answer written from it: without a bound, a
 	// client that sends its body slowly, or stops reading its answers,
 	// holds a slot for as long as it keeps its connection, and Slots such
-	// clients stop the service.
+	// clients stop the service. It bounds as well the read of a body sent
+	// to a path other than /saxpy, which takes none, after the answer
+	// (Handler).
 	IOTimeout time.Duration
 	// SlotWait bounds how long a /saxpy request waits for a free slot once
 	// Slots are in use (0 or less: 1 s); a request that waits longer
@@ -278,6 +280,14 @@ func (b *backend) newSlot() (*slot, error) {
 //	POST /debug/fault?kind=address|trap  with Config.Debug only: a kernel
 //	                  that writes outside any allocation (address, the
 //	                  default) or traps, which loses the device
+//
+// Only /saxpy takes a body. A request to any other path (the 404 and 405
+// answers included) that carries one, announced by a Content-Length above
+// 0 or chunked, is answered as it would be without it, with the body
+// unread and "Connection: close": the answer is written at once and the
+// connection closed after it, once what the client sends of the body is
+// read (up to 256 KiB) or Config.IOTimeout has passed since the answer
+// (Bodiless).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /saxpy", s.handleSaxpy)
@@ -304,7 +314,44 @@ func (s *Service) Handler() http.Handler {
 		mux.HandleFunc("POST /debug/spin", s.handleSpin)
 		mux.HandleFunc("POST /debug/fault", s.handleFault)
 	}
-	return mux
+	others := s.Bodiless(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/saxpy" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		others.ServeHTTP(w, r)
+	})
+}
+
+// Bodiless returns h, a handler of requests that take no body, such that
+// a body a request carries, announced by a Content-Length above 0 or
+// chunked, is not waited for beyond Config.IOTimeout: the request is
+// answered as it would be without it, with the body unread and
+// "Connection: close". Handler serves the service's paths other than
+// /saxpy through it, and a server serves through it as well its own
+// handlers that take no body beside the service's (its metrics, say).
+//
+// net/http reads what a handler left of a body before it writes the answer
+// (up to 256 KiB, to keep the connection), with no deadline of its own, so
+// that a client that announces a body and sends none would get no answer
+// and hold the connection, and its goroutine, for as long as it keeps it
+// open. "Connection: close" skips that read: the answer is written at once
+// and the connection is not kept. net/http still reads what comes of the
+// body once the handler returns, before it closes the connection, so that
+// the close does not reset an answer the client has yet to read; a read
+// deadline of Config.IOTimeout, set once the handler returns, bounds that
+// read.
+func (s *Service) Bodiless(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		h.ServeHTTP(w, r)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.ioTimeout))
+	})
 }
 
 func (s *Service) lossText() string {

@@ -53,16 +53,20 @@ func serveStandby(t *testing.T, slots int, driver string, open func(context.Cont
 }
 
 // serveService serves svc behind an httptest server, which ends with the
-// test. active counts the handlers running.
+// test. active counts the handlers running. The server keeps an idle
+// connection for a minute, as the command's keeps one for two: a test
+// that sees a connection closed within less sees the service close it.
 func serveService(t *testing.T, svc *Service) (*httptest.Server, *Service, *atomic.Int64) {
 	t.Helper()
 	var active atomic.Int64
 	h := svc.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		active.Add(1)
 		defer active.Add(-1)
 		h.ServeHTTP(w, r)
 	}))
+	srv.Config.IdleTimeout = time.Minute
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, svc, &active
 }

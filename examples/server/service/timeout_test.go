@@ -148,21 +148,63 @@ func TestUnreadBodyAnswered(t *testing.T) {
 		if _, err := fmt.Fprintf(conn, "POST /saxpy?%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n\x00\x00", c.query, length); err != nil {
 			t.Fatal(err)
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		br := bufio.NewReader(conn)
-		resp, err := http.ReadResponse(br, nil)
+		checkAnswerThenClose(t, c.name, conn, 5*time.Second, c.code, c.want)
+		conn.Close()
+	}
+}
+
+// checkAnswerThenClose fails the test unless conn reads an answer of code
+// whose body holds want, and then the connection's close, within bound.
+func checkAnswerThenClose(t *testing.T, name string, conn net.Conn, bound time.Duration, code int, want string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(bound))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Errorf("%s: no answer within %v: %v", name, bound, err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != code || !strings.Contains(string(body), want) {
+		t.Errorf("%s: %d %q, want %d saying %q", name, resp.StatusCode, body, code, want)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("%s: the connection was not closed within %v of the request: %v", name, bound, err)
+	}
+}
+
+// TestBodyElsewhereAnswered: a request to a path other than /saxpy, which
+// takes no body, that announces a body and sends none is answered at once
+// and its connection closed within the timeout, not kept until the
+// server's IdleTimeout or the client's close.
+func TestBodyElsewhereAnswered(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	addr, _, _ := serveTimeout(t, timeout)
+	for _, c := range []struct {
+		head string
+		code int
+		want string
+	}{
+		{"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100", http.StatusOK, "ok"},
+		{"GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked", http.StatusOK, "ok"},
+		{"GET /readyz HTTP/1.1\r\nHost: x\r\nContent-Length: 100", http.StatusOK, "ready"},
+		{"POST /debug/spin?us=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100", http.StatusOK, "done"},
+		{"POST /debug/fault?kind=x HTTP/1.1\r\nHost: x\r\nContent-Length: 100", http.StatusBadRequest, "want address or trap"},
+		{"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100", http.StatusMethodNotAllowed, ""},
+		{"GET /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 100", http.StatusNotFound, ""},
+	} {
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
-			conn.Close()
-			t.Errorf("%s: no answer: %v", c.name, err)
-			continue
+			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != c.code || !strings.Contains(string(body), c.want) {
-			t.Errorf("%s: %d %q, want %d saying %q", c.name, resp.StatusCode, body, c.code, c.want)
+		if _, err := io.WriteString(conn, c.head+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
 		}
-		if _, err := br.ReadByte(); err != io.EOF {
-			t.Errorf("%s: the connection was not closed after the answer: %v", c.name, err)
+		name, _, _ := strings.Cut(c.head, "\r\n")
+		if strings.Contains(c.head, "chunked") {
+			name += " (chunked)"
 		}
+		checkAnswerThenClose(t, name, conn, 5*timeout, c.code, c.want)
 		conn.Close()
 	}
 }
