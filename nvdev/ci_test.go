@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -611,6 +612,47 @@ func TestFault(t *testing.T) {
 	}
 	if got := r.d.Signaled(); got != v {
 		t.Errorf("after stop the word reads %d, want %d", got, v)
+	}
+}
+
+// TestFaultReadsEverySM: the RM refuses a read of the SMs' errors past
+// the SMs the GPU has, fewer than the chip's count the device reads by;
+// ReadFault still reads every SM the GPU has, the last among them, and
+// reports no refusal. Where the RM refuses every read (-1), ReadFault says
+// so.
+func TestFaultReadsEverySM(t *testing.T) {
+	for _, sms := range []int{132, 100, 40, 1, -1} {
+		t.Run(fmt.Sprint(sms), func(t *testing.T) {
+			r := openRaw(t, Config{})
+			r.f.mu.Lock()
+			r.f.smCount = sms
+			r.f.mu.Unlock()
+			r.f.pause()
+			r.submit(nil)
+			r.f.fail(r.f.chans[0], 31)
+			f, ok := device.AsFault(r.d.Sleep(r.d.Signaled(), 10*time.Millisecond))
+			if !ok {
+				t.Fatal("Sleep raised no fault")
+			}
+			more := strings.Join(r.d.ReadFault(f), "\n")
+			want := []string{fmt.Sprintf("SM %d: global ESR 0x10", sms-1)}
+			if sms > 3 {
+				want = append(want, "SM 3: global ESR 0x10")
+			}
+			if sms < 0 {
+				want = []string{"SM errors: the RM refused to read them"}
+			} else if strings.Contains(more, "refused") {
+				t.Errorf("ReadFault reports a refusal:\n%s", more)
+			}
+			for _, s := range want {
+				if !strings.Contains(more, s) {
+					t.Errorf("ReadFault lacks %q:\n%s", s, more)
+				}
+			}
+			if err := r.d.Stop(f.Why); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

@@ -50,6 +50,9 @@ type fake struct {
 	launches int
 	trace    map[string][]hw.Write
 	mmu      []nvidia.MMUFaultInfoEntry
+	// smCount, where set, is the SMs the GPU has: the RM refuses a read
+	// of the SMs' errors past them (-1: every read).
+	smCount  int
 	checkErr error
 	// ownReleases counts the launches that released a word; timerErr
 	// fails ReadTimer.
@@ -331,8 +334,21 @@ func (r fakeRM) Token(ch nvidia.Handle) (uint32, error) { return uint32(ch), nil
 
 func (r fakeRM) Schedule(nvidia.Handle, *nvidia.ScheduleParams) error { return nil }
 
+// SMErrors reports an error on SM 3 and, where smCount is set, on the
+// last SM, and refuses a read past smCount SMs.
 func (r fakeRM) SMErrors(_ nvidia.Handle, p *nvidia.SMErrorStatesParams) error {
-	p.SMErrorStates[3].HwwGlobalEsr = 0x10
+	f := r.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	start, n := int(p.StartingSM), int(p.NumSMsToRead)
+	if n > nvidia.MaxSMsPerCall || f.smCount != 0 && start+n > f.smCount {
+		return fmt.Errorf("fake RM: a read of SMs %d to %d", start, start+n-1)
+	}
+	for i := range n {
+		if sm := start + i; sm == 3 || sm == f.smCount-1 {
+			p.SMErrorStates[i].HwwGlobalEsr = 0x10
+		}
+	}
 	return nil
 }
 

@@ -199,18 +199,27 @@ func (d *gpu) debugLines() []string {
 	var lines []string
 	sms := d.rec.SMs()
 	mmuInfo := false
-	for start := 0; start < sms; start += nvidia.MaxSMsPerCall {
-		p := &nvidia.SMErrorStatesParams{TargetChannel: set.ch[qCompute].h,
-			NumSMsToRead: uint32(min(sms-start, nvidia.MaxSMsPerCall)), StartingSM: uint32(start)}
-		if err := d.rm.SMErrors(set.debugger, p); err != nil {
-			// The counts are the chip's: the RM refuses SMs past those
-			// the GPU has.
+	p := new(nvidia.SMErrorStatesParams)
+	for start := 0; start < sms; {
+		// The count is the chip's, which may pass the SMs the GPU has
+		// (144 on the H200, which has 132), and the RM may refuse a read
+		// past those: a refused read is tried again over half as many,
+		// down to one, so that every SM the GPU has is read.
+		n := min(sms-start, nvidia.MaxSMsPerCall)
+		var err error
+		for ; n > 0; n /= 2 {
+			*p = nvidia.SMErrorStatesParams{TargetChannel: set.ch[qCompute].h, NumSMsToRead: uint32(n), StartingSM: uint32(start)}
+			if err = d.rm.SMErrors(set.debugger, p); err == nil {
+				break
+			}
+		}
+		if n == 0 {
 			if start == 0 {
 				lines = append(lines, fmt.Sprintf("SM errors: the RM refused to read them: %v", err))
 			}
 			break
 		}
-		for i := range int(p.NumSMsToRead) {
+		for i := range n {
 			st := &p.SMErrorStates[i]
 			if st.HwwGlobalEsr != 0 || st.HwwWarpEsr != 0 {
 				lines = append(lines, fmt.Sprintf("SM %d: global ESR 0x%x, warp ESR 0x%x, warp PC 0x%x, address 0x%x",
@@ -221,6 +230,7 @@ func (d *gpu) debugLines() []string {
 			mmuInfo = true
 			lines = append(lines, fmt.Sprintf("SM errors: MMU fault info 0x%x", p.MMUFault.FaultInfo))
 		}
+		start += n
 	}
 	var mf nvidia.MMUFaultInfoParams
 	if err := d.rm.MMUFaults(set.debugger, &mf); err != nil {
