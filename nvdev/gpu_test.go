@@ -501,3 +501,50 @@ func TestGPUFault(t *testing.T) {
 	}
 	_ = nvidia.ClassDebugger
 }
+
+// TestGPUFaultReadsEverySM launches a kernel that traps on every SM, eight
+// groups an SM: the lines read after the loss name SMs past the first
+// hundred, which the RM reads only in a second read, one that must not
+// pass the SMs the GPU has (132 on the H200, where the chip's count is
+// 144), and no refusal.
+func TestGPUFaultReadsEverySM(t *testing.T) {
+	dev := openRig(t, Config{})
+	img, err := dev.LoadImage(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := img.Resolve("trap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rig.NewSubmission(dev, rig.Launch(fn, 0))
+	run := s.Take()
+	run.Groups(0, 8*144, 1, 1)
+	run.Threads(0, 32, 1, 1)
+	ctx := ctxFor(t, 20*time.Second)
+	p, err := run.Submit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *rig.LostError
+	if err := p.Wait(ctx); !errors.As(err, &le) {
+		t.Fatalf("the wait answered %v, want a *rig.LostError", err)
+	}
+	_ = dev.Close()
+	<-dev.Done()
+	lines := le.Detail()
+	most, n := -1, 0
+	for _, l := range lines {
+		var sm int
+		if _, err := fmt.Sscanf(l, "SM %d:", &sm); err == nil {
+			most, n = max(most, sm), n+1
+		}
+		if strings.Contains(l, "refused") {
+			t.Errorf("a refusal among the lines: %s", l)
+		}
+	}
+	t.Logf("%d SMs' errors, the highest SM %d; %d lines, the first: %q", n, most, len(lines), lines[:min(3, len(lines))])
+	if most < 100 {
+		t.Errorf("no SM past the first hundred among the %d SMs' errors read after the loss", n)
+	}
+}
