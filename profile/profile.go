@@ -122,6 +122,7 @@ type Profile struct {
 	devs      []*rig.Device
 	observers []*recorder // beside devs: the devices' observers
 	words     []*uint64   // beside devs: their words, nil where their own
+	before    []uint64    // beside devs: the last value submitted before Start
 	dead      []bool      // beside devs: closed or lost; touched by the settler
 	erred     []bool      // beside devs: a settle failed with an error that lost nothing
 	pending   [][]spanRec // beside devs: stamps settled before their records arrived
@@ -155,7 +156,8 @@ var (
 func Start(devs ...*rig.Device) (*Profile, error) { return StartOptions(Options{}, devs...) }
 
 // StartOptions starts a profile on devs: it drops the stamps the drivers
-// kept from before, sets the profile as each device's observer, turns on
+// kept from before, and leaves out those of values submitted before it that
+// complete later, sets the profile as each device's observer, turns on
 // stamping and starts the profile's settling goroutine. A device may be in
 // one profile at a time, and the profile replaces any other observer it
 // has until Stop, which leaves it with none.
@@ -200,6 +202,7 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 	p.dead = make([]bool, len(devs))
 	p.erred = make([]bool, len(devs))
 	p.pending = make([][]spanRec, len(devs))
+	p.before = make([]uint64, len(devs))
 	for i, d := range devs {
 		p.words[i] = d.Word()
 		p.observers[i] = &recorder{}
@@ -208,8 +211,11 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 		p.scratch, _ = d.Settle(p.scratch[:0])
 	}
 	p.start = device.Now()
-	for _, d := range devs {
-		d.SetTimed(true)
+	for i, d := range devs {
+		// A value timed before, which had not completed at the Settle
+		// above (that of a Stop whose context ended), is stamped when it
+		// completes: the settling leaves out the values up to this one.
+		p.before[i] = d.SetTimed(true).Value()
 	}
 	go p.settler()
 	return p, nil
@@ -263,6 +269,9 @@ func (p *Profile) settle(final bool) {
 				}
 			}
 			for _, st := range p.scratch {
+				if device.AtLeast(p.before[i], st.Value) {
+					continue // a value from before the profile
+				}
 				p.batch = append(p.batch, spanRec{dev: int32(i), queue: int32(st.Queue), value: st.Value, start: st.Start, end: st.End})
 			}
 		}
