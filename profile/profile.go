@@ -315,8 +315,13 @@ func (p *Profile) settle(final bool) {
 // while the profile was taken, such as a device lost or a stamp its driver
 // could not convert, and the same at later calls; the spans settled
 // are kept whatever the answer. A device closed while the profile was
-// taken is not an error: the profile keeps what it settled of it.
+// taken is not an error: the profile keeps what it settled of it. A nil
+// ctx panics before Stop changes anything, so that a later Stop still
+// stops the profile.
 func (p *Profile) Stop(ctx context.Context) error {
+	if ctx == nil {
+		panic("profile: Stop with a nil Context")
+	}
 	p.stopOnce.Do(func() {
 		lasts := make([]rig.Point, len(p.devs))
 		for i, d := range p.devs {
