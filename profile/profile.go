@@ -131,6 +131,7 @@ type Profile struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+	stopped  chan struct{} // closed when the first Stop has set stopErr
 	stopErr  error
 
 	// mu guards what the settler appends and Stop finishes.
@@ -174,7 +175,7 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 	if o.MaxSpans == 0 {
 		o.MaxSpans = 1 << 20
 	}
-	p := &Profile{opts: o, stop: make(chan struct{}), done: make(chan struct{})}
+	p := &Profile{opts: o, stop: make(chan struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
 	takenMu.Lock()
 	for i, d := range devs {
 		if d == nil {
@@ -315,52 +316,73 @@ func (p *Profile) settle(final bool) {
 // while the profile was taken, such as a device lost or a stamp its driver
 // could not convert, and the same at later calls; the spans settled
 // are kept whatever the answer. A device closed while the profile was
-// taken is not an error: the profile keeps what it settled of it. A nil
-// ctx panics before Stop changes anything, so that a later Stop still
-// stops the profile.
+// taken is not an error: the profile keeps what it settled of it. A Stop
+// called while another runs waits for that one until its own ctx ends, and
+// then returns ctx's error. A nil ctx panics before Stop changes anything,
+// so that a later Stop still stops the profile.
 func (p *Profile) Stop(ctx context.Context) error {
 	if ctx == nil {
 		panic("profile: Stop with a nil Context")
 	}
-	p.stopOnce.Do(func() {
-		lasts := make([]rig.Point, len(p.devs))
-		for i, d := range p.devs {
-			lasts[i] = d.SetTimed(false)
-			// No timed submission is observed after SetTimed returns.
-			d.SetObserver(nil)
+	first := false
+	p.stopOnce.Do(func() { first = true })
+	if first {
+		p.stopErr = p.stopFirst(ctx)
+		close(p.stopped)
+		return p.stopErr
+	}
+	select {
+	case <-p.stopped:
+		return p.stopErr
+	default:
+	}
+	select {
+	case <-p.stopped:
+		return p.stopErr
+	case <-ctx.Done():
+		return fmt.Errorf("profile: waiting for another Stop: %w", ctx.Err())
+	}
+}
+
+// stopFirst is the work of the profile's first Stop.
+func (p *Profile) stopFirst(ctx context.Context) error {
+	lasts := make([]rig.Point, len(p.devs))
+	for i, d := range p.devs {
+		lasts[i] = d.SetTimed(false)
+		// No timed submission is observed after SetTimed returns.
+		d.SetObserver(nil)
+	}
+	end := device.Now()
+	var errs []error
+	for i, d := range p.devs {
+		err := lasts[i].Wait(ctx)
+		if err != nil && !errors.Is(err, rig.ErrClosed) {
+			errs = append(errs, fmt.Errorf("profile: waiting for the last value of %s: %w", d.Name(), err))
 		}
-		end := device.Now()
-		var errs []error
-		for i, d := range p.devs {
-			err := lasts[i].Wait(ctx)
-			if err != nil && !errors.Is(err, rig.ErrClosed) {
-				errs = append(errs, fmt.Errorf("profile: waiting for the last value of %s: %w", d.Name(), err))
-			}
+	}
+	close(p.stop)
+	<-p.done
+	p.settle(true)
+	takenMu.Lock()
+	for _, d := range p.devs {
+		if taken[d] == p {
+			delete(taken, d)
 		}
-		close(p.stop)
-		<-p.done
-		p.settle(true)
-		takenMu.Lock()
-		for _, d := range p.devs {
-			if taken[d] == p {
-				delete(taken, d)
-			}
-		}
-		takenMu.Unlock()
-		p.mu.Lock()
-		for i := range p.recs.len() {
-			end = max(end, p.recs.at(i).end)
-		}
-		p.end = end
-		p.over = true
-		errs = append(errs, p.errs...)
-		p.scratch, p.batch, p.pending = nil, nil, nil
-		p.mu.Unlock()
-		if len(errs) > 0 {
-			p.stopErr = errs[0]
-		}
-	})
-	return p.stopErr
+	}
+	takenMu.Unlock()
+	p.mu.Lock()
+	for i := range p.recs.len() {
+		end = max(end, p.recs.at(i).end)
+	}
+	p.end = end
+	p.over = true
+	errs = append(errs, p.errs...)
+	p.scratch, p.batch, p.pending = nil, nil, nil
+	p.mu.Unlock()
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
 }
 
 // sortSpans orders spans by start, then device and value.
