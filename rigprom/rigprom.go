@@ -105,6 +105,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- histogram(submitLat, &s.SubmitLatency, n)
 		ch <- histogram(wakeLat, &s.WakeLatency, n)
 	}
+	// The metrics are sent once the lock is released: a consumer that
+	// stops reading must not hold up the collector's other scrapes.
+	var ms []prometheus.Metric
 	c.mu.Lock()
 	for d := range c.seen {
 		if !current[d] {
@@ -119,9 +122,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			delete(c.losses, n)
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(losses, prometheus.CounterValue, v, n)
+		ms = append(ms, prometheus.MustNewConstMetric(losses, prometheus.CounterValue, v, n))
 	}
 	c.mu.Unlock()
+	for _, m := range ms {
+		ch <- m
+	}
 }
 
 // labelValue is s as a label value: Prometheus refuses one that is not
