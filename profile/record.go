@@ -53,8 +53,10 @@ func (r *recorder) Submitted(_ *rig.Device, s *device.Submission) {
 		r.compact()
 	}
 	if len(r.recs) >= maxRecords {
-		// The settling fell far behind: forget the oldest rather than grow.
-		r.reset()
+		// The settling fell far behind: forget the oldest half rather
+		// than grow, keeping the latest records, whose stamps come next.
+		r.head = max(r.head, len(r.recs)/2)
+		r.compact()
 	}
 	rec := record{value: s.Value}
 	rec.parts[0] = len(r.parts)
