@@ -234,14 +234,19 @@ func (q *queues) room(s *device.Submission) device.RoomAnswer {
 	size := [nArenas]int{len(q.parts.buf), len(q.waits.buf), len(q.bytes.buf)}
 	grow := false
 	for k := range need {
-		if need[k] > size[k] {
-			q.need[k].Store(int64(need[k]))
-			grow = true
-		} else {
-			q.need[k].Store(0)
-		}
+		grow = grow || need[k] > size[k]
 	}
 	if grow {
+		// The needs stay until a Grow takes them: a Room of a submission
+		// that fits, which another submitter may make before this one's
+		// Grow, leaves them.
+		for k := range need {
+			if need[k] > size[k] {
+				q.need[k].Store(int64(need[k]))
+			} else {
+				q.need[k].Store(0)
+			}
+		}
 		return device.RoomAnswer{Kind: device.RoomGrow}
 	}
 	var off [nArenas]int
@@ -450,8 +455,10 @@ func (d *dev) Grow() error {
 	var total int64
 	sizes := [nArenas]int64{int64(unsafe.Sizeof(part{})), int64(unsafe.Sizeof(device.Wait{})), 1}
 	var n [nArenas]int
+	var needs [nArenas]int64
 	for k := range n {
 		need := q.need[k].Load()
+		needs[k] = need
 		if need == 0 {
 			continue
 		}
@@ -476,7 +483,8 @@ func (d *dev) Grow() error {
 		g.bytes = make([]byte, n[arBytes])
 	}
 	for k := range n {
-		q.need[k].Store(0)
+		// A need that a Room recorded meanwhile stays for the next Grow.
+		q.need[k].CompareAndSwap(needs[k], 0)
 	}
 	if old := q.grown.Swap(&g); old != nil {
 		d.used.Add(-(old.charge[0] + old.charge[1] + old.charge[2]))
