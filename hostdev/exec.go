@@ -620,12 +620,13 @@ func (j *job) run(d *dev, w *worker) {
 }
 
 // Sleep blocks until the word differs from seen, a fault, Stop, or still
-// elapses. It returns the device's fault once it faulted.
+// elapses: it returns at once where the device stopped before it. It
+// returns the device's fault once it faulted.
 func (d *dev) Sleep(seen uint64, still time.Duration) error {
 	if f := d.fault.Load(); f != nil {
 		return f
 	}
-	if atomic.LoadUint64(d.word) != seen {
+	if atomic.LoadUint64(d.word) != seen || d.stopped.Load() {
 		return nil
 	}
 	// Only the supervisor sleeps, so the token and the timer are nearly
@@ -647,7 +648,7 @@ func (d *dev) Sleep(seen uint64, still time.Duration) error {
 		if f := d.fault.Load(); f != nil {
 			return f
 		}
-		if atomic.LoadUint64(d.word) != seen {
+		if atomic.LoadUint64(d.word) != seen || d.stopped.Load() {
 			return nil
 		}
 		if d.sleepTimer == nil {
@@ -670,7 +671,7 @@ func (d *dev) Sleep(seen uint64, still time.Duration) error {
 		if f := d.fault.Load(); f != nil {
 			return f
 		}
-		if atomic.LoadUint64(d.word) != seen {
+		if atomic.LoadUint64(d.word) != seen || d.stopped.Load() {
 			return nil
 		}
 		t := time.NewTimer(still)
