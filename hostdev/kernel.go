@@ -312,9 +312,15 @@ func init() {
 		k.Fault(why)
 	})
 	// sleep sleeps for the nanoseconds in the 8 bytes at 0, or until the
-	// device's work ends, in each thread.
+	// device's work ends, in each thread. A count past what a
+	// time.Duration holds (some 292 years) sleeps until the work ends.
 	RegisterArgs("sleep", func(k *Ctx) {
-		t := time.NewTimer(time.Duration(k.Uint64(0)))
+		ns := k.Uint64(0)
+		if ns > math.MaxInt64 {
+			<-k.Stopped()
+			return
+		}
+		t := time.NewTimer(time.Duration(ns))
 		defer t.Stop()
 		select {
 		case <-t.C:

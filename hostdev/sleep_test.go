@@ -1,6 +1,8 @@
 package hostdev
 
 import (
+	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,5 +30,27 @@ func TestSleepAfterStop(t *testing.T) {
 	}
 	if el := time.Since(start); el > time.Second {
 		t.Fatalf("the sleeps after stop returned after %v", el)
+	}
+}
+
+// TestSleepKernelPastDuration launches the built-in sleep for counts of
+// nanoseconds past what a time.Duration holds, up to 2^64-1: each sleeps
+// until Stop, as it would for their centuries, rather than returning at
+// once.
+func TestSleepKernelPastDuration(t *testing.T) {
+	for _, ns := range []uint64{1 << 63, math.MaxUint64} {
+		d, w := newDev(t, Config{}, 0)
+		sleep := entry(t, d, "sleep")
+		v := submit(t, d, one(sleep, p64(ns)))
+		if err := d.Sleep(0, 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if got := atomic.LoadUint64(w); got != 0 {
+			t.Errorf("a sleep of %d ns completed within 50 ms", ns)
+		}
+		d.Stop("")
+		if err := reach(t, d, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
