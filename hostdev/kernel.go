@@ -170,20 +170,31 @@ func (k *Ctx) Fault(why string) {
 
 // Stopped is closed once the device's work ends: at Stop, or at a fault,
 // which ends a GPU context's work. A kernel that waits for something
-// outside the device selects on it, so that Stop and faults end it.
-func (k *Ctx) Stopped() <-chan struct{} { return k.dev.ended }
+// outside the device selects on it, so that Stop and faults end it. A Ctx
+// made outside a launch (a test's literal) has no device: its Stopped is
+// nil, never closed.
+func (k *Ctx) Stopped() <-chan struct{} {
+	if k.dev == nil {
+		return nil
+	}
+	return k.dev.ended
+}
 
 // Bytes is the n bytes at the device address addr, which must lie within a
 // live region of this device (an allocation, or a mapping MapHost or
 // MapPeer made). Otherwise it faults the device (Fault), as a GPU's MMU
-// does.
+// does. A Ctx made outside a launch has no device, and no address lies
+// within a region of it.
 func (k *Ctx) Bytes(addr uint64, n int) []byte {
 	if n < 0 {
 		k.Fault(fmt.Sprintf("kernel %q asked for %d bytes at %#x", k.kernel, n, addr))
 	}
 	r := k.last
 	if r == nil || !r.holds(addr, n) || !r.live() {
-		r = k.dev.find(addr, n)
+		r = nil
+		if k.dev != nil {
+			r = k.dev.find(addr, n)
+		}
 		if r == nil {
 			k.Fault(fmt.Sprintf("kernel %q addressed %d bytes at %#x, outside every region of the device", k.kernel, n, addr))
 		}

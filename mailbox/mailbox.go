@@ -23,7 +23,8 @@ var ErrClosed = errors.New("mailbox: closed")
 // ErrFull is returned by TrySend while the box is full.
 var ErrFull = errors.New("mailbox: full")
 
-// Box is a bounded mailbox of messages of type T.
+// Box is a bounded mailbox of messages of type T. New makes one; the zero
+// Box holds nothing and is not usable.
 type Box[T any] struct {
 	c    chan T
 	done chan struct{}
