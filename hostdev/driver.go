@@ -473,7 +473,9 @@ func (d *dev) Peer(other device.Driver) bool {
 }
 
 // MapPeer maps for d the memory of r, a region of the host device other:
-// a view of the same bytes, which ends at its Free or the Free of r.
+// a view of the same bytes, which ends at its Free or the Free of the
+// memory's own region, r or, where r is itself a view, the region r views
+// (a Free of r then ends r alone, as an unmapping does on a GPU).
 func (d *dev) MapPeer(other device.Driver, r device.Region) (device.Region, error) {
 	o, ok := other.(*dev)
 	if !ok {
