@@ -181,9 +181,23 @@ func TestBusOrder(t *testing.T) {
 	if got := normalBus("0000:C1:00.0"); got != "0000:c1:00.0" {
 		t.Errorf("normalBus = %q", got)
 	}
-	l := []*gpuInfo{{ordinal: 0, bus: "0000:c1:00.0"}, {ordinal: 1, bus: "0000:41:00.0"}, {ordinal: 2, bus: "0000:81:00.0"}}
+	// A domain past ffff (Intel's VMD numbers its domains from 10000)
+	// keeps its digits, as /sys/bus/pci/devices names it, and sorts
+	// after the four-digit domains.
+	for in, want := range map[string]string{
+		"00010000:01:00.0": "10000:01:00.0",
+		"10000:01:00.0":    "10000:01:00.0",
+		"0000A000:01:00.0": "a000:01:00.0",
+		"00000001:01:00.0": "0001:01:00.0",
+	} {
+		if got := normalBus(in); got != want {
+			t.Errorf("normalBus(%q) = %q, want %q", in, got, want)
+		}
+	}
+	l := []*gpuInfo{{ordinal: 0, bus: "0000:c1:00.0"}, {ordinal: 1, bus: "0000:41:00.0"}, {ordinal: 2, bus: "0000:81:00.0"},
+		{ordinal: 3, bus: "10000:01:00.0"}, {ordinal: 4, bus: "a000:01:00.0"}}
 	sortByBus(l)
-	for i, want := range []int{1, 2, 0} {
+	for i, want := range []int{1, 2, 0, 4, 3} {
 		if l[i].ordinal != want {
 			t.Fatalf("GPU %d is CUDA's %d, want %d", i, l[i].ordinal, want)
 		}

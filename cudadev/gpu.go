@@ -146,18 +146,32 @@ func clen(b []byte) int {
 }
 
 // normalBus writes a PCI address as "dddd:bb:dd.f" in lower case, as
-// /sys/bus/pci/devices names it; CUDA may give the domain eight digits.
+// /sys/bus/pci/devices names it: the domain in four digits at least, and
+// more where it needs them (a domain past ffff, such as the 10000 of
+// Intel's VMD, is "10000:bb:dd.f" there); CUDA may give the domain eight
+// digits, whose leading zeros it drops.
 func normalBus(s string) string {
 	s = strings.ToLower(strings.TrimSpace(s))
 	if i := strings.IndexByte(s, ':'); i > 4 && strings.Count(s, ":") == 2 {
-		s = s[i-4:]
+		dom := strings.TrimLeft(s[:i], "0")
+		if len(dom) < 4 {
+			dom = strings.Repeat("0", 4-len(dom)) + dom
+		}
+		s = dom + s[i:]
 	}
 	return s
 }
 
-// sortByBus orders GPUs by PCI address, whatever CUDA_DEVICE_ORDER says.
+// sortByBus orders GPUs by PCI address, whatever CUDA_DEVICE_ORDER says:
+// by domain as a number, then by bus, device and function.
 func sortByBus(l []*gpuInfo) {
-	sort.SliceStable(l, func(i, j int) bool { return l[i].bus < l[j].bus })
+	key := func(bus string) string {
+		if i := strings.IndexByte(bus, ':'); i >= 0 && i < 8 {
+			return strings.Repeat("0", 8-i) + bus
+		}
+		return bus
+	}
+	sort.SliceStable(l, func(i, j int) bool { return key(l[i].bus) < key(l[j].bus) })
 }
 
 // Count is the number of GPUs CUDA sees, or an error if the CUDA library
