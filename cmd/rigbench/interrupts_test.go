@@ -37,7 +37,7 @@ func TestParseInterrupts(t *testing.T) {
 		{"short line", "  CPU0 CPU1\n 42: 1 nvidia\n", "nvidia", nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := parseInterrupts(strings.NewReader(c.in), c.action)
+			got, _, err := parseInterrupts(strings.NewReader(c.in), c.action)
 			if (err != nil) != c.err {
 				t.Fatalf("error %v, want one: %v", err, c.err)
 			}
@@ -58,13 +58,25 @@ func TestGPUInterruptsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ok := gpuInterrupts()
-	if !ok || !reflect.DeepEqual(got, []uint64{12, 0, 0, 86691}) {
+	if !ok || !reflect.DeepEqual(got, irqCounts{[]uint64{12, 0, 0, 86691}, []int{0, 1, 2, 3}}) {
 		t.Errorf("gpuInterrupts = %v, %v", got, ok)
 	}
 }
 
+// irqs is counts of the processors 0 to len(counts)-1.
+func irqs(counts ...uint64) irqCounts {
+	if counts == nil {
+		return irqCounts{}
+	}
+	c := irqCounts{counts: counts}
+	for i := range counts {
+		c.cpus = append(c.cpus, i)
+	}
+	return c
+}
+
 func TestInterruptsBetween(t *testing.T) {
-	in := interruptsBetween([]uint64{12, 0, 5, 100}, []uint64{12, 10, 5, 130}, 2)
+	in := interruptsBetween(irqs(12, 0, 5, 100), irqs(12, 10, 5, 130), 2)
 	want := &Interrupts{Total: 40, PerSecond: 20, BusiestCPU: 3, BusiestShare: 0.75}
 	if !reflect.DeepEqual(in, want) {
 		t.Errorf("interruptsBetween = %+v, want %+v", in, want)
@@ -72,17 +84,42 @@ func TestInterruptsBetween(t *testing.T) {
 	if got := in.text(); got != "  GPU interrupts (the machine's): 40, 20/s, 75% on CPU 3\n" {
 		t.Errorf("text %q", got)
 	}
-	if in := interruptsBetween([]uint64{1}, []uint64{1}, 1); in.text() != "  GPU interrupts (the machine's): 0, 0/s\n" {
+	if in := interruptsBetween(irqs(1), irqs(1), 1); in.text() != "  GPU interrupts (the machine's): 0, 0/s\n" {
 		t.Errorf("none: %q", in.text())
 	}
-	for _, c := range [][2][]uint64{{nil, {1}}, {{1}, nil}, {{1}, {1, 2}}} {
+	for _, c := range [][2]irqCounts{{irqs(), irqs(1)}, {irqs(1), irqs()}, {irqs(1), irqs(1, 2)},
+		{irqs(1, 2), {[]uint64{1, 2}, []int{0, 2}}}} {
 		if in := interruptsBetween(c[0], c[1], 1); in != nil {
 			t.Errorf("interruptsBetween(%v, %v) = %+v, want nil", c[0], c[1], in)
 		}
 	}
 	// A counter that went back (a vector freed and made again) counts 0.
-	if in := interruptsBetween([]uint64{5, 1}, []uint64{2, 4}, 1); in.Total != 3 || in.BusiestCPU != 1 {
+	if in := interruptsBetween(irqs(5, 1), irqs(2, 4), 1); in.Total != 3 || in.BusiestCPU != 1 {
 		t.Errorf("a counter that went back: %+v", in)
+	}
+}
+
+// TestInterruptsOfflineCPU reads a listing whose header leaves out an
+// offline processor, as the kernel lists the online ones only: the
+// busiest processor is named by its number, not by its column.
+func TestInterruptsOfflineCPU(t *testing.T) {
+	const offline = `           CPU0       CPU2       CPU3       
+ 44:         12          5      86691  PCI-MSIX-0000:00:06.0   2-edge      nvidia
+`
+	before, cpus, err := parseInterrupts(strings.NewReader(strings.ReplaceAll(offline, "86691", "691")), "nvidia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := parseInterrupts(strings.NewReader(offline), "nvidia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cpus, []int{0, 2, 3}) {
+		t.Errorf("the header's processors %v, want [0 2 3]", cpus)
+	}
+	in := interruptsBetween(irqCounts{before, cpus}, irqCounts{after, cpus}, 1)
+	if in == nil || in.BusiestCPU != 3 || in.Total != 86000 {
+		t.Errorf("interruptsBetween = %+v, want 86000 on CPU 3", in)
 	}
 }
 
@@ -93,9 +130,12 @@ func FuzzParseInterrupts(f *testing.F) {
 	f.Add("  CPU0\n 42: 1 x nvidia\n")
 	f.Add("CPU0 CPU1\n42: 18446744073709551615 1 a nvidia\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		got, err := parseInterrupts(strings.NewReader(in), "nvidia")
+		got, ids, err := parseInterrupts(strings.NewReader(in), "nvidia")
 		if err != nil || got == nil {
 			return
+		}
+		if len(ids) != len(got) {
+			t.Errorf("%d counts for %d processors' numbers", len(got), len(ids))
 		}
 		header, _, _ := strings.Cut(in, "\n")
 		cpus := 0
