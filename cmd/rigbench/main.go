@@ -225,7 +225,7 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 			N: cfg.N, TimeoutNs: int64(cfg.Timeout), GOMAXPROCS: runtime.GOMAXPROCS(0)}}
 	if wl.sized {
 		rep.Config.Size = e.size
-		rep.What = fmt.Sprintf(wl.what, profile.Bytes(uint64(e.size)))
+		rep.What = wl.whatOf(e.size)
 	}
 	rigDevs := make([]*rig.Device, len(e.devs))
 	for i, o := range e.devs {

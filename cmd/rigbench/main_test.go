@@ -325,3 +325,20 @@ func TestRunMemProfile(t *testing.T) {
 		t.Errorf("an uncreatable -memprofile file: exit %d, %q", code, errOut.String())
 	}
 }
+
+// TestTwiceWhat runs twice at sizes that are no whole groups of 256
+// threads: the report states the array the launch runs over and its
+// threads a group, as twiceShape makes them, and the -size it rounded up.
+func TestTwiceWhat(t *testing.T) {
+	for _, c := range []struct{ size, want string }{
+		{"4096", "a launch of twice over a float32 array of 4KiB, 256 threads a group"},
+		{"4100", "a launch of twice over a float32 array of 5KiB, 256 threads a group (-size 4100 rounded up to 5 whole groups)"},
+		{"64", "a launch of twice over a float32 array of 64B, 16 threads a group"},
+		{"4", "a launch of twice over a float32 array of 4B, 1 thread a group"},
+	} {
+		r := runJSON(t, context.Background(), "-device", "host", "-workload", "twice", "-size", c.size, "-n", "2")
+		if r.What != c.want || r.Rig.Errors != 0 {
+			t.Errorf("-size %s: the report says %q, errors %d; want %q", c.size, r.What, r.Rig.Errors, c.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/profile"
 	rig "github.com/rig-go/rig/runtime"
 )
 
@@ -19,6 +20,9 @@ type workload struct {
 	// sized is true where -size applies, and size is the default.
 	sized bool
 	size  int64
+	// whatAt, where set, says what one submission does at -size bytes,
+	// in place of what.
+	whatAt func(size int64) string
 	// lanes makes the submitters' work on rig for the run's devices.
 	lanes func(e *env) ([]lane[rig.Point], error)
 }
@@ -26,12 +30,20 @@ type workload struct {
 // workloads are the workloads, by the name -workload gives them.
 var workloads = map[string]*workload{
 	"empty": {what: "a launch of the empty kernel (one thread)", lanes: perDevice(emptyLane)},
-	"twice": {what: "a launch of twice over a float32 array of %s, 256 threads a group", sized: true, size: 4 << 10, lanes: perDevice(twiceLane)},
+	"twice": {what: "a launch of twice over a float32 array of %s rounded up to whole groups of 256 threads (one group of fewer below 1KiB)", sized: true, size: 4 << 10, whatAt: twiceWhat, lanes: perDevice(twiceLane)},
 	"d2d":   {what: "a copy of %s from Device to Device memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.DeviceMemory, device.DeviceMemory))},
 	"h2d":   {what: "a copy of %s from Pinned to Device memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.PinnedMemory, device.DeviceMemory))},
 	"d2h":   {what: "a copy of %s from Device to Pinned memory", sized: true, size: 1 << 20, lanes: perDevice(copyLane(device.DeviceMemory, device.PinnedMemory))},
 	"fill":  {what: "a fill of %s of Device memory", sized: true, size: 1 << 20, lanes: perDevice(fillLane)},
 	"mixed": {what: "in turn: a fill of %s on device A; a copy of it into device B's buffer, on B (B waits for A); an empty launch on B; a copy back, on A (A waits for B)", sized: true, size: 64 << 10, lanes: mixedLanes},
+}
+
+// whatOf says what one submission of w does at size bytes.
+func (w *workload) whatOf(size int64) string {
+	if w.whatAt != nil {
+		return w.whatAt(size)
+	}
+	return fmt.Sprintf(w.what, profile.Bytes(uint64(size)))
 }
 
 // workloadNames lists the workloads' names, sorted.
@@ -153,6 +165,21 @@ func twiceShape(n int64) (groups, threads int, values int64) {
 	threads = int(min(n, 256))
 	groups = int((n + int64(threads) - 1) / int64(threads))
 	return groups, threads, int64(groups) * int64(threads)
+}
+
+// twiceWhat says what a launch of twice at size bytes does: the array
+// and the threads a group that twiceShape makes of them.
+func twiceWhat(size int64) string {
+	groups, threads, values := twiceShape(size / 4)
+	unit := "threads"
+	if threads == 1 {
+		unit = "thread"
+	}
+	what := fmt.Sprintf("a launch of twice over a float32 array of %s, %d %s a group", profile.Bytes(uint64(4*values)), threads, unit)
+	if 4*values != size {
+		what += fmt.Sprintf(" (-size %d rounded up to %d whole groups)", size, groups)
+	}
+	return what
 }
 
 func twiceLane(e *env, o opened) (lane[rig.Point], error) {
