@@ -5,7 +5,11 @@
 // CPU time (user + system, from getrusage over the measured interval) per
 // submission and per second, so that spinning shows, the machine's GPU
 // interrupts over the run where /proc/interrupts lists them (a flood of
-// them holds the processor that serves them), and the device's facts.
+// them holds the processor that serves them), how the waits ended, and
+// the device's facts. A -compare run whose baseline ran between rig's
+// rounds reports neither the waits nor the interrupts: the baseline's
+// rounds may reopen rig's devices, whose counters then start again, and
+// the machine's interrupts count the baseline's too.
 //
 //	go run ./cmd/rigbench                      # the default device, 3 s of empty launches
 //	go run ./cmd/rigbench -workload d2d -size 64MiB -c 4 -duration 10s
