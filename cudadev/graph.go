@@ -198,13 +198,16 @@ type kernelNode struct {
 	params []byte
 }
 
-func newKernelNode(k cuda.Kernel) *kernelNode {
+// newKernelNode is the node of k, whose function reads params bytes of
+// parameters (checkKernel): it passes CUDA those bytes of k.Params, as a
+// launch does, and no more.
+func newKernelNode(k cuda.Kernel, params int) *kernelNode {
 	n := &kernelNode{p: kernelNodeParams{fn: uintptr(k.Func),
 		gridDimX: k.Grid[0], gridDimY: k.Grid[1], gridDimZ: k.Grid[2],
 		blockDimX: k.Block[0], blockDimY: k.Block[1], blockDimZ: k.Block[2],
 		sharedMemBytes: k.Shared}}
-	if len(k.Params) > 0 {
-		n.params = append([]byte(nil), k.Params...)
+	if params > 0 {
+		n.params = append([]byte(nil), k.Params[:params]...)
 		n.size = uint64(len(n.params))
 		n.extra = [5]uintptr{launchParamBufferPointer, uintptr(unsafe.Pointer(&n.params[0])),
 			launchParamBufferSize, uintptr(unsafe.Pointer(&n.size)), launchParamEnd}
@@ -213,29 +216,30 @@ func newKernelNode(k cuda.Kernel) *kernelNode {
 	return n
 }
 
-// checkKernel is why k, whose function lies in img, cannot be a kernel
-// node of gs's device, or nil, as Room refuses for a launch: the function
+// checkKernel returns the parameter bytes k's function reads, and why k,
+// whose function lies in img, cannot be a kernel node of gs's device, or
+// nil, as Room refuses for a launch: the function
 // lies in another GPU's context; k's grid or block has 0 groups or threads
 // along an axis, or more than the GPU has; its block has more threads than
 // the function has, or it asks more dynamic shared memory than the
 // function takes; or it passes fewer parameter bytes than the function
 // reads.
-func (gs *graphs) checkKernel(img *image, k cuda.Kernel) error {
+func (gs *graphs) checkKernel(img *image, k cuda.Kernel) (int, error) {
 	d := gs.d
 	if img.d.ctx != d.ctx {
-		return fmt.Errorf("cudadev: graph: the function %#x is loaded on GPU %s, not this GPU (%s)", k.Func, img.d.info.bus, d.info.bus)
+		return 0, fmt.Errorf("cudadev: graph: the function %#x is loaded on GPU %s, not this GPU (%s)", k.Func, img.d.info.bus, d.info.bus)
 	}
 	kn, name, err := d.kernelOf(img, uintptr(k.Func))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if why := d.checkShape(kn, name, &k.Grid, &k.Block, k.Shared); why != "" {
-		return fmt.Errorf("cudadev: graph: a kernel node of the function %#x: %s", k.Func, why)
+		return 0, fmt.Errorf("cudadev: graph: a kernel node of the function %#x: %s", k.Func, why)
 	}
 	if len(k.Params) < kn.params {
-		return fmt.Errorf("cudadev: graph: %d parameter bytes for the function %#x, which reads %d", len(k.Params), k.Func, kn.params)
+		return 0, fmt.Errorf("cudadev: graph: %d parameter bytes for the function %#x, which reads %d", len(k.Params), k.Func, kn.params)
 	}
-	return nil
+	return kn.params, nil
 }
 
 func (g *graph) gone() error {
@@ -256,11 +260,12 @@ func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := g.gs.checkKernel(img, k); err != nil {
+	params, err := g.gs.checkKernel(img, k)
+	if err != nil {
 		g.holds.unhold(img)
 		return 0, err
 	}
-	kn := newKernelNode(k)
+	kn := newKernelNode(k, params)
 	var n cuda.Node
 	r := g.gs.in(func(t *table) result {
 		return t.call(t.cuGraphAddKernelNode, uintptr(unsafe.Pointer(&n)), g.h,
@@ -429,11 +434,12 @@ func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	if err != nil {
 		return err
 	}
-	if err := x.gs.checkKernel(img, k); err != nil {
+	params, err := x.gs.checkKernel(img, k)
+	if err != nil {
 		x.holds.unhold(img)
 		return err
 	}
-	kn := newKernelNode(k)
+	kn := newKernelNode(k, params)
 	r := x.gs.in(func(t *table) result {
 		return t.call(t.cuGraphExecKernelNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(&kn.p)))
 	})

@@ -142,3 +142,72 @@ func TestGraphKernelNodeLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestGraphKernelNodeParamBytes: a kernel node given more parameter bytes
+// than its function reads passes CUDA the bytes the function reads, as a
+// launch does, when it is added and when it is set.
+func TestGraphKernelNodeParamBytes(t *testing.T) {
+	var added, set atomic.Int64 // the parameter bytes CUDA was given
+	size := func(np uintptr) int64 {
+		p := (*kernelNodeParams)(ptr(np))
+		if p.extra == 0 {
+			return 0
+		}
+		ex := (*[5]uintptr)(ptr(p.extra))
+		return int64(*(*uint64)(ptr(ex[3])))
+	}
+	var calls atomic.Int64
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuGraphCreate": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x9a
+			return 0
+		},
+		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x9b
+			return 0
+		},
+		"cuFuncGetAttribute": fakeFuncAttrs(256, 0),
+		"cuFuncGetParamInfo": paramAnswers(&calls, func(i uint64) (uint64, uint64, bool) { return 0, 8, i == 0 }),
+		"cuGraphAddKernelNode_v2": func(a [6]uintptr) result {
+			added.Store(size(a[4]))
+			*cWord(a[0]) = 0x701
+			return 0
+		},
+		"cuGraphExecKernelNodeSetParams_v2": func(a [6]uintptr) result {
+			set.Store(size(a[2]))
+			return 0
+		},
+	})
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	gs := &graphs{d: d}
+	const fn = 0xf3
+	fakeModule(t, d, fn)
+	k := cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: make([]byte, 24)}
+	g, err := gs.NewGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := g.Kernel(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := added.Load(); n != 8 {
+		t.Errorf("the node was added with %d parameter bytes; want the function's 8", n)
+	}
+	x, err := g.Instantiate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SetKernel(node, k); err != nil {
+		t.Fatal(err)
+	}
+	if n := set.Load(); n != 8 {
+		t.Errorf("the node was set with %d parameter bytes; want the function's 8", n)
+	}
+	if err := x.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -72,7 +72,9 @@ type Node uintptr
 // Kernel is a kernel node's launch: the function (a CUfunction, such as
 // rig's Function.Entry().Code), its grid and blocks, its dynamic shared
 // memory, and its parameter bytes, which are passed as one buffer
-// (CU_LAUNCH_PARAM_BUFFER_POINTER) and copied when the node is made or set.
+// (CU_LAUNCH_PARAM_BUFFER_POINTER) and copied when the node is made or set:
+// at least the bytes the function reads, of which those bytes alone are
+// passed, as for a launch.
 type Kernel struct {
 	Func   uint64
 	Grid   [3]uint32
