@@ -90,6 +90,7 @@ func WaitAll(ctx context.Context, points ...Point) error {
 
 func (d *Device) wait(ctx context.Context, v uint64) error {
 	if err := ctx.Err(); err != nil {
+		d.stats.waitsCancelled.Add(1)
 		return err
 	}
 	if le := d.loss.Load(); le != nil {
@@ -138,6 +139,8 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 			}
 			return ErrClosed
 		}
+		// ctx ended while the supervisor's mailbox was full.
+		d.stats.waitsCancelled.Add(1)
 		return err
 	}
 	d.stats.waitsParked.Add(1)
