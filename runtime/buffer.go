@@ -117,6 +117,11 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 // allocRegion allocates size bytes through the driver, within the budget,
 // running the rounds of reclamation.
 func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error) {
+	if limit := d.budget.Limit(); limit > 0 && int64(size) > limit {
+		// No reclamation makes room for more than the whole budget: an
+		// image's place, or a length that rounding took past it.
+		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("%d bytes of %s memory", size, kind), Lacking: int64(size) - limit, atOnce: true}
+	}
 	var region device.Region
 	lack, err := reclaim.Retry(func() (int64, error) {
 		// A loss or a Close during a round ends the rounds: the

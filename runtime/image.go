@@ -47,7 +47,8 @@ type Function struct {
 
 // LoadImage loads the binary bin on the device. Where the driver asks rig
 // to place the image, rig allocates its Device memory, running the rounds
-// of reclamation, and the driver lays the image there.
+// of reclamation, and the driver lays the image there; a place of more
+// bytes than the device's whole budget fails at once, as Alloc does.
 func (d *Device) LoadImage(bin []byte) (*Image, error) {
 	if err := d.begin(); err != nil {
 		return nil, err
