@@ -2,6 +2,7 @@ package rig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -25,7 +26,9 @@ type Element interface {
 // dst's range left partly written or not at all. Once dst's device is
 // closed it returns an error matching ErrClosed, whatever dst's kind of
 // memory, and after Free of dst one matching ErrFreed, also for an empty
-// src, which waits for nothing.
+// src, which waits for nothing. Where work of another device that uses
+// dst was dropped by that device's Close, it returns an error matching
+// ErrClosed that names that device.
 //
 // Upload is a convenience for setup and tests: it allocates. A hot path
 // keeps a Pinned or Mapped buffer and writes its Bytes, or submits its own
@@ -123,10 +126,27 @@ func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 		points = append(points, s.reads...)
 	}
 	s.mu.Unlock()
-	if err := WaitAll(ctx, points...); err != nil {
-		return err
+	for _, p := range points {
+		if err := p.Wait(ctx); err != nil {
+			if cerr := s.closed(); cerr != nil {
+				return cerr
+			}
+			return closedWait(fmt.Sprintf("a copy to or from a buffer of %d bytes of %s", s.n, s.d.name), p, err)
+		}
 	}
 	return s.closed()
+}
+
+// closedWait is the error of what, which waited for point p of another
+// device where the wait answered err: where p's device was closed before
+// it reached p, the error names that device and still matches ErrClosed,
+// so that it is not taken for a close of the device of what (a loss names
+// its device itself).
+func closedWait(what string, p Point, err error) error {
+	if p.d == nil || !errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("rig: %s waits for value %d of device %s, which was closed before it reached it: %w", what, p.v, p.d.name, err)
 }
 
 // usable returns the error of a copy to or from the buffer that its state

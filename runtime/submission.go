@@ -359,8 +359,11 @@ func (r *Run) Release() {
 // buffers, a run submitted twice) match ErrInvalid; a buffer at an index
 // that no ref names is no buffer of the work, and may be nil. A part the
 // device never runs, and a copy or ref past its buffer's Len, are refused
-// with a *RefusalError. A nil ctx panics, as it does in the standard
-// library.
+// with a *RefusalError. Where Submit finds that the work would wait for
+// a point that another device, lost or closed, never reached, it submits
+// nothing and returns that device's loss, or an error that matches
+// ErrClosed and names that device. A nil ctx panics, as it does in the
+// standard library.
 func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	if ctx == nil {
 		panic("rig: Submit with a nil Context")
@@ -446,7 +449,7 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			}
 		case attemptHostWait:
 			if err := a.other.Wait(ctx); err != nil {
-				return Point{}, err
+				return Point{}, closedWait("a submission on "+d.name, a.other, err)
 			}
 		case attemptLater:
 			if err := d.progress(ctx); err != nil {
