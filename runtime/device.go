@@ -402,8 +402,13 @@ func (d *Device) usable() error {
 // the last value and the work of other devices that uses its buffers
 // ended (Done); other devices can no longer use its buffers. Close is safe
 // to call more than once, from any goroutine; each call returns the stop's
-// error.
+// error. A nil Device, or a zero one (Open did not make it), returns an
+// error matching ErrInvalid, as a deferred Close after a failed Open calls
+// it.
 func (d *Device) Close() error {
+	if d == nil || d.sup == nil {
+		return fmt.Errorf("rig: close of a nil device: %w", ErrInvalid)
+	}
 	d.closeOnce.Do(func() {
 		d.closing.Store(true)
 		// A submission in flight holds mu, and a counted call of the

@@ -297,18 +297,37 @@ func (s *imageState) release() {
 	}
 }
 
+// A nil or zero Function (Resolve did not make it) answers the zero value
+// of each accessor.
+
 // Name is the function's name.
-func (f *Function) Name() string { return f.entry.Name }
+func (f *Function) Name() string { return f.e().Name }
 
 // Params is the number of parameter bytes the function reads.
-func (f *Function) Params() int { return f.entry.Params }
+func (f *Function) Params() int { return f.e().Params }
 
 // Threads is the most threads a group of the function has.
-func (f *Function) Threads() int { return f.entry.Threads }
+func (f *Function) Threads() int { return f.e().Threads }
 
 // Shared is the most dynamic shared memory a group of it takes.
-func (f *Function) Shared() int { return f.entry.Shared }
+func (f *Function) Shared() int { return f.e().Shared }
 
 // Entry is the driver's entry for the function, for compiled code that
-// launches it itself.
-func (f *Function) Entry() *device.Entry { return f.entry }
+// launches it itself; nil for a nil or zero Function.
+func (f *Function) Entry() *device.Entry {
+	if f == nil {
+		return nil
+	}
+	return f.entry
+}
+
+// noEntry is the entry a nil or zero Function's accessors read.
+var noEntry device.Entry
+
+// e is the function's entry, or an empty one for a nil or zero Function.
+func (f *Function) e() *device.Entry {
+	if f == nil || f.entry == nil {
+		return &noEntry
+	}
+	return f.entry
+}

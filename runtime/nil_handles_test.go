@@ -3,6 +3,8 @@ package rig
 import (
 	"errors"
 	"testing"
+
+	"github.com/rig-go/rig/device"
 )
 
 // TestNilHandles calls Free, Resolve, Prepare and Unload on nil and zero
@@ -57,3 +59,25 @@ func TestOpenNilContext(t *testing.T) {
 	//lint:ignore SA1012 the nil Context is the case under test
 	_, _ = Open(nil, f.opener("open-nil-ctx"))
 }
+
+// TestNilDeviceAndFunction: Close of a nil or zero Device (a deferred
+// Close after a failed Open) returns an error matching ErrInvalid,
+// Capability of one declares nothing, and a nil or zero Function's
+// accessors return zero values, rather than panicking.
+func TestNilDeviceAndFunction(t *testing.T) {
+	for name, d := range map[string]*Device{"nil": nil, "zero": new(Device)} {
+		if err := d.Close(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Close of a %s Device: %v, want ErrInvalid", name, err)
+		}
+		if c, ok := Capability(d, testKey); ok || c != "" {
+			t.Errorf("Capability of a %s Device: %q, %v; want none", name, c, ok)
+		}
+	}
+	for name, f := range map[string]*Function{"nil": nil, "zero": new(Function)} {
+		if f.Name() != "" || f.Params() != 0 || f.Threads() != 0 || f.Shared() != 0 || f.Entry() != nil || f.Layout() != nil {
+			t.Errorf("a %s Function: Name %q, Params %d, Threads %d, Shared %d, Entry %v, Layout %v; want zero values", name, f.Name(), f.Params(), f.Threads(), f.Shared(), f.Entry(), f.Layout())
+		}
+	}
+}
+
+var testKey = device.NewKey[string]("rig test")

@@ -52,8 +52,8 @@ const argPastAll = math.MinInt
 
 // Layout is where each of the function's parameters lies in its parameter
 // bytes, in the order of its signature, or nil where its image does not
-// state it. The caller must not change it.
-func (f *Function) Layout() []device.Param { return f.entry.Layout }
+// state it, or for a nil or zero Function. The caller must not change it.
+func (f *Function) Layout() []device.Param { return f.e().Layout }
 
 // resolveArgs sets part i's parameter count where Kernel made it, and turns
 // its refs by parameter into refs by byte. It copies the refs it changes.
