@@ -652,9 +652,9 @@ func hostBytes(addr uintptr, n int) []byte {
 
 // DMA returns how the PCI function at the bus address fn (such as
 // "0000:41:00.0") reaches all of the buffer's bytes by DMA, or an error
-// naming why it cannot. The buffer must be one Alloc made; after Free it
-// returns an error matching ErrFreed, and for a nil or zero Buffer one
-// matching ErrInvalid.
+// naming why it cannot. The buffer must be one Alloc made: for a MapHost
+// buffer, a nil or a zero Buffer it returns an error matching ErrInvalid,
+// and after Free one matching ErrFreed.
 func (b *Buffer) DMA(fn string) (device.DMA, error) {
 	if b.zero() {
 		return device.DMA{}, fmt.Errorf("rig: dma of a nil buffer for %s: %w", fn, ErrInvalid)
@@ -664,7 +664,7 @@ func (b *Buffer) DMA(fn string) (device.DMA, error) {
 	// cleanup would otherwise free the region under the call.
 	defer runtime.KeepAlive(b)
 	if s.pin != nil {
-		return device.DMA{}, fmt.Errorf("rig: dma of borrowed host memory on %s: only memory Alloc made", s.d.name)
+		return device.DMA{}, fmt.Errorf("rig: dma of borrowed host memory on %s for %s: only memory Alloc made: %w", s.d.name, fn, ErrInvalid)
 	}
 	if err := s.d.begin(); err != nil {
 		return device.DMA{}, err

@@ -174,6 +174,24 @@ func TestDMAOnHost(t *testing.T) {
 	}
 }
 
+// TestDMAOfMapHost: DMA of a MapHost buffer, which only memory Alloc made
+// may answer, returns an error matching ErrInvalid that names the PCI
+// function, and the device stays usable.
+func TestDMAOfMapHost(t *testing.T) {
+	d := host(t, hostdev.Config{MapsHost: true})
+	b, err := d.MapHost(make([]byte, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	if _, err := b.DMA("0000:41:00.0"); !errors.Is(err, rig.ErrInvalid) || !strings.Contains(err.Error(), "0000:41:00.0") {
+		t.Fatalf("dma of a MapHost buffer: %v, want ErrInvalid naming the function", err)
+	}
+	if d.Err() != nil {
+		t.Fatalf("a refused dma lost the device: %v", d.Err())
+	}
+}
+
 // readAll is testutil's ReadSum.
 var readAll = testutil.ReadSum
 
