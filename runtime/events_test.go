@@ -70,3 +70,33 @@ func TestLossEvents(t *testing.T) {
 		}
 	}
 }
+
+// panicHandler is a slog handler whose Handle panics.
+type panicHandler struct{ slog.Handler }
+
+func (panicHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (panicHandler) Handle(context.Context, slog.Record) error { panic("the handler's panic") }
+
+// TestLoggerPanics: a logger whose handler panics neither ends the
+// process nor the device whose event it logged: Open returns the device,
+// which runs work and closes, and the logger is set aside.
+func TestLoggerPanics(t *testing.T) {
+	rig.SetLogger(slog.New(panicHandler{}))
+	defer rig.SetLogger(nil)
+	d, err := rig.Open(context.Background(), hostdev.Open(hostdev.Config{Name: "logger-panics"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sub(t, d, rig.Launch(fn(t, d, "empty"), 0))
+	p, err := s.Take().Submit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.Done()
+}
