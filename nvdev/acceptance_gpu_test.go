@@ -595,7 +595,6 @@ func TestGPURefusedParts(t *testing.T) {
 		{"too many threads", dev, []rig.Part{rig.Launch(empty, 0)}, func(r *rig.Run) { r.Threads(0, 64, 32, 1) }, 0, "threads"},
 		{"too much dynamic shared memory", dev, []rig.Part{rig.Launch(empty, 0)}, func(r *rig.Run) { r.Shared(0, 1<<20) }, 0, "shared"},
 		{"odd words", dev, []rig.Part{rig.Launch(empty, 0), rig.Words([]uint32{1, 2, 3})}, nil, 1, "odd"},
-		{"after not below its own index", dev, []rig.Part{rig.Launch(empty, 0), rig.Launch(empty, 0).After(1)}, nil, 1, "after index"},
 	}
 	bufs := map[*rig.Device][2]*rig.Buffer{}
 	for _, d := range []*rig.Device{dev, noCopies} {

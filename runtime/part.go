@@ -162,6 +162,8 @@ func (p Part) On(q int) Part { p.queue = q; return p }
 // that write a buffer it uses and after the earlier parts that use a
 // buffer it writes, where two buffer indices naming one buffer are one
 // buffer. Parts with no such conflict run side by side. After is for an
-// order that no ref states. NewSubmission refuses an i that names no part
-// of the submission, -1 among them, with an error matching ErrInvalid.
+// order that no ref states. NewSubmission refuses an i that names no
+// earlier part of the submission (-1, the part itself, a later part, one
+// past the last), which no submission could run, with an error matching
+// ErrInvalid.
 func (p Part) After(i int) Part { p.after, p.afterSet = i+1, true; return p }

@@ -157,6 +157,9 @@ func (p *Part) check(i int, d *Device, n int) error {
 	if p.afterSet && (p.after < 1 || p.after > n) {
 		return fmt.Errorf("it runs after part %d, which the submission lacks", p.after-1)
 	}
+	if p.afterSet && p.after > i {
+		return fmt.Errorf("it runs after part %d, which is not before it", p.after-1)
+	}
 	for _, r := range p.refs {
 		if r.Buf < 0 || r.Buf >= MaxBuffers {
 			return fmt.Errorf("a ref to buffer %d, outside 0 to %d", r.Buf, MaxBuffers-1)
