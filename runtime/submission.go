@@ -198,7 +198,9 @@ func (s *Submission) Device() *Device { return s.d }
 // until Submit or Release hands it back; the run must not be used after.
 // A second Submit of a run back in its pool returns an error matching
 // ErrInvalid and a second Release does nothing, but once another Take has
-// handed the run out again, rig cannot tell the two holders apart.
+// handed the run out again, rig cannot tell the two holders apart. Of the
+// errors its setters meet (an index out of range, a count or a parameter
+// that does not fit), the run keeps the first, which Submit returns.
 type Run struct {
 	s      *Submission
 	sub    device.Submission
@@ -269,7 +271,7 @@ func (s *Submission) newRun() *Run {
 // index out of range for Submit.
 func (r *Run) part(i int, what string) *device.Part {
 	if i < 0 || i >= len(r.sub.Parts) {
-		r.err = fmt.Errorf("rig: %s of part %d of a submission of %d parts: %w", what, i, len(r.sub.Parts), ErrInvalid)
+		r.fail(fmt.Errorf("rig: %s of part %d of a submission of %d parts: %w", what, i, len(r.sub.Parts), ErrInvalid))
 		return nil
 	}
 	return &r.sub.Parts[i]
@@ -280,7 +282,7 @@ func (r *Run) part(i int, what string) *device.Part {
 func (r *Run) launch(i int, what string) *device.Part {
 	p := r.part(i, what)
 	if p != nil && p.Kind != device.Launch {
-		r.err = fmt.Errorf("rig: %s of part %d of a submission of %d parts, a %s, not a launch: %w", what, i, len(r.sub.Parts), p.Kind, ErrInvalid)
+		r.fail(fmt.Errorf("rig: %s of part %d of a submission of %d parts, a %s, not a launch: %w", what, i, len(r.sub.Parts), p.Kind, ErrInvalid))
 		return nil
 	}
 	return p
@@ -307,7 +309,7 @@ func (r *Run) Threads(i, x, y, z int) {
 func (r *Run) dims(i int, to *[3]uint32, what string, x, y, z int) {
 	for a, n := range [3]int{x, y, z} {
 		if n < 0 || n > 1<<32-1 {
-			r.err = fmt.Errorf("rig: part %d: %d %s along axis %d: %w", i, n, what, a, ErrInvalid)
+			r.fail(fmt.Errorf("rig: part %d: %d %s along axis %d: %w", i, n, what, a, ErrInvalid))
 			return
 		}
 	}
@@ -323,7 +325,7 @@ func (r *Run) Shared(i, bytes int) {
 		return
 	}
 	if bytes < 0 || bytes > 1<<32-1 {
-		r.err = fmt.Errorf("rig: part %d: %d bytes of dynamic shared memory: %w", i, bytes, ErrInvalid)
+		r.fail(fmt.Errorf("rig: part %d: %d bytes of dynamic shared memory: %w", i, bytes, ErrInvalid))
 		return
 	}
 	p.Shared = uint32(bytes)
