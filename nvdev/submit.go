@@ -2,6 +2,7 @@ package nvdev
 
 import (
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -266,15 +267,12 @@ func (d *gpu) check(s *device.Submission) (device.RoomAnswer, bool) {
 				return never(i, why), true
 			}
 		case device.CopyRows:
-			if p.Rows != 0 && p.RowBytes != 0 && !pp.kernel {
-				if p.Queue == qCompute && !d.copyOnCompute {
+			if p.Rows != 0 && p.RowBytes != 0 {
+				if p.Queue == qCompute && !d.copyOnCompute && !pp.kernel {
 					return never(i, "a copy of one byte or more on COMPUTE:0, which has no copy engine"), true
 				}
-				if _, ok := p.Dst.(*nvidia.Memory); !ok {
-					return never(i, "a copy to a region this device did not make"), true
-				}
-				if _, ok := p.Src.(*nvidia.Memory); !ok && !p.Filling {
-					return never(i, "a copy from a region this device did not make"), true
+				if why := checkCopy(p); why != "" {
+					return never(i, why), true
 				}
 			}
 		case device.Words:
@@ -294,6 +292,47 @@ func (d *gpu) check(s *device.Submission) (device.RoomAnswer, bool) {
 		}
 	}
 	return device.RoomAnswer{}, false
+}
+
+// checkCopy is why the device does not run copy p, of one byte or more,
+// or "": a region it did not make, rows of the destination that overlap,
+// or rows past the end of either region. Bounded so, a copy's launches and
+// words are counted without wrapping, and a fill's rows are no more than
+// its region's bytes.
+func checkCopy(p *device.Part) string {
+	dst, ok := p.Dst.(*nvidia.Memory)
+	if !ok || dst == nil {
+		return "a copy to a region this device did not make"
+	}
+	if p.Rows > 1 && p.DstPitch < p.RowBytes {
+		return fmt.Sprintf("a destination pitch of %d bytes, under the rows' %d", p.DstPitch, p.RowBytes)
+	}
+	if end, ok := rowsEnd(p.DstOffset, p.Rows, p.DstPitch, p.RowBytes); !ok || end > uint64(dst.Size) {
+		return fmt.Sprintf("a copy of %d rows of %d bytes, %d bytes apart, from byte %d of its destination: past the region's %d bytes",
+			p.Rows, p.RowBytes, p.DstPitch, p.DstOffset, dst.Size)
+	}
+	if p.Filling {
+		return ""
+	}
+	src, ok := p.Src.(*nvidia.Memory)
+	if !ok || src == nil {
+		return "a copy from a region this device did not make"
+	}
+	if end, ok := rowsEnd(p.SrcOffset, p.Rows, p.SrcPitch, p.RowBytes); !ok || end > uint64(src.Size) {
+		return fmt.Sprintf("a copy of %d rows of %d bytes, %d bytes apart, from byte %d of its source: past the region's %d bytes",
+			p.Rows, p.RowBytes, p.SrcPitch, p.SrcOffset, src.Size)
+	}
+	return ""
+}
+
+// rowsEnd is one past the last byte of rows rows of n bytes, pitch bytes
+// apart, from byte off, rows and n above 0, and whether it lies within
+// 2^64.
+func rowsEnd(off, rows, pitch, n uint64) (uint64, bool) {
+	hi, lo := bits.Mul64(rows-1, pitch)
+	end, c1 := bits.Add64(lo, n, 0)
+	end, c2 := bits.Add64(end, off, 0)
+	return end, hi == 0 && c1 == 0 && c2 == 0
 }
 
 // gpuWord is the GPU address of the host word w: a word of rig's array,
