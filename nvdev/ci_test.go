@@ -394,6 +394,7 @@ func TestRoomNever(t *testing.T) {
 		{"launch on copy", []device.Part{func() device.Part { p := launch(e, 1, 1, nil); p.Queue = qCopy; return p }()}, nil, 0, "launch on COPY:0"},
 		{"odd words", []device.Part{{Kind: device.Words, Queue: qCompute, Words: []uint32{1, 2, 3}}}, nil, 0, "odd number"},
 		{"after", []device.Part{{Kind: device.Words, Queue: qCompute, After: 1}}, nil, 0, "after index"},
+		{"after below 0", []device.Part{fillPart(qCopy, m, 0, 8, 1), {Kind: device.Words, Queue: qCompute, After: -1}}, nil, 1, "after index below 0"},
 		{"grid axis 0", []device.Part{launch(e, 0, 1, nil)}, nil, 0, "axis"},
 		{"threads", []device.Part{launch(e, 1, 2048, nil)}, nil, 0, ""},
 		{"dynamic shared", []device.Part{func() device.Part { p := launch(e, 1, 1, nil); p.Shared = 1 << 20; return p }()}, nil, 0, "dynamic shared"},

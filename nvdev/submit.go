@@ -245,6 +245,9 @@ func (d *gpu) check(s *device.Submission) (device.RoomAnswer, bool) {
 		if j := pp.prevQ; j >= 0 && d.parts[j].ch != pp.ch {
 			d.needMark[j] = true
 		}
+		if p.After < 0 {
+			return never(i, "an after index below 0"), true
+		}
 		if p.After > 0 {
 			j := p.After - 1
 			if j >= i {
