@@ -390,7 +390,8 @@ func TestRoomNever(t *testing.T) {
 		why   string
 	}{
 		{"fill function", []device.Part{{Kind: device.Fill, Queue: qCopy}}, nil, 0, "no words, copy or launch"},
-		{"queue", []device.Part{launch(e, 1, 1, nil), {Kind: device.Words, Queue: 2}}, nil, 1, "neither queue"},
+		{"queue", []device.Part{launch(e, 1, 1, u64s(0)), {Kind: device.Words, Queue: 2}}, nil, 1, "neither queue"},
+		{"params", []device.Part{launch(e, 1, 1, make([]byte, 7))}, nil, 0, "fewer parameter bytes than the function reads (7 of 8)"},
 		{"launch on copy", []device.Part{func() device.Part { p := launch(e, 1, 1, nil); p.Queue = qCopy; return p }()}, nil, 0, "launch on COPY:0"},
 		{"odd words", []device.Part{{Kind: device.Words, Queue: qCompute, Words: []uint32{1, 2, 3}}}, nil, 0, "odd number"},
 		{"after", []device.Part{{Kind: device.Words, Queue: qCompute, After: 1}}, nil, 0, "after index"},

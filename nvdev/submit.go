@@ -269,6 +269,9 @@ func (d *gpu) check(s *device.Submission) (device.RoomAnswer, bool) {
 			if why := f.l.Check(p.Groups, p.Threads, p.Shared); why != "" {
 				return never(i, why), true
 			}
+			if len(p.Params) < f.l.Kernel.ParamBytes {
+				return never(i, fmt.Sprintf("fewer parameter bytes than the function reads (%d of %d)", len(p.Params), f.l.Kernel.ParamBytes)), true
+			}
 		case device.CopyRows:
 			if p.Rows != 0 && p.RowBytes != 0 {
 				if p.Queue == qCompute && !d.copyOnCompute && !pp.kernel {
