@@ -1028,3 +1028,28 @@ func TestSharedGroupYields(t *testing.T) {
 		})
 	}
 }
+
+// TestHangBound refuses a hang bound below 0 or past MaxHangMs, which
+// rig's time.Duration of it would wrap (2^64 ns and a little more wraps
+// to under a millisecond), naming it, with nothing left made; MaxHangMs
+// itself opens.
+func TestHangBound(t *testing.T) {
+	for _, ms := range []int{-1, MaxHangMs + 1, 18_446_744_073_710, math.MaxInt} {
+		f := newFake()
+		if _, err := f.open(new(uint64), Config{HangMs: ms}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("hang bound of %d ms", ms)) {
+			t.Errorf("a hang bound of %d ms: %v", ms, err)
+		}
+		if n := f.live(); n != 0 || len(f.objects) != 0 {
+			t.Errorf("a hang bound of %d ms: %d memories and %d objects left", ms, n, len(f.objects))
+		}
+	}
+	wraps := 18_446_744_073_710
+	if d := time.Duration(wraps) * time.Millisecond; d <= 0 || d >= time.Millisecond {
+		t.Errorf("the wrapped bound is %v", d)
+	}
+	r := openRaw(t, Config{HangMs: MaxHangMs})
+	r.wait(r.submit(nil))
+	if _, err := Open(0, Config{HangMs: -1}).Make(new(uint64)); err == nil || !strings.Contains(err.Error(), "hang bound of -1 ms") {
+		t.Errorf("the opener of a hang bound of -1 ms: %v", err)
+	}
+}

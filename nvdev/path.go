@@ -2,6 +2,8 @@ package nvdev
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev/hw"
@@ -72,7 +74,8 @@ type Config struct {
 	SharedGroup bool
 	// HangMs is the path's hang_ms: rig loses the device once its word has
 	// not moved for HangMs milliseconds while work is pending. 0 leaves the
-	// GPU's work to the RM's watchdog.
+	// GPU's work to the RM's watchdog. It is at most MaxHangMs; the opener
+	// refuses a negative or larger one.
 	HangMs int
 	// RingEntries is the entries of each channel's ring, a power of two;
 	// 0 is 262,144.
@@ -148,6 +151,19 @@ type Config struct {
 	submitKicks bool
 }
 
+// MaxHangMs is the largest Config.HangMs: the most milliseconds a
+// time.Duration holds. rig's time.Duration of a larger bound would wrap,
+// to a bound of a fraction of a millisecond for some values.
+const MaxHangMs = math.MaxInt64 / int(time.Millisecond)
+
+// checkHang returns an error naming a hang bound below 0 or past MaxHangMs.
+func checkHang(ms int) error {
+	if ms < 0 || ms > MaxHangMs {
+		return fmt.Errorf("nvdev: a hang bound of %d ms, outside 0 to %d (the most a time.Duration holds)", ms, MaxHangMs)
+	}
+	return nil
+}
+
 // Bits of Config.pin.
 const (
 	pinRing   = 1 << iota // the channels' rings and USERD
@@ -200,6 +216,9 @@ func Open(i int, c Config) device.Opener {
 	}
 	name := Name(i, c.Timeline)
 	return device.Opener{Name: name, Make: func(word *uint64) (device.Driver, error) {
+		if err := checkHang(c.HangMs); err != nil {
+			return nil, err
+		}
 		p, err := nvidia.Open(i, &nvidia.Options{HangMs: c.HangMs})
 		if err != nil {
 			return nil, fmt.Errorf("nvdev: open GPU %d: %w", i, err)
