@@ -72,6 +72,9 @@ type fake struct {
 	// pump, so that a channel that waits for nothing it should runs before
 	// the one it should wait for, whichever of the two it is.
 	flip bool
+	// barFull, where set, makes Alloc answer ErrNoMemory to Mapped memory
+	// of n bytes where it holds: the BAR has no room for it.
+	barFull func(n int) bool
 }
 
 type fakeMem struct {
@@ -192,7 +195,7 @@ func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if n > 1<<32 || f.noMemory {
+	if n > 1<<32 || f.noMemory || k == device.MappedMemory && f.barFull != nil && f.barFull(n) {
 		return nil, fmt.Errorf("fake: %d bytes: %w", n, device.ErrNoMemory)
 	}
 	size := (n + 4095) &^ 4095

@@ -164,20 +164,24 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 	}
 }
 
-// layOwn writes the relocated image into memory of the device's own.
+// layOwn writes the relocated image into memory of the device's own:
+// Mapped memory where the device writes through the BAR and the BAR has
+// room, as the rings, and Pinned memory otherwise.
 func (d *gpu) layOwn(c *hw.Cubin) (device.Image, error) {
-	kind := device.MappedMemory
-	if !d.mapped() {
-		kind = device.PinnedMemory
-	}
 	align := c.Align()
 	n := c.Size()
 	if align > 4096 {
 		n += int(align)
 	}
-	m, err := d.p.Alloc(kind, n)
-	if err != nil {
-		return nil, fmt.Errorf("nvdev: lay: %w", err)
+	var m *nvidia.Memory
+	if d.mapped() {
+		m, _ = d.p.Alloc(device.MappedMemory, n)
+	}
+	if m == nil {
+		var err error
+		if m, err = d.p.Alloc(device.PinnedMemory, n); err != nil {
+			return nil, fmt.Errorf("nvdev: lay: %w", err)
+		}
 	}
 	addr := roundUp(m.Address, align)
 	img, err := c.Lay(addr)
