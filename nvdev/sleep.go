@@ -244,13 +244,16 @@ func (d *gpu) debugLines() []string {
 	return lines
 }
 
-// Stop stops the device without waiting for its work: it closes the
-// non-stall event, ends the channels' registrations and frees the channel
-// group, which makes the RM preempt their work, then asks the path to
-// stop. Where all of that succeeded, it writes the last value submitted
-// into the word and gives the memory the device holds itself back to the
-// path; otherwise that memory stays, and the word reaches the value as the
-// channels end. The path closes once rig has freed the regions it holds.
+// Stop stops the device without waiting for its work: it ends the
+// channels' registrations and frees the channel groups, which makes the
+// RM preempt their work, closes the non-stall event, then asks the path
+// to stop. Where the RM freed every channel group, or else the path
+// stopped (either leaves none of the device's work running), it writes
+// the last value submitted into the word and gives the memory the device
+// holds itself back to the path; where neither did, that memory stays,
+// and the word reaches the value as the channels end. The path's refusal
+// to stop is not returned (docs/nvdev.md: Stop does not check the path's
+// Unknown). The path closes once rig has freed the regions it holds.
 func (d *gpu) Stop(string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
