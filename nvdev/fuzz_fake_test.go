@@ -584,8 +584,8 @@ func (x *fuzzRun) verdict(parts []fuzzPart) (invalid bool, refused int) {
 	n := len(parts)
 	for i := range parts {
 		p := &parts[i]
-		if p.after >= n {
-			return true, -1
+		if p.after >= n || p.after >= i {
+			return true, -1 // After of no earlier part
 		}
 		if p.kind == fpCopy || p.kind == fpFill {
 			if _, ok := fuzzEnd(p.dstOff, p.rows, p.dstPitch, p.rowBytes); !ok {
@@ -618,9 +618,6 @@ func (x *fuzzRun) verdict(parts []fuzzPart) (invalid bool, refused int) {
 		p := &parts[i]
 		q := queueOf(p)
 		if q != device.Compute && q != device.Copy {
-			return false, i
-		}
-		if p.after >= i {
 			return false, i
 		}
 		switch p.kind {
