@@ -40,7 +40,14 @@
 // a submission uses, taken in the order of their ids; a device's object
 // lock (its live buffers, images and views); the registry of names. No lock
 // is held across a wait on a point, a send to a mailbox, or a driver call
-// that may block but Room, Submit and Commit.
+// that may block but Room, Submit and Commit, and two that exist to wait
+// for driver calls: a device's call lock, held shared across each counted
+// driver call and taken whole by Close, which so waits for them; and an
+// image's call lock, held across the driver's making of its functions
+// (Entry, Prepare) and the rounds of reclamation they need, which Unload
+// takes so that no unload runs under them. The image's lock holds up only
+// that image's Prepare, Unload and Resolves of functions not made yet; a
+// Resolve of a function made already takes a short lock of its own.
 //
 // # Loss and close
 //

@@ -39,6 +39,7 @@ type fake struct {
 	allocs     int
 	frees      int
 	entryErr   []error
+	onEntry    func(name string) // called by Entry, without f.mu; set before use
 	unloads    int
 	unloadErr  []error // answers of Unload, first first; then nil
 	peer       bool
@@ -173,6 +174,9 @@ func (f *fake) Image(b []byte) (device.Code, error) {
 	return device.Code{Loaded: string(b)}, nil
 }
 func (f *fake) Entry(img device.Image, name string) (*device.Entry, error) {
+	if h := f.onEntry; h != nil {
+		h(name)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.entryErr) > 0 {

@@ -26,6 +26,14 @@ type imageState struct {
 	place device.Region
 	size  int64
 
+	// mu guards funcs and unloaded, and is held for no call of the
+	// driver, so that a Resolve of a function made already answers while
+	// another Resolve of the image waits for the driver. calls is held
+	// across the driver's Entry and Prepare of the image, with the rounds
+	// of reclamation they may need, and by Unload while it marks the image
+	// unloaded, so that no unload runs under them. calls is taken before
+	// mu.
+	calls    sync.Mutex
 	mu       sync.Mutex
 	funcs    map[string]*Function
 	unloaded bool
@@ -100,13 +108,13 @@ func (im *Image) Resolve(name string) (*Function, error) {
 		return nil, fmt.Errorf("rig: resolve of a nil image: %w", ErrInvalid)
 	}
 	s := im.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.unloaded {
-		return nil, fmt.Errorf("rig: resolve %q: %w", name, ErrFreed)
+	if f, err := s.made(name); f != nil || err != nil {
+		return f, err
 	}
-	if f := s.funcs[name]; f != nil {
-		return f, nil
+	s.calls.Lock()
+	defer s.calls.Unlock()
+	if f, err := s.made(name); f != nil || err != nil {
+		return f, err // made meanwhile, or unloaded
 	}
 	d := s.d
 	if err := d.begin(); err != nil {
@@ -141,8 +149,21 @@ func (im *Image) Resolve(name string) (*Function, error) {
 		e.Name = name
 	}
 	f := &Function{img: s, entry: e}
+	s.mu.Lock()
 	s.funcs[name] = f
+	s.mu.Unlock()
 	return f, nil
+}
+
+// made returns the function name that Resolve made, nil where none, or an
+// error matching ErrFreed after Unload.
+func (s *imageState) made(name string) (*Function, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unloaded {
+		return nil, fmt.Errorf("rig: resolve %q: %w", name, ErrFreed)
+	}
+	return s.funcs[name], nil
 }
 
 // Prepare starts making the named functions ready to launch, without
@@ -153,11 +174,14 @@ func (im *Image) Prepare(names ...string) error {
 		return fmt.Errorf("rig: prepare of a nil image: %w", ErrInvalid)
 	}
 	s := im.s
-	// s.mu keeps Unload from marking the image gone while the driver
+	// s.calls keeps Unload from marking the image gone while the driver
 	// prepares its functions, as it does for Resolve.
+	s.calls.Lock()
+	defer s.calls.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.unloaded {
+	unloaded := s.unloaded
+	s.mu.Unlock()
+	if unloaded {
 		return fmt.Errorf("rig: prepare %q: %w", names, ErrFreed)
 	}
 	if err := s.d.begin(); err != nil {
@@ -187,13 +211,16 @@ func (im *Image) Unload() error {
 		return fmt.Errorf("rig: unload of a nil image: %w", ErrInvalid)
 	}
 	s := im.s
+	// s.calls: an Entry or Prepare of the image in the driver ends first.
+	s.calls.Lock()
 	s.mu.Lock()
-	if s.unloaded {
-		s.mu.Unlock()
-		return nil
-	}
+	was := s.unloaded
 	s.unloaded = true
 	s.mu.Unlock()
+	s.calls.Unlock()
+	if was {
+		return nil
+	}
 	d := s.d
 	d.mu.Lock()
 	s.gone.Store(true)
