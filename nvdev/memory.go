@@ -142,7 +142,7 @@ func (d *gpu) Peer(other device.Driver) bool {
 func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, error) {
 	o, ok := other.(*gpu)
 	m, mok := r.(*nvidia.Memory)
-	if !ok || !mok || o.p.Key() != d.p.Key() {
+	if !ok || !mok || o == nil || m == nil || o.p.Key() != d.p.Key() {
 		return nil, fmt.Errorf("nvdev: map_peer of another driver's region: %w", device.ErrNever)
 	}
 	if o.stopped.Load() {

@@ -187,6 +187,13 @@ func TestMapPeerView(t *testing.T) {
 	if _, err := c.d.MapPeer(a.d, m); !errors.Is(err, device.ErrNever) {
 		t.Errorf("a map of another fake's memory: %v", err)
 	}
+	// No region, or no device: refused, not a panic.
+	if _, err := b.d.MapPeer(a.d, (*nvidia.Memory)(nil)); !errors.Is(err, device.ErrNever) {
+		t.Errorf("a map of a nil region: %v", err)
+	}
+	if _, err := b.d.MapPeer((*gpu)(nil), m); !errors.Is(err, device.ErrNever) {
+		t.Errorf("a map of a nil device's region: %v", err)
+	}
 }
 
 // machine is fakes seen as the GPUs of one machine: each path has its own
