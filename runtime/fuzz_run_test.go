@@ -534,6 +534,8 @@ func fuzzRound(t *testing.T, ctx context.Context, fr *fuzzRig, s *rig.Submission
 	invalid := false
 	// part says whether i names a part of the run.
 	part := func(i int) bool { return i >= 0 && i < len(model) }
+	// launch is whether part i is a launch, whose dimensions a run sets.
+	launch := func(i int) bool { return part(i) && model[i].kind == device.Launch }
 	// param is the bytes of parameter k of part i where a setter of
 	// size bytes succeeds, or nil where it is an error.
 	param := func(i, k, size int) []byte {
@@ -569,14 +571,14 @@ func fuzzRound(t *testing.T, ctx context.Context, fr *fuzzRig, s *rig.Submission
 			x, y, zz := z.dim(), z.dim(), z.dim()
 			if z.byte()%2 == 0 {
 				r.Groups(i, x, y, zz)
-				if part(i) && dims(x, y, zz) {
+				if launch(i) && dims(x, y, zz) {
 					model[i].groups = [3]int{x, y, zz}
 				} else {
 					invalid = true
 				}
 			} else {
 				r.Threads(i, x, y, zz)
-				if part(i) && dims(x, y, zz) {
+				if launch(i) && dims(x, y, zz) {
 					model[i].threads = [3]int{x, y, zz}
 				} else {
 					invalid = true
@@ -585,7 +587,7 @@ func fuzzRound(t *testing.T, ctx context.Context, fr *fuzzRig, s *rig.Submission
 		case 2:
 			n := z.shared()
 			r.Shared(i, n)
-			if part(i) && n >= 0 && n <= math.MaxUint32 {
+			if launch(i) && n >= 0 && n <= math.MaxUint32 {
 				model[i].shared = n
 			} else {
 				invalid = true
