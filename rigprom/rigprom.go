@@ -13,6 +13,7 @@ package rigprom
 import (
 	"strings"
 	"sync"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rig-go/rig/device"
@@ -26,8 +27,12 @@ type Collector struct {
 	devices func() []*rig.Device
 
 	mu     sync.Mutex
-	losses map[string]float64       // losses per device name seen, counted once per Device
-	seen   map[*rig.Device]struct{} // lost devices counted
+	losses map[string]float64 // losses per device name seen, counted once per Device
+	// seen is the lost devices counted, held weakly: a device is counted
+	// once for as long as it exists, whichever scrape sees it and however
+	// often the devices function leaves it out, and its entry goes once
+	// the garbage collector freed it.
+	seen map[weak.Pointer[rig.Device]]struct{}
 }
 
 // NewCollector returns a collector of the devices devices returns; it is
@@ -35,7 +40,7 @@ type Collector struct {
 // of one name it returns (a closed device beside the one reopened under
 // its name), the first is published, and the losses of each are counted.
 func NewCollector(devices func() []*rig.Device) *Collector {
-	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[*rig.Device]struct{}{}}
+	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[weak.Pointer[rig.Device]]struct{}{}}
 }
 
 var (
@@ -60,7 +65,6 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect sends each device's metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	current := map[*rig.Device]bool{}
 	names := map[string]bool{}
 	for _, d := range c.devices() {
 		if d == nil {
@@ -68,7 +72,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		s := d.Stats()
 		n := labelValue(s.Device)
-		current[d] = true
 		c.mu.Lock()
 		// A name's losses are published from 0, so that its first loss
 		// is an increase of the counter.
@@ -76,8 +79,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			c.losses[n] = 0
 		}
 		if s.Lost != nil {
-			if _, ok := c.seen[d]; !ok {
-				c.seen[d] = struct{}{}
+			w := weak.Make(d)
+			if _, ok := c.seen[w]; !ok {
+				c.seen[w] = struct{}{}
 				c.losses[n]++
 			}
 		}
@@ -109,9 +113,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	// stops reading must not hold up the collector's other scrapes.
 	var ms []prometheus.Metric
 	c.mu.Lock()
-	for d := range c.seen {
-		if !current[d] {
-			delete(c.seen, d) // a lost device no longer published
+	for w := range c.seen {
+		if w.Value() == nil {
+			delete(c.seen, w) // a lost device the garbage collector freed
 		}
 	}
 	for n, v := range c.losses {
