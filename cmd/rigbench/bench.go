@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,11 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	var pace *pacer
 	if cfg.Rate > 0 {
 		pace = newPacer(start, cfg.Rate, len(lanes))
+		if cfg.Duration > 0 && int64(cfg.Duration) <= math.MaxInt64-start {
+			// The run asks for the arrivals before its end: R×D of
+			// them, and not one more due as the timer ends it.
+			pace.end = start + int64(cfg.Duration)
+		}
 		paceCtx, stopPace := context.WithCancel(runCtx)
 		defer stopPace()
 		go pace.run(paceCtx)

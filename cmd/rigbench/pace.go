@@ -14,8 +14,10 @@ import (
 // before the next arrival (Go's timers wake up to a millisecond late where
 // the process has nothing else to run), yields until the arrival is due,
 // and then releases at once every arrival due by then, raising due and
-// waking their lanes. The lanes' goroutines sleep on their wake channels,
-// so a run of thousands of lanes has one timer, not thousands.
+// waking their lanes. Where the run has an end (-duration), the arrivals
+// are those due before it, and run returns once it released the last.
+// The lanes' goroutines sleep on their wake channels, so a run of
+// thousands of lanes has one timer, not thousands.
 type pacer struct {
 	start  int64   // mono of arrival 0
 	period float64 // nanoseconds between arrivals
@@ -24,6 +26,7 @@ type pacer struct {
 	wake   []chan struct{} // a lane's, of capacity 1
 	now    func() int64    // the clock: mono, but for tests
 	sleep  func(ns int64)  // sleeps ns: nanosleep, but for tests
+	end    int64           // mono of the run's end, 0 for none: no arrival due then or after is released
 }
 
 // paceFine is how long before an arrival the pacer stops sleeping and
@@ -47,9 +50,13 @@ func newPacer(start int64, rate float64, lanes int) *pacer {
 // at is when arrival j is due.
 func (p *pacer) at(j int64) int64 { return p.start + int64(p.period*float64(j)) }
 
-// run releases arrivals until ctx ends.
+// before reports whether arrival j is due before the run's end.
+func (p *pacer) before(j int64) bool { return p.end == 0 || p.at(j) < p.end }
+
+// run releases arrivals until ctx ends, or until it released the last
+// arrival due before the run's end.
 func (p *pacer) run(ctx context.Context) {
-	for j := int64(0); ctx.Err() == nil; {
+	for j := int64(0); ctx.Err() == nil && p.before(j); {
 		now := p.now()
 		if left := p.at(j) - now; left > 0 {
 			if left > paceFine {
@@ -60,7 +67,7 @@ func (p *pacer) run(ctx context.Context) {
 			continue
 		}
 		n := j + 1
-		for p.at(n) <= now {
+		for p.at(n) <= now && p.before(n) {
 			n++
 		}
 		p.due.Store(n)

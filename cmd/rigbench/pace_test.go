@@ -123,3 +123,28 @@ func TestPacerWaitEnds(t *testing.T) {
 		t.Error("a wait for an arrival not due returned true after its context ended")
 	}
 }
+
+// TestPacerEndsAtRunEnd: a run of -duration D at -rate R asks for the
+// arrivals before its end, R×D of them: the pacer releases none due at or
+// after end, even where a sleep overshoots the end, and returns.
+func TestPacerEndsAtRunEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overshoot int64
+	}{{"on time", 0}, {"late past the end", 30e6}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakePacer(1e6, 3, 40) // 1 ms apart; stopped at 40 at the latest
+			f.p.end = 20e6                // arrivals 0 to 19
+			f.overshoot = func(n int) int64 {
+				if n == 10 {
+					return tc.overshoot
+				}
+				return 0
+			}
+			f.run()
+			if got := f.p.due.Load(); got != 20 {
+				t.Errorf("released %d arrivals before an end 20 periods in, want 20", got)
+			}
+		})
+	}
+}
