@@ -35,8 +35,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.drain < 0 {
 		return o, usage(fs, "-drain %v: want a duration of 0 or more", o.drain)
 	}
-	if o.slots < 0 {
-		return o, usage(fs, "-slots %d: want the requests whose work is on the device at once, above 0, or 0 for the default %d", o.slots, service.DefaultSlots)
+	if o.slots < 0 || o.slots > service.MaxSlots {
+		return o, usage(fs, "-slots %d: want the requests whose work is on the device at once, 1 to %d, or 0 for the default %d", o.slots, service.MaxSlots, service.DefaultSlots)
 	}
 	return o, nil
 }

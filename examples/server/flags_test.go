@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,8 @@ import (
 )
 
 // TestSlotsFlag: -slots takes 0 (the service's default) and positive
-// counts, and refuses a negative count with a usage error that names it.
+// counts up to service.MaxSlots, and refuses a negative count or a larger
+// one with a usage error that names it.
 func TestSlotsFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -21,6 +23,7 @@ func TestSlotsFlag(t *testing.T) {
 		{nil, service.DefaultSlots},
 		{[]string{"-slots", "0"}, 0},
 		{[]string{"-slots", "7"}, 7},
+		{[]string{"-slots", strconv.Itoa(service.MaxSlots)}, service.MaxSlots},
 	} {
 		var stderr bytes.Buffer
 		o, err := parseFlags(tc.args, &stderr)
@@ -28,7 +31,7 @@ func TestSlotsFlag(t *testing.T) {
 			t.Errorf("%q: slots %d, error %v, want %d and no error\n%s", tc.args, o.slots, err, tc.want, stderr.String())
 		}
 	}
-	for _, n := range []string{"-1", "-9223372036854775808"} {
+	for _, n := range []string{"-1", "-9223372036854775808", strconv.Itoa(service.MaxSlots + 1), "9223372036854775807"} {
 		var stderr bytes.Buffer
 		_, err := parseFlags([]string{"-slots", n}, &stderr)
 		if err == nil || errors.Is(err, flag.ErrHelp) || !strings.Contains(err.Error(), "-slots "+n) {

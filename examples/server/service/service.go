@@ -101,7 +101,8 @@ type Config struct {
 	// Driver is the device's driver: "host", "cuda" or "nv".
 	Driver string
 	// Slots bounds the requests whose work is on the device at once: 0
-	// means DefaultSlots, and NewService refuses a negative count.
+	// means DefaultSlots, and NewService refuses a negative count or one
+	// above MaxSlots.
 	Slots int
 	// Debug enables /debug/spin and /debug/fault.
 	Debug bool
@@ -141,11 +142,17 @@ type Config struct {
 // Config.Slots is 0.
 const DefaultSlots = 256
 
+// MaxSlots bounds Config.Slots. A backend's queue of free slots is
+// allocated whole as its device opens (8 bytes a slot), and its slots as
+// requests need them (two Pinned buffers of 64 KiB each, 128 GiB at the
+// bound, past what a device's budget holds).
+const MaxSlots = 1 << 20
+
 // NewService opens the device and prepares its slots. It returns an error,
-// opening nothing, where c.Slots is negative.
+// opening nothing, where c.Slots is negative or above MaxSlots.
 func NewService(ctx context.Context, c Config) (*Service, error) {
-	if c.Slots < 0 {
-		return nil, fmt.Errorf("service: Config.Slots is %d: want the requests whose work is on the device at once, above 0, or 0 for DefaultSlots (%d)", c.Slots, DefaultSlots)
+	if c.Slots < 0 || c.Slots > MaxSlots {
+		return nil, fmt.Errorf("service: Config.Slots is %d: want the requests whose work is on the device at once, 1 to %d, or 0 for DefaultSlots (%d)", c.Slots, MaxSlots, DefaultSlots)
 	}
 	if c.Slots == 0 {
 		c.Slots = DefaultSlots

@@ -11,11 +11,12 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
-// TestSlots: Config.Slots of 0 is DefaultSlots, a positive count is kept,
-// and NewService refuses a negative count, naming it, before it opens a
-// device.
+// TestSlots: Config.Slots of 0 is DefaultSlots, a positive count up to
+// MaxSlots is kept, and NewService refuses a negative count or one above
+// MaxSlots (whose queue of free slots it would allocate whole, or could
+// not make), naming it, before it opens a device.
 func TestSlots(t *testing.T) {
-	for _, slots := range []int{0, 3} {
+	for _, slots := range []int{0, 3, MaxSlots} {
 		svc := hostService(t, slots, hostOpener())
 		want := slots
 		if slots == 0 {
@@ -28,7 +29,7 @@ func TestSlots(t *testing.T) {
 			t.Errorf("Slots %d: the device holds %d slots, want %d", slots, got, want)
 		}
 	}
-	for _, slots := range []int{-1, math.MinInt} {
+	for _, slots := range []int{-1, math.MinInt, MaxSlots + 1, 1 << 40, math.MaxInt} {
 		var opens atomic.Int32
 		host := hostOpener()
 		open := func(ctx context.Context, seat int) (*rig.Device, error) {
