@@ -65,8 +65,11 @@ type QueueSummary struct {
 // to] in nanoseconds of device.Now; where to is not after from, the window
 // is from the earliest start to the latest end of the spans. A span whose
 // end is before its start counts as the instant of its start, in the
-// window as in the durations and the busy time. Percentiles are
-// nearest-rank: the p-th of n sorted values is the ceil(p*n)-th.
+// window as in the durations and the busy time. A duration, gap or busy
+// time longer than an int64 holds (a span or a window from math.MinInt64
+// to math.MaxInt64) reads as math.MaxInt64, and the busy fractions are of
+// the exact lengths. Percentiles are nearest-rank: the p-th of n sorted
+// values is the ceil(p*n)-th.
 func Summarize(spans []Span, from, to int64) Summary {
 	if to <= from && len(spans) > 0 {
 		from, to = spans[0].Start, spans[0].Start
@@ -98,25 +101,26 @@ func (s *Summary) ensure(name string) {
 }
 
 func summarizeDevice(name string, spans []Span, from, to int64) DeviceSummary {
-	window := to - from
+	window := length(from, to)
 	d := DeviceSummary{Device: name, Count: len(spans)}
 	durs := make([]int64, len(spans))
 	var sum float64
 	for i := range spans {
-		durs[i] = max(spans[i].Duration(), 0)
-		sum += float64(durs[i])
+		l := length(spans[i].Start, spans[i].End)
+		durs[i] = clamp(l)
+		sum += float64(l)
 	}
 	slices.Sort(durs)
 	d.Mean = sum / float64(len(spans))
 	d.P50, d.P99, d.Max = rank(durs, 0.50), rank(durs, 0.99), durs[len(durs)-1]
 
 	busy, gaps := union(spans, from, to)
-	d.BusyNs = busy
+	d.BusyNs = clamp(busy)
 	d.Busy = fraction(busy, window)
 	d.Gaps = len(gaps)
 	if len(gaps) > 0 {
 		for _, g := range gaps {
-			d.GapNs += g
+			d.GapNs = clamp(uint64(d.GapNs) + uint64(g)) // two int64s above 0 add up within a uint64
 		}
 		slices.Sort(gaps)
 		d.GapP50, d.GapMax = rank(gaps, 0.50), gaps[len(gaps)-1]
@@ -141,17 +145,30 @@ func rank(s []int64, p float64) int64 {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-func fraction(part, whole int64) float64 {
-	if whole <= 0 {
+func fraction(part, whole uint64) float64 {
+	if whole == 0 {
 		return 0
 	}
 	return float64(part) / float64(whole)
 }
 
+// length is the nanoseconds from a to b, 0 where b is not after a: up to
+// 2^64-1, which no int64 holds, from math.MinInt64 to math.MaxInt64.
+func length(a, b int64) uint64 {
+	if b <= a {
+		return 0
+	}
+	return uint64(b) - uint64(a)
+}
+
+// clamp is n as an int64, math.MaxInt64 where n is larger.
+func clamp(n uint64) int64 { return int64(min(n, math.MaxInt64)) }
+
 // union is the time within [from, to] covered by the spans, and the idle
-// stretches between them, each longer than 0, wherever they lie.
-func union(spans []Span, from, to int64) (busy int64, gaps []int64) {
-	within := func(iv [2]int64) int64 { return max(min(iv[1], to)-max(iv[0], from), 0) }
+// stretches between them, each longer than 0, wherever they lie, at most
+// math.MaxInt64 each.
+func union(spans []Span, from, to int64) (busy uint64, gaps []int64) {
+	within := func(iv [2]int64) uint64 { return length(max(iv[0], from), min(iv[1], to)) }
 	iv := make([][2]int64, len(spans))
 	for i := range spans {
 		iv[i] = [2]int64{spans[i].Start, max(spans[i].End, spans[i].Start)}
@@ -163,8 +180,8 @@ func union(spans []Span, from, to int64) (busy int64, gaps []int64) {
 			cur[1] = max(cur[1], x[1])
 			continue
 		}
-		busy += within(cur)
-		gaps = append(gaps, x[0]-cur[1])
+		busy += within(cur) // disjoint stretches of the window, which a uint64 holds
+		gaps = append(gaps, clamp(length(cur[1], x[0])))
 		cur = x
 	}
 	busy += within(cur)
@@ -175,7 +192,7 @@ func union(spans []Span, from, to int64) (busy int64, gaps []int64) {
 // indented line per queue where a device's values ended on several.
 func (s Summary) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "profile of %s, %d spans", Nanos(s.To-s.From), s.Spans)
+	fmt.Fprintf(tw, "profile of %s, %d spans", Nanos(clamp(length(s.From, s.To))), s.Spans)
 	if s.Dropped > 0 {
 		fmt.Fprintf(tw, " (%d dropped over the bound)", s.Dropped)
 	}

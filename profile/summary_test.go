@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -130,6 +131,45 @@ func TestSummarizeSubWindow(t *testing.T) {
 	for _, q := range a.Queues {
 		if want := map[string]float64{"COMPUTE:0": 0.5, "COPY:0": 0}[q.Queue]; q.Busy != want {
 			t.Errorf("queue %s busy %v, want %v", q.Queue, q.Busy, want)
+		}
+	}
+}
+
+// TestSummarizeEnormous: a window or a span longer than an int64 of
+// nanoseconds holds (from math.MinInt64 to math.MaxInt64, say, for "all
+// of it") is counted as the longest an int64 holds, never as a negative
+// length: busy fractions stay in [0, 1], durations and gaps are not 0
+// where they are huge, and the text states no negative window.
+func TestSummarizeEnormous(t *testing.T) {
+	const lo, hi = math.MinInt64, math.MaxInt64
+	for _, c := range []struct {
+		name          string
+		spans         []Span
+		from, to      int64
+		busy          float64
+		max, gapMax   int64
+		busyNs, gapNs int64
+	}{
+		{"a span of all time", []Span{{Device: "a", Start: lo, End: hi}}, 0, 0, 1, hi, 0, hi, 0},
+		{"a window of all time", []Span{{Device: "a", Start: 0, End: 100}}, lo, hi, 100 / (2 * float64(hi)), 100, 0, 100, 0},
+		{"a gap of all time", []Span{{Device: "a", Start: lo, End: lo + 10}, {Device: "a", Start: hi - 10, End: hi}}, lo, hi,
+			20 / (2 * float64(hi)), 10, hi, 20, hi},
+		{"spans that add past it", []Span{{Device: "a", Start: lo, End: 0}, {Device: "a", Start: 1, End: hi}}, lo, hi,
+			1, -lo - 1, 1, hi, 1},
+	} {
+		s := Summarize(c.spans, c.from, c.to)
+		if len(s.Devices) != 1 {
+			t.Fatalf("%s: %+v", c.name, s)
+		}
+		d := s.Devices[0]
+		if math.Abs(d.Busy-c.busy) > 1e-9*c.busy || d.BusyNs != c.busyNs {
+			t.Errorf("%s: busy %v (%d ns), want %v (%d ns)", c.name, d.Busy, d.BusyNs, c.busy, c.busyNs)
+		}
+		if d.Max != c.max || d.GapMax != c.gapMax || d.GapNs != c.gapNs {
+			t.Errorf("%s: max %d, gap max %d, gaps %d ns; want %d, %d, %d", c.name, d.Max, d.GapMax, d.GapNs, c.max, c.gapMax, c.gapNs)
+		}
+		if strings.Contains(s.String(), "profile of -") {
+			t.Errorf("%s: %s", c.name, s.String())
 		}
 	}
 }
