@@ -133,48 +133,79 @@ func TestPerCallErrorNoFault(t *testing.T) {
 // on the GPU writes the last value: the next open of the GPU must raise
 // the word to it, so that rig gives the stopped device's memory back and
 // its Done closes, and must not take the refusal for a fault. Where CUDA
-// refuses to record the events behind the work as well, nothing tells
-// when it ends (an event never recorded reads as complete): the word
-// stays as the work leaves it.
+// makes or records no event behind the work as well (an event never
+// recorded reads as complete), the stream itself tells when its work
+// ends: Stop keeps it, and it is destroyed once the work ended.
 func TestKeptUnwrittenLast(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		record result // cuEventRecord's answer
-		want   uint64
+		name           string
+		create, record result // cuEventCreate's and cuEventRecord's answers
+		streams        bool   // the streams are kept in place of events
 	}{
-		{"recorded", 0, 7},
-		{"unrecorded", errInvalidValue, 5},
+		{"recorded", 0, 0, false},
+		{"unrecorded", 0, errInvalidValue, true},
+		{"no events", errOutOfMemory, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
 			ended := false
+			var destroyed []uintptr
+			events := fakeEvents()
+			answer := func([6]uintptr) result {
+				mu.Lock()
+				defer mu.Unlock()
+				if ended {
+					return 0
+				}
+				return errNotReady
+			}
 			tab := fakeTable(t, map[string]fakeFn{
-				"cuStreamQuery":           func([6]uintptr) result { return errNotReady },
+				"cuStreamQuery":           answer,
+				"cuEventQuery":            answer,
 				"cuStreamWriteValue64_v2": func([6]uintptr) result { return errInvalidValue },
-				"cuEventCreate":           fakeEvents(),
-				"cuEventRecord":           func([6]uintptr) result { return c.record },
-				"cuEventQuery": func([6]uintptr) result {
-					mu.Lock()
-					defer mu.Unlock()
-					if ended || c.record != 0 {
-						return 0
+				"cuEventCreate": func(a [6]uintptr) result {
+					if c.create != 0 {
+						return c.create
 					}
-					return errNotReady
+					return events(a)
+				},
+				"cuEventRecord": func([6]uintptr) result { return c.record },
+				"cuStreamDestroy_v2": func(a [6]uintptr) result {
+					mu.Lock()
+					destroyed = append(destroyed, a[0])
+					mu.Unlock()
+					return 0
 				},
 			})
 			g, _, word := stoppedFake(t, tab, 5, 7, 5)
+			// streamsGone reports whether both of the device's streams
+			// are destroyed.
+			streamsGone := func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return slices.Contains(destroyed, 0x51) && slices.Contains(destroyed, 0x52)
+			}
 			if w := atomic.LoadUint64(word); w != 5 {
 				t.Fatalf("Stop raised the word to %d while the work runs", w)
+			}
+			if streamsGone() == c.streams {
+				t.Fatalf("while the work runs, the streams destroyed: %v; want %v", !c.streams, c.streams)
+			}
+			if err := settleOpen(tab, g, 0); err == nil {
+				t.Fatal("an open of the stopped timeline while its work runs answered no error")
 			}
 			mu.Lock()
 			ended = true
 			mu.Unlock()
 			_ = settleOpen(tab, g, 0)
 			g.mu.Lock()
-			fault := g.fault
+			fault, kept := g.fault, len(g.kept)
 			g.mu.Unlock()
-			if w := atomic.LoadUint64(word); w != c.want || fault != "" {
-				t.Fatalf("once the work ended: word %d, fault %q; want word %d, no fault", w, fault, c.want)
+			if w := atomic.LoadUint64(word); w != 7 || fault != "" || kept != 0 {
+				t.Fatalf("once the work ended: word %d, fault %q, %d kept; want word 7, no fault, none kept", w, fault, kept)
+			}
+			if !streamsGone() {
+				t.Fatal("once the work ended, a stream Stop kept is not destroyed")
 			}
 		})
 	}

@@ -210,14 +210,15 @@
 // Stop does not wait for the work: where it ended (both streams idle, or a
 // fault ended the context's work) it writes the last value into the word;
 // otherwise it commits the last value and keeps an event behind the work
-// on each stream, which a goroutine of the stopped device's and the GPU's
+// on each stream (the stream itself where CUDA makes or records no
+// event), which a goroutine of the stopped device's and the GPU's
 // next open read: the next open of the same timeline returns an error
 // while they are pending, and the goroutine, or an open of any timeline,
 // raises the word to the last value where a fault ended the work, or
 // where the work ended and CUDA refused Stop's write of that value, so
 // that rig gives the device's memory back. The goroutine returns once the work
-// ended. Stop then destroys the streams and events, which CUDA
-// frees once their work ends. The primary context, and the modules in it,
+// ended. Stop then destroys the streams and events it does not keep,
+// which CUDA frees once their work ends. The primary context, and the modules in it,
 // stay for the process.
 //
 // # Capability

@@ -165,10 +165,17 @@ func TestOpenPeersConcurrently(t *testing.T) {
 
 // TestKeptWithoutEvents stops a device whose work still runs where CUDA
 // makes no event to keep behind it: the next open of the GPU must not take
-// the missing events for a fault of the GPU's work.
+// the missing events for a fault of the GPU's work, and the GPU forgets
+// the work once its streams tell that it ended.
 func TestKeptWithoutEvents(t *testing.T) {
+	var ended atomic.Bool
 	tab := fakeTable(t, map[string]fakeFn{
-		"cuStreamQuery": func([6]uintptr) result { return errNotReady },
+		"cuStreamQuery": func([6]uintptr) result {
+			if ended.Load() {
+				return 0
+			}
+			return errNotReady
+		},
 		"cuEventCreate": func([6]uintptr) result { return errOutOfMemory },
 		"cuEventQuery": func(a [6]uintptr) result {
 			if a[0] == 0 {
@@ -183,6 +190,13 @@ func TestKeptWithoutEvents(t *testing.T) {
 	}
 	if g.fault != "" {
 		t.Fatalf("the GPU is taken as faulted: %s", g.fault)
+	}
+	ended.Store(true)
+	if err := settleOpen(tab, g, 0); err != nil {
+		t.Fatalf("an open once the work ended: %v", err)
+	}
+	if n := len(g.kept); n != 0 {
+		t.Fatalf("%d kept once the work ended", n)
 	}
 }
 

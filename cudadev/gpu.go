@@ -72,12 +72,15 @@ type gpuInfo struct {
 
 // keptWork is what Stop keeps of a device whose work still ran: its
 // timeline, an event behind the work on each stream (0 where CUDA made or
-// recorded none), and the word with the last value (nil once the word is
-// freed). raise: CUDA refused Stop's write of the last value, so that the
-// word is raised to it once the events tell that the work ended.
+// recorded none), the stream itself where it has no event, which Stop
+// leaves for settleKept to ask and destroy, and the word with the last
+// value (nil once the word is freed). raise: CUDA refused Stop's write of
+// the last value, so that the word is raised to it once the events and
+// streams tell that the work ended.
 type keptWork struct {
 	timeline int
 	events   [2]uintptr
+	streams  [2]uintptr
 	word     *uint64
 	last     uint64
 	raise    bool
@@ -403,17 +406,22 @@ func (g *gpuInfo) settleKept(t *table, tl int) error {
 	for _, k := range g.kept {
 		ended, known := true, true
 		var fault result
-		for _, ev := range k.events {
+		for q, ev := range k.events {
+			// Where Stop could not make or record the event, the
+			// stream it kept tells when its work ends.
+			h, query := ev, t.cuEventQuery
 			if ev == 0 {
-				// Stop could not make or record the event: nothing
-				// tells when that stream's work ends.
+				h, query = k.streams[q], t.cuStreamQuery
+			}
+			if h == 0 {
+				// Nothing tells when that stream's work ends.
 				known = false
 				continue
 			}
 			// Only a fault of the context's work ends the GPU's use; any
 			// other refusal is of the query alone, which tells nothing
 			// this time: the work is kept, and asked about again.
-			switch r := f.c1(t.cuEventQuery, ev); {
+			switch r := f.c1(query, h); {
 			case r == 0:
 			case r.sticky():
 				fault = r
@@ -440,9 +448,12 @@ func (g *gpuInfo) settleKept(t *table, tl int) error {
 			// enqueued behind it.
 			atomicRaise(k.word, k.last)
 		}
-		for _, ev := range k.events {
+		for q, ev := range k.events {
 			if ev != 0 {
 				f.c1(t.cuEventDestroy, ev)
+			}
+			if s := k.streams[q]; s != 0 {
+				f.c1(t.cuStreamDestroy, s)
 			}
 		}
 	}

@@ -34,13 +34,14 @@ func (d *gpu) query() error {
 // Stop stops the device without waiting for its work. If the work has
 // ended (both streams idle, or a fault ended the context's work), it writes
 // the last value into the word; otherwise it commits that value and keeps
-// an event behind the work on each stream, which the GPU's next open
-// reads, and which a goroutine of its own reads until that work ends or a
-// fault ends it (watchKept); where CUDA refuses the commit, they raise the
-// word to the last value once the work ended. A fault of the context's
-// work that the commit or the events meet ends the work as well. Either
-// way it destroys the streams and the other events, which CUDA frees once
-// their work ends. It returns no error of CUDA's.
+// an event behind the work on each stream (the stream itself where CUDA
+// makes or records no event), which the GPU's next open reads, and which
+// a goroutine of its own reads until that work ends or a fault ends it
+// (watchKept); where CUDA refuses the commit, they raise the word to the
+// last value once the work ended. A fault of the context's work that the
+// commit or the events meet ends the work as well. Either way it destroys
+// the streams it does not keep and the other events, which CUDA frees
+// once their work ends. It returns no error of CUDA's.
 func (d *gpu) Stop(string) error {
 	d.stopMu.Lock()
 	defer d.stopMu.Unlock()
@@ -78,7 +79,9 @@ func (d *gpu) Stop(string) error {
 	}
 	d.sleeper.stop()
 	for q, s := range d.streams {
-		f.c1(t.cuStreamDestroy, s)
+		if kept == nil || kept.streams[q] == 0 {
+			f.c1(t.cuStreamDestroy, s)
+		}
 		d.streams[q] = 0
 	}
 	f.c1(t.cuStreamDestroy, d.clockStream)
@@ -104,8 +107,9 @@ func (d *gpu) Stop(string) error {
 
 // keep commits the last value behind the work that still runs, unless
 // its write is enqueued or no stream follows all the work, and returns
-// the work to keep: an event behind the work on each stream, 0 where CUDA
-// made or recorded none. Where a call meets a fault of the context's
+// the work to keep: an event behind the work on each stream, or, where
+// CUDA made or recorded none, the stream itself. Where a call meets a
+// fault of the context's
 // work, which then runs nothing more, it keeps nothing and returns the
 // fault.
 func (d *gpu) keep(f *frame) (*keptWork, result) {
@@ -140,6 +144,11 @@ func (d *gpu) keep(f *frame) (*keptWork, result) {
 				}
 			}
 			return nil, r
+		}
+		if k.events[q] == 0 {
+			// No event tells when the stream's work ends: the
+			// stream itself is kept, and asked.
+			k.streams[q] = s
 		}
 	}
 	return k, 0
