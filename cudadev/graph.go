@@ -99,20 +99,29 @@ func (h *holds) copyFrom(o *holds) {
 }
 
 // release lets go of every image, unloading those rig unloaded and no
-// other graph holds.
-func (h *holds) release() {
+// other graph holds, and returns CUDA's refusals of those unloads: a
+// module CUDA refused to unload stays loaded, and its image's next Unload
+// tries again.
+func (h *holds) release() error {
 	h.mu.Lock()
 	imgs := h.images
 	h.images = nil
 	h.mu.Unlock()
+	var errs []error
 	for img := range imgs {
 		img.mu.Lock()
 		img.graphs--
 		if img.graphs == 0 && img.unloaded {
-			_ = img.drop()
+			if err := img.drop(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		img.mu.Unlock()
 	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cudadev: graph: the module of an image rig unloaded stays loaded: %w", err)
+	}
+	return nil
 }
 
 // usable returns the fault of the device's GPU, if any.
@@ -394,7 +403,8 @@ func (g *graph) Instantiate() (cuda.Exec, error) {
 	return x, nil
 }
 
-// Destroy destroys the graph.
+// Destroy destroys the graph, and unloads the modules of the images rig
+// unloaded that it alone held; it returns CUDA's refusal of either.
 func (g *graph) Destroy() error {
 	if g.h == 0 {
 		return nil
@@ -402,11 +412,11 @@ func (g *graph) Destroy() error {
 	h := g.h
 	g.h = 0
 	r := g.gs.in(func(t *table) result { return t.call(t.cuGraphDestroy, h) })
-	g.holds.release()
+	err := g.holds.release()
 	if r != 0 {
-		return g.gs.err("destroying a graph", r)
+		return errors.Join(g.gs.err("destroying a graph", r), err)
 	}
-	return nil
+	return err
 }
 
 type execGraph struct {
@@ -496,7 +506,9 @@ func (x *execGraph) Upload() error {
 	return nil
 }
 
-// Destroy destroys the executable graph.
+// Destroy destroys the executable graph, and unloads the modules of the
+// images rig unloaded that it alone held; it returns CUDA's refusal of
+// either.
 func (x *execGraph) Destroy() error {
 	if x.h == 0 {
 		return nil
@@ -504,9 +516,9 @@ func (x *execGraph) Destroy() error {
 	h := x.h
 	x.h = 0
 	r := x.gs.in(func(t *table) result { return t.call(t.cuGraphExecDestroy, h) })
-	x.holds.release()
+	err := x.holds.release()
 	if r != 0 {
-		return x.gs.err("destroying an executable graph", r)
+		return errors.Join(x.gs.err("destroying an executable graph", r), err)
 	}
-	return nil
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
 )
 
@@ -74,7 +75,9 @@ func TestUnloadRefusedKeepsImage(t *testing.T) {
 				if err := d.Unload(img); err != nil {
 					t.Fatalf("Unload while a graph holds the image answered %v", err)
 				}
-				h.release() // the unload CUDA refuses
+				if err := h.release(); err == nil || !strings.Contains(err.Error(), "unloading") {
+					t.Fatalf("the release whose unload CUDA refused answered %v; want an error naming the refusal", err)
+				}
 			} else if err := d.Unload(img); err == nil || !strings.Contains(err.Error(), "unloading") {
 				t.Fatalf("the refused Unload answered %v; want an error naming the refusal", err)
 			}
@@ -95,7 +98,9 @@ func TestUnloadRefusedKeepsImage(t *testing.T) {
 				if _, err := h.hold(fn); err != nil {
 					t.Fatalf("a graph cannot record a function of the image whose unload CUDA refused: %v", err)
 				}
-				h.release()
+				if err := h.release(); err != nil {
+					t.Fatal(err)
+				}
 			}
 			for i := 0; i < 2; i++ {
 				if err := d.Unload(img); err != nil {
@@ -110,6 +115,77 @@ func TestUnloadRefusedKeepsImage(t *testing.T) {
 			modules.mu.Unlock()
 			if n := unloads.Load(); n != 2 || !gone || held {
 				t.Fatalf("CUDA was asked %d times to unload the module (want 2), the image gone: %v, its function still a loaded image's: %v", n, gone, held)
+			}
+		})
+	}
+}
+
+// TestGraphDestroyUnloadRefused destroys a graph, and an executable
+// graph, that alone kept loaded the module of an image rig unloaded,
+// where CUDA refuses the module's unload: Destroy must return the
+// refusal rather than nil, the module stays loaded, and the image's next
+// Unload unloads it.
+func TestGraphDestroyUnloadRefused(t *testing.T) {
+	for _, exec := range []bool{false, true} {
+		t.Run(map[bool]string{false: "graph", true: "executable graph"}[exec], func(t *testing.T) {
+			var unloads atomic.Int64
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuModuleUnload": func([6]uintptr) result {
+					if unloads.Add(1) == 1 {
+						return 400 // CUDA_ERROR_INVALID_HANDLE
+					}
+					return 0
+				},
+				"cuGraphCreate": func(a [6]uintptr) result {
+					*cWord(a[0]) = 0x9a
+					return 0
+				},
+				"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
+					*cWord(a[0]) = 0x9b
+					return 0
+				},
+				"cuFuncGetAttribute": fakeFuncAttrs(1024, 0),
+				"cuFuncGetParamInfo": func([6]uintptr) result { return errInvalidValue },
+			})
+			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+			gs := &graphs{d: d}
+			const fn = 0xf4
+			img := fakeModule(t, d, fn)
+			g, err := gs.NewGraph()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.Kernel(cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}); err != nil {
+				t.Fatal(err)
+			}
+			destroy := g.Destroy
+			if exec {
+				x, err := g.Instantiate()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Destroy(); err != nil {
+					t.Fatal(err)
+				}
+				destroy = x.Destroy
+			}
+			if err := d.Unload(img); err != nil {
+				t.Fatalf("Unload while a graph holds the image answered %v", err)
+			}
+			if err := destroy(); err == nil || !strings.Contains(err.Error(), "unloading") {
+				t.Fatalf("Destroy, whose unload of the module CUDA refused, answered %v; want an error naming the refusal", err)
+			}
+			img.mu.Lock()
+			gone := img.gone
+			img.mu.Unlock()
+			if gone {
+				t.Fatal("the image is marked unloaded, and CUDA refused its unload")
+			}
+			if err := d.Unload(img); err != nil {
+				t.Fatalf("Unload after the refused unload answered %v", err)
+			}
+			if n := unloads.Load(); n != 2 {
+				t.Fatalf("CUDA was asked %d times to unload the module; want 2", n)
 			}
 		})
 	}

@@ -137,7 +137,9 @@ type Graph interface {
 	// Instantiate makes an executable graph (cuGraphInstantiateWithFlags).
 	Instantiate() (Exec, error)
 	// Destroy destroys the graph (cuGraphDestroy); executable graphs made
-	// from it stay valid.
+	// from it stay valid. It unloads the modules of images rig unloaded
+	// that the graph alone kept loaded, and returns CUDA's refusal of
+	// that unload, as of the destroy.
 	Destroy() error
 }
 
@@ -157,6 +159,8 @@ type Exec interface {
 	// "COMPUTE:0" stream (cuGraphUpload).
 	Upload() error
 	// Destroy destroys the executable graph (cuGraphExecDestroy), once no
-	// submitted launch of it can run.
+	// submitted launch of it can run. It unloads the modules of images rig
+	// unloaded that the executable graph alone kept loaded, and returns
+	// CUDA's refusal of that unload, as of the destroy.
 	Destroy() error
 }
