@@ -614,9 +614,17 @@ func TestCheckImageAllocs(t *testing.T) {
 }
 
 // FuzzCheckImage: checkImage never panics, whatever the bytes. The real
-// fatbin, and its first entry alone with its cubin cut to 0x400 bytes,
-// lead the fuzzer to the cubins within fatbins.
+// cubins whole, the real fatbin, and its first entry alone with its cubin
+// cut to 0x400 bytes, lead the fuzzer to the cubins within fatbins.
 func FuzzCheckImage(f *testing.F) {
+	for _, arch := range testkernels.Archs {
+		b, _ := testkernels.Cubin(arch)
+		f.Add(b)
+	}
+	for _, arch := range testkernels.NVArchs {
+		b, _ := testkernels.NVCubin(arch)
+		f.Add(b)
+	}
 	cubin, _ := testkernels.Cubin("sm_90")
 	fat := testkernels.Fatbin()
 	f.Add(cubin[:0x400])
