@@ -224,9 +224,9 @@ const (
 // and the garbage collector must see no pointer to them. bytes makes a
 // slice of the bytes work reaches, for as long as the work runs. Pinned and
 // Mapped memory that Alloc made is Go memory, which pages holds for as long
-// as the region is reachable (also from the launch ring's parts, after
-// Free); the collector frees it once neither the region nor a slice of it
-// is left.
+// as the region is reachable (also from the launch ring's parts of values
+// in flight, after Free); the collector frees it once neither the region
+// nor a slice of it is left.
 type region struct {
 	dev     *dev
 	kind    device.Memory

@@ -93,6 +93,7 @@ func (d *dev) sequencer() {
 		if d.fault.Load() != nil {
 			// A faulted device runs nothing more, and its word stays
 			// before the value that faulted until Stop.
+			sl.forget()
 			q.completed.Store(seq + 1)
 			continue
 		}
@@ -140,6 +141,7 @@ func (d *dev) sequencer() {
 		// that a Room that saw the value completed finds its room; the
 		// value is read first, as a Submit may take the slot at once.
 		v := sl.value
+		sl.forget()
 		q.completed.Store(seq + 1)
 		if stored {
 			atomic.StoreUint64(d.word, v)
@@ -149,6 +151,19 @@ func (d *dev) sequencer() {
 		if stored {
 			notifyStores()
 		}
+	}
+}
+
+// forget drops what the parts of the value sl hold outside the launch
+// ring (their regions and fill functions), once they ran or were skipped:
+// a part keeps its place in the ring until a later value takes it, and
+// the Go memory of a region freed meanwhile, or what a fill function
+// holds, must not wait for that. The sequencer calls it before it counts
+// the value completed, which hands the slot back to Submit.
+func (sl *slot) forget() {
+	for i := range sl.parts {
+		p := &sl.parts[i]
+		p.src, p.dst, p.fill = nil, nil, nil
 	}
 }
 
@@ -317,6 +332,7 @@ func (d *dev) seqExit(sl *slot, copying bool) {
 		d.mu.Unlock()
 		return
 	}
+	sl.forget()
 	d.q.completed.Store(d.q.completed.Load() + 1)
 	d.mu.Unlock()
 	d.done.Add(1)
@@ -589,7 +605,9 @@ func (j *job) run(d *dev, w *worker) {
 		} else if !returned {
 			d.faultWith(goexitFault(fmt.Sprintf("kernel %q", p.kern.name)))
 		}
-		c.Params, c.Shared = nil, nil
+		// The region Bytes found last is forgotten too, so that a
+		// freed region's Go memory is not kept past the launch.
+		c.Params, c.Shared, c.last = nil, nil, nil
 	}()
 	c.kernel = p.kern.name
 	c.Groups, c.Threads, c.Params = p.groups, p.threads, p.params

@@ -147,7 +147,7 @@ type Ctx struct {
 
 	dev    *dev
 	kernel string
-	last   *region // the region Bytes found last
+	last   *region // the region Bytes found last in this launch
 	shared []byte  // the worker's shared memory, MaxShared bytes
 }
 
