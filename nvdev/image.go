@@ -106,7 +106,11 @@ const uploadTimeout = 10 * time.Second
 // compute channel's next submission acquires.
 func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 	rows := hw.Rows{Src: st.Address, Dst: dst, SrcPitch: n, DstPitch: n, RowBytes: n, Rows: 1}
-	k := rows.Launches()*hw.CopyLaunchWords + flushWords + hw.ReleaseWords
+	l, err := rows.Launches()
+	if err != nil {
+		return fmt.Errorf("nvdev: lay: %w", err)
+	}
+	k := l*hw.CopyLaunchWords + flushWords + hw.ReleaseWords
 	t0 := time.Now()
 	for {
 		d.mu.Lock()

@@ -794,7 +794,10 @@ func (w *walk) copyRows(c int, p *device.Part) {
 		for r := uint64(0); r < rows; {
 			k, n := r, uint64(0)
 			for ; k < rows; k++ {
-				l, m := hw.FillLaunches(dst+k*p.DstPitch, bytes)
+				l, m, err := hw.FillLaunches(dst+k*p.DstPitch, bytes)
+				if err != nil {
+					panic(fmt.Sprintf("nvdev: a fill Room took: %v", err))
+				}
 				words := l*hw.CopyLaunchWords + m*hw.FillRemapWords
 				if k > r && n+words > segChunk {
 					break
@@ -815,7 +818,11 @@ func (w *walk) copyRows(c int, p *device.Part) {
 		// apart, one launch each; otherwise one for each 2^32-1 rows).
 		r := hw.Rows{Src: p.Src.(*nvidia.Memory).Address + p.SrcOffset, Dst: dst,
 			SrcPitch: p.SrcPitch, DstPitch: p.DstPitch, RowBytes: p.RowBytes, Rows: p.Rows}
-		n := r.Launches() * hw.CopyLaunchWords
+		l, err := r.Launches()
+		if err != nil {
+			panic(fmt.Sprintf("nvdev: a copy Room took: %v", err))
+		}
+		n := l * hw.CopyLaunchWords
 		w.barrier(c, prevCopy)
 		if b := w.take(c, n); b != nil {
 			w.done(c, hw.CopyRows(b, d.gen, r), n)

@@ -1,5 +1,11 @@
 package hw
 
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
 // Copy-engine launches, mirroring clc6b5.h, clc7b5.h and clc8b5.h
 // (NVC?B5_OFFSET_IN_UPPER .. LINE_COUNT, SET_REMAP_*, LAUNCH_DMA): a
 // launch copies LINE_COUNT lines of LINE_LENGTH_IN bytes, PITCH_IN and
@@ -76,15 +82,48 @@ func (r Rows) multiLine() bool {
 // Launches is the number of copy-engine launches CopyRows makes of r: one
 // multi-line launch for each 2^32 - 1 rows; and for a copy of one row, or
 // of rows of more than 2 GiB or 2^32 bytes or more apart, one single-line
-// launch for each 2 GiB of each row. A copy of no byte makes none.
-func (r Rows) Launches() uint64 {
-	switch {
-	case r.Rows == 0 || r.RowBytes == 0:
-		return 0
-	case r.multiLine():
-		return (r.Rows + MaxLines - 1) / MaxLines
+// launch for each 2 GiB of each row. A copy of no byte makes none. It
+// refuses, wrapping ErrAddress, a copy whose source or destination rows
+// pass 2^64 bytes of addresses, or whose launches' words (CopyLaunchWords
+// each) do not fit 64 bits.
+func (r Rows) Launches() (uint64, error) {
+	if r.Rows == 0 || r.RowBytes == 0 {
+		return 0, nil
 	}
-	return r.Rows * ((r.RowBytes + MaxLine - 1) / MaxLine)
+	if !rowsFit(r.Src, r.Rows, r.SrcPitch, r.RowBytes) || !rowsFit(r.Dst, r.Rows, r.DstPitch, r.RowBytes) {
+		return 0, fmt.Errorf("%w: %d rows of %d bytes from %#x (%d apart) to %#x (%d apart) pass 2^64",
+			ErrAddress, r.Rows, r.RowBytes, r.Src, r.SrcPitch, r.Dst, r.DstPitch)
+	}
+	n := ceilDiv(r.Rows, MaxLines)
+	if !r.multiLine() {
+		hi, lo := bits.Mul64(r.Rows, ceilDiv(r.RowBytes, MaxLine))
+		if hi != 0 {
+			return 0, fmt.Errorf("%w: %d rows of %d bytes take more than 2^64 launches", ErrAddress, r.Rows, r.RowBytes)
+		}
+		n = lo
+	}
+	if n > math.MaxUint64/CopyLaunchWords {
+		return 0, fmt.Errorf("%w: %d rows of %d bytes take %d launches, whose words pass 2^64", ErrAddress, r.Rows, r.RowBytes, n)
+	}
+	return n, nil
+}
+
+// rowsFit reports whether rows rows of n bytes, pitch bytes apart, from
+// addr end within 2^64 bytes of addresses; rows and n are above 0.
+func rowsFit(addr, rows, pitch, n uint64) bool {
+	hi, lo := bits.Mul64(rows-1, pitch)
+	end, c1 := bits.Add64(lo, n, 0)
+	_, c2 := bits.Add64(end, addr, 0)
+	return hi == 0 && c1 == 0 && c2 == 0
+}
+
+// ceilDiv is x / d rounded up, d above 0.
+func ceilDiv(x, d uint64) uint64 {
+	q := x / d
+	if x%d != 0 {
+		q++
+	}
+	return q
 }
 
 func copyLaunch(b []uint32, g *Generation, src, dst uint64, srcPitch, dstPitch uint64, length, lines uint32, launch uint32) []uint32 {
@@ -96,11 +135,12 @@ func copyLaunch(b []uint32, g *Generation, src, dst uint64, srcPitch, dstPitch u
 }
 
 // CopyRows appends the launches that copy r (r.Launches() of them, each
-// CopyLaunchWords words). Each launch waits for the copy engine's earlier
-// launches (NON_PIPELINED), so a copy keeps its place in the channel's
-// order; a release after it (CopyRelease) flushes its writes.
+// CopyLaunchWords words); it appends nothing for a copy Launches refuses.
+// Each launch waits for the copy engine's earlier launches
+// (NON_PIPELINED), so a copy keeps its place in the channel's order; a
+// release after it (CopyRelease) flushes its writes.
 func CopyRows(b []uint32, g *Generation, r Rows) []uint32 {
-	if r.Rows == 0 || r.RowBytes == 0 {
+	if n, err := r.Launches(); n == 0 || err != nil {
 		return b
 	}
 	if r.multiLine() {
@@ -114,33 +154,39 @@ func CopyRows(b []uint32, g *Generation, r Rows) []uint32 {
 	}
 	for row := uint64(0); row < r.Rows; row++ {
 		src, dst := r.Src+row*r.SrcPitch, r.Dst+row*r.DstPitch
-		for off := uint64(0); off < r.RowBytes; off += MaxLine {
+		for off := uint64(0); off < r.RowBytes; {
 			n := min(r.RowBytes-off, MaxLine)
 			b = copyLaunch(b, g, src+off, dst+off, 0, 0, uint32(n), 1,
 				DMATransferNonPipelined|DMASrcPitch|DMADstPitch)
+			off += n
 		}
 	}
 	return b
 }
 
-// fillPieces splits a fill of n bytes at dst into its head and tail bytes
-// (at most three each) and its body of four-byte components from the first
-// multiple of 4 of dst.
+// fillPieces splits a fill of n bytes at dst, where dst+n does not pass
+// 2^64, into its head and tail bytes (at most three each) and its body of
+// four-byte components from the first multiple of 4 of dst.
 func fillPieces(dst, n uint64) (head, body, tail uint64) {
-	a := (dst + 3) &^ 3
-	e := (dst + n) &^ 3
-	if n == 0 {
-		return 0, 0, 0
+	head = -dst & 3 // the bytes up to the first multiple of 4 of dst
+	if n <= head {
+		return n, 0, 0
 	}
+	a := dst + head
+	e := (dst + n) &^ 3
 	if a >= e {
 		return n, 0, 0
 	}
-	return a - dst, (e - a) / 4, dst + n - e
+	return head, (e - a) / 4, dst + n - e
 }
 
 // FillLaunches is the number of copy-engine launches Fill makes for n
-// bytes at dst, and the remap settings among them.
-func FillLaunches(dst, n uint64) (launches, remaps uint64) {
+// bytes at dst, and the remap settings among them. It refuses, wrapping
+// ErrAddress, a fill that passes 2^64 bytes of addresses.
+func FillLaunches(dst, n uint64) (launches, remaps uint64, err error) {
+	if _, c := bits.Add64(dst, n, 0); c != 0 {
+		return 0, 0, fmt.Errorf("%w: a fill of %d bytes at %#x passes 2^64", ErrAddress, n, dst)
+	}
 	head, body, tail := fillPieces(dst, n)
 	bodyLaunches := (body + MaxLine/4 - 1) / (MaxLine / 4)
 	launches = bodyLaunches
@@ -157,7 +203,7 @@ func FillLaunches(dst, n uint64) (launches, remaps uint64) {
 			remaps++
 		}
 	}
-	return launches, remaps
+	return launches, remaps, nil
 }
 
 func remap(b []uint32, v uint32, size uint32) []uint32 {
@@ -171,8 +217,12 @@ const fillLaunch = DMATransferNonPipelined | DMASrcPitch | DMADstPitch | DMARema
 // engine's remap of a constant, which reads no memory: four-byte
 // components from the first multiple of 4 of dst, 2 GiB a launch, and one-
 // byte components for the at most three bytes at each end.
-// FillLaunches says how many launches and remap settings it makes.
+// FillLaunches says how many launches and remap settings it makes; Fill
+// appends nothing for a fill FillLaunches refuses.
 func Fill(b []uint32, g *Generation, dst, n uint64, v byte) []uint32 {
+	if _, c := bits.Add64(dst, n, 0); c != 0 {
+		return b
+	}
 	head, body, tail := fillPieces(dst, n)
 	bytes := uint32(v)
 	words := bytes * 0x01010101

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -136,6 +137,7 @@ func FuzzHeader(f *testing.F) {
 // back.
 func FuzzMethods(f *testing.F) {
 	f.Add(uint8(3), uint64(0x7f0012345678), uint64(1), uint64(0x10000), uint64(4096), uint64(64), uint8(7))
+	f.Add(uint8(3), uint64(1<<64-8), uint64(1), uint64(1<<64-3), uint64(1), uint64(1), uint8(7))
 	f.Fuzz(func(t *testing.T, gen uint8, addr, value, dst, n, rows uint64, v byte) {
 		g := generations[int(gen)%len(generations)]
 		addr &^= 7
@@ -174,15 +176,19 @@ func FuzzMethods(f *testing.F) {
 		}
 		n %= 1 << 16
 		r := Rows{Src: addr, Dst: dst, SrcPitch: n, DstPitch: n, RowBytes: n, Rows: rows % 64}
-		if b := CopyRows(nil, g, r); uint64(len(b)) != r.Launches()*CopyLaunchWords {
-			t.Fatalf("%+v: %d words, %d launches", r, len(b), r.Launches())
+		launches, err := r.Launches()
+		if b := CopyRows(nil, g, r); uint64(len(b)) != launches*CopyLaunchWords {
+			t.Fatalf("%+v: %d words, %d launches (%v)", r, len(b), launches, err)
 		} else if _, err := Decode(b); err != nil {
 			t.Fatal(err)
 		}
+		if fits := rowsFit(addr, r.Rows, n, n) && rowsFit(dst, r.Rows, n, n); (err == nil) != (fits || r.Rows == 0 || n == 0) {
+			t.Fatalf("%+v: Launches %v", r, err)
+		}
 		b := Fill(nil, g, dst, n, v)
-		launches, remaps := FillLaunches(dst, n)
-		if uint64(len(b)) != launches*CopyLaunchWords+remaps*FillRemapWords {
-			t.Fatalf("fill %#x+%d: %d words, %d launches, %d remaps", dst, n, len(b), launches, remaps)
+		launches, remaps, err := FillLaunches(dst, n)
+		if uint64(len(b)) != launches*CopyLaunchWords+remaps*FillRemapWords || (err == nil) != (dst <= math.MaxUint64-n) {
+			t.Fatalf("fill %#x+%d: %d words, %d launches, %d remaps (%v)", dst, n, len(b), launches, remaps, err)
 		}
 		if _, err := Decode(b); err != nil {
 			t.Fatal(err)

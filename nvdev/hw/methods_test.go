@@ -1,6 +1,7 @@
 package hw
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -233,7 +234,7 @@ func TestCopyRows(t *testing.T) {
 	// Rows of 100 bytes, 256 and 512 apart: one multi-line launch.
 	r := Rows{Src: 0x1000, Dst: 0x10_0000, SrcPitch: 256, DstPitch: 512, RowBytes: 100, Rows: 7}
 	e := runCopy(t, CopyRows(nil, Hopper, r))
-	if len(e.launches) != 1 || r.Launches() != 1 || e.launches[0][CopyLineCount] != 7 {
+	if n, err := r.Launches(); len(e.launches) != 1 || n != 1 || err != nil || e.launches[0][CopyLineCount] != 7 {
 		t.Fatalf("%d launches", len(e.launches))
 	}
 	for row := range uint64(7) {
@@ -272,8 +273,8 @@ func TestCopyRows(t *testing.T) {
 	} {
 		b := CopyRows(nil, Hopper, tc.r)
 		e := runCopy(t, b)
-		if len(e.launches) != tc.launches || tc.r.Launches() != uint64(tc.launches) || len(b) != tc.launches*CopyLaunchWords {
-			t.Errorf("%s: %d launches, Launches %d, %d words", tc.name, len(e.launches), tc.r.Launches(), len(b))
+		if n, err := tc.r.Launches(); len(e.launches) != tc.launches || n != uint64(tc.launches) || err != nil || len(b) != tc.launches*CopyLaunchWords {
+			t.Errorf("%s: %d launches, Launches %d (%v), %d words", tc.name, len(e.launches), n, err, len(b))
 			continue
 		}
 		if tc.check != nil && !tc.check(e.launches) {
@@ -292,14 +293,69 @@ func TestCopyRows(t *testing.T) {
 	}
 }
 
+// TestCopyPast2To64 checks that the launch counts neither wrap nor take a
+// copy or a fill past 2^64 bytes of addresses, and that the builders
+// append nothing for what the counts refuse.
+func TestCopyPast2To64(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		r        Rows
+		launches uint64
+		refused  bool
+	}{
+		{"2^64-1 rows of 4 bytes, 0 apart", Rows{Rows: 1<<64 - 1, RowBytes: 4}, 1<<32 + 1, false},
+		{"a row of 2^64-1 bytes", Rows{Rows: 1, RowBytes: 1<<64 - 1}, 1 << 33, false},
+		{"a row past 2^64", Rows{Src: 1<<64 - 8, Rows: 1, RowBytes: 16}, 0, true},
+		{"rows past 2^64", Rows{Dst: 1 << 40, DstPitch: 1 << 40, Rows: 1<<24 + 1, RowBytes: 16}, 0, true},
+		{"2^64 launches", Rows{Rows: 1 << 63, RowBytes: 1 << 32}, 0, true},
+		{"launches whose words pass 2^64", Rows{Rows: 1 << 62, RowBytes: 1<<31 + 1}, 0, true},
+		{"the last row ends at 2^64-1", Rows{Dst: 1<<64 - 33, DstPitch: 16, Rows: 2, RowBytes: 16}, 1, false},
+	} {
+		n, err := tc.r.Launches()
+		if n != tc.launches || (err != nil) != tc.refused || (err != nil && !errors.Is(err, ErrAddress)) {
+			t.Errorf("%s: Launches %d, %v; want %d, refused %v", tc.name, n, err, tc.launches, tc.refused)
+			continue
+		}
+		if tc.refused {
+			if b := CopyRows(nil, Hopper, tc.r); len(b) != 0 {
+				t.Errorf("%s: CopyRows appended %d words", tc.name, len(b))
+			}
+		}
+	}
+	for _, tc := range []struct {
+		dst, n           uint64
+		launches, remaps uint64
+		refused          bool
+	}{
+		{1<<64 - 3, 1, 1, 1, false},
+		{1<<64 - 3, 2, 1, 1, false},
+		{1<<64 - 6, 5, 1, 1, false},
+		{1<<64 - 11, 10, 3, 3, false},
+		{1<<64 - 8, 7, 2, 2, false},
+		{1<<64 - 8, 8, 0, 0, true},
+		{1<<64 - 8, 16, 0, 0, true},
+		{1 << 63, 1 << 63, 0, 0, true},
+	} {
+		launches, remaps, err := FillLaunches(tc.dst, tc.n)
+		if launches != tc.launches || remaps != tc.remaps || (err != nil) != tc.refused || (err != nil && !errors.Is(err, ErrAddress)) {
+			t.Errorf("fill of %d bytes at %#x: %d launches, %d remaps, %v; want %d, %d, refused %v",
+				tc.n, tc.dst, launches, remaps, err, tc.launches, tc.remaps, tc.refused)
+			continue
+		}
+		if b := Fill(nil, Hopper, tc.dst, tc.n, 0xa5); uint64(len(b)) != launches*CopyLaunchWords+remaps*FillRemapWords {
+			t.Errorf("fill of %d bytes at %#x: %d words", tc.n, tc.dst, len(b))
+		}
+	}
+}
+
 func TestFill(t *testing.T) {
 	for _, tc := range []struct{ dst, n uint64 }{
 		{0x1001, 10}, {0x1000, 8}, {0x1003, 1}, {0x1001, 2}, {0x1000, 3}, {0x1002, 6}, {0x1004, 0}, {0x1001, 4096},
 	} {
 		b := Fill(nil, Hopper, tc.dst, tc.n, 0xa5)
 		e := runCopy(t, b)
-		launches, remaps := FillLaunches(tc.dst, tc.n)
-		if uint64(len(e.launches)) != launches || uint64(len(b)) != launches*CopyLaunchWords+remaps*FillRemapWords {
+		launches, remaps, err := FillLaunches(tc.dst, tc.n)
+		if err != nil || uint64(len(e.launches)) != launches || uint64(len(b)) != launches*CopyLaunchWords+remaps*FillRemapWords {
 			t.Errorf("%+v: %d launches in %d words, FillLaunches %d, %d", tc, len(e.launches), len(b), launches, remaps)
 		}
 		for a := tc.dst - 8; a < tc.dst+tc.n+8; a++ {
