@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -681,6 +682,42 @@ func TestStop(t *testing.T) {
 	}
 	if a := r.room(&device.Submission{}); a.Kind != device.RoomNever {
 		t.Errorf("room after stop: %+v", a)
+	}
+}
+
+// TestStopRefused stops a device whose channel groups the RM does not
+// free and whose path does not stop: its work may still run, so the
+// memory stays, and Stop says so; where either stops the work, Stop
+// answers nil.
+func TestStopRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		refuse, die bool
+		fails       bool
+	}{
+		{"both stop", false, false, false},
+		{"the path alone stops", true, false, false},
+		{"the RM alone stops", false, true, false},
+		{"neither stops", true, true, true},
+	} {
+		r := openRaw(t, Config{})
+		live := r.f.live()
+		if tc.refuse {
+			r.f.refuseFree = map[uint32]bool{nvidia.ClassChannelGroup: true}
+		}
+		if tc.die {
+			r.f.stopErr = errors.New("fake: the device's work may still run")
+		}
+		err := r.d.Stop("")
+		if (err != nil) != tc.fails || (err != nil && !strings.Contains(err.Error(), "may still run")) {
+			t.Errorf("%s: stop: %v", tc.name, err)
+		}
+		if _, ok := device.AsFault(err); err != nil && !ok {
+			t.Errorf("%s: stop: %T, not a fault", tc.name, err)
+		}
+		if n := r.f.live(); (n == live) != tc.fails {
+			t.Errorf("%s: %d memories of %d after stop", tc.name, n, live)
+		}
 	}
 }
 

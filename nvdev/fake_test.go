@@ -75,6 +75,10 @@ type fake struct {
 	// barFull, where set, makes Alloc answer ErrNoMemory to Mapped memory
 	// of n bytes where it holds: the BAR has no room for it.
 	barFull func(n int) bool
+	// refuseFree makes the RM refuse to free objects of a class; stopErr
+	// is the path's Stop's answer.
+	refuseFree map[uint32]bool
+	stopErr    error
 }
 
 type fakeMem struct {
@@ -178,9 +182,9 @@ func (f *fake) ReadTimer() (nvidia.Timer, error) {
 func (f *fake) timer() uint64 { return 1<<40 + uint64(device.Now()) }
 func (f *fake) Stop() error {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.stopped = true
-	f.mu.Unlock()
-	return nil
+	return f.stopErr
 }
 
 func (f *fake) Check() error {
@@ -310,8 +314,12 @@ func (r fakeRM) Free(parent, object nvidia.Handle) error { return r.f.rmFree(par
 func (f *fake) rmFree(_, object nvidia.Handle) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.objects[object]; !ok {
+	class, ok := f.objects[object]
+	if !ok {
 		return &nvidia.RMError{Call: "RM_FREE", Status: nvidia.StatusInvalidObjectHandle}
+	}
+	if f.refuseFree[class] {
+		return &nvidia.RMError{Call: "RM_FREE", Status: nvidia.StatusInvalidArgument}
 	}
 	var drop func(h nvidia.Handle)
 	drop = func(h nvidia.Handle) {

@@ -251,9 +251,11 @@ func (d *gpu) debugLines() []string {
 // stopped (either leaves none of the device's work running), it writes
 // the last value submitted into the word and gives the memory the device
 // holds itself back to the path; where neither did, that memory stays,
-// and the word reaches the value as the channels end. The path's refusal
-// to stop is not returned (docs/nvdev.md: Stop does not check the path's
-// Unknown). The path closes once rig has freed the regions it holds.
+// the word reaches the value as the channels end, and Stop returns a
+// *device.Fault with the path's refusal, since the device's work may
+// still run. Where the RM freed the channel groups, the path's refusal is
+// not returned (docs/nvdev.md: Stop does not check the path's Unknown).
+// The path closes once rig has freed the regions it holds.
 func (d *gpu) Stop(string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -290,6 +292,9 @@ func (d *gpu) Stop(string) error {
 		}
 	}
 	perr := d.p.Stop()
+	if !clean && perr != nil {
+		errs = append(errs, perr)
+	}
 	if clean || perr == nil {
 		atomic.StoreUint64(d.word, d.last)
 		var mems []*nvidia.Memory
