@@ -13,19 +13,22 @@ import (
 )
 
 // Images. Image returns Place (n, lay) for a cubin nvdev/hw accepts, and
-// rig allocates n bytes of Device memory for it. The host
-// does not address Device memory, so lay relocates the image for rig's
-// region, writes it into a staging buffer of Pinned memory, and has the
-// copy channel copy it into the region between values: a copy, a flush and
-// a release of the copy channel's mark. The kernels run from rig's region,
-// and the image takes no memory beyond it once the copy completed. The
-// compute channel's next submission acquires that mark before its parts,
-// then invalidates the compute engine's instruction and constant caches,
-// since an image may load where another one's code was. The staging
-// buffer goes back at the device's next growth, allocation or lay once the
-// mark passed it, or at Stop. A lay of no region (a test's) writes the
-// image into memory of the device's own that the host writes through the
-// BAR (Mapped, or Pinned where the BAR had no room), which Unload frees.
+// rig allocates n bytes of Device memory for it: the image's size, and
+// where the image is aligned to more than a region (Facts.Alignment) the
+// most bytes its alignment moves it by within the region. The host does
+// not address Device memory, so lay relocates the image for the region's
+// first address of the image's alignment, writes it into a staging buffer
+// of Pinned memory, and has the copy channel copy it there between values:
+// a copy, a flush and a release of the copy channel's mark. The kernels
+// run from rig's region, and the image takes no memory beyond it once the
+// copy completed. The compute channel's next submission acquires that mark
+// before its parts, then invalidates the compute engine's instruction and
+// constant caches, since an image may load where another one's code was.
+// The staging buffer goes back at the device's next growth, allocation or
+// lay once the mark passed it, or at Stop. A lay of no region (a test's)
+// writes the image into memory of the device's own that the host writes
+// through the BAR (Mapped, or Pinned where the BAR had no room), which
+// Unload frees.
 
 // image is a laid cubin.
 type image struct {
@@ -64,7 +67,17 @@ func (d *gpu) Image(b []byte) (device.Code, error) {
 	if !d.gen.Runs(c.SM()) {
 		return device.Code{}, fmt.Errorf("nvdev: image: a cubin for sm_%d does not run on %s", c.SM(), d.gen.Arch)
 	}
-	return device.Code{Place: c.Size(), Lay: func(r device.Region) (device.Image, error) { return d.lay(c, r) }}, nil
+	return device.Code{Place: place(c, d.facts.Alignment), Lay: func(r device.Region) (device.Image, error) { return d.lay(c, r) }}, nil
+}
+
+// place is the bytes of a region aligned to align that hold c at c's
+// alignment: its size, and what an image aligned to more than the region
+// is moved by at most.
+func place(c *hw.Cubin, align int) int {
+	if a := int(c.Align()); align > 0 && a > align {
+		return c.Size() + a - align
+	}
+	return c.Size()
 }
 
 // lay relocates the cubin for rig's region r and uploads it there.
@@ -77,11 +90,12 @@ func (d *gpu) lay(c *hw.Cubin, r device.Region) (device.Image, error) {
 		return d.layOwn(c)
 	}
 	align := c.Align()
-	if dst.Address%align != 0 || dst.Size < c.Size() {
+	addr := roundUp(dst.Address, align)
+	if addr-dst.Address > uint64(dst.Size) || uint64(c.Size()) > uint64(dst.Size)-(addr-dst.Address) {
 		return nil, fmt.Errorf("nvdev: lay into a region at 0x%x of %d bytes: the image takes %d bytes aligned to %d",
 			dst.Address, dst.Size, c.Size(), align)
 	}
-	img, err := c.Lay(dst.Address)
+	img, err := c.Lay(addr)
 	if err != nil {
 		return nil, fmt.Errorf("nvdev: lay: %w", err)
 	}
@@ -91,11 +105,11 @@ func (d *gpu) lay(c *hw.Cubin, r device.Region) (device.Image, error) {
 		return nil, fmt.Errorf("nvdev: lay: a staging buffer of %d bytes: %w", len(img), err)
 	}
 	copy(hostBytes(st, 0, len(img)), img)
-	if err := d.upload(st, dst.Address, uint64(len(img))); err != nil {
+	if err := d.upload(st, addr, uint64(len(img))); err != nil {
 		_ = d.p.Free(st)
 		return nil, err
 	}
-	return &image{d: d, cubin: c, addr: dst.Address, funcs: map[string]*device.Entry{}}, nil
+	return &image{d: d, cubin: c, addr: addr, funcs: map[string]*device.Entry{}}, nil
 }
 
 // uploadTimeout bounds a lay's wait for room on the copy channel.

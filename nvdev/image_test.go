@@ -2,6 +2,8 @@ package nvdev
 
 import (
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"testing"
 
 	"github.com/rig-go/rig/device"
@@ -67,5 +69,78 @@ func TestUpload(t *testing.T) {
 	r.imgs = r.imgs[:len(r.imgs)-1]
 	if r.f.mem(region.Address, 1) == nil {
 		t.Error("unload freed rig's region")
+	}
+}
+
+// alignedCubin is the test cubin with its first section of code aligned to
+// align bytes.
+func alignedCubin(t *testing.T, align uint64) []byte {
+	t.Helper()
+	b := bytes.Clone(cubin(t))
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shoff := binary.LittleEndian.Uint64(b[0x28:])
+	for i, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0 {
+			binary.LittleEndian.PutUint64(b[shoff+uint64(i)*64+48:], align)
+			return b
+		}
+	}
+	t.Fatal("no section of code")
+	return nil
+}
+
+// TestUploadAligned lays an image with a section aligned to more than a
+// page into a region rig allocated, which is aligned to a page alone: the
+// place holds the image at its alignment, and the lay puts it there.
+func TestUploadAligned(t *testing.T) {
+	r := openRaw(t, Config{})
+	const align = 64 << 10
+	b := alignedCubin(t, align)
+	code, err := r.d.Image(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := hw.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Align() != align {
+		t.Fatalf("the image is aligned to %d", c.Align())
+	}
+	// Regions at each offset of a page within the alignment.
+	for k := range align / 4096 {
+		region := r.alloc(device.DeviceMemory, code.Place)
+		img, err := code.Lay(region)
+		if err != nil {
+			t.Fatalf("a region at 0x%x (%d pages past the alignment): %v", region.Address, region.Address%align/4096, err)
+		}
+		r.imgs = append(r.imgs, img)
+		addr := (region.Address + align - 1) &^ (align - 1)
+		want, err := c.Lay(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.f.pump()
+		if got := r.f.mem(addr, uint64(len(want))); !bytes.Equal(got, want) {
+			t.Errorf("region %d: the region does not hold the relocated image at 0x%x", k, addr)
+		}
+		e, err := r.d.Entry(img, "twice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Code < addr || e.Code+16 > region.Address+uint64(region.Size) {
+			t.Errorf("region %d: the entry's code at 0x%x, outside the image at 0x%x in the region at 0x%x", k, e.Code, addr, region.Address)
+		}
+		// The next region starts a page further from the alignment: the
+		// fake places each region 1 MiB past the one before.
+		size := uint64(region.Size+4095) &^ 4095
+		pad := (4096 + 2*align - (size+2<<20)%align) % align
+		if pad == 0 {
+			pad = align
+		}
+		r.alloc(device.DeviceMemory, int(pad))
 	}
 }
