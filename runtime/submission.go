@@ -449,8 +449,15 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			// it runs later can wait on this submission ahead of the
 			// write. The commit takes the other device's submit lock, so
 			// it runs with none held, and the submission starts over.
-			if err := a.other.d.commit(a.other.v); err != nil {
+			o := a.other.d
+			if err := o.commit(a.other.v); err != nil {
 				return Point{}, err
+			}
+			if o.closing.Load() && !device.AtLeast(o.committed.Load(), a.other.v) {
+				// A device commits nothing once its Close began, and
+				// its stop drops the values it left uncommitted: the
+				// point is never reached.
+				return Point{}, closedWait("a submission on "+d.name, a.other, ErrClosed)
 			}
 		case attemptHostWait:
 			if err := a.other.Wait(ctx); err != nil {

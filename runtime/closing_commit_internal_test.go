@@ -1,0 +1,98 @@
+package rig
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rig-go/rig/device"
+)
+
+// uncommitting is the fake whose Commit commits nothing: the values its
+// Submit answers Pending stay uncommitted.
+type uncommitting struct{ *fake }
+
+func (u *uncommitting) Commit(v uint64) device.SubmitAnswer {
+	u.fake.Commit(v)
+	return device.SubmitAnswer{Kind: device.Pending}
+}
+
+// TestSubmitOnAClosingDevicesUncommittedPoint: a submission of device D
+// whose work would wait on the device side for a value that device U holds
+// uncommitted, while U's Close is under way (it waits for a counted call),
+// returns at once an error matching ErrClosed that names U: U commits
+// nothing once it closes, and its stop drops the value. It neither spins
+// nor waits for U's close to end, and D keeps working.
+func TestSubmitOnAClosingDevicesUncommittedPoint(t *testing.T) {
+	fu := newFake()
+	fu.pending, fu.held, fu.peer = true, true, true
+	entered, release := make(chan struct{}), make(chan struct{})
+	fu.onDMA = func() {
+		close(entered)
+		<-release
+	}
+	u := openWith(t, device.Opener{Name: "closing-commit-u", Make: func(w *uint64) (device.Driver, error) {
+		fu.facts.Word = w
+		return &uncommitting{fu}, nil
+	}})
+	d := openFake(t, "closing-commit-d", newFake())
+	z, err := d.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// U's work writes z, a buffer of D, with a value U leaves uncommitted.
+	fill, err := NewSubmission(u, FillBytes(0, 0, 64, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit(t, fill, z)
+	y, err := u.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dma := make(chan struct{})
+	go func() {
+		defer close(dma)
+		_, _ = y.DMA("0000:00:00.0")
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- u.Close() }()
+	for !u.closing.Load() {
+		time.Sleep(10 * time.Microsecond)
+	}
+	s, err := NewSubmission(d, FillBytes(0, 0, 64, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	go func() {
+		_, err := s.Take().Submit(context.Background(), z)
+		res <- err
+	}()
+	var got error
+	select {
+	case got = <-res:
+	case <-time.After(5 * time.Second):
+		close(release)
+		<-dma
+		got = <-res
+		t.Errorf("the submission returned only once U's close ended, with %v", got)
+		<-closed
+		return
+	}
+	close(release)
+	<-dma
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(got, ErrClosed) || !strings.Contains(got.Error(), u.name) {
+		t.Fatalf("the submission returned %v, want an error matching ErrClosed that names %s", got, u.name)
+	}
+	submit(t, empty(t, d))
+	if err := d.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
