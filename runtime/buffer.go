@@ -64,6 +64,11 @@ type bufState struct {
 	// frees the region while another call reads it. Guarded by mu.
 	using int
 	owed  bool
+	// viewsOut counts the views mapped and not yet freed; regionLeft says
+	// that the release left the region's giving back to the drop of the
+	// last of them (giveBack). Guarded by mu.
+	viewsOut   int
+	regionLeft bool
 }
 
 type view struct {
@@ -493,7 +498,10 @@ func (s *bufState) done() {
 // or o.closing), the view stays for o's reaping, which frees it after the
 // stop (dropView). The first of the two to take the view from s.views
 // frees it. TryRLock: a release inside d's callMu never waits for o's, so
-// two devices' closes and releases never wait on each other.
+// two devices' closes and releases never wait on each other. A view is
+// freed before the region it maps: where views stay, the drop of the last
+// of them gives the region back, and the reaping of the buffer's device
+// waits for that before its Done.
 func (s *bufState) giveBack() {
 	s.mu.Lock()
 	others := make([]*Device, 0, len(s.views))
@@ -515,20 +523,49 @@ func (s *bufState) giveBack() {
 		o.objMu.Unlock()
 		o.callMu.RUnlock()
 	}
+	s.mu.Lock()
+	left := s.viewsOut > 0
+	if left {
+		s.regionLeft = true
+		s.d.regionsLeft.Add(1)
+	}
+	s.mu.Unlock()
+	if !left {
+		s.freeRegion()
+	}
+}
+
+// freeRegion gives the buffer's region back to its device's driver and
+// budget.
+func (s *bufState) freeRegion() {
 	_ = s.d.drv.Free(s.region)
 	s.d.budget.Give(s.size)
 	s.d.stats.bytes[s.kind].Add(-s.size)
 }
 
 // dropView frees the view device o holds of the buffer, where it still
-// holds one: at o's close, and at the buffer's release.
+// holds one: at o's close, and at the buffer's release. The drop of the
+// last view of a buffer whose release left it the region (giveBack) gives
+// the region back too.
 func (s *bufState) dropView(o *Device) {
 	s.mu.Lock()
 	v, ok := s.views[o]
 	delete(s.views, o)
 	s.mu.Unlock()
-	if ok {
-		_ = o.drv.Free(v.region)
+	if !ok {
+		return
+	}
+	_ = o.drv.Free(v.region)
+	s.mu.Lock()
+	s.viewsOut--
+	last := s.viewsOut == 0 && s.regionLeft
+	if last {
+		s.regionLeft = false
+	}
+	s.mu.Unlock()
+	if last {
+		s.freeRegion()
+		s.d.regionsLeft.Add(-1)
 	}
 }
 
@@ -604,6 +641,7 @@ func (s *bufState) on(o *Device) (device.Region, device.Location, error) {
 		s.views = map[*Device]view{}
 	}
 	s.views[o] = v
+	s.viewsOut++
 	// Entered among o's views inside s.mu (s.mu comes before objMu): a
 	// release, which takes the view under s.mu and then leaves o's
 	// views, never runs between the two, so that no entry outlives it.

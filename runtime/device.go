@@ -56,6 +56,10 @@ type Device struct {
 	// signaling counts the reads of a driver's own word in flight
 	// (Signaled): the reaping frees the word only once none is.
 	signaling atomic.Int32
+	// regionsLeft counts the regions of released buffers that wait for
+	// the drop of views of them on closing devices (giveBack): the
+	// reaping waits for them.
+	regionsLeft atomic.Int32
 	// stopped is set, after stopAt, once the supervisor is about to stop
 	// the driver: stopAt is then the value the word held before the stop,
 	// which raises it past the values it drops.

@@ -68,7 +68,9 @@
 // stops the driver without waiting for its work; the supervisor then frees
 // every region and unloads every image once the word reads the last value
 // and no work of another device that uses its buffers can run, and Done
-// is closed.
+// is closed. A region is freed only after the views of it that other
+// devices mapped: a view that a closing device holds goes at that
+// device's reaping, and the region after it.
 //
 // # Memory
 //

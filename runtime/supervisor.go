@@ -580,6 +580,12 @@ func (s *supervisor) reap() {
 	for b := range bufs {
 		b.release()
 	}
+	// Regions whose views on closing devices outlived their release go
+	// back as those devices' reaping frees the views; it frees them before
+	// any wait of its own on other devices' reaping.
+	for wait := 50 * time.Microsecond; d.regionsLeft.Load() > 0; wait = min(2*wait, 10*time.Millisecond) {
+		time.Sleep(wait)
+	}
 	if d.facts.Word == nil && d.facts.OwnWord != nil {
 		// Readers of the word read final from here on, before the
 		// driver frees the word.
