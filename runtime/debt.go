@@ -108,9 +108,14 @@ func (d *Device) failDebtors() {
 			if err == nil {
 				continue
 			}
-			if reached := o.read(); !device.AtLeast(reached, at) {
+			// A device whose stop is recorded is not lost: its close
+			// answers the waiters of that work with ErrClosed, and its
+			// stop drops the work (recordStop).
+			o.stopMu.Lock()
+			if reached := o.read(); !o.stopped.Load() && !device.AtLeast(reached, at) {
 				o.loseAt(owedCause(at, Point{d: d, v: upTo}, err), nil, reached)
 			}
+			o.stopMu.Unlock()
 		}
 	}
 }

@@ -65,6 +65,10 @@ type Device struct {
 	// which raises it past the values it drops.
 	stopped atomic.Bool
 	stopAt  atomic.Uint64
+	// stopMu orders the stop's record against a loss that another
+	// device's failDebtors records: that loss comes before the stop, or
+	// not at all.
+	stopMu sync.Mutex
 	// debts are what the device's work owes to other devices' points
 	// (debt.go), written under mu.
 	debts atomic.Pointer[[]*debt]

@@ -478,6 +478,10 @@ func (s *supervisor) onLoss(le *LostError) {
 // once the word reads the last value.
 func (s *supervisor) close(reply chan error) {
 	d := s.d
+	// The stop is recorded first: a loss that another device records
+	// comes before it, and is acted on here, so that the waiters woken
+	// get the answer that later waits on their points get.
+	d.recordStop()
 	if le := d.loss.Load(); le != nil && s.lost == nil {
 		s.onLoss(le)
 	}
@@ -490,7 +494,6 @@ func (s *supervisor) close(reply chan error) {
 	if s.lost != nil {
 		fault = s.lost.Cause
 	}
-	d.recordStop()
 	d.failDebtors()
 	err := d.drv.Stop(fault)
 	s.box.Close()
@@ -542,10 +545,14 @@ func awaitOtherUses(bufs map[*bufState]struct{}) {
 // recordStop records the value the word holds before the driver's Stop,
 // which drops the work not yet run and raises the word past it: a wait on
 // a later value then returns ErrClosed, not nil. Only the supervisor
-// calls it, once.
+// calls it, once, inside stopMu: failDebtors loses no device once its stop
+// is recorded.
 func (d *Device) recordStop() {
-	d.stopAt.Store(d.read())
+	at := d.read()
+	d.stopMu.Lock()
+	d.stopAt.Store(at)
 	d.stopped.Store(true)
+	d.stopMu.Unlock()
 }
 
 // reap waits until the word reads the last value, then frees every region
