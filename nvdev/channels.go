@@ -26,9 +26,10 @@ import (
 // channel every upload; it then puts the new set in place, with the
 // segment and launch rings a growth made, and the next submissions start
 // on it. The set it replaced goes back at the device's next growth or
-// allocation: its registrations, its channel group (with its channels and
-// objects), its debugger and its memory. A set the RM refuses to free stays,
-// with its memory, until Stop. Each regrowth at least doubles a ring (both
+// allocation that finds no goroutine reading it (reapSets): its
+// registrations, its channel group (with its channels and objects), its
+// debugger and its memory. A set the RM refuses to free stays, with its
+// memory, until Stop. Each regrowth at least doubles a ring (both
 // rings take the larger's entries), from 262,144 entries to at most 2^31,
 // so a device keeps at most 13 replaced sets (the bound is 26). A path
 // or RM that lacks the memory returns Short, and the device keeps its
@@ -445,8 +446,15 @@ func (d *gpu) switchChannels(w uint64) bool {
 // reapSets gives back the channel sets a regrowth replaced. A set the RM
 // refuses to free stays in oldSets, kept, with its memory, which its
 // channels may still read, until Stop retries it and gives the memory
-// back once the RM freed the set or the path stopped. The caller holds mu.
+// back once the RM freed the set or the path stopped. While a goroutine
+// reads a set it loaded from live without mu (liveSet: the supervisor's
+// Sleep and ReadFault), which may be one of these, it gives back none:
+// they stay in oldSets, and the next growth or allocation, or Stop, gives
+// them back. The caller holds mu.
 func (d *gpu) reapSets() {
+	if d.liveReaders.Load() != 0 {
+		return
+	}
 	keep := d.oldSets[:0]
 	for _, set := range d.oldSets {
 		if !set.kept && d.closeSet(set) {

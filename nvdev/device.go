@@ -144,6 +144,11 @@ type gpu struct {
 	oldSets []*chanSet
 	setsOld atomic.Bool // oldSets is not empty
 	live    atomic.Pointer[chanSet]
+	// liveReaders counts the goroutines that read a set they loaded from
+	// live without mu (liveSet): while it is not 0, reapSets gives back
+	// none. liveHook, for tests, runs in liveSet after its load.
+	liveReaders atomic.Int32
+	liveHook    atomic.Pointer[func()]
 
 	// budget is the interrupts' budget of the GPU, which its other
 	// devices in the process share (wake.go). It is last, so that it

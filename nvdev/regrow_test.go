@@ -355,3 +355,61 @@ func TestRegrowSegments(t *testing.T) {
 		t.Errorf("the Words released %d, the last fill wrote %d", got, hostOf(fills)[1999])
 	}
 }
+
+// TestRegrowReaderHoldsSet pauses a reader of the live set's notifiers
+// (the supervisor's Sleep) between its load of the set and its read, while
+// a regrowth replaces the set and an allocation reaps replaced sets: the
+// set stays, with its memory, while the reader holds it, and goes back at
+// the first allocation after the reader is done.
+func TestRegrowReaderHoldsSet(t *testing.T) {
+	r := openRaw(t, Config{RingEntries: 64})
+	m := r.alloc(device.PinnedMemory, 4096)
+	old := r.d.live.Load()
+	loaded, release, done := make(chan struct{}), make(chan struct{}), make(chan bool)
+	var paused atomic.Bool
+	hook := func() {
+		if paused.CompareAndSwap(false, true) {
+			close(loaded)
+			<-release
+		}
+	}
+	r.d.liveHook.Store(&hook)
+	go func() { done <- r.d.notified() }()
+	<-loaded
+	released := false
+	stop := func() {
+		if !released {
+			released = true
+			close(release)
+			if <-done {
+				t.Error("the paused reader found an error in a notifier")
+			}
+		}
+	}
+	t.Cleanup(stop)
+	r.wait(r.submit(nil, bigWords(r, m, 100, 1)))
+	if r.d.live.Load() == old {
+		t.Fatal("no regrowth: the set in use is the one make opened")
+	}
+	mems := setMemory(old)
+	held := func() int {
+		r.f.mu.Lock()
+		defer r.f.mu.Unlock()
+		n := 0
+		for _, mm := range mems {
+			if r.f.mems[mm.Handle] != nil {
+				n++
+			}
+		}
+		return n
+	}
+	r.alloc(device.PinnedMemory, 4096)
+	if n := held(); n != len(mems) {
+		t.Fatalf("%d of the replaced set's %d memories live while a reader holds the set", n, len(mems))
+	}
+	stop()
+	r.alloc(device.PinnedMemory, 4096)
+	if n := held(); n != 0 || len(r.d.oldSets) != 0 {
+		t.Errorf("after the reader is done and an allocation: %d of the replaced set's memories live, %d sets held", n, len(r.d.oldSets))
+	}
+}

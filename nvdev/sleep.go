@@ -108,9 +108,28 @@ func asFault(err error) *device.Fault {
 	return &device.Fault{Why: err.Error()}
 }
 
+// liveSet is the live channel set, for a goroutine that reads it without
+// mu: the caller calls liveDone once it no longer reads the set, and no
+// set goes back meanwhile (reapSets). Sequentially consistent atomics
+// order the two: a reaper that finds no reader after a switch to a new
+// set stored live finds every later reader's load after that store.
+func (d *gpu) liveSet() *chanSet {
+	d.liveReaders.Add(1)
+	set := d.live.Load()
+	if h := d.liveHook.Load(); h != nil {
+		(*h)()
+	}
+	return set
+}
+
+// liveDone ends a read of the set liveSet returned.
+func (d *gpu) liveDone() { d.liveReaders.Add(-1) }
+
 // notified reports whether a channel's error notifier holds an error.
 func (d *gpu) notified() bool {
-	for _, ch := range d.live.Load().ch {
+	set := d.liveSet()
+	defer d.liveDone()
+	for _, ch := range set.ch {
 		if atomic.LoadUint32(&ch.notifier[3])>>16 != 0 {
 			return true
 		}
@@ -152,7 +171,9 @@ func engineName(t uint32) string {
 func (d *gpu) notifierFault() *device.Fault {
 	var lines []string
 	seen := map[uint32]bool{}
-	for _, ch := range d.live.Load().ch {
+	set := d.liveSet()
+	defer d.liveDone()
+	for _, ch := range set.ch {
 		w := ch.notifierWords()
 		status := w[3] >> 16
 		if status == 0 {
@@ -192,7 +213,8 @@ func (d *gpu) ReadFault(*device.Fault) []string {
 // debugLines reads the multiprocessors' errors and the MMU's faults
 // through the debugger object.
 func (d *gpu) debugLines() []string {
-	set := d.live.Load()
+	set := d.liveSet()
+	defer d.liveDone()
 	if set.debugger == 0 {
 		return []string{"no debugger object: the SMs' errors and the MMU's faults are unread"}
 	}
