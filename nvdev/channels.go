@@ -86,7 +86,9 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 		// launch ring: the channel fetches its words from the GPU's own
 		// memory.
 		if d.mapped() && !c.PinnedSegments {
-			ch.seg0, _ = alloc(device.MappedMemory, c.SegmentBytes)
+			if ch.seg0, err = alloc(device.MappedMemory, c.SegmentBytes); err != nil && !lacks(err) {
+				return nil, err
+			}
 		}
 		if ch.seg0 == nil {
 			if ch.seg0, err = alloc(device.PinnedMemory, c.SegmentBytes); err != nil {

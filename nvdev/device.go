@@ -311,7 +311,9 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	d.ch = set.ch
 	d.live.Store(set)
 	if d.mapped() && c.pin&pinLaunch == 0 {
-		d.launchMem, err = alloc(device.MappedMemory, c.LaunchBytes)
+		if d.launchMem, err = alloc(device.MappedMemory, c.LaunchBytes); err != nil && !lacks(err) {
+			return nil, err
+		}
 	}
 	if d.launchMem == nil {
 		if d.launchMem, err = alloc(device.PinnedMemory, c.LaunchBytes); err != nil {

@@ -75,6 +75,10 @@ type fake struct {
 	// barFull, where set, makes Alloc answer ErrNoMemory to Mapped memory
 	// of n bytes where it holds: the BAR has no room for it.
 	barFull func(n int) bool
+	// mappedFault, where set, makes Alloc answer a *device.Fault to
+	// Mapped memory of n bytes where it holds: the path failed other than
+	// for want of room.
+	mappedFault func(n int) bool
 	// refuseFree makes the RM refuse to free objects of a class; stopErr
 	// is the path's Stop's answer.
 	refuseFree map[uint32]bool
@@ -201,6 +205,9 @@ func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 	defer f.mu.Unlock()
 	if n > 1<<32 || f.noMemory || k == device.MappedMemory && f.barFull != nil && f.barFull(n) {
 		return nil, fmt.Errorf("fake: %d bytes: %w", n, device.ErrNoMemory)
+	}
+	if k == device.MappedMemory && f.mappedFault != nil && f.mappedFault(n) {
+		return nil, &device.Fault{Why: fmt.Sprintf("fake: alloc of %d bytes of Mapped memory: the RM failed", n)}
 	}
 	size := (n + 4095) &^ 4095
 	var back []byte

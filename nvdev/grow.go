@@ -69,10 +69,17 @@ func ringBytes(n uint64) int {
 
 // shortOf is a failed allocation of n bytes as a growth returns it.
 func shortOf(err error, n int) error {
-	if errors.Is(err, device.ErrNoMemory) || errors.Is(err, nvidia.ErrLacking) {
+	if lacks(err) {
 		return &device.Short{N: int64(n)}
 	}
 	return err
+}
+
+// lacks reports whether err is a path's refusal of memory for want of it
+// (or of room in the BAR), after which the device takes Pinned memory in
+// place of Mapped memory; any other refusal is a fault, which it returns.
+func lacks(err error) bool {
+	return errors.Is(err, device.ErrNoMemory) || errors.Is(err, nvidia.ErrLacking)
 }
 
 // Grow makes the rings the submission whose Room returned RoomGrow needs.
@@ -112,11 +119,13 @@ func (d *gpu) Grow() error {
 			d.grown.seg[q] = nil
 		}
 		var m *nvidia.Memory
+		var err error
 		if d.mapped() && !d.cfg.PinnedSegments {
-			m, _ = d.p.Alloc(device.MappedMemory, size)
+			if m, err = d.p.Alloc(device.MappedMemory, size); err != nil && !lacks(err) {
+				return err
+			}
 		}
 		if m == nil {
-			var err error
 			if m, err = d.p.Alloc(device.PinnedMemory, size); err != nil {
 				return shortOf(err, size)
 			}
@@ -131,11 +140,13 @@ func (d *gpu) Grow() error {
 		}
 		if d.grown.launch == nil {
 			var m *nvidia.Memory
+			var err error
 			if d.mapped() && d.cfg.pin&pinLaunch == 0 {
-				m, _ = d.p.Alloc(device.MappedMemory, size)
+				if m, err = d.p.Alloc(device.MappedMemory, size); err != nil && !lacks(err) {
+					return err
+				}
 			}
 			if m == nil {
-				var err error
 				if m, err = d.p.Alloc(device.PinnedMemory, size); err != nil {
 					return shortOf(err, size)
 				}

@@ -184,7 +184,8 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 
 // layOwn writes the relocated image into memory of the device's own:
 // Mapped memory where the device writes through the BAR and the BAR has
-// room, as the rings, and Pinned memory otherwise.
+// room, as the rings, and Pinned memory otherwise. A fault of the Mapped
+// allocation is returned, not hidden by Pinned memory.
 func (d *gpu) layOwn(c *hw.Cubin) (device.Image, error) {
 	align := c.Align()
 	n := c.Size()
@@ -192,11 +193,13 @@ func (d *gpu) layOwn(c *hw.Cubin) (device.Image, error) {
 		n += int(align)
 	}
 	var m *nvidia.Memory
+	var err error
 	if d.mapped() {
-		m, _ = d.p.Alloc(device.MappedMemory, n)
+		if m, err = d.p.Alloc(device.MappedMemory, n); err != nil && !lacks(err) {
+			return nil, fmt.Errorf("nvdev: lay: %w", err)
+		}
 	}
 	if m == nil {
-		var err error
 		if m, err = d.p.Alloc(device.PinnedMemory, n); err != nil {
 			return nil, fmt.Errorf("nvdev: lay: %w", err)
 		}
