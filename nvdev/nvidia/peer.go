@@ -87,7 +87,9 @@ func (p *Client) SharesSpace(other any) bool {
 // device.ErrNoRoom where the path lacked the addresses or the RM the
 // resources. Its refusals of Device or Mapped memory are never a
 // *device.Fault, since the cause may be the other GPU's: a lost GPU of this
-// path's shows in its channels and Check. Any goroutine may call it.
+// path's shows in its channels and Check. A refused map that a Close of
+// this path waited for gives back the path's own objects, as a Free does,
+// and returns their refusal joined to its own. Any goroutine may call it.
 func (p *Client) MapPeer(m *Memory) (*Memory, error) {
 	if m == nil {
 		return nil, fmt.Errorf("nvidia: map_peer of no memory: %w", device.ErrNever)
@@ -109,7 +111,9 @@ func (p *Client) MapPeer(m *Memory) (*Memory, error) {
 	default:
 		err = fmt.Errorf("nvidia: map_peer of %v memory at 0x%x that is neither host pages nor a GPU's: %w", m.Kind, m.Address, device.ErrNever)
 	}
-	p.end(err == nil)
+	if eerr := p.end(err == nil); eerr != nil {
+		err = errors.Join(err, eerr)
+	}
 	return v, err
 }
 

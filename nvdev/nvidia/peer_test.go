@@ -78,6 +78,7 @@ type peerFake struct {
 	next     Handle
 	calls    []string
 	statuses map[string][]uint32 // what the next calls of a name answer, in turn
+	on       map[string]func()   // what runs at the next call of a name, once
 
 	maps    []uvmMapExternalAllocationParams
 	enables []uvmEnablePeerAccessParams
@@ -94,6 +95,10 @@ func (f *peerFake) answer(name string, st ...uint32) {
 
 func (f *peerFake) status(name string) uint32 {
 	f.calls = append(f.calls, name)
+	if fn := f.on[name]; fn != nil {
+		delete(f.on, name)
+		fn()
+	}
 	q := f.statuses[name]
 	if len(q) == 0 {
 		return 0
@@ -369,6 +374,31 @@ func TestMapPeerRefusals(t *testing.T) {
 	a.stopped = true
 	if _, err := a.MapPeer(m); !errors.Is(err, errStopped) {
 		t.Errorf("after stop: %v", err)
+	}
+}
+
+// TestMapPeerEndsPath closes path a while its MapPeer runs, and the RM
+// refuses the duplicate: the view was the last memory Close waited for, so
+// that MapPeer's end gives back the path's own objects, and MapPeer
+// returns the RM's refusal to free them with its own.
+func TestMapPeerEndsPath(t *testing.T) {
+	f, a, b := peerRig(t, nvlinkCaps)
+	m := peerVidmem(t, b, device.DeviceMemory, 4096, 0xbeef)
+	a.rm = newRM(a.r, 580)
+	a.gpuState.devFD = -1 // the fake's files are no files
+	f.on = map[string]func(){"RM_DUP_OBJECT": func() {
+		if err := a.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}}
+	f.answer("RM_DUP_OBJECT", StatusInsufficientResources)
+	f.answer("RM_FREE", StatusInvalidArgument)
+	_, err := a.MapPeer(m)
+	if !a.released {
+		t.Fatal("the path was not given back at the end of its last memory's MapPeer")
+	}
+	if !errors.Is(err, device.ErrNoRoom) || !strings.Contains(err.Error(), "NV_ERR_INVALID_ARGUMENT") {
+		t.Errorf("a MapPeer whose end failed to give back the path: %v, want the duplicate's refusal and the free's", err)
 	}
 }
 
