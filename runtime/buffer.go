@@ -84,6 +84,8 @@ var bufIDs atomic.Uint64
 // close where one comes during the rounds; more bytes than the
 // device's whole budget return that error at once, and a kind of memory
 // the device has none of (Facts.Kinds) one matching device.ErrNoMemory.
+// An n below 1, or a kind that is no kind of memory, returns an error
+// matching ErrInvalid.
 func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte: %w", n, kind, d.name, ErrInvalid)
@@ -212,6 +214,10 @@ func (d *Device) track(s *bufState) (*Buffer, error) {
 // MapHost lets the device's work use the host memory of b, without a copy.
 // The device maps the whole pages that hold b, and b must stay unchanged
 // in length and place until the buffer is freed: rig keeps it reachable.
+// The buffer's Kind is PinnedMemory. An empty b returns an error matching
+// ErrInvalid, and a device that maps no host memory (Facts.MapsHost
+// false, as on hostdev unless its Config.MapsHost is set) one matching
+// device.ErrNever.
 func (d *Device) MapHost(b []byte) (*Buffer, error) {
 	if len(b) < 1 {
 		return nil, fmt.Errorf("rig: map of host memory on %s: a buffer holds at least one byte: %w", d.name, ErrInvalid)

@@ -119,26 +119,27 @@
 // once (half of GOMAXPROCS over all the process's GPU devices, or eight
 // times GOMAXPROCS a device where the device's work runs on the process's
 // goroutines and a spin yields at each read), and the others register at
-// once, so that thousands of waiting goroutines cost no CPU. The submit
-// lock serves submitters in the order they asked for it: the first few in
-// line spin (as many as its sampled hold fits into a goroutine's wake-up,
-// at most four, with places on GPU devices from a second process-wide
-// budget of half of GOMAXPROCS; one where the device's work runs on the
-// process's goroutines), the others park, up to 131,072 a device, and are
-// woken as the line reaches them, and any past those sleep for the holds
-// before their turn and look again, so no submitter starves. The
-// supervisor wakes registered waiters in value order. Where they exist,
+// once, so that thousands of waiting goroutines cost no CPU. On a device
+// whose submitters combine, only a wait for the value that completes next
+// spins; the others register at once. The submit lock serves submitters in
+// the order they asked for it: the first few in line spin (as many as its
+// sampled hold fits into a goroutine's wake-up, at most four and at most a
+// quarter of GOMAXPROCS, one at least, with places on GPU devices from a
+// second process-wide budget of half of GOMAXPROCS; one where the device's
+// work runs on the process's goroutines), the others park, up to 131,072 a
+// device, and are woken as the line reaches them, and any past those sleep
+// for the holds before their turn and look again, so no submitter starves.
+// The supervisor wakes registered waiters in value order. Where they exist,
 // the word moved in the last 200 µs and the device's work does not run on
 // the process's goroutines, it reads the word for up to 20 µs before it
-// sleeps in the driver. A submitter
-// that finds the driver's queues full waits for as many values to
-// complete as submitters wait before it, rather than all of them for the
-// next one. With work pending and no
-// waiter the supervisor polls the driver for faults every millisecond
-// rather than sleeping in it, and a submission wakes a parked supervisor
-// only after a second without work. A device-side wait on a point that its
-// device commits lazily has that device commit it before the waiting
-// submission is published.
+// sleeps in the driver. A submitter that finds the driver's queues full
+// waits for as many values to complete as submitters wait before it, rather
+// than all of them for the next one. With work pending and no waiter the
+// supervisor polls the driver for faults every millisecond rather than
+// sleeping in it, and a submission wakes a parked supervisor only after a
+// second without work. A device-side wait on a point that its device
+// commits lazily has that device commit it before the waiting submission is
+// published.
 //
 // Copies and fills default to "COPY:0" and launches and words to
 // "COMPUTE:0"; Part.On moves a part. Waits honour their context, and so

@@ -60,8 +60,8 @@ func Uses(buf int, a Access) Ref { return Ref{Buf: buf, At: -1, Access: a} }
 func (r Ref) Plus(off uint64) Ref { r.Offset += off; return r }
 
 // Part is one piece of a submission's work, on one queue of the device.
-// Launch, Copy, CopyRows, FillBytes, Fill and Words make parts; On and
-// After place them.
+// Kernel, Launch, Copy, CopyRows, FillBytes, Fill and Words make parts; On
+// and After place them.
 type Part struct {
 	kind  device.PartKind
 	queue int
@@ -138,9 +138,11 @@ func FillBytes(dst int, off, n uint64, b byte) Part {
 		refs: []Ref{Uses(dst, Writes)}}
 }
 
-// Fill calls the driver's fill function fn with arg (a C function of
-// compiled code on CUDA, a Go function on hostdev), on "COPY:0". Its refs
-// state which buffers it uses.
+// Fill calls the driver's fill function fn with arg, on "COPY:0": on
+// cudadev a C function pointer (a uintptr) of compiled code or a
+// cuda.Exec, on hostdev a hostdev.FillFunc; nvdev runs no fill function
+// and refuses the part at Submit with a *RefusalError, as every driver
+// refuses a fn of another type. Its refs state which buffers it uses.
 func Fill(fn any, arg uintptr, refs ...Ref) Part {
 	return Part{kind: device.Fill, queue: device.Copy, src: -1, dst: -1, fillFn: fn, fillArg: arg, refs: refs}
 }

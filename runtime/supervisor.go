@@ -27,7 +27,7 @@ import (
 //   - work pending but no waiter: ask the driver for faults (a Sleep of no
 //     time) every pollEvery, and bound the work's progress by HangMs;
 //   - nothing pending: park. For idleDeep after the device last had work
-//     it parks with a tick of pollEvery, so that submissions need not wake
+//     it parks with a tick of idleTick, so that submissions need not wake
 //     it; then it parks until a message or a poke, which only the first
 //     submission after a deep park sends (one non-blocking send).
 
