@@ -1,8 +1,12 @@
 // Package nvdev is the RM driver of NVIDIA GPUs: it runs
 // rig's work on a GPU through NVIDIA's resource manager, with no CUDA, from
-// pure Go. rig.Open(nvdev.GPU(0)) opens the first NVIDIA GPU through
-// NVIDIA's kernel driver (nvdev/nvidia); the wire formats (methods, ring
-// entries, launch descriptors, cubins) are nvdev/hw's.
+// pure Go.
+//
+//	dev, err := rig.Open(ctx, nvdev.GPU(0))
+//
+// opens the first NVIDIA GPU, in PCI bus order, through NVIDIA's kernel
+// driver (nvdev/nvidia); the wire formats (methods, ring entries, launch
+// descriptors, cubins) are nvdev/hw's.
 //
 // # The device
 //
@@ -71,9 +75,11 @@
 // submission; Grow makes the rings anew (grow.go), two channels anew in a new
 // channel group (channels.go) and the stamp ring (profile.go), and Settle
 // converts the stamps
-// of timed values to the host's clock. A copy or fill of one row of at least
-// 256 KiB within Device memory runs as the driver's own kernel on the
-// compute channel (kernels.go). Images go into rig's Device region by the
+// of timed values to the host's clock. A copy or fill of one row (or of
+// rows without gaps) of at least 256 KiB within the device's own Device
+// memory runs as the driver's own kernel on the compute channel, on the
+// GPUs whose cubins nvdev carries unless Config.CopyKernels says otherwise
+// (kernels.go). Images go into rig's Device region by the
 // copy channel, through a staging buffer (image.go).
 //
 // Memory of another device: a device of the same GPU is viewed at the
