@@ -20,7 +20,8 @@ import (
 // Close stops the driver, and the supervisor then gives back every buffer
 // and image once the word reads the last value submitted and no work of
 // another device that uses one of its buffers can run (that work ended, or
-// its device was stopped).
+// its device was stopped). Close alone takes a nil Device (and returns an
+// error); the other methods are for a Device that Open returned.
 type Device struct {
 	name  string
 	drv   device.Driver
