@@ -28,11 +28,13 @@ type measure struct {
 	// cpu is the process's CPU time (user + system) over the run.
 	cpu time.Duration
 	// runnable is the looks at the goroutines waiting for a processor.
-	runnable []uint64
+	runnable *runnableCounts
 }
 
 // newMeasure is a measure of nothing yet.
-func newMeasure() *measure { return &measure{lat: newLatency(), late: newLatency()} }
+func newMeasure() *measure {
+	return &measure{lat: newLatency(), late: newLatency(), runnable: &runnableCounts{}}
+}
 
 // add adds o's figures to m's: m then measures both runs, one after the
 // other.
@@ -50,7 +52,7 @@ func (m *measure) add(o *measure) {
 	m.mallocs += o.mallocs
 	m.allocBytes += o.allocBytes
 	m.cpu += o.cpu
-	m.runnable = append(m.runnable, o.runnable...)
+	m.runnable.absorb(o.runnable)
 }
 
 // live is what the progress line reads while a run goes on.

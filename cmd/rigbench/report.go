@@ -136,7 +136,7 @@ func result(name string, m *measure) Result {
 		r.Lateness = &late
 	}
 	r.CPUNs = int64(m.cpu)
-	r.Runnable = runnableOf(m.runnable)
+	r.Runnable = m.runnable.summary()
 	if s := m.elapsed.Seconds(); s > 0 {
 		r.CPUPerSecond = m.cpu.Seconds() / s
 	}
