@@ -286,7 +286,13 @@ func hostBaseline(e *env) *baseline {
 		var k, got uint64 // jobs submitted; completions received
 		return lane[uint64]{
 			device: device,
+			// submit looks at ctx first, as rig's Submit does: a
+			// select would otherwise send the job on even odds where
+			// the worker's channel has room after ctx ended.
 			submit: func(ctx context.Context) (uint64, int64, error) {
+				if err := ctx.Err(); err != nil {
+					return 0, 0, err
+				}
 				j := &ring[(k+1)%uint64(len(ring))]
 				w := plan(ln, j, k+1)
 				j.seq, j.ln = k+1, ln
