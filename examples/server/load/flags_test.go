@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,6 +36,42 @@ func TestDurationFlag(t *testing.T) {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 			t.Errorf("-duration %s: %v, want exit 2\n%s", d, err, out)
+		}
+	}
+}
+
+// TestFlagsRefused refuses flag values that the load test would
+// otherwise ignore or fail on mid-run, with an error that names the flag
+// and exit 2: a negative -faults lost the device no time and said
+// nothing; a -rate above 1e9 a second is an interval of 0 ns between
+// sends, which vegeta's pacer divides by; a negative GOMAXPROCS was
+// ignored, and one of a million held the process in the runtime for
+// over a minute.
+func TestFlagsRefused(t *testing.T) {
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"-faults", []string{"-faults", "-1"}},
+		{"-rate", []string{"-rate", "1000000001"}},
+		{"-rate", []string{"-rate", "-5"}},
+		{"-server-procs", []string{"-server-procs", "-1"}},
+		{"-server-procs", []string{"-server-procs", "1025"}},
+		{"-client-procs", []string{"-client-procs", "-2"}},
+		{"-client-procs", []string{"-client-procs", "1048576"}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		args := append([]string{"-device", "host", "-c", "1", "-duration", "1ms"}, c.args...)
+		cmd := exec.CommandContext(ctx, os.Args[0], args...)
+		cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		// A run that went ahead may leave its service's process holding
+		// the output once the context killed it.
+		cmd.WaitDelay = time.Second
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), c.flag+" ") {
+			t.Errorf("%q: %v, want exit 2 and an error that names %s\n%s", c.args, err, c.flag, out)
 		}
 	}
 }

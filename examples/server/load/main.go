@@ -48,6 +48,11 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
+// maxRate is the most requests a second -rate takes: vegeta's pacer
+// sends them a whole number of nanoseconds apart, and divides by that
+// interval, which is 0 above it.
+const maxRate = int(time.Second)
+
 func main() {
 	dev := flag.String("device", "auto", "the service's device: auto, host, nv:N or cuda:N")
 	levels := flag.String("c", "1,16,64,256", "the levels of concurrent clients, comma-separated")
@@ -84,9 +89,22 @@ func main() {
 		fmt.Fprintf(os.Stderr, "-client %q: want raw or vegeta\n", *kind)
 		os.Exit(2)
 	}
-	if *rate < 0 || (*rate > 0 && *kind != "vegeta") {
-		fmt.Fprintf(os.Stderr, "-rate %v: want 0, or requests a second with -client vegeta\n", *rate)
+	if *rate < 0 || *rate > maxRate || (*rate > 0 && *kind != "vegeta") {
+		fmt.Fprintf(os.Stderr, "-rate %v: want 0, or 1 to %d requests a second with -client vegeta\n", *rate, maxRate)
 		os.Exit(2)
+	}
+	if *faults < 0 {
+		fmt.Fprintf(os.Stderr, "-faults %d: want the losses of the device for each of -fault-kinds, 0 or more\n", *faults)
+		os.Exit(2)
+	}
+	for _, p := range []struct {
+		name  string
+		procs int
+	}{{"-server-procs", *serverProcs}, {"-client-procs", *clientProcs}} {
+		if p.procs < 0 || p.procs > maxCPUs {
+			fmt.Fprintf(os.Stderr, "%s %d: want GOMAXPROCS, 1 to %d, or 0 for Go's default\n", p.name, p.procs, maxCPUs)
+			os.Exit(2)
+		}
 	}
 	var kinds []string
 	for _, k := range strings.Split(*faultKinds, ",") {
