@@ -146,8 +146,13 @@ type gpu struct {
 	live    atomic.Pointer[chanSet]
 	// liveReaders counts the goroutines that read a set they loaded from
 	// live without mu (liveSet): while it is not 0, reapSets gives back
-	// none. liveHook, for tests, runs in liveSet after its load.
+	// none. The supervisor adds to it at each look of its Sleep, so it has
+	// a cache line of its own, apart from live and stopped, which every
+	// submission reads. liveHook, for tests, runs in liveSet after its
+	// load.
+	_           [64]byte
 	liveReaders atomic.Int32
+	_           [60]byte
 	liveHook    atomic.Pointer[func()]
 
 	// budget is the interrupts' budget of the GPU, which its other
