@@ -72,6 +72,12 @@ const (
 	maxLevels     = 64
 )
 
+// maxSlow bounds -slow: the flight recorder keeps at least twice -slow and
+// a second of the trace, within its 256 MiB, which a busy run fills in
+// seconds to minutes, so that a longer window holds no more; and past
+// about 146 years that window overflows a time.Duration.
+const maxSlow = time.Hour
+
 // maxInFlight bounds the submissions a level keeps in flight over all its
 // submitters: each submitter's window of -depth is allocated as it starts
 // (32 bytes a submission, more with -compare's baseline), so that -c and
@@ -127,7 +133,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	})
 	fs.StringVar(&c.GoTrace, "gotrace", "", "write a Go execution trace of the run into this file (go tool trace reads it): where goroutines waited for a processor, a lock or a wake-up")
 	fs.StringVar(&c.SlowTrace, "slowtrace", "", "keep a flight recorder of the run's Go execution trace, and write the last seconds of it into this file at the first submission slower than -slow (go tool trace reads it)")
-	fs.DurationVar(&c.Slow, "slow", 10*time.Millisecond, "with -slowtrace, the latency that counts as slow")
+	fs.DurationVar(&c.Slow, "slow", 10*time.Millisecond, "with -slowtrace, the latency that counts as slow; at most 1h, as the flight recorder keeps twice it and a second of the trace within 256 MiB, which a busy run fills in seconds to minutes")
 	fs.IntVar(&c.Rounds, "rounds", 5, "with -compare, the rounds that alternate rig and the baseline, each a share of -duration or -n, so that both meet the machine's other load alike")
 
 	if err := fs.Parse(args); err != nil {
@@ -176,8 +182,8 @@ func (c *config) check(set map[string]bool) error {
 		return usagef("-timelines %d: want 0 to %d timelines", c.Timelines, maxTimelines)
 	case c.Rounds < 1 || c.Rounds > 1000:
 		return usagef("-rounds %d: want 1 to 1000 rounds", c.Rounds)
-	case c.Slow <= 0:
-		return usagef("-slow %v: want a positive duration", c.Slow)
+	case c.Slow <= 0 || c.Slow > maxSlow:
+		return usagef("-slow %v: want a positive duration of at most %v", c.Slow, maxSlow)
 	case set["slow"] && c.SlowTrace == "":
 		return usagef("-slow applies to -slowtrace, which is not set")
 	case c.Baseline != "auto" && c.Baseline != "driver" && c.Baseline != "pipeline":

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,15 +44,26 @@ func TestSlowTrace(t *testing.T) {
 	}
 }
 
-// TestSlowFlags: -slow needs -slowtrace and a positive duration.
+// TestSlowFlags: -slow needs -slowtrace and a positive duration of at
+// most maxSlow: the recorder's window of twice -slow and a second
+// overflowed a time.Duration past about 146 years, and asked the recorder
+// for a window of negative age.
 func TestSlowFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-slow", "5ms"},
 		{"-slowtrace", "f", "-slow", "0s"},
 		{"-slowtrace", "f", "-slow", "-1ms"},
+		{"-slowtrace", "f", "-slow", "1h0m0.000000001s"},
+		{"-slowtrace", "f", "-slow", "1500000h"},
+		{"-slowtrace", "f", "-slow", "2562047h"},
 	} {
-		if _, err := parseFlags(args, nil); err == nil {
-			t.Errorf("%q: no error", args)
+		_, err := parseFlags(args, nil)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "-slow") {
+			t.Errorf("%q: %v, want a usage error naming -slow", args, err)
 		}
+	}
+	if c, err := parseFlags([]string{"-slowtrace", "f", "-slow", maxSlow.String()}, nil); err != nil || c.Slow != maxSlow {
+		t.Errorf("-slow %v: %v", maxSlow, err)
 	}
 }
