@@ -75,3 +75,33 @@ func TestFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsRefused refuses what the load test would otherwise ignore: an
+// argument after the flags (-c 1 16 measured one level and dropped the
+// 16), and, in the service's process (-serve), a flag the checks refuse,
+// which that process did not check before it served.
+func TestArgsRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // what the error begins with
+	}{
+		{[]string{"-c", "1", "16"}, `unexpected arguments "16"`},
+		{[]string{"-c", "1", "16", "64"}, `unexpected arguments "16" "64"`},
+		{[]string{"-serve", "127.0.0.1:0", "-c", "1", "16"}, `unexpected arguments "16"`},
+		{[]string{"-serve", "127.0.0.1:0", "-server-gogc", "-1"}, "-server-gogc "},
+		{[]string{"-serve", "127.0.0.1:0", "-server-procs", "-1"}, "-server-procs "},
+		{[]string{"-serve", "127.0.0.1:0", "-server-cpus", "x"}, "processors "},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		args := append([]string{"-device", "host", "-duration", "1ms"}, c.args...)
+		cmd := exec.CommandContext(ctx, os.Args[0], args...)
+		cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		cmd.WaitDelay = time.Second
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), c.want) {
+			t.Errorf("%q: %v, want exit 2 and an error that begins %s\n%s", c.args, err, c.want, out)
+		}
+	}
+}

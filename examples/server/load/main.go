@@ -71,19 +71,9 @@ func main() {
 	rate := flag.Int("rate", 0, "with vegeta: the requests a second to send over each level's clients (0: each client sends its next request once the last answered)")
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles over the HTTP levels: the server's to `PREFIX`.server.pprof and the client's to PREFIX.client.pprof (with -serve: the server's profile to this file)")
 	flag.Parse()
-	if *serve != "" {
-		if err := pinProcess(*serverCPUs, *serverProcs); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		if *serverGOGC > 0 {
-			debug.SetGCPercent(*serverGOGC)
-		}
-		if err := runService(*serve, *dev, *cpuprofile, *standby); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		return
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "unexpected arguments %s: the load test takes flags only (levels are one -c, such as -c 1,16)\n", quoted(flag.Args()))
+		os.Exit(2)
 	}
 	if *kind != "raw" && *kind != "vegeta" {
 		fmt.Fprintf(os.Stderr, "-client %q: want raw or vegeta\n", *kind)
@@ -144,6 +134,21 @@ func main() {
 		}
 		cs = append(cs, c)
 	}
+	// The service's process too checks its flags before it serves.
+	if *serve != "" {
+		if err := pinProcess(*serverCPUs, *serverProcs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if *serverGOGC > 0 {
+			debug.SetGCPercent(*serverGOGC)
+		}
+		if err := runService(*serve, *dev, *cpuprofile, *standby); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	o := options{dev: *dev, kind: *kind, rate: *rate, levels: cs, duration: *duration, n: *n, faults: *faults,
 		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs, standby: *standby,
 		faultKinds: kinds, serverCPUs: *serverCPUs, clientCPUs: *clientCPUs, serverGOGC: *serverGOGC}
@@ -151,6 +156,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// quoted is args, each quoted, separated by spaces.
+func quoted(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " ")
 }
 
 // runService serves on addr until SIGTERM, and prints "ready" once it
