@@ -59,6 +59,8 @@ func TestFlagsRefused(t *testing.T) {
 		{"-server-procs", []string{"-server-procs", "1025"}},
 		{"-client-procs", []string{"-client-procs", "-2"}},
 		{"-client-procs", []string{"-client-procs", "1048576"}},
+		{"-c", []string{"-c", "10001"}},
+		{"-c", []string{"-c", "1,100000,4"}},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		args := append([]string{"-device", "host", "-c", "1", "-duration", "1ms"}, c.args...)

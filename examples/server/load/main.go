@@ -53,9 +53,15 @@ import (
 // interval, which is 0 above it.
 const maxRate = int(time.Second)
 
+// maxClients bounds a level's clients (-c): each holds a connection of
+// its own to the service (and with -client raw a 64 KiB buffer), and the
+// connections from one address to the service's share Linux's ephemeral
+// ports, 28,232 of them by default.
+const maxClients = 10_000
+
 func main() {
 	dev := flag.String("device", "auto", "the service's device: auto, host, nv:N or cuda:N")
-	levels := flag.String("c", "1,16,64,256", "the levels of concurrent clients, comma-separated")
+	levels := flag.String("c", "1,16,64,256", fmt.Sprintf("the levels of concurrent clients, comma-separated, each 1 to %d", maxClients))
 	duration := flag.Duration("duration", 2*time.Second, "how long each level runs")
 	n := flag.Int("n", 1024, "elements of x and y in a request (1024: 4 KiB each)")
 	serve := flag.String("serve", "", "run the service on this address (the child process)")
@@ -128,8 +134,8 @@ func main() {
 	var cs []int
 	for _, f := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || c < 1 {
-			fmt.Fprintf(os.Stderr, "-c %q: want counts of clients such as 1,16,64\n", *levels)
+		if err != nil || c < 1 || c > maxClients {
+			fmt.Fprintf(os.Stderr, "-c %q: want counts of clients such as 1,16,64, each 1 to %d\n", *levels, maxClients)
 			os.Exit(2)
 		}
 		cs = append(cs, c)
@@ -462,7 +468,7 @@ func attack(kind string, rate int, addr string, body, want []byte, c int, durati
 		wg.Go(func() {
 			cl := newClient(addr, req)
 			defer cl.close()
-			l := make([]time.Duration, 0, 1<<16)
+			var l []time.Duration // grown as requests are served
 			for {
 				t := time.Now()
 				if t.After(end) {
@@ -571,7 +577,7 @@ func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) re
 	end := start.Add(duration)
 	for g := range c {
 		wg.Go(func() {
-			l := make([]time.Duration, 0, 1<<16)
+			var l []time.Duration // grown as requests are served
 			ctx := context.Background()
 			fill := func(xb, yb []byte) error { copy(xb, x); copy(yb, y); return nil }
 			var sink float32
