@@ -3,6 +3,7 @@ module github.com/rig-go/rig/examples/server
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rig-go/rig v0.0.0
 	github.com/rig-go/rig/rigprom v0.0.0-00010101000000-000000000000

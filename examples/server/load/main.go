@@ -458,7 +458,7 @@ func attack(kind string, rate int, addr string, body, want []byte, c int, durati
 		return attackVegeta(addr, body, c, rate, duration, pid)
 	}
 	req := request(addr, "/saxpy?a=2", body)
-	lat := make([][]time.Duration, c)
+	lat := &latencies{}
 	fails := make([]int, c)
 	var wg sync.WaitGroup
 	cpu0, self0 := procCPU(pid), selfCPU()
@@ -468,7 +468,7 @@ func attack(kind string, rate int, addr string, body, want []byte, c int, durati
 		wg.Go(func() {
 			cl := newClient(addr, req)
 			defer cl.close()
-			var l []time.Duration // grown as requests are served
+			l := newBatch(lat)
 			for {
 				t := time.Now()
 				if t.After(end) {
@@ -479,9 +479,9 @@ func attack(kind string, rate int, addr string, body, want []byte, c int, durati
 					fails[g]++
 					continue
 				}
-				l = append(l, time.Since(t))
+				l.add(time.Since(t))
 			}
-			lat[g] = l
+			l.flush()
 		})
 	}
 	wg.Wait()
@@ -512,11 +512,11 @@ func attackVegeta(addr string, body []byte, c, rate int, duration time.Duration,
 	if rate > 0 {
 		pace = vegeta.Rate{Freq: rate, Per: time.Second}
 	}
-	var sent []sentAt
+	sent := newPaced(start, rate)
 	for res := range a.Attack(tr, pace, duration, "load") {
 		m.Add(res)
 		if rate > 0 && res.Error == "" {
-			sent = append(sent, sentAt{seq: res.Seq, at: res.Timestamp, took: res.Latency})
+			sent.add(res.Seq, res.Timestamp, res.Latency)
 		}
 	}
 	m.Close()
@@ -527,35 +527,25 @@ func attackVegeta(addr string, body []byte, c, rate int, duration time.Duration,
 	r := result{n: ok, rate: float64(ok) / wall.Seconds(), p50: m.Latencies.P50, p99: m.Latencies.P99, max: m.Latencies.Max, failed: int(m.Requests) - ok}
 	r.cpu, r.client = perRequest(cpu, r), perRequest(self, r)
 	if rate > 0 {
-		r.fromSched99, r.fromSchedMax, r.late99 = fromIntended(sent, rate)
+		r.fromSched99, r.fromSchedMax, r.late99 = sent.fromIntended()
 	}
 	return r
 }
 
-// summarize returns the rate and the latencies of the requests of lat,
-// one slice per client, over wall.
-func summarize(lat [][]time.Duration, fails []int, wall time.Duration) result {
-	all := slices.Concat(lat...)
-	slices.Sort(all)
+// summarize returns the rate and the latencies of the requests of lat
+// over wall, and the failures of fails, one count per client.
+func summarize(lat *latencies, fails []int, wall time.Duration) result {
 	var r result
 	for _, f := range fails {
 		r.failed += f
 	}
-	r.n = len(all)
-	if len(all) == 0 {
+	r.n = lat.count()
+	if r.n == 0 {
 		return r
 	}
-	r.rate = float64(len(all)) / wall.Seconds()
-	r.p50, r.p99, r.max = nearestRank(all, 50), nearestRank(all, 99), all[len(all)-1]
+	r.rate = float64(r.n) / wall.Seconds()
+	r.p50, r.p99, r.max = lat.nearestRank(50), lat.nearestRank(99), lat.rank(r.n)
 	return r
-}
-
-// nearestRank is the p-th percentile (0 to 100) of the sorted latencies
-// s, which are not empty: the ceil(p/100*n)-th smallest of n, so that no
-// more than (100-p)% of them lie above it. Of 100, p99 is the 99th.
-func nearestRank(s []time.Duration, p int) time.Duration {
-	k := (p*len(s) + 99) / 100
-	return s[min(max(k, 1), len(s))-1]
 }
 
 // perRequest is cpu over r's requests served.
@@ -570,14 +560,14 @@ func perRequest(cpu time.Duration, r result) time.Duration {
 // duration.
 func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) result {
 	var wg sync.WaitGroup
-	lat := make([][]time.Duration, c)
+	lat := &latencies{}
 	fails := make([]int, c)
 	cpu0 := selfCPU()
 	start := time.Now()
 	end := start.Add(duration)
 	for g := range c {
 		wg.Go(func() {
-			var l []time.Duration // grown as requests are served
+			l := newBatch(lat)
 			ctx := context.Background()
 			fill := func(xb, yb []byte) error { copy(xb, x); copy(yb, y); return nil }
 			var sink float32
@@ -591,9 +581,9 @@ func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) re
 					fails[g]++
 					continue
 				}
-				l = append(l, time.Since(t))
+				l.add(time.Since(t))
 			}
-			lat[g] = l
+			l.flush()
 			_ = sink
 		})
 	}

@@ -1,46 +1,56 @@
 package main
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
-// sentAt is a request of a paced attack: its sequence number, when a
-// client took it up and how long it took from then.
-type sentAt struct {
-	seq  uint64
-	at   time.Time
-	took time.Duration
+// paced keeps the requests of a paced attack, at rate requests a second,
+// for fromIntended's figures in memory that does not grow with the
+// attack's length. Of each request it keeps two durations, both counted
+// from start, which is before the attack began, less the request's
+// intended send time from start (its sequence number over the rate): to
+// its end, and to when a client took it up. The intended schedule's start
+// moves both alike, so that their ranks less the smallest of the second
+// are the figures of the schedule's start. One goroutine calls add; the
+// figures are read once the adds ended.
+type paced struct {
+	start time.Time
+	// vegeta's interval between intended sends, in whole nanoseconds; 0
+	// where there is no rate.
+	period      float64
+	ends, takes latencies
+}
+
+// newPaced returns the keeper of the requests of an attack paced at rate
+// requests a second that began at start or later.
+func newPaced(start time.Time, rate int) *paced {
+	p := &paced{start: start}
+	if rate > 0 {
+		p.period = float64(time.Second / time.Duration(rate))
+	}
+	return p
+}
+
+// add keeps the request of sequence number seq, which a client took up
+// at at and which took took from then. vegeta takes no request up before
+// its intended time from the attack's start, so that the durations kept
+// are not negative.
+func (p *paced) add(seq uint64, at time.Time, took time.Duration) {
+	take := at.Sub(p.start) - time.Duration(p.period*float64(seq))
+	p.ends.add(take + took)
+	p.takes.add(take)
 }
 
 // fromIntended returns the p99 and the max of the requests' latencies
-// counted from their intended send times at rate requests a second, and
-// the p99 of their sends' lateness (from the intended send time to when a
-// client took the request up: the pacer's and the clients'). The
-// schedule's start is the earliest that puts no request before its
-// intended time.
-func fromIntended(sent []sentAt, rate int) (p99, max, late99 time.Duration) {
-	if len(sent) == 0 || rate < 1 {
+// counted from their intended send times, and the p99 of their sends'
+// lateness (from the intended send time to when a client took the
+// request up: the pacer's and the clients'). The schedule's start is the
+// earliest that puts no request before its intended time. The p99 of n
+// is the (n*99/100+1)-th smallest.
+func (p *paced) fromIntended() (p99, max, late99 time.Duration) {
+	n := p.ends.count()
+	if n == 0 || p.period == 0 {
 		return 0, 0, 0
 	}
-	// vegeta's interval between intended sends, in whole nanoseconds.
-	period := float64(time.Second / time.Duration(rate))
-	intended := func(s sentAt, start time.Time) time.Time {
-		return start.Add(time.Duration(period * float64(s.seq)))
-	}
-	start := sent[0].at
-	for _, s := range sent {
-		if t := s.at.Add(-time.Duration(period * float64(s.seq))); t.Before(start) {
-			start = t
-		}
-	}
-	lat, late := make([]time.Duration, len(sent)), make([]time.Duration, len(sent))
-	for i, s := range sent {
-		lat[i] = s.at.Add(s.took).Sub(intended(s, start))
-		late[i] = s.at.Sub(intended(s, start))
-	}
-	slices.Sort(lat)
-	slices.Sort(late)
-	k := len(lat) * 99 / 100
-	return lat[k], lat[len(lat)-1], late[k]
+	first := p.takes.rank(1)
+	k := n*99/100 + 1
+	return p.ends.rank(k) - first, p.ends.rank(n) - first, p.takes.rank(k) - first
 }

@@ -5,6 +5,24 @@ import (
 	"time"
 )
 
+// sentAt is a request of a paced attack: its sequence number, when a
+// client took it up and how long it took from then.
+type sentAt struct {
+	seq  uint64
+	at   time.Time
+	took time.Duration
+}
+
+// pacedOf is the paced attack at rate of the requests sent, which began
+// at start.
+func pacedOf(start time.Time, sent []sentAt, rate int) *paced {
+	p := newPaced(start, rate)
+	for _, s := range sent {
+		p.add(s.seq, s.at, s.took)
+	}
+	return p
+}
+
 func TestFromIntended(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ms := time.Millisecond
@@ -26,7 +44,7 @@ func TestFromIntended(t *testing.T) {
 		{"no rate", 0, []sentAt{{0, t0, ms}}, 0, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p99, max, late99 := fromIntended(c.sent, c.rate)
+			p99, max, late99 := pacedOf(t0, c.sent, c.rate).fromIntended()
 			if p99 != c.p99 || max != c.max || late99 != c.late99 {
 				t.Errorf("fromIntended = %v, %v, %v; want %v, %v, %v", p99, max, late99, c.p99, c.max, c.late99)
 			}
@@ -42,7 +60,7 @@ func TestFromIntended(t *testing.T) {
 		}
 		sent = append(sent, s)
 	}
-	if p99, max, late99 := fromIntended(sent, 1000); p99 != 10*ms || max != 10*ms || late99 != 9*ms {
+	if p99, max, late99 := pacedOf(t0, sent, 1000).fromIntended(); p99 != 10*ms || max != 10*ms || late99 != 9*ms {
 		t.Errorf("one late of a hundred: %v, %v, %v; want 10ms, 10ms, 9ms", p99, max, late99)
 	}
 }
