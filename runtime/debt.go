@@ -44,11 +44,13 @@ func (d *Device) owe(owed []Point, v uint64) {
 	}
 	for _, p := range owed {
 		if err := p.d.passedAnswer(p.v); err != nil {
-			reached := d.read()
-			if device.AtLeast(reached, v) {
-				reached = v - 1
-			}
-			d.loseAt(owedCause(v, p, err), nil, reached)
+			d.loseRead(owedCause(v, p, err), nil, func() uint64 {
+				reached := d.read()
+				if device.AtLeast(reached, v) {
+					reached = v - 1
+				}
+				return reached
+			})
 			return
 		}
 	}
@@ -112,9 +114,11 @@ func (d *Device) failDebtors() {
 			// answers the waiters of that work with ErrClosed, and its
 			// stop drops the work (recordStop).
 			o.stopMu.Lock()
-			if reached := o.read(); !o.stopped.Load() && !device.AtLeast(reached, at) {
-				o.loseAt(owedCause(at, Point{d: d, v: upTo}, err), nil, reached)
-			}
+			o.recordRead(func() {
+				if reached := o.read(); !o.stopped.Load() && !device.AtLeast(reached, at) {
+					o.loseAt(owedCause(at, Point{d: d, v: upTo}, err), nil, reached)
+				}
+			})
 			o.stopMu.Unlock()
 		}
 	}

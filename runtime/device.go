@@ -66,6 +66,12 @@ type Device struct {
 	// which raises it past the values it drops.
 	stopped atomic.Bool
 	stopAt  atomic.Uint64
+	// recording counts the records of a loss or a stop under way, each
+	// from before its read of the word to after it publishes the value
+	// read (recordRead): a reader that found the word past a value waits
+	// for them before it answers nil for it, since the value a record
+	// read may lie below the word the reader found.
+	recording atomic.Int32
 	// stopMu orders the stop's record against a loss that another
 	// device's failDebtors records: that loss comes before the stop, or
 	// not at all.
@@ -328,7 +334,29 @@ func (d *Device) read() uint64 {
 // lose records the loss of the device, once, and tells the supervisor.
 // It never blocks, so any goroutine may call it holding any lock.
 func (d *Device) lose(cause string, f *device.Fault) *LostError {
-	return d.loseAt(cause, f, d.read())
+	return d.loseRead(cause, f, d.read)
+}
+
+// loseRead is lose where reached, which reads the word, says the value it
+// held when the loss happened: it is read inside a record (recordRead).
+func (d *Device) loseRead(cause string, f *device.Fault, reached func() uint64) *LostError {
+	if le := d.loss.Load(); le != nil {
+		return le
+	}
+	var le *LostError
+	d.recordRead(func() { le = d.loseAt(cause, f, reached()) })
+	return le
+}
+
+// recordRead runs rec, which reads the word and records a loss or a stop
+// with the value read, as a record under way (recording): a reader that
+// reads the word before the record's read and finds no record published
+// waits for it (passedAnswer), so that no point answers nil and then, once
+// the record is published, the record's error.
+func (d *Device) recordRead(rec func()) {
+	d.recording.Add(1)
+	defer d.recording.Add(-1)
+	rec()
 }
 
 // loseAt is lose where the word held reached when the loss happened.
@@ -346,7 +374,7 @@ func (d *Device) loseAt(cause string, f *device.Fault, reached uint64) *LostErro
 // returns the error the caller returns.
 func (d *Device) fault(err error) error {
 	if f, ok := device.AsFault(err); ok {
-		return d.loseAt(f.Why, f, faultReached(f, d.read()))
+		return d.loseRead(f.Why, f, func() uint64 { return faultReached(f, d.read()) })
 	}
 	return err
 }
@@ -365,15 +393,31 @@ func faultReached(f *device.Fault, seen uint64) uint64 {
 // the loss where v lies past the value reached when it happened, or
 // ErrClosed where v lies past the value the word held when the device was
 // stopped. The word is read before it: a stop is recorded before the
-// driver's Stop raises the word.
+// driver's Stop raises the word. It waits for the records of a loss or a
+// stop under way (recording).
 func (d *Device) passedAnswer(v uint64) error {
+	_, err := d.passedAnswerIf(v, true)
+	return err
+}
+
+// passedAnswerIf is passedAnswer, which, where wait is false, rather than
+// wait for a record under way, reports that the answer is not settled.
+// A record that began after the caller read the word read a value at
+// least that one; one that began before is waited for, or published.
+func (d *Device) passedAnswerIf(v uint64, wait bool) (settled bool, err error) {
+	for d.recording.Load() != 0 {
+		if !wait {
+			return false, nil
+		}
+		runtime.Gosched()
+	}
 	if le := d.loss.Load(); le != nil && !device.AtLeast(le.Reached, v) {
-		return le
+		return true, le
 	}
 	if d.stopped.Load() && !device.AtLeast(d.stopAt.Load(), v) {
-		return ErrClosed
+		return true, ErrClosed
 	}
-	return nil
+	return true, nil
 }
 
 // begin enters a counted driver call of the object paths: it returns the

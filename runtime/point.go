@@ -28,9 +28,20 @@ func (p Point) Value() uint64 { return p.v }
 // Reached reports whether the point is reached: its work completed, and
 // the device was neither lost nor stopped by Close before it did. It reads
 // the word (one atomic load, or the driver's Signaled where it keeps its
-// own word) and a few of the device's atomics; it blocks on nothing.
+// own word) and a few of the device's atomics; it blocks on nothing, and
+// reports false while a loss or a stop of the device is being recorded.
 func (p Point) Reached() bool {
-	return p.passed() && (p.d == nil || p.d.passedSettled(p.v) && p.d.passedAnswer(p.v) == nil)
+	if !p.passed() {
+		return false
+	}
+	if p.d == nil {
+		return true
+	}
+	if !p.d.passedSettled(p.v) {
+		return false
+	}
+	settled, err := p.d.passedAnswerIf(p.v, false)
+	return settled && err == nil
 }
 
 // passed reports whether the word passed the point, whether its work
@@ -216,7 +227,7 @@ func (d *Device) commit(v uint64) error {
 	a := d.drv.Commit(v)
 	switch a.Kind {
 	case device.Failed:
-		return d.loseAt(a.Reason, nil, d.failedReached(v))
+		return d.loseRead(a.Reason, nil, func() uint64 { return d.failedReached(v) })
 	case device.Committed:
 		d.committed.Store(v)
 	}

@@ -570,7 +570,7 @@ func (r *Run) try(d *Device, sample bool) attempt {
 	case device.Failed:
 		// v's work did not all run: the loss's reached value stays below
 		// v and at the last value committed (failedReached).
-		lost = d.loseAt(a.Reason, &device.Fault{Why: a.Reason}, d.failedReached(v-1))
+		lost = d.loseRead(a.Reason, &device.Fault{Why: a.Reason}, func() uint64 { return d.failedReached(v - 1) })
 	}
 	if r.sub.Timed {
 		if err := d.observe(&r.sub); err != nil && lost == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -252,6 +253,13 @@ func (s *supervisor) run() {
 			s.onLoss(le)
 		}
 		cur := d.read()
+		if s.lost == nil && (d.recording.Load() != 0 || d.loss.Load() != nil) {
+			// A loss recorded since the look above, or under way, may
+			// hold a value read before cur: the next look acts on it,
+			// and cur wakes no one with nil past it.
+			runtime.Gosched()
+			continue
+		}
 		now := time.Now()
 		if cur != seen {
 			seen, moved = cur, now
@@ -548,11 +556,13 @@ func awaitOtherUses(bufs map[*bufState]struct{}) {
 // calls it, once, inside stopMu: failDebtors loses no device once its stop
 // is recorded.
 func (d *Device) recordStop() {
-	at := d.read()
-	d.stopMu.Lock()
-	d.stopAt.Store(at)
-	d.stopped.Store(true)
-	d.stopMu.Unlock()
+	d.recordRead(func() {
+		at := d.read()
+		d.stopMu.Lock()
+		d.stopAt.Store(at)
+		d.stopped.Store(true)
+		d.stopMu.Unlock()
+	})
 }
 
 // reap waits until the word reads the last value, then frees every region
