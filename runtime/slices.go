@@ -166,8 +166,14 @@ func (s *bufState) usable() error {
 	return nil
 }
 
-// freedErr is the error of a copy to or from the buffer once freed.
+// freedErr is the error of a copy to or from the buffer once freed: the
+// close of its device, where it closed after the caller's look at it,
+// since the reaping marks the device's buffers freed, and one matching
+// ErrFreed otherwise.
 func (s *bufState) freedErr() error {
+	if err := s.closed(); err != nil {
+		return err
+	}
 	return fmt.Errorf("rig: a buffer of %d bytes: %w", s.n, ErrFreed)
 }
 
