@@ -2,6 +2,7 @@ package cudadev
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -613,9 +614,11 @@ func TestCheckImageAllocs(t *testing.T) {
 	}
 }
 
-// FuzzCheckImage: checkImage never panics, whatever the bytes. The real
-// cubins whole, the real fatbin, and its first entry alone with its cubin
-// cut to 0x400 bytes, lead the fuzzer to the cubins within fatbins.
+// FuzzCheckImage: checkImage never panics, whatever the bytes; an image it
+// passes it passes without an allocation, and a cubin it passes that
+// debug/elf reads has its sections and segments within its bytes. The
+// real cubins whole, the real fatbin, and its first entry alone with its
+// cubin cut to 0x400 bytes, lead the fuzzer to the cubins within fatbins.
 func FuzzCheckImage(f *testing.F) {
 	for _, arch := range testkernels.Archs {
 		b, _ := testkernels.Cubin(arch)
@@ -639,8 +642,44 @@ func FuzzCheckImage(f *testing.F) {
 	f.Add(one)
 	f.Add([]byte(".version 8.0\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_ = checkImage(b)
+		if checkImage(b) != nil {
+			return
+		}
+		if n := testing.AllocsPerRun(4, func() { _ = checkImage(b) }); n != 0 {
+			t.Fatalf("checkImage of a passing image of %d bytes: %v allocations", len(b), n)
+		}
+		if bytes.HasPrefix(b, elfMagic) {
+			if err := elfWithin(b); err != nil {
+				t.Fatalf("checkImage passed a cubin of %d bytes: %v", len(b), err)
+			}
+		}
 	})
+}
+
+// elfWithin returns an error where debug/elf reads b and finds a section
+// (other than SHT_NOBITS) or a segment past b's end. It returns nil where
+// debug/elf refuses b, and leaves out the segments where e_phnum is
+// PN_XNUM, whose count debug/elf does not read from section 0.
+func elfWithin(b []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
+	n := uint64(len(b))
+	for i, s := range f.Sections {
+		if s.Type != elf.SHT_NOBITS && (s.Offset > n || s.FileSize > n-s.Offset) {
+			return fmt.Errorf("section %d, %d bytes at %d, lies past its end", i, s.FileSize, s.Offset)
+		}
+	}
+	if binary.LittleEndian.Uint16(b[0x38:]) == 0xffff {
+		return nil
+	}
+	for i, p := range f.Progs {
+		if p.Off > n || p.Filesz > n-p.Off {
+			return fmt.Errorf("segment %d, %d bytes at %d, lies past its end", i, p.Filesz, p.Off)
+		}
+	}
+	return nil
 }
 
 // imageCase is a case of checkImage: an image, and the words its refusal
