@@ -48,9 +48,9 @@ import (
 // A loss comes only from the injected fault or hang, or from work that
 // waits on the other device's point that will never be reached.
 //
-// Each round is one seed; the plan of each goroutine and the moments of
+// Each round is one draw; the plan of each goroutine and the moments of
 // the events come from it (the schedule does not). A failure names the
-// seed: RIG_PROPERTY_SEED=n runs that round's plan alone, and
+// draw: RIG_PROPERTY_DRAW=n runs that round's plan alone, and
 // RIG_PROPERTY_TIME=d runs rounds for d (a minute or more hunts).
 
 // propMaxIDs bounds the ids of a round's work.
@@ -165,7 +165,7 @@ type propBuf struct {
 // propWorld is one round: its devices, shared buffers, submissions and
 // what the goroutines recorded.
 type propWorld struct {
-	seed uint64
+	draw uint64
 	rec  *propRound
 	devs [2]*rig.Device
 	// shared are the buffers every goroutine may use: three of each
@@ -583,17 +583,17 @@ func propOpen(t *testing.T, rng *rand.Rand, name, domain string, hangMs int) *ri
 	return d
 }
 
-// propRoundRun runs the round of seed with goroutines goroutines of each
+// propRoundRun runs the round of draw with goroutines goroutines of each
 // calls each, and checks the promise.
-func propRoundRun(t *testing.T, seed uint64, goroutines, each int) {
-	rng := rand.New(rand.NewPCG(seed, 0x70726f70))
+func propRoundRun(t *testing.T, draw uint64, goroutines, each int) {
+	rng := rand.New(rand.NewPCG(draw, 0x70726f70))
 	rec := &propRound{}
 	propCur.Store(rec)
 	defer propCur.Store(nil)
-	w := &propWorld{seed: seed, rec: rec}
+	w := &propWorld{draw: draw, rec: rec}
 	domain := ""
 	if rng.IntN(4) == 0 {
-		domain = fmt.Sprintf("prop-%d", seed)
+		domain = fmt.Sprintf("prop-%d", draw)
 	}
 	// A device with a hang bound, where one is, hangs at a random moment
 	// and is lost for it.
@@ -603,7 +603,7 @@ func propRoundRun(t *testing.T, seed uint64, goroutines, each int) {
 		if i == hangs {
 			hangMs = 50 + rng.IntN(100)
 		}
-		w.devs[i] = propOpen(t, rng, fmt.Sprintf("prop-%d-%d-%d", seed, i, names.Add(1)), domain, hangMs)
+		w.devs[i] = propOpen(t, rng, fmt.Sprintf("prop-%d-%d-%d", draw, i, names.Add(1)), domain, hangMs)
 	}
 	defer func() {
 		for i := range w.devs {
@@ -684,7 +684,7 @@ func propRoundRun(t *testing.T, seed uint64, goroutines, each int) {
 		i := rng.IntN(2)
 		at(func() { w.close(i) })
 	}
-	propEnds(t, seed, &wg, "the goroutines' calls")
+	propEnds(t, draw, &wg, "the goroutines' calls")
 	events.Wait()
 
 	for _, d := range w.devs {
@@ -699,7 +699,7 @@ func propRoundRun(t *testing.T, seed uint64, goroutines, each int) {
 	for _, d := range w.devs {
 		done.Go(func() { <-d.Done() })
 	}
-	propEnds(t, seed, &done, "the devices' close")
+	propEnds(t, draw, &done, "the devices' close")
 	for _, d := range w.devs {
 		if used, _ := d.Budget(); used != 0 {
 			w.fail("%s's budget counts %d bytes after its close", d.Name(), used)
@@ -722,10 +722,10 @@ func propRoundRun(t *testing.T, seed uint64, goroutines, each int) {
 			nils++
 		}
 	}
-	t.Logf("seed %d: plan %d, hangs %d, domain %q, %d points, %d answered nil, %s: %v, %s: %v", seed, plan, hangs,
+	t.Logf("draw %d: plan %d, hangs %d, domain %q, %d points, %d answered nil, %s: %v, %s: %v", draw, plan, hangs,
 		domain, len(w.points), nils, w.devs[0].Name(), w.devs[0].Err(), w.devs[1].Name(), w.devs[1].Err())
 	if n := w.bad.Load(); n > 0 {
-		t.Fatalf("seed %d (RIG_PROPERTY_SEED=%d replays its plan, with -short as here: %v): %d broken answers, the first: %s", seed, seed, testing.Short(), n, *w.firstBad.Load())
+		t.Fatalf("draw %d (RIG_PROPERTY_DRAW=%d replays its plan, with -short as here: %v): %d broken answers, the first: %s", draw, draw, testing.Short(), n, *w.firstBad.Load())
 	}
 }
 
@@ -773,10 +773,10 @@ func (w *propWorld) final() {
 	}
 }
 
-// propEnds waits for wg, and fails the test with the seed and every
+// propEnds waits for wg, and fails the test with the draw and every
 // goroutine's stack where it does not end within a bound far past what
 // it takes.
-func propEnds(t *testing.T, seed uint64, wg *sync.WaitGroup, what string) {
+func propEnds(t *testing.T, draw uint64, wg *sync.WaitGroup, what string) {
 	t.Helper()
 	const bound = 60 * time.Second
 	done := make(chan struct{})
@@ -789,21 +789,21 @@ func propEnds(t *testing.T, seed uint64, wg *sync.WaitGroup, what string) {
 	case <-time.After(bound):
 		buf := make([]byte, 4<<20)
 		buf = buf[:runtime.Stack(buf, true)]
-		t.Fatalf("seed %d (RIG_PROPERTY_SEED=%d replays it): %s did not end in %v; the goroutines:\n%s", seed, seed, what, bound, buf)
+		t.Fatalf("draw %d (RIG_PROPERTY_DRAW=%d replays it): %s did not end in %v; the goroutines:\n%s", draw, draw, what, bound, buf)
 	}
 }
 
-// propGoroutines is the goroutines of the round of seed: 64 with -short,
-// and from 64 to 864 otherwise, so that a seed replays its round.
-func propGoroutines(seed uint64) int {
+// propGoroutines is the goroutines of the round of draw: 64 with -short,
+// and from 64 to 864 otherwise, so that a draw replays its round.
+func propGoroutines(draw uint64) int {
 	if testing.Short() {
 		return 64
 	}
-	return 64 + int(seed%5)*200
+	return 64 + int(draw%5)*200
 }
 
 // TestPropertyAnswersTruthful runs rounds of the property test: ten by
-// default, two with -short, the round of one seed with RIG_PROPERTY_SEED,
+// default, two with -short, the round of one draw with RIG_PROPERTY_DRAW,
 // and rounds for a while with RIG_PROPERTY_TIME.
 func TestPropertyAnswersTruthful(t *testing.T) {
 	const each = 8
@@ -811,12 +811,12 @@ func TestPropertyAnswersTruthful(t *testing.T) {
 	if testing.Short() {
 		rounds = 2
 	}
-	if s := os.Getenv("RIG_PROPERTY_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
+	if s := os.Getenv("RIG_PROPERTY_DRAW"); s != "" {
+		draw, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			t.Fatalf("RIG_PROPERTY_SEED=%q: %v", s, err)
+			t.Fatalf("RIG_PROPERTY_DRAW=%q: %v", s, err)
 		}
-		propRoundRun(t, seed, propGoroutines(seed), each)
+		propRoundRun(t, draw, propGoroutines(draw), each)
 		return
 	}
 	base := uint64(time.Now().UnixNano())
