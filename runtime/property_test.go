@@ -773,24 +773,11 @@ func (w *propWorld) final() {
 	}
 }
 
-// propEnds waits for wg, and fails the test with the draw and every
-// goroutine's stack where it does not end within a bound far past what
-// it takes.
+// propEnds waits for wg as stressEnds does, naming the draw that replays
+// the round where it does not end.
 func propEnds(t *testing.T, draw uint64, wg *sync.WaitGroup, what string) {
 	t.Helper()
-	const bound = 60 * time.Second
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(bound):
-		buf := make([]byte, 4<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		t.Fatalf("draw %d (RIG_PROPERTY_DRAW=%d replays it): %s did not end in %v; the goroutines:\n%s", draw, draw, what, bound, buf)
-	}
+	stressEnds(t, wg, fmt.Sprintf("draw %d (RIG_PROPERTY_DRAW=%d replays it): %s", draw, draw, what))
 }
 
 // propGoroutines is the goroutines of the round of draw: 64 with -short,

@@ -180,7 +180,7 @@ func stressEnds(t *testing.T, wg *sync.WaitGroup, what string) {
 	select {
 	case <-done:
 	case <-time.After(bound):
-		buf := make([]byte, 1<<20)
+		buf := make([]byte, 4<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		t.Fatalf("%s did not end in %v; the goroutines:\n%s", what, bound, buf)
 	}
