@@ -288,39 +288,74 @@ func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	return n, nil
 }
 
-// copy3D is the CUDA_MEMCPY3D of a copy node.
-func copy3D(c cuda.Copy) *memcpy3D {
-	rows := max(c.Rows, 1)
-	sp, dp := c.SrcPitch, c.DstPitch
-	if sp == 0 {
-		sp = c.RowBytes
+// checkRows returns why rows rows of n bytes, pitch bytes apart, from
+// the address at cannot be the side (the destination or the source) of a
+// memcpy or memset node, or "": rows of 0 bytes, a pitch under n with
+// more than one row (rows that overlap), or an end past 2^64 (rowsEnd, as
+// a copy part's check does). rows is 1 or more.
+func checkRows(side string, at, rows, pitch, n uint64) string {
+	if n == 0 {
+		return "rows of 0 bytes"
 	}
-	if dp == 0 {
-		dp = c.RowBytes
+	if rows > 1 && pitch < n {
+		return fmt.Sprintf("a %s pitch of %d bytes, under the rows' %d: the rows overlap", side, pitch, n)
+	}
+	if _, ok := rowsEnd(at, rows, pitch, n); !ok {
+		return fmt.Sprintf("%d rows of %d bytes, %d bytes apart, from the %s address %#x: past 2^64", rows, n, pitch, side, at)
+	}
+	return ""
+}
+
+// nodePitch is the pitch CUDA is given for rows rows of n bytes, pitch
+// bytes apart: n where pitch is 0, or where the row is one, whose pitch is
+// not read.
+func nodePitch(rows, pitch, n uint64) uint64 {
+	if pitch == 0 || rows == 1 {
+		return n
+	}
+	return pitch
+}
+
+// copy3D is the CUDA_MEMCPY3D of a copy node, or why c is no copy node
+// (checkRows, for each side).
+func copy3D(c cuda.Copy) (*memcpy3D, error) {
+	rows := max(c.Rows, 1)
+	sp, dp := nodePitch(rows, c.SrcPitch, c.RowBytes), nodePitch(rows, c.DstPitch, c.RowBytes)
+	why := checkRows("destination", c.Dst, rows, dp, c.RowBytes)
+	if why == "" {
+		why = checkRows("source", c.Src, rows, sp, c.RowBytes)
+	}
+	if why != "" {
+		return nil, fmt.Errorf("cudadev: graph: a memcpy node of %s", why)
 	}
 	return &memcpy3D{
 		srcMemoryType: memoryTypeUnified, srcDevice: c.Src, srcPitch: sp, srcHeight: rows,
 		dstMemoryType: memoryTypeUnified, dstDevice: c.Dst, dstPitch: dp, dstHeight: rows,
 		widthInBytes: c.RowBytes, height: rows, depth: 1,
-	}
+	}, nil
 }
 
-// memset1 is the CUDA_MEMSET_NODE_PARAMS of a memset node.
-func memset1(m cuda.Memset) *memsetParams {
+// memset1 is the CUDA_MEMSET_NODE_PARAMS of a memset node, or why m is no
+// memset node (checkRows).
+func memset1(m cuda.Memset) (*memsetParams, error) {
 	rows := max(m.Rows, 1)
-	pitch := m.Pitch
-	if pitch == 0 {
-		pitch = m.RowBytes
+	pitch := nodePitch(rows, m.Pitch, m.RowBytes)
+	if why := checkRows("destination", m.Dst, rows, pitch, m.RowBytes); why != "" {
+		return nil, fmt.Errorf("cudadev: graph: a memset node of %s", why)
 	}
-	return &memsetParams{dst: m.Dst, pitch: pitch, value: uint32(m.Value), elementSize: 1, width: m.RowBytes, height: rows}
+	return &memsetParams{dst: m.Dst, pitch: pitch, value: uint32(m.Value), elementSize: 1, width: m.RowBytes, height: rows}, nil
 }
 
-// Copy adds a memcpy node.
+// Copy adds a memcpy node. It refuses, before CUDA is asked, a copy that
+// copy3D refuses.
 func (g *graph) Copy(c cuda.Copy, after ...cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
 	}
-	p := copy3D(c)
+	p, err := copy3D(c)
+	if err != nil {
+		return 0, err
+	}
 	var n cuda.Node
 	r := g.gs.in(func(t *table) result {
 		return t.call(t.cuGraphAddMemcpyNode, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), uintptr(unsafe.Pointer(p)), g.gs.d.ctx)
@@ -331,12 +366,16 @@ func (g *graph) Copy(c cuda.Copy, after ...cuda.Node) (cuda.Node, error) {
 	return n, nil
 }
 
-// Memset adds a memset node.
+// Memset adds a memset node. It refuses, before CUDA is asked, a fill
+// that memset1 refuses.
 func (g *graph) Memset(m cuda.Memset, after ...cuda.Node) (cuda.Node, error) {
 	if err := g.gone(); err != nil {
 		return 0, err
 	}
-	p := memset1(m)
+	p, err := memset1(m)
+	if err != nil {
+		return 0, err
+	}
 	var n cuda.Node
 	r := g.gs.in(func(t *table) result {
 		return t.call(t.cuGraphAddMemsetNode, uintptr(unsafe.Pointer(&n)), g.h, uintptr(unsafe.Pointer(unsafe.SliceData(after))), uintptr(len(after)), uintptr(unsafe.Pointer(p)), g.gs.d.ctx)
@@ -461,12 +500,16 @@ func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	return nil
 }
 
-// SetCopy sets a memcpy node's copy.
+// SetCopy sets a memcpy node's copy. It refuses, before CUDA is asked,
+// a copy that copy3D refuses.
 func (x *execGraph) SetCopy(n cuda.Node, c cuda.Copy) error {
 	if err := x.gone(); err != nil {
 		return err
 	}
-	p := copy3D(c)
+	p, err := copy3D(c)
+	if err != nil {
+		return err
+	}
 	if r := x.gs.in(func(t *table) result {
 		return t.call(t.cuGraphExecMemcpyNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(p)), x.gs.d.ctx)
 	}); r != 0 {
@@ -475,12 +518,16 @@ func (x *execGraph) SetCopy(n cuda.Node, c cuda.Copy) error {
 	return nil
 }
 
-// SetMemset sets a memset node's fill.
+// SetMemset sets a memset node's fill. It refuses, before CUDA is
+// asked, a fill that memset1 refuses.
 func (x *execGraph) SetMemset(n cuda.Node, m cuda.Memset) error {
 	if err := x.gone(); err != nil {
 		return err
 	}
-	p := memset1(m)
+	p, err := memset1(m)
+	if err != nil {
+		return err
+	}
 	if r := x.gs.in(func(t *table) result {
 		return t.call(t.cuGraphExecMemsetNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(p)), x.gs.d.ctx)
 	}); r != 0 {

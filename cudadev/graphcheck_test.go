@@ -3,6 +3,7 @@
 package cudadev
 
 import (
+	"math/big"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -210,4 +211,201 @@ func TestGraphKernelNodeParamBytes(t *testing.T) {
 	if err := g.Destroy(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestGraphCopyMemsetNodeChecks adds memcpy and memset nodes that no
+// copy can be, to a graph and to an executable graph: rows of 0 bytes, a
+// pitch under the rows' bytes with more than one row (rows that overlap),
+// and an extent whose end passes 2^64. Each is refused with an error
+// naming what is wrong, before CUDA is asked; a node within the rules
+// added or set afterwards is taken, so the graph stays usable.
+func TestGraphCopyMemsetNodeChecks(t *testing.T) {
+	var adds, sets atomic.Int64
+	added := func(a [6]uintptr) result {
+		*cWord(a[0]) = uint64(0x800 + adds.Add(1))
+		return 0
+	}
+	set := func([6]uintptr) result {
+		sets.Add(1)
+		return 0
+	}
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuGraphCreate": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x9a
+			return 0
+		},
+		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x9b
+			return 0
+		},
+		"cuGraphAddMemcpyNode":           added,
+		"cuGraphAddMemsetNode":           added,
+		"cuGraphExecMemcpyNodeSetParams": set,
+		"cuGraphExecMemsetNodeSetParams": set,
+	})
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	gs := &graphs{d: d}
+	const top = ^uint64(0)
+	goodCopy := cuda.Copy{Dst: 0x10000, Src: 0x20000, RowBytes: 16, Rows: 4, DstPitch: 32}
+	goodMemset := cuda.Memset{Dst: 0x10000, Value: 7, RowBytes: 16, Rows: 4, Pitch: 32}
+
+	for _, c := range []struct {
+		name   string
+		copy   *cuda.Copy   // a memcpy node, or
+		memset *cuda.Memset // a memset node
+		want   string
+	}{
+		{"copy of rows of 0 bytes", &cuda.Copy{Dst: 0x10000, Src: 0x20000, Rows: 2}, nil, "rows of 0 bytes"},
+		{"copy to past 2^64", &cuda.Copy{Dst: top - 15, Src: 0x20000, RowBytes: 16}, nil,
+			"1 rows of 16 bytes, 16 bytes apart, from the destination address 0xfffffffffffffff0: past 2^64"},
+		{"copy from past 2^64", &cuda.Copy{Dst: 0x10000, Src: top - 15, RowBytes: 16}, nil,
+			"from the source address 0xfffffffffffffff0: past 2^64"},
+		{"copy from past 2^64 through the pitch", &cuda.Copy{Dst: 0x10000, Src: 0x20000, RowBytes: 8, Rows: 3, SrcPitch: 1 << 63}, nil,
+			"3 rows of 8 bytes, 9223372036854775808 bytes apart, from the source address 0x20000: past 2^64"},
+		{"copy to past 2^64 through the rows", &cuda.Copy{Dst: 0x10000, Src: 0x20000, RowBytes: 1 << 32, Rows: 1 << 32}, nil,
+			"from the destination address 0x10000: past 2^64"},
+		{"copy to overlapping rows", &cuda.Copy{Dst: 0x10000, Src: 0x20000, RowBytes: 16, Rows: 2, DstPitch: 8}, nil,
+			"a destination pitch of 8 bytes, under the rows' 16"},
+		{"copy from overlapping rows", &cuda.Copy{Dst: 0x10000, Src: 0x20000, RowBytes: 16, Rows: 2, SrcPitch: 15}, nil,
+			"a source pitch of 15 bytes, under the rows' 16"},
+		{"memset of rows of 0 bytes", nil, &cuda.Memset{Dst: 0x10000, Value: 1}, "rows of 0 bytes"},
+		{"memset past 2^64", nil, &cuda.Memset{Dst: top, RowBytes: 2}, "from the destination address 0xffffffffffffffff: past 2^64"},
+		{"memset past 2^64 through the pitch", nil, &cuda.Memset{Dst: 0x10000, RowBytes: 1, Rows: 1 << 33, Pitch: 1 << 32},
+			"8589934592 rows of 1 bytes, 4294967296 bytes apart, from the destination address 0x10000: past 2^64"},
+		{"memset of overlapping rows", nil, &cuda.Memset{Dst: 0x10000, RowBytes: 16, Rows: 3, Pitch: 4},
+			"a destination pitch of 4 bytes, under the rows' 16"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			add := func(g cuda.Graph, good bool) (cuda.Node, error) {
+				switch {
+				case c.copy != nil && good:
+					return g.Copy(goodCopy)
+				case c.copy != nil:
+					return g.Copy(*c.copy)
+				case good:
+					return g.Memset(goodMemset)
+				}
+				return g.Memset(*c.memset)
+			}
+			setNode := func(x cuda.Exec, n cuda.Node, good bool) error {
+				switch {
+				case c.copy != nil && good:
+					return x.SetCopy(n, goodCopy)
+				case c.copy != nil:
+					return x.SetCopy(n, *c.copy)
+				case good:
+					return x.SetMemset(n, goodMemset)
+				}
+				return x.SetMemset(n, *c.memset)
+			}
+			refused := func(what string, err error) {
+				t.Helper()
+				if err == nil {
+					t.Fatalf("%s took the node", what)
+				}
+				if msg := err.Error(); !strings.HasPrefix(msg, "cudadev: graph: ") || !strings.Contains(msg, c.want) {
+					t.Fatalf("%s answered %q; want an error naming %q", what, msg, c.want)
+				}
+			}
+
+			g, err := gs.NewGraph()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a0 := adds.Load()
+			_, err = add(g, false)
+			refused("adding", err)
+			if n := adds.Load() - a0; n != 0 {
+				t.Fatalf("CUDA was asked to add the refused node (%d calls)", n)
+			}
+			node, err := add(g, true)
+			if err != nil {
+				t.Fatalf("a node within the rules after the refused one: %v", err)
+			}
+			if n := adds.Load() - a0; n != 1 {
+				t.Fatalf("CUDA was asked %d times to add the node within the rules; want 1", n)
+			}
+			x, err := g.Instantiate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s0 := sets.Load()
+			refused("setting", setNode(x, node, false))
+			if n := sets.Load() - s0; n != 0 {
+				t.Fatalf("CUDA was asked to set the refused node (%d calls)", n)
+			}
+			if err := setNode(x, node, true); err != nil {
+				t.Fatalf("setting the node within the rules after the refused one: %v", err)
+			}
+			if n := sets.Load() - s0; n != 1 {
+				t.Fatalf("CUDA was asked %d times to set the node within the rules; want 1", n)
+			}
+			if err := x.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// FuzzGraphCopyNode: the params of a memcpy or memset node that CUDA is
+// given hold rows of 1 byte or more, at least 1 row, pitches of a row or
+// more, and each side's extent ends below 2^64; a node is refused only
+// where its rows are of 0 bytes, overlap, or end past 2^64.
+func FuzzGraphCopyNode(f *testing.F) {
+	f.Add(uint64(0x10000), uint64(0x20000), uint64(16), uint64(4), uint64(32), uint64(0))
+	f.Add(uint64(0x10000), uint64(0x20000), uint64(0), uint64(0), uint64(0), uint64(0))
+	f.Add(^uint64(0)-15, uint64(0x20000), uint64(16), uint64(1), uint64(0), uint64(0))
+	f.Add(uint64(0x10000), uint64(0x20000), uint64(8), uint64(3), uint64(8), uint64(1<<63))
+	f.Add(uint64(0x10000), uint64(0x20000), uint64(16), uint64(2), uint64(8), uint64(3))
+	two64 := new(big.Int).Lsh(big.NewInt(1), 64)
+	// within is whether rows rows of n bytes, pitch bytes apart (0 is n;
+	// one row's pitch is not read), from at, are a node's side.
+	within := func(at, rows, pitch, n uint64) bool {
+		rows = max(rows, 1)
+		if pitch == 0 || rows == 1 {
+			pitch = n
+		}
+		if n == 0 || pitch < n {
+			return false
+		}
+		end := new(big.Int).Mul(new(big.Int).SetUint64(rows-1), new(big.Int).SetUint64(pitch))
+		end.Add(end, new(big.Int).SetUint64(at))
+		end.Add(end, new(big.Int).SetUint64(n))
+		return end.Cmp(two64) < 0
+	}
+	// given checks a side as CUDA is given it.
+	given := func(t *testing.T, side string, at, pitch, n, height uint64) {
+		t.Helper()
+		if n == 0 || height == 0 || pitch < n || !within(at, height, pitch, n) {
+			t.Fatalf("CUDA is given the %s's %d rows of %d bytes, %d bytes apart, from %#x", side, height, n, pitch, at)
+		}
+	}
+	f.Fuzz(func(t *testing.T, dst, src, n, rows, dpitch, spitch uint64) {
+		c := cuda.Copy{Dst: dst, Src: src, RowBytes: n, Rows: rows, DstPitch: dpitch, SrcPitch: spitch}
+		p, err := copy3D(c)
+		if ok := within(dst, rows, dpitch, n) && within(src, rows, spitch, n); ok != (err == nil) {
+			t.Fatalf("copy3D(%+v) answered %v", c, err)
+		}
+		if err == nil {
+			given(t, "destination", p.dstDevice, p.dstPitch, p.widthInBytes, p.height)
+			given(t, "source", p.srcDevice, p.srcPitch, p.widthInBytes, p.height)
+			if p.dstDevice != dst || p.srcDevice != src || p.widthInBytes != n || p.height != max(rows, 1) || p.depth != 1 {
+				t.Fatalf("copy3D(%+v) gives CUDA %+v", c, *p)
+			}
+		}
+		m := cuda.Memset{Dst: dst, Value: byte(src), RowBytes: n, Rows: rows, Pitch: dpitch}
+		q, err := memset1(m)
+		if ok := within(dst, rows, dpitch, n); ok != (err == nil) {
+			t.Fatalf("memset1(%+v) answered %v", m, err)
+		}
+		if err == nil {
+			given(t, "destination", q.dst, q.pitch, q.width, q.height)
+			if q.dst != dst || q.width != n || q.height != max(rows, 1) || q.value != uint32(byte(src)) || q.elementSize != 1 {
+				t.Fatalf("memset1(%+v) gives CUDA %+v", m, *q)
+			}
+		}
+	})
 }

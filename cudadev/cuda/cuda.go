@@ -85,7 +85,11 @@ type Kernel struct {
 
 // Copy is a memcpy node: Rows rows of RowBytes bytes from the unified
 // address Src to Dst, with Pitch bytes between rows on each side (0 is
-// RowBytes; Rows 0 is 1).
+// RowBytes; Rows 0 is 1; the pitches of one row are not read). A node
+// whose RowBytes is 0, whose pitch on a side is under RowBytes with more
+// than one row (rows that overlap), or whose rows on a side end past 2^64
+// (the address + (Rows-1)*pitch + RowBytes) is refused with an error
+// naming the problem, before CUDA is asked.
 type Copy struct {
 	Dst, Src           uint64
 	RowBytes, Rows     uint64
@@ -93,8 +97,11 @@ type Copy struct {
 }
 
 // Memset is a memset node: Rows rows of RowBytes bytes at the device
-// address Dst, Pitch bytes apart (0 is RowBytes; Rows 0 is 1), each byte
-// set to Value.
+// address Dst, Pitch bytes apart (0 is RowBytes; Rows 0 is 1; the pitch of
+// one row is not read), each byte set to Value. A node whose RowBytes is
+// 0, whose Pitch is under RowBytes with more than one row (rows that
+// overlap), or whose rows end past 2^64 (Dst + (Rows-1)*Pitch + RowBytes)
+// is refused with an error naming the problem, before CUDA is asked.
 type Memset struct {
 	Dst            uint64
 	Value          byte
@@ -124,9 +131,13 @@ type Graph interface {
 	Handle() uintptr
 	// Kernel adds a kernel node after the nodes after (cuGraphAddKernelNode).
 	Kernel(k Kernel, after ...Node) (Node, error)
-	// Copy adds a memcpy node (cuGraphAddMemcpyNode).
+	// Copy adds a memcpy node (cuGraphAddMemcpyNode). It refuses a Copy
+	// that breaks Copy's rules before CUDA is asked; the graph stays as
+	// it was.
 	Copy(c Copy, after ...Node) (Node, error)
-	// Memset adds a memset node (cuGraphAddMemsetNode).
+	// Memset adds a memset node (cuGraphAddMemsetNode). It refuses a
+	// Memset that breaks Memset's rules before CUDA is asked; the graph
+	// stays as it was.
 	Memset(m Memset, after ...Node) (Node, error)
 	// EventRecord adds an event record node (cuGraphAddEventRecordNode).
 	EventRecord(ev uintptr, after ...Node) (Node, error)
@@ -152,8 +163,12 @@ type Exec interface {
 	// (cuGraphExecKernelNodeSetParams).
 	SetKernel(n Node, k Kernel) error
 	// SetCopy sets a memcpy node's copy (cuGraphExecMemcpyNodeSetParams).
+	// It refuses a Copy that breaks Copy's rules before CUDA is asked;
+	// the node keeps its copy.
 	SetCopy(n Node, c Copy) error
 	// SetMemset sets a memset node's fill (cuGraphExecMemsetNodeSetParams).
+	// It refuses a Memset that breaks Memset's rules before CUDA is
+	// asked; the node keeps its fill.
 	SetMemset(n Node, m Memset) error
 	// Upload uploads the graph ahead of its first launch, on the device's
 	// "COMPUTE:0" stream (cuGraphUpload).
