@@ -2,6 +2,7 @@ package cudadev
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -281,9 +282,11 @@ func (d *gpu) Prepare(i device.Image, name string) error {
 // once the last of them is destroyed. After it no new graph records the
 // image's functions. Where CUDA refuses the unload, the module stays
 // loaded and the image usable, as before the call, and a later Unload
-// tries again; once CUDA unloaded it, Unload does nothing. A fault of the
-// GPU's work is a *device.Fault; any other refusal of CUDA is an error
-// naming it. Counted.
+// tries again; once CUDA unloaded it, Unload does nothing. Where CUDA
+// refuses the unload that the last graph's Destroy makes, the graph
+// returns the refusal, and the device's Stop, where it comes later, tries
+// again (dropUnloaded). A fault of the GPU's work is a *device.Fault; any
+// other refusal of CUDA is an error naming it. Counted.
 func (d *gpu) Unload(i device.Image) error {
 	img, err := d.image(i, "unload")
 	if err != nil {
@@ -303,6 +306,40 @@ func (d *gpu) Unload(i device.Image) error {
 		return err
 	}
 	img.unloaded = true
+	return nil
+}
+
+// dropUnloaded unloads the modules of d's images that rig unloaded while
+// graphs held them, and whose unload CUDA refused once the last graph let
+// go of them (holds.release): no graph holds them, and rig unloads an
+// image once. It returns CUDA's refusals, after which the modules stay
+// loaded for the process. Where the GPU faulted, CUDA unloads nothing,
+// and it does nothing. Stop calls it.
+func (d *gpu) dropUnloaded() error {
+	if d.faulted() != "" {
+		return nil
+	}
+	imgs := map[*image]struct{}{}
+	modules.mu.Lock()
+	for _, img := range modules.byFun {
+		if img.d == d {
+			imgs[img] = struct{}{}
+		}
+	}
+	modules.mu.Unlock()
+	var errs []error
+	for img := range imgs {
+		img.mu.Lock()
+		if img.unloaded && img.graphs == 0 {
+			if err := img.drop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		img.mu.Unlock()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cudadev: the module of an image rig unloaded stays loaded: %w", err)
+	}
 	return nil
 }
 

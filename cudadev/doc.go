@@ -228,5 +228,8 @@
 // maker of CUDA graphs in its context: graphs of kernel,
 // memcpy, memset, event and empty nodes, instantiated, updated and
 // launched as fill parts. A graph that records a function of an image
-// keeps the image's module loaded until it is destroyed.
+// keeps the image's module loaded until it is destroyed; where CUDA
+// refuses the unload that the last such graph's Destroy makes for an
+// image rig unloaded, Destroy returns the refusal and the device's Stop
+// tries again, returning CUDA's refusal to Close.
 package cudadev

@@ -56,22 +56,26 @@ func (h *holds) hold(fn uint64) (*image, error) {
 
 // unhold undoes a hold of img whose record CUDA refused: h lets go of img
 // where no other hold of h keeps it, unloading it where rig unloaded it
-// and no other graph holds it.
-func (h *holds) unhold(img *image) {
+// and no other graph holds it. It returns CUDA's refusal of that unload,
+// as release does.
+func (h *holds) unhold(img *image) error {
 	h.mu.Lock()
 	if n := h.images[img]; n > 1 {
 		h.images[img] = n - 1
 		h.mu.Unlock()
-		return
+		return nil
 	}
 	delete(h.images, img)
 	h.mu.Unlock()
 	img.mu.Lock()
+	defer img.mu.Unlock()
 	img.graphs--
 	if img.graphs == 0 && img.unloaded {
-		_ = img.drop()
+		if err := img.drop(); err != nil {
+			return fmt.Errorf("cudadev: graph: the module of an image rig unloaded stays loaded: %w", err)
+		}
 	}
-	img.mu.Unlock()
+	return nil
 }
 
 // copyFrom makes h hold what o holds.
@@ -100,8 +104,9 @@ func (h *holds) copyFrom(o *holds) {
 
 // release lets go of every image, unloading those rig unloaded and no
 // other graph holds, and returns CUDA's refusals of those unloads: a
-// module CUDA refused to unload stays loaded, and its image's next Unload
-// tries again.
+// module CUDA refused to unload stays loaded, and the Stop of the device
+// that loaded it, where it comes later, tries again (dropUnloaded), since
+// rig unloads an image once.
 func (h *holds) release() error {
 	h.mu.Lock()
 	imgs := h.images
@@ -271,8 +276,7 @@ func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	}
 	params, err := g.gs.checkKernel(img, k)
 	if err != nil {
-		g.holds.unhold(img)
-		return 0, err
+		return 0, errors.Join(err, g.holds.unhold(img))
 	}
 	kn := newKernelNode(k, params)
 	var n cuda.Node
@@ -282,8 +286,7 @@ func (g *graph) Kernel(k cuda.Kernel, after ...cuda.Node) (cuda.Node, error) {
 	})
 	runtime.KeepAlive(kn)
 	if r != 0 {
-		g.holds.unhold(img)
-		return 0, g.gs.err("adding a kernel node", r)
+		return 0, errors.Join(g.gs.err("adding a kernel node", r), g.holds.unhold(img))
 	}
 	return n, nil
 }
@@ -485,8 +488,7 @@ func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	}
 	params, err := x.gs.checkKernel(img, k)
 	if err != nil {
-		x.holds.unhold(img)
-		return err
+		return errors.Join(err, x.holds.unhold(img))
 	}
 	kn := newKernelNode(k, params)
 	r := x.gs.in(func(t *table) result {
@@ -494,8 +496,7 @@ func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 	})
 	runtime.KeepAlive(kn)
 	if r != 0 {
-		x.holds.unhold(img)
-		return x.gs.err("setting a kernel node", r)
+		return errors.Join(x.gs.err("setting a kernel node", r), x.holds.unhold(img))
 	}
 	return nil
 }

@@ -41,7 +41,10 @@ func (d *gpu) query() error {
 // last value once the work ended. A fault of the context's work that the
 // commit or the events meet ends the work as well. Either way it destroys
 // the streams it does not keep and the other events, which CUDA frees
-// once their work ends. It returns no error of CUDA's.
+// once their work ends. Last, it unloads the modules of the images rig
+// unloaded whose unload CUDA refused once the last graph that held them
+// was destroyed (dropUnloaded), and returns CUDA's refusals of those
+// unloads; it returns no other error of CUDA's.
 func (d *gpu) Stop(string) error {
 	d.stopMu.Lock()
 	defer d.stopMu.Unlock()
@@ -102,7 +105,7 @@ func (d *gpu) Stop(string) error {
 	if kept != nil {
 		go g.watchKept(t, kept)
 	}
-	return nil
+	return d.dropUnloaded()
 }
 
 // keep commits the last value behind the work that still runs, unless

@@ -3,6 +3,7 @@
 package cudadev
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,5 +189,115 @@ func TestGraphDestroyUnloadRefused(t *testing.T) {
 				t.Fatalf("CUDA was asked %d times to unload the module; want 2", n)
 			}
 		})
+	}
+}
+
+// TestDeferredUnloadRefusedStop unloads an image while a graph holds it,
+// as rig does once, and has CUDA refuse the module's unload when the last
+// hold goes: at a graph's Destroy, an executable graph's, or a kernel
+// node's refusal. rig calls no later Unload of the image, so the device's
+// Stop tries again: where CUDA takes the unload, the module is unloaded
+// and Stop answers nil; where CUDA still refuses, Stop returns the
+// refusal, naming it. The refusal at a kernel node's refusal is returned
+// with CUDA's refusal of the node.
+func TestDeferredUnloadRefusedStop(t *testing.T) {
+	for _, how := range []string{"graph", "executable graph", "refused node"} {
+		for _, again := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, taken at Stop %v", how, again), func(t *testing.T) {
+				var unloads atomic.Int64
+				var d *gpu
+				var img *image
+				const fn = 0xf5
+				tab := fakeTable(t, map[string]fakeFn{
+					"cuModuleUnload": func([6]uintptr) result {
+						if unloads.Add(1) == 1 || !again {
+							return 400 // CUDA_ERROR_INVALID_HANDLE
+						}
+						return 0
+					},
+					"cuGraphCreate": func(a [6]uintptr) result {
+						*cWord(a[0]) = 0x9a
+						return 0
+					},
+					"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
+						*cWord(a[0]) = 0x9b
+						return 0
+					},
+					"cuFuncGetAttribute": fakeFuncAttrs(1024, 0),
+					"cuFuncGetParamInfo": func([6]uintptr) result { return errInvalidValue },
+					"cuGraphAddKernelNode_v2": func(a [6]uintptr) result {
+						if how != "refused node" {
+							*cWord(a[0]) = 0x701
+							return 0
+						}
+						// rig unloads the image while CUDA adds the node,
+						// which it then refuses.
+						if err := d.Unload(img); err != nil {
+							t.Errorf("Unload while a graph holds the image answered %v", err)
+						}
+						return errInvalidValue
+					},
+				})
+				d = fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+				gs := &graphs{d: d}
+				img = fakeModule(t, d, fn)
+				g, err := gs.NewGraph()
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = g.Kernel(cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}})
+				if how == "refused node" {
+					if err == nil || !strings.Contains(err.Error(), "adding a kernel node") || !strings.Contains(err.Error(), "unloading a module") {
+						t.Fatalf("the refused node, whose unload of the module CUDA refused, answered %v; want both refusals", err)
+					}
+				} else {
+					if err != nil {
+						t.Fatal(err)
+					}
+					destroy := g.Destroy
+					if how == "executable graph" {
+						x, err := g.Instantiate()
+						if err != nil {
+							t.Fatal(err)
+						}
+						if err := g.Destroy(); err != nil {
+							t.Fatal(err)
+						}
+						destroy = x.Destroy
+					}
+					if err := d.Unload(img); err != nil {
+						t.Fatalf("Unload while a graph holds the image answered %v", err)
+					}
+					if err := destroy(); err == nil || !strings.Contains(err.Error(), "unloading") {
+						t.Fatalf("Destroy, whose unload of the module CUDA refused, answered %v; want the refusal", err)
+					}
+				}
+				if n := unloads.Load(); n != 1 {
+					t.Fatalf("CUDA was asked %d times to unload the module before Stop; want 1", n)
+				}
+				err = d.Stop("")
+				if n := unloads.Load(); n != 2 {
+					t.Fatalf("CUDA was asked %d times to unload the module once the device stopped; want 2", n)
+				}
+				img.mu.Lock()
+				gone := img.gone
+				img.mu.Unlock()
+				modules.mu.Lock()
+				held := modules.byFun[fn] != nil
+				modules.mu.Unlock()
+				if again {
+					if err != nil || !gone || held {
+						t.Fatalf("Stop answered %v, the image gone: %v, its function still a loaded image's: %v; want nil, true, false", err, gone, held)
+					}
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), "unloading a module") {
+					t.Fatalf("Stop, whose unload of the module CUDA refused again, answered %v; want the refusal", err)
+				}
+				if gone || !held {
+					t.Fatalf("the image is gone: %v, its function a loaded image's: %v, though CUDA refused the unload", gone, held)
+				}
+			})
+		}
 	}
 }
