@@ -3,6 +3,7 @@ package mailbox
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -95,4 +96,63 @@ func TestOrderManySenders(t *testing.T) {
 		next[m[0]]++
 	}
 	wg.Wait()
+}
+
+// hookCtx is a context whose Done runs hook first: Send reads Done as it
+// enters its blocking select, after its first look at the close.
+type hookCtx struct {
+	context.Context
+	hook func()
+}
+
+func (c hookCtx) Done() <-chan struct{} {
+	c.hook()
+	return c.Context.Done()
+}
+
+// TestCloseKeepsSentMessages closes the box while a Send is between its
+// look at the close and its put, and has the owner drain the box once
+// Close returns: a Send that returned nil put its message before Close
+// returned, where the drain finds it, and a Send that did not returned
+// ErrClosed. (The Send's select would otherwise choose at random between
+// the room the drain made and the close; the rounds make its choices
+// many.)
+func TestCloseKeepsSentMessages(t *testing.T) {
+	for round := range 32 {
+		b := New[int](1)
+		if err := b.TrySend(0); err != nil {
+			t.Fatal(err)
+		}
+		var drained []int
+		owner := make(chan struct{})
+		ctx := hookCtx{Context: context.Background(), hook: func() {
+			go func() {
+				defer close(owner)
+				b.Close()
+				for {
+					select {
+					case m := <-b.Receive():
+						drained = append(drained, m)
+						continue
+					default:
+					}
+					return
+				}
+			}()
+			// Where Close waits for the Send in flight, the owner's
+			// drain cannot end before the Send does.
+			select {
+			case <-owner:
+			case <-time.After(10 * time.Millisecond):
+			}
+		}}
+		err := b.Send(ctx, 1)
+		<-owner
+		switch {
+		case err == nil && !slices.Contains(drained, 1):
+			t.Fatalf("round %d: Send returned nil, and the owner's drain after Close found only %v", round, drained)
+		case err != nil && !errors.Is(err, ErrClosed):
+			t.Fatalf("round %d: Send during Close: %v, want nil or ErrClosed", round, err)
+		}
+	}
 }
