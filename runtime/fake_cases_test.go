@@ -487,6 +487,24 @@ func TestPlacedImage(t *testing.T) {
 	}
 }
 
+// TestHugePlacedImage loads an image whose driver asks for a place of
+// nearly 2^63 bytes, which rounded up to whole words passes the largest
+// int: LoadImage returns an error naming it, and the device counts
+// nothing and stays usable.
+func TestHugePlacedImage(t *testing.T) {
+	f := newFake()
+	d := openFake(t, "huge place", f)
+	if _, err := d.LoadImage([]byte("huge place")); err == nil || !strings.Contains(err.Error(), "place") {
+		t.Fatalf("a place of %d bytes: %v", math.MaxInt-1, err)
+	}
+	if used, _ := d.Budget(); used != 0 {
+		t.Fatalf("after the refused image %d bytes are counted", used)
+	}
+	if _, err := d.LoadImage([]byte("place")); err != nil {
+		t.Fatalf("an image after the refused one: %v", err)
+	}
+}
+
 func TestCapability(t *testing.T) {
 	key := device.NewKey[string]("fake")
 	other := device.NewKey[string]("other")

@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,9 @@ func (f *fake) DMA(device.Region, string) (device.DMA, error) {
 func (f *fake) Image(b []byte) (device.Code, error) {
 	if string(b) == "place" {
 		return device.Code{Place: 100, Lay: func(r device.Region) (device.Image, error) { return "laid", nil }}, nil
+	}
+	if string(b) == "huge place" {
+		return device.Code{Place: math.MaxInt - 1, Lay: func(r device.Region) (device.Image, error) { return "laid", nil }}, nil
 	}
 	return device.Code{Loaded: string(b)}, nil
 }

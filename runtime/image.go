@@ -3,6 +3,7 @@ package rig
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -70,6 +71,9 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 	if code.Loaded == nil {
 		if code.Place < 1 || code.Lay == nil {
 			return nil, fmt.Errorf("rig: image on %s: the driver answered neither an image nor a place", d.name)
+		}
+		if code.Place > math.MaxInt-3 {
+			return nil, fmt.Errorf("rig: image on %s: the driver answered a place of %d bytes, which whole words of it pass the largest int", d.name, code.Place)
 		}
 		size := (code.Place + 3) &^ 3
 		r, err := d.allocRegion(device.DeviceMemory, size)
