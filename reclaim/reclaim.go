@@ -61,14 +61,20 @@ func (b *Budget) Take(n int64) (lack int64) {
 
 // Give counts n bytes back, n from an earlier Take. It panics if n is
 // negative, or more than the bytes counted, leaving the count as it was:
-// a count below 0 would make Take's room overflow.
+// the count is never below 0, not even for a moment, as a Take that read
+// such a count would compute more room than the limit leaves.
 func (b *Budget) Give(n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("reclaim: Give of %d bytes", n))
 	}
-	if u := b.used.Add(-n); u < 0 {
-		b.used.Add(n)
-		panic(fmt.Sprintf("reclaim: Give of %d bytes with %d counted", n, u+n))
+	for {
+		u := b.used.Load()
+		if n > u {
+			panic(fmt.Sprintf("reclaim: Give of %d bytes with %d counted", n, u))
+		}
+		if b.used.CompareAndSwap(u, u-n) {
+			return
+		}
 	}
 }
 
