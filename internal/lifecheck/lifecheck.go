@@ -8,7 +8,9 @@
 // other's buffers (Driver.MapPeer), and a function of each that spins
 // until the 8 bytes at the address in its first 8 parameter bytes are not
 // zero (the test kernels' spin_until). The checks run on the calling test's
-// goroutine and close A; the caller closes B.
+// goroutine and end A, by its close, or by its loss where the check's end
+// waits for A's hang bound (Ender); the caller closes B, and A where it
+// was lost.
 package lifecheck
 
 import (

@@ -22,9 +22,9 @@ import (
 )
 
 // Every is the least spinning time between two yields of a Pacer: longer
-// than a wait's spin and a driver's Sleep's (20 µs), which then never
-// yield, as long as half the submit lock's (50 µs), whose spinners yield
-// once, and the pace of a waiter for a kick in flight, whose wait has no
+// than a wait's spin and cudadev's Sleep's (20 µs), which then never
+// yield, as long as half the submit lock's and nvdev's Sleep's (50 µs),
+// whose spinners yield once, and the pace of a waiter for a kick in flight, whose wait has no
 // end of its own. On the H200, 10 µs made as many submissions a second
 // but set the max of four nvdev timelines' submissions at 20 to 40 ms in
 // each of seven runs, where 30 µs kept it at 1.2 to 3.1 ms, as before.
