@@ -94,7 +94,12 @@ func (d *gpu) Image(b []byte) (device.Code, error) {
 	}
 	img := &image{d: d, mod: mod, funcs: map[string]uintptr{}, entries: map[string]*device.Entry{}}
 	if err := d.place(img); err != nil {
-		t.call(t.cuModuleUnload, mod)
+		// A refused unload leaves the module loaded for the process,
+		// with no image of rig's that could unload it later: the error
+		// says so.
+		if r := t.call(t.cuModuleUnload, mod); r != 0 {
+			err = errors.Join(err, d.fail("unloading the image it could not place", r, nil))
+		}
 		return device.Code{}, err
 	}
 	modules.mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rig-go/rig/cudadev/cuda"
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/testkernels"
 )
 
 // TestUnloadPerCallError has CUDA refuse a module's unload with an error
@@ -299,5 +300,49 @@ func TestDeferredUnloadRefusedStop(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestImagePlaceFailedUnloadRefused has CUDA load a module, refuse the
+// count of its functions, then refuse the unload that Image makes of the
+// module it cannot use: the module stays loaded, with no image of rig's
+// to unload it later, so Image's error must say so besides the count's
+// refusal.
+func TestImagePlaceFailedUnloadRefused(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		unload result
+	}{
+		{"unload taken", 0},
+		{"unload refused", 400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var unloads atomic.Int64
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuModuleLoadData": func(a [6]uintptr) result {
+					*cWord(a[0]) = 0x77
+					return 0
+				},
+				"cuModuleGetFunctionCount": func([6]uintptr) result { return 400 },
+				"cuModuleUnload": func(a [6]uintptr) result {
+					if a[0] != 0x77 {
+						t.Errorf("unload of module %#x, want 0x77", a[0])
+					}
+					unloads.Add(1)
+					return c.unload
+				},
+			})
+			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+			_, err := d.Image(testkernels.Image("sm_90"))
+			if err == nil || !strings.Contains(err.Error(), "counting") {
+				t.Fatalf("Image answered %v, want the count's refusal", err)
+			}
+			if unloads.Load() != 1 {
+				t.Fatalf("%d unloads of the module Image could not use, want 1", unloads.Load())
+			}
+			if refused := strings.Contains(err.Error(), "unloading"); refused != (c.unload != 0) {
+				t.Fatalf("Image answered %q; an unload refusal named: %v, want %v", err, refused, c.unload != 0)
+			}
+		})
 	}
 }
