@@ -11,6 +11,7 @@
 package rigprom
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"weak"
@@ -39,6 +40,8 @@ type Collector struct {
 // called once per scrape, from the scraping goroutine. Of several devices
 // of one name it returns (a closed device beside the one reopened under
 // its name), the first is published, and the losses of each are counted.
+// A panic of devices is recovered and fails that scrape with an error that
+// names it.
 func NewCollector(devices func() []*rig.Device) *Collector {
 	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[weak.Pointer[rig.Device]]struct{}{}}
 }
@@ -63,10 +66,17 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends each device's metrics.
+// Collect sends each device's metrics. Where the devices function
+// panics, it sends one invalid metric whose error names the panic, which
+// fails the scrape, and nothing else.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	devs, err := c.list()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(prometheus.NewInvalidDesc(err), err)
+		return
+	}
 	names := map[string]bool{}
-	for _, d := range c.devices() {
+	for _, d := range devs {
 		if d == nil {
 			continue
 		}
@@ -132,6 +142,22 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range ms {
 		ch <- m
 	}
+}
+
+// list calls the devices function. Its panic is returned as an error: the
+// registry calls Collect on goroutines of its own, where a panic would end
+// the process.
+func (c *Collector) list() (devs []*rig.Device, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if e, ok := v.(error); ok {
+				err = fmt.Errorf("rigprom: the devices function panicked: %w", e)
+			} else {
+				err = fmt.Errorf("rigprom: the devices function panicked: %v", v)
+			}
+		}
+	}()
+	return c.devices(), nil
 }
 
 // labelValue is s as a label value: Prometheus refuses one that is not
