@@ -49,7 +49,7 @@ func NewCollector(devices func() []*rig.Device) *Collector {
 var (
 	submitted = prometheus.NewDesc("rig_submissions_total", "Values submitted to the device since it opened.", []string{"device"}, nil)
 	inFlight  = prometheus.NewDesc("rig_values_in_flight", "Values submitted whose points are not reached yet.", []string{"device"}, nil)
-	waits     = prometheus.NewDesc("rig_waits_total", "Waits on the device's points that were not reached when they began, by how they ended: spun (the word moved during the spin), parked (woken by the supervisor), cancelled (their context ended).", []string{"device", "how"}, nil)
+	waits     = prometheus.NewDesc("rig_waits_total", "Waits on the device's points that were not reached when they began: spun (reached during the spin on the word), parked (handed to the supervisor to be woken), cancelled (their context ended). A parked wait whose context ends counts under parked and cancelled both.", []string{"device", "how"}, nil)
 	rounds    = prometheus.NewDesc("rig_reclaim_rounds_total", "Rounds of reclamation run for refused allocations, entries and growths.", []string{"device"}, nil)
 	growths   = prometheus.NewDesc("rig_queue_growths_total", "Growths of the driver's queues.", []string{"device"}, nil)
 	memory    = prometheus.NewDesc("rig_memory_bytes", "Bytes of the device's live buffers and images, by kind of memory.", []string{"device", "kind"}, nil)
