@@ -34,16 +34,24 @@ type Collector struct {
 	// often the devices function leaves it out, and its entry goes once
 	// the garbage collector freed it.
 	seen map[weak.Pointer[rig.Device]]struct{}
+	// watched is the devices a scrape returned that are neither counted
+	// lost nor done closing, by name: a device lost and replaced before
+	// the next scrape, which the devices function no longer returns, is
+	// counted from here. A device leaves it once lost or done.
+	watched map[*rig.Device]string
 }
 
 // NewCollector returns a collector of the devices devices returns; it is
 // called once per scrape, from the scraping goroutine. Of several devices
 // of one name it returns (a closed device beside the one reopened under
 // its name), the first is published, and the losses of each are counted.
+// A device that a scrape returned is counted lost also where it is lost
+// and left out before the next scrape, as a service that reopens a lost
+// device at once leaves it out.
 // A panic of devices is recovered and fails that scrape with an error that
 // names it.
 func NewCollector(devices func() []*rig.Device) *Collector {
-	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[weak.Pointer[rig.Device]]struct{}{}}
+	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[weak.Pointer[rig.Device]]struct{}{}, watched: map[*rig.Device]string{}}
 }
 
 var (
@@ -89,11 +97,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			c.losses[n] = 0
 		}
 		if s.Lost != nil {
-			w := weak.Make(d)
-			if _, ok := c.seen[w]; !ok {
-				c.seen[w] = struct{}{}
-				c.losses[n]++
-			}
+			c.countLoss(d, n)
+		} else {
+			c.watched[d] = n
 		}
 		c.mu.Unlock()
 		if names[n] {
@@ -123,6 +129,21 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	// stops reading must not hold up the collector's other scrapes.
 	var ms []prometheus.Metric
 	c.mu.Lock()
+	for d, n := range c.watched {
+		// Done is read before the loss, so that a loss recorded
+		// before the device was done closing is counted.
+		done := false
+		select {
+		case <-d.Done():
+			done = true
+		default:
+		}
+		if d.Err() != nil {
+			c.countLoss(d, n)
+		} else if done {
+			delete(c.watched, d)
+		}
+	}
 	for w := range c.seen {
 		if w.Value() == nil {
 			delete(c.seen, w) // a lost device the garbage collector freed
@@ -141,6 +162,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Unlock()
 	for _, m := range ms {
 		ch <- m
+	}
+}
+
+// countLoss counts the loss of d, of name n, unless it was counted. The
+// caller holds c.mu.
+func (c *Collector) countLoss(d *rig.Device, n string) {
+	delete(c.watched, d)
+	w := weak.Make(d)
+	if _, ok := c.seen[w]; !ok {
+		c.seen[w] = struct{}{}
+		c.losses[n]++
 	}
 }
 
