@@ -42,7 +42,8 @@ type Collector struct {
 }
 
 // NewCollector returns a collector of the devices devices returns; it is
-// called once per scrape, from the scraping goroutine. Of several devices
+// called once per scrape, from the scraping goroutine, and two scrapes at
+// once call it at once, so it must be safe for concurrent use. Of several devices
 // of one name it returns (a closed device beside the one reopened under
 // its name), the first is published, and the losses of each are counted.
 // A device that a scrape returned is counted lost also where it is lost
@@ -64,7 +65,7 @@ var (
 	lost      = prometheus.NewDesc("rig_device_lost", "1 while the device is lost, with the loss's cause.", []string{"device", "cause"}, nil)
 	losses    = prometheus.NewDesc("rig_device_losses_total", "Losses of devices of this name seen by the collector.", []string{"device"}, nil)
 	submitLat = prometheus.NewDesc("rig_submit_seconds", "Time Run.Submit took, sampled one submission in 64.", []string{"device"}, nil)
-	wakeLat   = prometheus.NewDesc("rig_wake_seconds", "Time from the supervisor finding a parked waiter's point reached to the waiter running again.", []string{"device"}, nil)
+	wakeLat   = prometheus.NewDesc("rig_wake_seconds", "Time from the supervisor waking a parked waiter, whose point was reached or whose device was lost or closed, to the waiter running again.", []string{"device"}, nil)
 )
 
 // Describe sends the descriptions of the collector's metrics.

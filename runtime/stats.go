@@ -33,8 +33,9 @@ type Stats struct {
 	// SubmitLatency is the time Run.Submit took, sampled: one submission
 	// in SubmitSample.
 	SubmitLatency Histogram
-	// WakeLatency is the time from the supervisor's finding a parked
-	// waiter's point reached to the waiter's running again.
+	// WakeLatency is the time from the supervisor's answer to a parked
+	// waiter (its point reached, or its device lost or closed) to the
+	// waiter's running again.
 	WakeLatency Histogram
 }
 
