@@ -91,7 +91,7 @@ func (s *system) openGPU(index int, opts *Options) (_ *gpuState, err error) {
 		g.addr = cardAddr(card)
 	}
 	g.minor = card.MinorNumber
-	r := s.rm
+	r, u := s.gpuCalls()
 	if g.devFD, err = g.openDevFD(r, s.ctl); err != nil {
 		return nil, err
 	}
@@ -132,12 +132,12 @@ func (s *system) openGPU(index int, opts *Options) (_ *gpuState, err error) {
 	}
 	copy(g.uuid[:], gid.Data[:])
 	rg := uvmRegisterGPUParams{GPUUUID: g.uuid, RMCtrlFD: -1}
-	if err = uvmCall(s.uvm, "UVM_REGISTER_GPU", uvmRegisterGPU, &rg, &rg.RMStatus); err != nil {
+	if err = uvmCall(u, "UVM_REGISTER_GPU", uvmRegisterGPU, &rg, &rg.RMStatus); err != nil {
 		return nil, err
 	}
 	g.uvmGPU = true
 	rv := uvmRegisterGPUVASpaceParams{GPUUUID: g.uuid, RMCtrlFD: int32(s.ctl), Client: s.client, VASpace: g.vaspace}
-	if err = uvmCall(s.uvm, "UVM_REGISTER_GPU_VASPACE", uvmRegisterGPUVASpace, &rv, &rv.RMStatus); err != nil {
+	if err = uvmCall(u, "UVM_REGISTER_GPU_VASPACE", uvmRegisterGPUVASpace, &rv, &rv.RMStatus); err != nil {
 		return nil, err
 	}
 	g.uvmVASpace = true
@@ -146,20 +146,21 @@ func (s *system) openGPU(index int, opts *Options) (_ *gpuState, err error) {
 
 // close gives back what openGPU made, as far as it went.
 func (g *gpuState) close(s *system) error {
+	r, u := s.gpuCalls()
 	var errs []error
 	if g.uvmVASpace {
 		uv := uvmUnregisterGPUVASpaceParams{GPUUUID: g.uuid}
-		errs = append(errs, uvmCall(s.uvm, "UVM_UNREGISTER_GPU_VASPACE", uvmUnregisterGPUVASpace, &uv, &uv.RMStatus))
+		errs = append(errs, uvmCall(u, "UVM_UNREGISTER_GPU_VASPACE", uvmUnregisterGPUVASpace, &uv, &uv.RMStatus))
 		g.uvmVASpace = false
 	}
 	if g.uvmGPU {
 		ug := uvmUnregisterGPUParams{GPUUUID: g.uuid}
-		errs = append(errs, uvmCall(s.uvm, "UVM_UNREGISTER_GPU", uvmUnregisterGPU, &ug, &ug.RMStatus))
+		errs = append(errs, uvmCall(u, "UVM_UNREGISTER_GPU", uvmUnregisterGPU, &ug, &ug.RMStatus))
 		g.uvmGPU = false
 	}
 	if g.device != 0 {
 		// Freeing the device frees everything under it.
-		errs = append(errs, s.rm.free(s.client, g.device))
+		errs = append(errs, r.free(s.client, g.device))
 		g.device = 0
 	}
 	if g.devFD >= 0 {
@@ -167,6 +168,17 @@ func (g *gpuState) close(s *system) error {
 		g.devFD = -1
 	}
 	return errors.Join(errs...)
+}
+
+// gpuCalls is the system's RM and UVM calls with no fault sink, for the
+// calls that make and give back one GPU's state: a fatal answer to them
+// is that GPU's, and no fault of the paths of the process's other GPUs,
+// whose Check reads the system's sink. openGPU and close return such an
+// answer to their caller.
+func (s *system) gpuCalls() (rm, uvm) {
+	r := s.rm
+	r.sink = nil
+	return r, uvm{conn: r.conn, fd: s.uvm.fd}
 }
 
 // cardAddr is the bus address of a card.

@@ -424,3 +424,18 @@ func TestMapPeerPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOtherGPUFaultSparesPath gives back the state of GPU 1, whose RM
+// answers that the GPU is lost: that is no fault of GPU 0's path, whose
+// Check stays nil.
+func TestOtherGPUFaultSparesPath(t *testing.T) {
+	f, a, b := peerRig(t, nvlinkCaps)
+	b.gpuState.devFD = -1 // the fake's files are no files
+	f.answer("RM_FREE", StatusGPUIsLost)
+	if err := a.sys.releaseGPU(b.gpuState); err == nil {
+		t.Fatal("the free of a lost GPU's device passed")
+	}
+	if err := a.Check(); err != nil {
+		t.Errorf("GPU 0's path after GPU 1's state went back lost: %v", err)
+	}
+}
