@@ -66,7 +66,9 @@
 //     pins (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR); Mapped memory is vidmem whose
 //     BAR1 mapping is placed into it (RM_MAP_MEMORY then mmap with
 //     MAP_FIXED). Either has the same address for the GPU. A free puts the
-//     reservation back. Registered channels take 64 MiB each here.
+//     reservation back, but for Pinned memory Go code may hold past its
+//     free (AllocHeld), where it puts zeroed memory and never gives the
+//     addresses back. Registered channels take 64 MiB each here.
 //   - Mapped memory that Go code may hold past its free (AllocHeld, the
 //     memory a device hands rig): its BAR1 mapping replaces pages of Go's
 //     heap of its own, at the same address for the GPU. A free puts

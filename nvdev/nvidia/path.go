@@ -101,7 +101,7 @@ type memRecord struct {
 	gpu     *gpuState      // the GPU whose memory it is (Device, Mapped), for MapPeer
 	goMem   []byte         // the Go memory whose pages a Mapped memory's host mapping replaced
 	held    bool           // Go code may hold the host's view past Free (AllocHeld)
-	kept    bool           // Free leaves va out of the pool (held Mapped memory outside Go's heap)
+	kept    bool           // Free leaves va out of the pool (held Pinned memory, held Mapped memory outside Go's heap)
 	freed   bool
 }
 
@@ -352,7 +352,8 @@ func (p *Client) Alloc(k device.Memory, n int) (*Memory, error) {
 
 // AllocHeld is Alloc for memory that Go code may hold a slice of past its
 // Free: Mapped memory lies over pages of Go's heap (allocVidmem says how),
-// so that the slice never faults nor reaches other memory.
+// so that the slice never faults nor reaches other memory. Pinned memory
+// keeps its addresses past Free, zeroed, and never gives them back.
 func (p *Client) AllocHeld(k device.Memory, n int) (*Memory, error) {
 	return p.alloc(k, n, true)
 }
@@ -372,7 +373,7 @@ func (p *Client) alloc(k device.Memory, n int, held bool) (*Memory, error) {
 	case k == device.DeviceMemory, k == device.MappedMemory:
 		m, err = p.allocVidmem(k, n, held)
 	case k == device.PinnedMemory:
-		m, err = p.allocPinned(n)
+		m, err = p.allocPinned(n, held)
 	default:
 		err = fmt.Errorf("nvidia: no memory of kind %v", k)
 	}
@@ -554,13 +555,15 @@ func (p *Client) allocVidmem(k device.Memory, n int, held bool) (m *Memory, err 
 // allocPinned allocates host pages the GPU maps coherently: anonymous
 // shared memory at an address of the reservation, which the RM pins
 // (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR), mapped for the GPU at the same address.
-func (p *Client) allocPinned(n int) (m *Memory, err error) {
+// Free of memory Go code may hold past it (held) puts zeroed memory there
+// and never gives the addresses back.
+func (p *Client) allocPinned(n int, held bool) (m *Memory, err error) {
 	size := roundUp(uint64(n), pageSize)
 	va, pl, err := p.takeVA(true, size, pageSize)
 	if err != nil {
 		return nil, err
 	}
-	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl}
+	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, held: held}
 	defer func() {
 		if err != nil {
 			p.giveVA(pl, va, size)
@@ -692,8 +695,8 @@ func (p *Client) goRange(size, align uint64) ([]byte, uint64) {
 }
 
 // dropHost replaces the host pages the path mapped at rec's addresses: by
-// ordinary zeroed memory where they are Go's heap or Mapped memory, whose
-// host view Go code may hold; by the reservation otherwise.
+// ordinary zeroed memory where they are Go's heap or memory kept past its
+// Free, whose host view Go code may hold; by the reservation otherwise.
 func (rec *memRecord) dropHost() error {
 	if rec.goMem != nil || rec.kept {
 		_, err := mapPrivate(uintptr(rec.va), rec.length)
@@ -830,8 +833,16 @@ func (p *Client) Free(m *Memory) error {
 		return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: %v", m.Kind, m.Address, err)}
 	}
 	if rec.own {
-		if err := unreserveTo(uintptr(rec.va), rec.length); err != nil {
+		// Pinned memory: its pages go once the RM no longer pins them;
+		// zeroed memory takes their place where Go code may hold them.
+		rec.kept = rec.held
+		if err := rec.dropHost(); err != nil {
 			return &device.Fault{Why: fmt.Sprintf("free of %v memory at 0x%x: unmap: %v", m.Kind, m.Address, err)}
+		}
+		if rec.kept {
+			p.sys.mu.Lock()
+			p.sys.kept.add(span{rec.va, rec.length})
+			p.sys.mu.Unlock()
 		}
 	}
 	if !rec.kept {

@@ -39,7 +39,7 @@ type system struct {
 	host     *pool      // host-visible addresses, within the reservation
 	dev      *pool      // Device memory's addresses
 	identity spanSet    // host ranges the GPU maps at their own addresses
-	kept     spanSet    // host-visible ranges of freed held Mapped memory, zeroed, never given back
+	kept     spanSet    // host-visible ranges of freed held memory, zeroed, never given back
 	handle   Handle     // the last handle the package named itself
 }
 
@@ -176,7 +176,7 @@ func (s *system) close() error {
 }
 
 // unmapHost unmaps the host-visible reservation except the kept ranges,
-// whose zeroed pages slices of freed held Mapped memory may still read.
+// whose zeroed pages slices of freed held memory may still read.
 func (s *system) unmapHost() error {
 	kept := slices.Clone(s.kept.spans)
 	slices.SortFunc(kept, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
