@@ -18,9 +18,10 @@ import (
 // Kick's rules.
 type kickFake struct {
 	*fake
-	d         *Device       // set after Open, for checkLock
-	checkLock bool          // Kick checks that no one holds the submit lock
-	spin      time.Duration // each Kick lasts at least spin
+	d         *Device        // set after Open, for checkLock
+	checkLock bool           // Kick checks that no one holds the submit lock
+	spin      time.Duration  // each Kick lasts at least spin
+	hook      func(v uint64) // where set, each Kick calls it first
 	in        atomic.Int32
 	kicks     atomic.Int64
 	last      atomic.Uint64 // the v of the last Kick
@@ -60,6 +61,9 @@ func (k *kickFake) Kick(v uint64) {
 		k.broken("%d Kicks at once", n)
 	}
 	defer k.in.Add(-1)
+	if k.hook != nil {
+		k.hook(v)
+	}
 	if prev := k.last.Swap(v); !device.AtLeast(v, prev) {
 		k.broken("Kick(%d) after Kick(%d)", v, prev)
 	}
@@ -116,8 +120,9 @@ func TestKickEachSubmit(t *testing.T) {
 }
 
 // TestKickRace races many submitters against the combiner: each value is
-// kicked (its point is reached) before its Submit returns, Kicks never
-// overlap nor go back, and a burst shares Kicks.
+// kicked (its point is reached) once its Submit returned, by its own Kick
+// or by the one in flight, Kicks never overlap nor go back, and a burst
+// shares Kicks.
 func TestKickRace(t *testing.T) {
 	k := newKickFake()
 	d := k.open(t, "kick-race")
@@ -132,10 +137,6 @@ func TestKickRace(t *testing.T) {
 				p, err := s.Take().Submit(context.Background())
 				if err != nil {
 					errs <- err
-					return
-				}
-				if !p.passed() {
-					errs <- fmt.Errorf("value %d not reached after its Submit (word %d)", p.v, d.read())
 					return
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -470,4 +471,141 @@ func TestKickAllocs(t *testing.T) {
 			t.Errorf("%s allocates %v times a run", c.name, n)
 		}
 	}
+}
+
+// TestKickInFlight holds one submitter's Kick: another submitter's Submit
+// returns while it is held, without a Kick of its own, and the held
+// kicker, once let go, kicks again for the value that came in meanwhile,
+// which is then reached.
+func TestKickInFlight(t *testing.T) {
+	k := newKickFake()
+	d := k.open(t, "kick-in-flight")
+	s := empty(t, d)
+	held, release := make(chan uint64, 1), make(chan struct{})
+	var first atomic.Bool
+	k.hook = func(v uint64) {
+		if first.CompareAndSwap(false, true) {
+			held <- v
+			<-release
+		}
+	}
+	type res struct {
+		p   Point
+		err error
+	}
+	firstDone := make(chan res, 1)
+	go func() {
+		p, err := s.Take().Submit(context.Background())
+		firstDone <- res{p, err}
+	}()
+	v1 := <-held
+	second := make(chan res, 1)
+	go func() {
+		p, err := s.Take().Submit(context.Background())
+		second <- res{p, err}
+	}()
+	var r2 res
+	select {
+	case r2 = <-second:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("a Submit waited for another submitter's held Kick")
+	}
+	if r2.err != nil || r2.p.v != v1+1 {
+		t.Fatalf("the second Submit: value %d, %v; want value %d", r2.p.v, r2.err, v1+1)
+	}
+	// The held Kick is in flight, uncounted until it returns.
+	if n, in := k.kicks.Load(), k.in.Load(); n != 0 || in != 1 {
+		t.Fatalf("%d Kicks done and %d in flight while the first was held, want 0 and 1", n, in)
+	}
+	close(release)
+	r1 := <-firstDone
+	if r1.err != nil || r1.p.v != v1 {
+		t.Fatalf("the held Submit: value %d, %v", r1.p.v, r1.err)
+	}
+	if n, last := k.kicks.Load(), k.last.Load(); n != 2 || last != v1+1 {
+		t.Fatalf("after the held Kick: %d Kicks, the last of value %d; want 2, of %d", n, last, v1+1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r2.p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t)
+}
+
+// TestKickTired has a value submitted during each Kick, a steady stream:
+// the first kicker kicks for them kickRounds times in all, then once
+// more, and returns; the submitter of the value that came in during that
+// last Kick, finding the kicks tired, waits and kicks it, and every value
+// is reached.
+func TestKickTired(t *testing.T) {
+	k := newKickFake()
+	d := k.open(t, "kick-tired")
+	s := empty(t, d)
+	var (
+		mu      sync.Mutex
+		streams int
+		points  []Point
+		errs    []error
+		wg      sync.WaitGroup
+	)
+	submitOne := func() {
+		p, err := s.Take().Submit(context.Background())
+		mu.Lock()
+		points, errs = append(points, p), append(errs, err)
+		mu.Unlock()
+	}
+	// During each of the first kicks, a value is submitted, and the
+	// Kick returns once its submitter raised want (or returned).
+	k.hook = func(v uint64) {
+		mu.Lock()
+		if streams == min(kickRounds+2, 1000) {
+			mu.Unlock()
+			return
+		}
+		streams++
+		mu.Unlock()
+		next := v + 1
+		done := make(chan struct{})
+		wg.Go(func() {
+			defer close(done)
+			submitOne()
+		})
+		for !device.AtLeast(d.kicks.want.Load(), next) {
+			select {
+			case <-done:
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+	}
+	p0, err := s.Take().Submit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := k.kicks.Load(); n != kickRounds+1 {
+		t.Fatalf("the first kicker returned after %d Kicks, want %d", n, kickRounds+1)
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p0.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, p := range points {
+		if errs[i] != nil {
+			t.Fatalf("submission %d: %v", i, errs[i])
+		}
+		if err := p.Wait(ctx); err != nil {
+			t.Fatalf("value %d: %v", p.v, err)
+		}
+	}
+	if len(points) != kickRounds+2 {
+		t.Fatalf("%d values submitted during Kicks, want %d", len(points), kickRounds+2)
+	}
+	k.check(t)
 }
