@@ -34,11 +34,12 @@ import (
 // under a steady stream of submissions.
 //
 // On the H200, four nvdev timelines of 16 goroutines each (closed loop,
-// depth 1), three rounds interleaved with a build whose submitters waited
-// for the Kick in flight: p99 150, 122 and 119 µs against 170, 130 and
-// 132 µs, at the same rates (1.13M to 1.17M submissions a second), with
-// fewer goroutines waiting for a processor (23 to 32 on average against
-// 27 to 38).
+// depth 1), seven rounds in two runs, interleaved with submitters that
+// waited for the Kick in flight: p99 111 to 150 µs (118 on average in the
+// second run) against 119 to 170 µs (125), lower in six rounds and level
+// in one, at the same rates (1.13M to 1.20M submissions a second), with
+// fewer goroutines waiting for a processor (19 to 32 on average against
+// 24 to 38). One device's 16 and 64 goroutines were level.
 type kicks struct {
 	_     [64]byte // off the cache lines of the submit lock and of last
 	want  atomic.Uint64
