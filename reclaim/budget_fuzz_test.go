@@ -13,17 +13,17 @@ import (
 // more than is counted gives them back; and a negative count, or a Give of
 // more than is counted, panics and leaves the count.
 func FuzzBudget(f *testing.F) {
-	seed := func(limit int64, ops ...int64) []byte {
+	input := func(limit int64, ops ...int64) []byte {
 		b := binary.LittleEndian.AppendUint64(nil, uint64(limit))
 		for _, op := range ops {
 			b = binary.LittleEndian.AppendUint64(b, uint64(op))
 		}
 		return b
 	}
-	f.Add(seed(100, 60, 50, 40, 1, ^60))
-	f.Add(seed(0, math.MaxInt64, 1, ^1, math.MaxInt64))
-	f.Add(seed(math.MaxInt64, math.MaxInt64-3, 4, ^(math.MaxInt64 - 3)))
-	f.Add(seed(-5, 1<<62, 1<<62, 1<<62-1, ^(1 << 62)))
+	f.Add(input(100, 60, 50, 40, 1, ^60))
+	f.Add(input(0, math.MaxInt64, 1, ^1, math.MaxInt64))
+	f.Add(input(math.MaxInt64, math.MaxInt64-3, 4, ^(math.MaxInt64 - 3)))
+	f.Add(input(-5, 1<<62, 1<<62, 1<<62-1, ^(1 << 62)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 8 {
 			return
