@@ -15,8 +15,9 @@ var (
 	ErrRefused = errors.New("nvidia: refused")
 )
 
-// ErrClosed is the answer of a path's calls after Close.
-var ErrClosed = errors.New("nvidia: path closed")
+// ErrClosed matches the answer of a path's calls that make or map memory,
+// register a channel or read the GPU's timer after its Stop or Close.
+var ErrClosed = errors.New("nvidia: path stopped or closed")
 
 // StatusName is the RM's name of status, such as "NV_ERR_NO_MEMORY", or
 // its number in hex where nvstatuscodes.h of release 580 has no name for it.

@@ -338,8 +338,8 @@ func (p *Client) Flush() *uint32 {
 	return (*uint32)(p.flush.Data.(*memRecord).hostPtr)
 }
 
-// errStopped returns the calls a path takes no more after Stop.
-var errStopped = errors.New("nvidia: path stopped")
+// errStopped returns the calls a path takes no more after Stop or Close.
+var errStopped = ErrClosed
 
 // Alloc is n new bytes of memory of kind k at a GPU address aligned to 4
 // KiB, or an error that wraps device.ErrNoMemory if the GPU, its BAR or

@@ -2,6 +2,7 @@ package nvidia
 
 import (
 	"errors"
+	"github.com/rig-go/rig/device"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -129,7 +130,13 @@ func TestRegisterThenStop(t *testing.T) {
 	if f.registered[ch] || len(a.channels) != 0 || a.sys.host.freeBytes() != free {
 		t.Errorf("after Stop: registered %v, channels %v, %d bytes free of %d", f.registered, a.channels, a.sys.host.freeBytes(), free)
 	}
-	if err := a.Register(ch + 1); !errors.Is(err, errStopped) {
-		t.Errorf("Register after Stop answered %v, want %v", err, errStopped)
+	if err := a.Register(ch + 1); !errors.Is(err, errStopped) || !errors.Is(err, ErrClosed) {
+		t.Errorf("Register after Stop answered %v, want %v, which matches ErrClosed", err, errStopped)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Alloc(device.PinnedMemory, 4096); !errors.Is(err, ErrClosed) {
+		t.Errorf("Alloc after Close answered %v, want an error matching ErrClosed", err)
 	}
 }
