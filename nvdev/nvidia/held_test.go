@@ -42,7 +42,7 @@ func TestCloseKeepsHeldMapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = munmap(uintptr(va), size) })
-	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, own: true, held: true, hostPtr: ptrAt(uintptr(va))}
+	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, own: true, held: true, hostPtr: ptrAt(uintptr(va)), path: a}
 	m := &Memory{Kind: device.MappedMemory, Address: va, Host: uintptr(va), Size: size, Handle: 0xbeef, Data: rec}
 	a.live++
 	b := m.Bytes()

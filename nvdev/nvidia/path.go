@@ -101,6 +101,7 @@ type memRecord struct {
 	gpu     *gpuState      // the GPU whose memory it is (Device, Mapped), for MapPeer
 	goMem   []byte         // the Go memory whose pages a Mapped memory's host mapping replaced
 	held    bool           // Go code may hold the host's view past Free (AllocHeld)
+	path    *Client        // the path that gave it, through which alone it is freed
 	kept    bool           // Free leaves va out of the pool (held Pinned memory, held Mapped memory outside Go's heap)
 	freed   bool
 }
@@ -507,7 +508,7 @@ func (p *Client) allocVidmem(k device.Memory, n int, held bool) (m *Memory, err 
 			return nil, err
 		}
 	}
-	rec := &memRecord{va: va, length: size, page: page, pool: pl, gpu: p.gpuState, goMem: goMem, held: held}
+	rec := &memRecord{va: va, length: size, page: page, pool: pl, gpu: p.gpuState, goMem: goMem, held: held, path: p}
 	defer func() {
 		if err != nil {
 			p.giveRange(rec)
@@ -563,7 +564,7 @@ func (p *Client) allocPinned(n int, held bool) (m *Memory, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, held: held}
+	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, held: held, path: p}
 	defer func() {
 		if err != nil {
 			p.giveVA(pl, va, size)
@@ -742,7 +743,7 @@ func (p *Client) mapHost(a uintptr, n int) (m *Memory, err error) {
 	start := uint64(a) &^ (pageSize - 1)
 	size := roundUp(uint64(a)+uint64(n), pageSize) - start
 	s := span{start, size}
-	rec := &memRecord{va: start, length: size, page: pageSize}
+	rec := &memRecord{va: start, length: size, page: pageSize, path: p}
 	p.sys.mu.Lock()
 	own := s.end() <= windows && !p.sys.identity.overlaps(s) && !p.sys.reserved(s)
 	if own {
@@ -797,12 +798,13 @@ func mapError(n int, err error) error {
 	return fmt.Errorf("%w: %s: %w", device.ErrNever, what, err)
 }
 
-// Free gives back m, which Alloc or MapHost gave: it unmaps it for the GPU
-// and the host and frees the RM's object. A free that fails keeps what it
+// Free gives back m, which this path's Alloc, AllocHeld, MapHost or
+// MapPeer gave (another path's memory is refused with an error): it unmaps
+// it for the GPU and the host and frees the RM's object. A free that fails keeps what it
 // could not give back, and returns a *device.Fault.
 func (p *Client) Free(m *Memory) error {
 	rec, ok := m.Data.(*memRecord)
-	if !ok {
+	if !ok || rec.path != p {
 		return fmt.Errorf("nvidia: Free of memory this path did not give")
 	}
 	p.mu.Lock()

@@ -95,8 +95,14 @@ func (p *Client) MapPeer(m *Memory) (*Memory, error) {
 		return nil, fmt.Errorf("nvidia: map_peer of no memory: %w", device.ErrNever)
 	}
 	rec, ok := m.Data.(*memRecord)
-	if !ok {
+	if !ok || rec.path == nil {
 		return nil, fmt.Errorf("nvidia: map_peer of memory at 0x%x that no nvidia path gave: %w", m.Address, device.ErrNever)
+	}
+	rec.path.mu.Lock()
+	freed := rec.freed
+	rec.path.mu.Unlock()
+	if freed {
+		return nil, fmt.Errorf("nvidia: map_peer of memory at 0x%x that its path freed: %w", m.Address, device.ErrNever)
 	}
 	if err := p.begin(); err != nil {
 		return nil, err
@@ -158,7 +164,7 @@ func (p *Client) mapPeerVidmem(m *Memory, rec *memRecord) (_ *Memory, err error)
 			}
 		}
 	}()
-	view := &memRecord{va: va, length: rec.length, page: rec.page, pool: pl, gpu: owner, hostPtr: rec.hostPtr}
+	view := &memRecord{va: va, length: rec.length, page: rec.page, pool: pl, gpu: owner, hostPtr: rec.hostPtr, path: p}
 	cr := uvmCreateExternalRangeParams{Base: va, Length: rec.length}
 	if err := uvmCall(u, "UVM_CREATE_EXTERNAL_RANGE", uvmCreateExternalRange, &cr, &cr.RMStatus); err != nil {
 		return nil, peerError(what, err)

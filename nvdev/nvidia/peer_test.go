@@ -213,7 +213,7 @@ func peerVidmem(t *testing.T, p *Client, k device.Memory, n int, h Handle) *Memo
 	}
 	p.live++
 	return &Memory{Kind: k, Address: va, Size: n, Handle: h,
-		Data: &memRecord{va: va, length: size, page: page, pool: pl, gpu: p.gpuState}}
+		Data: &memRecord{va: va, length: size, page: page, pool: pl, gpu: p.gpuState, path: p}}
 }
 
 const nvlinkCaps = P2PReads | P2PWrites | P2PAtomics | P2PNVLink
@@ -408,8 +408,7 @@ func TestMapPeerPinned(t *testing.T) {
 	f, a, b := peerRig(t, 0)
 	host := uintptr(0x20_0000_1000)
 	m := &Memory{Kind: device.PinnedMemory, Address: 0x10_0000_0000, Host: host, Size: 100, Handle: 0xb1,
-		Data: &memRecord{va: 0x10_0000_0000, length: 4096, page: 4096, own: true}}
-	_ = b
+		Data: &memRecord{va: 0x10_0000_0000, length: 4096, page: 4096, own: true, path: b}}
 	v, err := a.MapPeer(m)
 	if err != nil {
 		t.Fatal(err)
@@ -437,5 +436,31 @@ func TestOtherGPUFaultSparesPath(t *testing.T) {
 	}
 	if err := a.Check(); err != nil {
 		t.Errorf("GPU 0's path after GPU 1's state went back lost: %v", err)
+	}
+}
+
+// TestFreeOtherPath frees memory of path b through path a: a refuses it,
+// and b's count of its memories and the memory stay as they were. A
+// MapPeer of memory its path freed is refused without a call of the RM's.
+func TestFreeOtherPath(t *testing.T) {
+	f, a, b := peerRig(t, nvlinkCaps)
+	m := peerVidmem(t, b, device.DeviceMemory, 4096, 0xb1)
+	liveA, liveB := a.live, b.live
+	if err := a.Free(m); err == nil || !strings.Contains(err.Error(), "did not give") {
+		t.Fatalf("a Free of another path's memory answered %v", err)
+	}
+	if a.live != liveA || b.live != liveB || m.Data.(*memRecord).freed || len(f.frees) != 0 {
+		t.Fatalf("after the refused Free: live %d and %d (were %d and %d), freed %v, %d frees of the RM's",
+			a.live, b.live, liveA, liveB, m.Data.(*memRecord).freed, len(f.frees))
+	}
+	if err := b.Free(m); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(f.calls)
+	if _, err := a.MapPeer(m); !errors.Is(err, device.ErrNever) || !strings.Contains(err.Error(), "freed") {
+		t.Fatalf("a MapPeer of freed memory answered %v", err)
+	}
+	if len(f.calls) != calls {
+		t.Fatalf("a MapPeer of freed memory called the RM: %v", f.calls[calls:])
 	}
 }
