@@ -2,6 +2,7 @@ package nvidia
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -97,6 +98,9 @@ func (r rm) alloc(parent Handle, class uint32, params []byte) (Handle, error) {
 // allocNamed is alloc with the new object's handle chosen by the caller, or
 // by the RM where name is 0.
 func (r rm) allocNamed(parent, name Handle, class uint32, params []byte) (Handle, error) {
+	if uint64(len(params)) > math.MaxUint32 {
+		return 0, fmt.Errorf("nvidia: RM_ALLOC %s under 0x%x: %d bytes of parameters, past the 2^32 the RM counts", ClassName(class), parent, len(params))
+	}
 	var buf []byte
 	if params != nil {
 		buf = heapBytes(max(len(params), minParamBytes))
@@ -133,6 +137,9 @@ func (r rm) free(parent, object Handle) error {
 // control sends the command cmd to object with params (NV_ESC_RM_CONTROL,
 // NVOS54), whose size must be the command's.
 func (r rm) control(object Handle, cmd uint32, params []byte) error {
+	if uint64(len(params)) > math.MaxUint32 {
+		return fmt.Errorf("nvidia: RM_CONTROL 0x%08x on 0x%x: %d bytes of parameters, past the 2^32 the RM counts", cmd, object, len(params))
+	}
 	var buf []byte
 	if len(params) > 0 {
 		buf = heapBytes(len(params))

@@ -3,6 +3,7 @@ package nvidia
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -740,6 +741,9 @@ func (p *Client) MapHost(a uintptr, n int) (*Memory, error) {
 }
 
 func (p *Client) mapHost(a uintptr, n int) (m *Memory, err error) {
+	if uint64(a) > math.MaxUint64-pageSize-uint64(n) {
+		return nil, fmt.Errorf("nvidia: map_host of %d bytes at 0x%x, whose pages pass 2^64", n, a)
+	}
 	start := uint64(a) &^ (pageSize - 1)
 	size := roundUp(uint64(a)+uint64(n), pageSize) - start
 	s := span{start, size}
