@@ -549,7 +549,8 @@ type badRequest struct{ error }
 // MaxElements): fill writes x's and y's bytes (n little-endian float32
 // each) into the device's memory, and read is given the result's bytes,
 // valid until it returns. The wait for the device ends with ctx. An error
-// of fill is returned as it is.
+// of fill is returned as it is; a panic of fill or read goes on to the
+// caller, with the slot the call took given back.
 func (s *Service) Saxpy(ctx context.Context, a float32, n int, fill func(x, y []byte) error, read func(y []byte)) error {
 	return s.saxpy(ctx, 0, a, n, fill, read)
 }
@@ -564,9 +565,17 @@ func (s *Service) saxpy(ctx context.Context, wait time.Duration, a float32, n in
 	if err != nil {
 		return err
 	}
+	// The slot goes back as the call returns, where fill or read panics
+	// as well (the panic goes on to the caller, which may recover it),
+	// unless give took it.
+	given := false
+	defer func() {
+		if !given {
+			b.free <- sl
+		}
+	}()
 	xb, yb := sl.x.Bytes()[:4*n], sl.y.Bytes()[:4*n]
 	if err := fill(xb, yb); err != nil {
-		b.free <- sl
 		return err
 	}
 	run := b.saxpy.Take()
@@ -577,11 +586,11 @@ func (s *Service) saxpy(ctx context.Context, wait time.Duration, a float32, n in
 	// Where the wait ends first (the client went away, the device was
 	// lost), the slot goes back once the work no longer runs: give.
 	if p, err := run.Do(ctx, sl.x, sl.y); err != nil {
+		given = true
 		s.give(b, sl, p)
 		return err
 	}
 	read(yb)
-	b.free <- sl
 	return nil
 }
 
