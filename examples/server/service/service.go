@@ -76,6 +76,10 @@ type backend struct {
 	trap  *rig.Submission
 	free  chan *slot
 	made  atomic.Int32 // slots allocated, at most cap(free)
+	// full is set once an allocation of a slot met ErrOutOfMemory: the
+	// device's memory holds no more slots than made, and requests wait
+	// for one of those rather than allocate.
+	full atomic.Bool
 }
 
 // slot is the memory of one request in flight.
@@ -102,7 +106,8 @@ type Config struct {
 	Driver string
 	// Slots bounds the requests whose work is on the device at once: 0
 	// means DefaultSlots, and NewService refuses a negative count or one
-	// above MaxSlots.
+	// above MaxSlots. Where the device's memory holds fewer slots, the
+	// requests past them wait for a slot as they do past Slots.
 	Slots int
 	// Debug enables /debug/spin and /debug/fault.
 	Debug bool
@@ -659,16 +664,27 @@ func (s *Service) take(ctx context.Context, wait time.Duration) (*backend, *slot
 		return b, sl, nil
 	default:
 	}
-	// No free slot: make one while fewer than the bound exist.
-	if n := b.made.Add(1); int(n) <= cap(b.free) {
-		sl, err := b.newSlot()
-		if err != nil {
+	// No free slot: make one while fewer than the bound exist and the
+	// device's memory holds them. Where it holds no more, the request
+	// waits for a slot in use, as it does at the bound (at least one
+	// slot is made as the device opens).
+	if !b.full.Load() {
+		if n := b.made.Add(1); int(n) <= cap(b.free) {
+			sl, err := b.newSlot()
+			if err == nil {
+				return b, sl, nil
+			}
 			b.made.Add(-1)
-			return nil, nil, err
+			if !errors.Is(err, rig.ErrOutOfMemory) {
+				return nil, nil, err
+			}
+			if b.full.CompareAndSwap(false, true) {
+				s.log.Warn("the device's memory holds fewer slots than the bound: requests wait for the slots made", "device", b.dev.Name(), "slots", b.made.Load(), "bound", cap(b.free), "err", err)
+			}
+		} else {
+			b.made.Add(-1)
 		}
-		return b, sl, nil
 	}
-	b.made.Add(-1)
 	var expired <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
