@@ -26,7 +26,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.addr, "addr", "localhost:8080", "the address to listen on")
 	fs.StringVar(&o.device, "device", "auto", "auto, host, nv:N or cuda:N")
 	fs.IntVar(&o.slots, "slots", service.DefaultSlots, "the requests whose work is on the device at once; 0 for the service's default")
-	fs.BoolVar(&o.debug, "debug", false, "serve /debug/spin and /debug/fault")
+	fs.BoolVar(&o.debug, "debug", false, "serve /debug/spin and /debug/fault, which let any client that reaches -addr lose the device: never on an address others reach")
 	fs.BoolVar(&o.standby, "standby", true, "keep a standby device open, which requests move to at a loss (not on cuda)")
 	fs.DurationVar(&o.drain, "drain", 0, "at SIGINT or SIGTERM, how long /readyz answers 503 while requests are still served, before the server shuts down: a load balancer's probe period")
 	if err := fs.Parse(args); err != nil {

@@ -109,7 +109,12 @@ type Config struct {
 	// above MaxSlots. Where the device's memory holds fewer slots, the
 	// requests past them wait for a slot as they do past Slots.
 	Slots int
-	// Debug enables /debug/spin and /debug/fault.
+	// Debug enables /debug/spin and /debug/fault, whose handlers check no
+	// caller: any client that reaches the server can lose the device (a
+	// fault ends every request in flight on it with 503) or run a spin of
+	// up to 2^32-1 µs (71 minutes) that takes no slot. Enable it only where
+	// no client but the operator's reaches the server (the load test's
+	// child listens on the loopback address).
 	Debug bool
 	// Standby keeps a second device open on the other seat, idle, with the
 	// service's kernels loaded, so that a loss moves the requests to it at
@@ -292,6 +297,8 @@ func (b *backend) newSlot() (*slot, error) {
 //	POST /debug/fault?kind=address|trap  with Config.Debug only: a kernel
 //	                  that writes outside any allocation (address, the
 //	                  default) or traps, which loses the device
+//
+// The /debug handlers check no caller (Config.Debug).
 //
 // Only /saxpy takes a body. A request to any other path (the 404 and 405
 // answers included) that carries one, announced by a Content-Length above
