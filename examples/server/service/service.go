@@ -749,7 +749,12 @@ func (s *Service) fail(w http.ResponseWriter, err error) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, fmt.Sprintf("busy: all %d slots stayed in use for %v; retry later", s.slots, s.slotWait), http.StatusServiceUnavailable)
+		slots := s.slots
+		if b := s.cur.Load(); b != nil {
+			// The device's memory may hold fewer than the bound.
+			slots = int(b.made.Load())
+		}
+		http.Error(w, fmt.Sprintf("busy: all %d slots stayed in use for %v; retry later", slots, s.slotWait), http.StatusServiceUnavailable)
 	default:
 		s.log.Error("request failed", "err", err)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
