@@ -913,22 +913,35 @@ func closeLost(b *backend) {
 // Close closes the device once the HTTP server has finished its requests
 // (http.Server.Shutdown), and returns once the device gave everything back
 // or ctx ends. An open of a replacement or a standby under way, after a
-// loss, is ended through its context.
+// loss, is ended through its context; a recovery that is closing a lost
+// device is waited for while ctx lasts, and where ctx ends first the
+// devices are closed once it ended, after Close returned ctx's error.
 func (s *Service) Close(ctx context.Context) error {
 	s.closed.Store(true)
 	s.stop()
-	s.reopenMu.Lock()
-	b := s.cur.Load()
-	sp := s.spare.Swap(nil)
-	s.reopenMu.Unlock()
-	err := b.dev.Close()
-	if errors.Is(err, rig.ErrLost) {
-		err = nil
-	}
-	if sp != nil {
-		if serr := sp.dev.Close(); err == nil && !errors.Is(serr, rig.ErrLost) {
-			err = serr
+	closed := make(chan error, 1)
+	var b, sp *backend
+	go func() {
+		s.reopenMu.Lock()
+		b = s.cur.Load()
+		sp = s.spare.Swap(nil)
+		s.reopenMu.Unlock()
+		err := b.dev.Close()
+		if errors.Is(err, rig.ErrLost) {
+			err = nil
 		}
+		if sp != nil {
+			if serr := sp.dev.Close(); err == nil && !errors.Is(serr, rig.ErrLost) {
+				err = serr
+			}
+		}
+		closed <- err
+	}()
+	var err error
+	select {
+	case err = <-closed:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	select {
 	case <-b.dev.Done():
@@ -942,7 +955,16 @@ func (s *Service) Close(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	s.inFlight.Wait()
+	ended := make(chan struct{})
+	go func() {
+		s.inFlight.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return err
 }
 
