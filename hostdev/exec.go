@@ -100,6 +100,7 @@ func (d *dev) sequencer() {
 		for i := range sl.waits {
 			if !d.await(&sl.waits[i], timer) {
 				d.end()
+				q.dropFrom(seq)
 				return
 			}
 		}
@@ -107,6 +108,7 @@ func (d *dev) sequencer() {
 		if d.stopped.Load() {
 			d.mu.Unlock()
 			d.end()
+			q.dropFrom(seq)
 			return
 		}
 		d.running = true
@@ -134,6 +136,7 @@ func (d *dev) sequencer() {
 		if d.stopped.Load() {
 			d.writeLast()
 			d.mu.Unlock()
+			q.dropFrom(seq)
 			return
 		}
 		stored := d.fault.Load() == nil
@@ -159,11 +162,25 @@ func (d *dev) sequencer() {
 // a part keeps its place in the ring until a later value takes it, and
 // the Go memory of a region freed meanwhile, or what a fill function
 // holds, must not wait for that. The sequencer calls it before it counts
-// the value completed, which hands the slot back to Submit.
+// the value completed, which hands the slot back to Submit, and on the
+// values Stop dropped as it ends (dropFrom).
 func (sl *slot) forget() {
 	for i := range sl.parts {
 		p := &sl.parts[i]
 		p.src, p.dst, p.fill = nil, nil, nil
+	}
+}
+
+// dropFrom forgets the values from seq on that were handed to the
+// sequencer, the value seq among them where it ran when Stop came: none
+// of them runs now, and the stopped device, which rig keeps for as long as
+// its Device is reachable, must not hold their regions and fill functions.
+// The sequencer calls it as it ends at Stop, once its work ended; the
+// slots past the values published are Submit's, which a stopped device
+// refuses.
+func (q *queues) dropFrom(seq uint64) {
+	for end := q.published.Load(); seq != end; seq++ {
+		q.slots[seq%q.n].forget()
 	}
 }
 
@@ -330,6 +347,7 @@ func (d *dev) seqExit(sl *slot, copying bool) {
 	if d.stopped.Load() {
 		d.writeLast()
 		d.mu.Unlock()
+		d.q.dropFrom(d.q.completed.Load())
 		return
 	}
 	sl.forget()
