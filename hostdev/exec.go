@@ -583,12 +583,16 @@ func (d *dev) helper() {
 }
 
 // help runs groups of j on a helper. Where a kernel ends the helper's
-// goroutine with runtime.Goexit, it leaves the job all the same, and
-// starts a new helper.
+// goroutine with runtime.Goexit, it faults the device, leaves the job all
+// the same, and starts a new helper. job.run faults the device first, but
+// its recovery may itself be ended so: by a Goexit in the formatting of a
+// panic's value, which would leave a group's work undone and the device
+// running.
 func (d *dev) help(j *job, w *worker) {
 	returned := false
 	defer func() {
 		if !returned {
+			d.faultWith(goexitFault(fmt.Sprintf("kernel %q", j.p.kern.name)))
 			j.leave()
 			d.done.Add(1)
 			go d.helper()
