@@ -363,12 +363,21 @@ func FuzzRun(f *testing.F) {
 			case 7:
 				r = rig.Ref{Buf: buf, At: z.int(48), Offset: z.u64(64), Access: rig.Access(z.byte() % 5)}
 			}
+			past := false
 			if z.byte()%3 == 0 {
-				r = r.Plus(z.u64(260))
+				off := z.u64(260)
+				_, c := bits.Add64(r.Offset, off, 0)
+				past = c != 0
+				r = r.Plus(off)
 			}
 			m = r
 			if arg {
 				m.At = at
+			}
+			if past {
+				// Offsets whose sum passes 2^64: NewSubmission
+				// refuses the ref, as it does one at byte -2.
+				m.At = -2
 			}
 			return r, m
 		}

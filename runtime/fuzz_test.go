@@ -3,6 +3,7 @@ package rig_test
 import (
 	"context"
 	"errors"
+	"math/bits"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ func FuzzSubmission(f *testing.F) {
 	f.Add([]byte{5, 0, 0, 0, 0, 0, 0, 0, 0, 16, 1, 255, 255, 255, 255, 255, 255, 255, 156, 0, 0, 0, 0, 0, 0, 0, 200})
 	f.Add([]byte{6, 1, 0, 0, 0, 0, 0, 0, 0, 8, 127, 255, 255, 255, 255, 255, 255, 252, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{7, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255})
+	// A ref whose two offsets add to 2^64.
+	f.Add([]byte{6, 1, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 0, 0, 0, 0, 0, 0, 0, 128, 0, 0, 0, 0, 0, 0, 0})
 	var (
 		d    *rig.Device
 		fns  []*rig.Function
@@ -111,6 +114,9 @@ func FuzzSubmission(f *testing.F) {
 		// set says which parts' dimensions are set: every launch's, and
 		// some of the other parts', which Submit refuses.
 		var set []bool
+		// past says that a ref's offsets add past 2^64, which
+		// NewSubmission refuses.
+		past := false
 		for len(data) > 0 && len(parts) < 6 {
 			var p rig.Part
 			kind := next() % 8
@@ -132,7 +138,13 @@ func FuzzSubmission(f *testing.F) {
 			case 5:
 				p = rig.Copy(next()%len(bufs), big(), next()%len(bufs), big(), big())
 			case 6:
-				p = rig.Launch(fns[next()%len(fns)], int(big()), rig.ReadWrite(int(big()), int(big())).Plus(big()))
+				f, params := fns[next()%len(fns)], int(big())
+				r := rig.ReadWrite(int(big()), int(big()))
+				a, b := big(), big()
+				if _, c := bits.Add64(a, b, 0); c != 0 {
+					past = true
+				}
+				p = rig.Launch(f, params, r.Plus(a).Plus(b))
 			case 7:
 				p = rig.CopyRows(rig.Rows{Src: next() % len(bufs), Dst: next() % len(bufs), SrcOffset: big(), DstOffset: big(),
 					RowBytes: big(), Rows: big(), SrcPitch: big(), DstPitch: big()})
@@ -148,6 +160,9 @@ func FuzzSubmission(f *testing.F) {
 			set = append(set, kind == 0 || kind == 1 || kind == 6 || next()%8 == 0)
 		}
 		s, err := rig.NewSubmission(d, parts...)
+		if past && err == nil {
+			t.Fatal("NewSubmission took a ref whose offsets add past 2^64")
+		}
 		if err != nil {
 			if !errors.Is(err, rig.ErrInvalid) {
 				t.Fatalf("NewSubmission's error does not match ErrInvalid: %v", err)

@@ -115,6 +115,10 @@ func TestHostileNewSubmission(t *testing.T) {
 		{"rows past 2^64", newSub(d, rig.CopyRows(rig.Rows{Src: 0, Dst: 1, RowBytes: 8, Rows: 1 << 62, SrcPitch: 16})), rig.ErrInvalid, "past 2^64"},
 		{"copy of 2^64-100 bytes", newSub(d, rig.Copy(0, 100, 1, 0, math.MaxUint64-99)), rig.ErrInvalid, "past 2^64"},
 		{"fill past 2^64", newSub(d, rig.FillBytes(0, math.MaxUint64, 2, 1)), rig.ErrInvalid, "past 2^64"},
+		{"ref offsets that add to 2^64", newSub(d, rig.Launch(twice, 8, rig.ReadWrite(0, 0).Plus(1<<63).Plus(1<<63))), rig.ErrInvalid, "past 2^64"},
+		{"ref offsets that wrap to 8", newSub(d, rig.Launch(twice, 8, rig.ReadWrite(0, 0).Plus(16).Plus(math.MaxUint64-7))), rig.ErrInvalid, "buffer 0 whose offsets add past 2^64"},
+		{"use offsets past 2^64", newSub(d, rig.Launch(empty, 0, rig.Uses(2, rig.Reads).Plus(math.MaxUint64).Plus(1).Plus(4))), rig.ErrInvalid, "buffer 2"},
+		{"ref by parameter offsets past 2^64", newSub(d, rig.Kernel(twice, rig.WriteArg(0, 0).Plus(math.MaxUint64).Plus(2))), rig.ErrInvalid, "past 2^64"},
 	})
 }
 

@@ -1,6 +1,11 @@
 package rig
 
-import "github.com/rig-go/rig/device"
+import (
+	"math"
+	"math/bits"
+
+	"github.com/rig-go/rig/device"
+)
 
 // Limits of a submission's integers, which NewSubmission checks.
 const (
@@ -41,6 +46,9 @@ type Ref struct {
 	// NewSubmission (ReadArg and the like); 0 where At is a byte, and
 	// negative for a ref to a negative index.
 	arg int
+	// past says that Plus added offsets whose sum passes 2^64, which
+	// NewSubmission refuses; Offset is then the largest uint64.
+	past bool
 }
 
 // Read is a ref to buffer buf that the part reads, its address at byte at.
@@ -56,8 +64,18 @@ func ReadWrite(buf, at int) Ref { return Ref{Buf: buf, At: at, Access: ReadsWrit
 // Uses is a ref that states a use of buffer buf and patches nothing.
 func Uses(buf int, a Access) Ref { return Ref{Buf: buf, At: -1, Access: a} }
 
-// Plus is the ref with off added to the address it writes.
-func (r Ref) Plus(off uint64) Ref { r.Offset += off; return r }
+// Plus is the ref with off added to the address it writes. Offsets whose
+// sum passes 2^64 do not wrap round: NewSubmission refuses the ref, with
+// an error matching ErrInvalid.
+func (r Ref) Plus(off uint64) Ref {
+	sum, carry := bits.Add64(r.Offset, off, 0)
+	if carry != 0 || r.past {
+		r.Offset, r.past = math.MaxUint64, true
+		return r
+	}
+	r.Offset = sum
+	return r
+}
 
 // Part is one piece of a submission's work, on one queue of the device.
 // Kernel, Launch, Copy, CopyRows, FillBytes, Fill and Words make parts; On

@@ -70,9 +70,9 @@ func (s *Submission) give(r *Run) {
 
 // NewSubmission makes a template of parts for device d. It checks what can
 // be checked without the device: refs within the launches' parameters,
-// buffer indices below MaxBuffers, parameter bytes within the function's
-// and MaxParams, copies whose rows end within 2^64 bytes, functions of d;
-// its errors match ErrInvalid. What only the driver knows (queues, sizes,
+// ref offsets within 2^64 (Ref.Plus), buffer indices below MaxBuffers,
+// parameter bytes within the function's and MaxParams, copies whose rows
+// end within 2^64 bytes, functions of d; its errors match ErrInvalid. What only the driver knows (queues, sizes,
 // limits) and what depends on the buffers of a run (a copy past a buffer's
 // Len) it refuses at Submit, with a *RefusalError. It keeps a copy of each
 // part's refs: changing the slice of refs passed to Launch, Kernel, Fill or
@@ -163,6 +163,9 @@ func (p *Part) check(i int, d *Device, n int) error {
 	for _, r := range p.refs {
 		if r.Buf < 0 || r.Buf >= MaxBuffers {
 			return fmt.Errorf("a ref to buffer %d, outside 0 to %d", r.Buf, MaxBuffers-1)
+		}
+		if r.past {
+			return fmt.Errorf("a ref to buffer %d whose offsets add past 2^64 bytes", r.Buf)
 		}
 		if r.Access == 0 || r.Access > ReadsWrites {
 			return fmt.Errorf("a ref to buffer %d of no access", r.Buf)
