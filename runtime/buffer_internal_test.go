@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"testing"
@@ -80,5 +81,56 @@ func TestDMAKeepsItsBuffer(t *testing.T) {
 	}
 	if freedDuring {
 		t.Fatal("the buffer's region was freed while the driver's DMA of it ran")
+	}
+}
+
+// TestCopyFreedDuringItsWait: an Upload or Download that waits for the
+// work that writes its buffer, and meanwhile sees the buffer freed,
+// returns an error matching ErrFreed, as it does for a buffer freed before
+// the call, rather than nil for bytes copied to or from memory that went
+// back (zeroed here, as a driver that unmaps Mapped memory at Free
+// leaves it).
+func TestCopyFreedDuringItsWait(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		copy func(ctx context.Context, b *Buffer) error
+	}{
+		{"upload", func(ctx context.Context, b *Buffer) error { return Upload(ctx, b, 0, []byte{1, 2, 3, 4}) }},
+		{"download", func(ctx context.Context, b *Buffer) error {
+			out := make([]byte, 16)
+			return Download(ctx, out, b, 0)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake()
+			f.hostMem, f.held = true, true
+			d := openFake(t, "copy-freed-"+c.name, f)
+			b, err := d.Alloc(device.PinnedMemory, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host := b.Bytes()
+			zero := func() { clear(host) }
+			f.onFree.Store(&zero)
+			s, err := NewSubmission(d, FillBytes(0, 0, 16, 7))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := submit(t, s, b)
+			parked := d.Stats().WaitsParked
+			done := make(chan error, 1)
+			go func() { done <- c.copy(context.Background(), b) }()
+			// The copy parks in its wait for the fill.
+			for d.Stats().WaitsParked == parked {
+				time.Sleep(time.Millisecond)
+			}
+			if err := b.Free(); err != nil {
+				t.Fatal(err)
+			}
+			f.complete(p.v)
+			if err := <-done; !errors.Is(err, ErrFreed) {
+				t.Fatalf("%s of a buffer freed during its wait: %v, want an error matching ErrFreed", c.name, err)
+			}
+		})
 	}
 }

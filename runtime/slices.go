@@ -25,8 +25,8 @@ type Element interface {
 // with a submission on the device. A cancelled ctx returns ctx.Err(), with
 // dst's range left partly written or not at all. Once dst's device is
 // closed it returns an error matching ErrClosed, whatever dst's kind of
-// memory, and after Free of dst one matching ErrFreed, also for an empty
-// src, which waits for nothing. Where work of another device that uses
+// memory, and after Free of dst, also a Free while it waits, one matching
+// ErrFreed, also for an empty src, which waits for nothing. Where work of another device that uses
 // dst was dropped by that device's Close, it returns an error matching
 // ErrClosed that names that device.
 //
@@ -107,8 +107,9 @@ func (b *Buffer) checkRange(what string, off, n int) error {
 // waitUses waits for the points of the work that uses the buffer: its last
 // write, and where writing, the reads since too. It returns an error
 // matching ErrClosed where the buffer's device was closed, before the wait
-// or during it, and one matching ErrFreed for a freed buffer of an open
-// device.
+// or during it, and one matching ErrFreed for a buffer of an open device
+// freed before the wait or during it, whose memory may have gone back as
+// the wait ended.
 func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 	s := b.s
 	var fixed [4]Point
@@ -134,7 +135,7 @@ func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 			return closedWait(fmt.Sprintf("a copy to or from a buffer of %d bytes of %s", s.n, s.d.name), p, err)
 		}
 	}
-	return s.closed()
+	return s.usable()
 }
 
 // closedWait is the error of what, which waited for point p of another
