@@ -72,9 +72,10 @@ func (s *Submission) give(r *Run) {
 // be checked without the device: refs within the launches' parameters,
 // ref offsets within 2^64 (Ref.Plus), buffer indices below MaxBuffers,
 // parameter bytes within the function's and MaxParams, copies whose rows
-// end within 2^64 bytes, functions of d; its errors match ErrInvalid. What only the driver knows (queues, sizes,
-// limits) and what depends on the buffers of a run (a copy past a buffer's
-// Len) it refuses at Submit, with a *RefusalError. It keeps a copy of each
+// end within 2^64 bytes, functions of d; its errors match ErrInvalid.
+// What only the driver knows (queues, sizes, limits) and what depends on
+// the buffers of a run (a copy past a buffer's Len) it refuses at Submit,
+// with a *RefusalError. It keeps a copy of each
 // part's refs: changing the slice of refs passed to Launch, Kernel, Fill or
 // Words afterwards does not change the submission.
 //
