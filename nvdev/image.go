@@ -134,6 +134,13 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 		}
 		ch := d.ch[qCopy]
 		w := atomic.LoadUint64(d.word)
+		if !d.planned && device.AtLeast(w, d.last) && (!d.layPending || device.AtLeast(atomic.LoadUint64(ch.mark), d.upMark)) {
+			// The channels consumed every value and upload: the last
+			// value's record moves to where the rings stand, as Room's
+			// does, so that uploads with no value between them find
+			// the room the ones before gave back.
+			d.recs[d.last%records] = d.record()
+		}
 		r := d.recs[w%records]
 		size := uint64(len(ch.seg))
 		pos := ch.segPos

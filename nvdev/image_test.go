@@ -144,3 +144,34 @@ func TestUploadAligned(t *testing.T) {
 		r.alloc(device.DeviceMemory, int(pad))
 	}
 }
+
+// TestUploadsWithoutValues lays images one after another with no value
+// submitted between them, more than the copy channel's segment ring and
+// ring hold at once: each upload completed before the next, so each lay
+// finds room, rather than waiting for a value's record to move.
+func TestUploadsWithoutValues(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"segment ring of a page", Config{SegmentBytes: 4096}},
+		{"ring of 16 entries", Config{RingEntries: 16}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := openRaw(t, c.cfg)
+			code, err := r.d.Image(cubin(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			region := r.alloc(device.DeviceMemory, code.Place)
+			for i := range 200 {
+				img, err := code.Lay(region)
+				if err != nil {
+					t.Fatalf("lay %d: %v", i, err)
+				}
+				r.imgs = append(r.imgs, img)
+				r.f.pump()
+			}
+		})
+	}
+}
