@@ -183,7 +183,9 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 			return fmt.Errorf("nvdev: lay: no room on the copy channel for the image's copy in %v", uploadTimeout)
 		}
 		if d.notified() {
-			return fmt.Errorf("nvdev: lay: %w", d.keep(d.notifierFault()))
+			if f := d.notifierFault(); f != nil {
+				return fmt.Errorf("nvdev: lay: %w", d.keep(f))
+			}
 		}
 		time.Sleep(20 * time.Microsecond)
 	}

@@ -3,11 +3,13 @@ package nvdev
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
@@ -411,5 +413,39 @@ func TestRegrowReaderHoldsSet(t *testing.T) {
 	r.alloc(device.PinnedMemory, 4096)
 	if n := held(); n != 0 || len(r.d.oldSets) != 0 {
 		t.Errorf("after the reader is done and an allocation: %d of the replaced set's memories live, %d sets held", n, len(r.d.oldSets))
+	}
+}
+
+// TestSleepNotifierOfReplacedSet has a regrowth replace the live set
+// between Sleep's look at the notifiers, which finds an error in the set
+// it loaded, and its read of the error, from the set it loads next, which
+// holds none: Sleep returns nil or a fault, never a nil *device.Fault as
+// its error, which rig would dereference.
+func TestSleepNotifierOfReplacedSet(t *testing.T) {
+	for _, still := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprint("still ", still), func(t *testing.T) {
+			r := openRaw(t, Config{RingEntries: 64})
+			m := r.alloc(device.PinnedMemory, 4096)
+			old := r.d.live.Load()
+			var once atomic.Bool
+			hook := func() {
+				if once.CompareAndSwap(false, true) {
+					r.submit(nil, bigWords(r, m, 100, 1))
+				}
+			}
+			// An error the RM wrote into the set's notifier once its
+			// work had ended (a fault of another channel of its group).
+			atomic.StoreUint32(&old.ch[qCompute].notifier[2], 45)
+			atomic.StoreUint32(&old.ch[qCompute].notifier[3], 0xffff<<16)
+			r.d.liveHook.Store(&hook)
+			err := r.d.Sleep(r.d.Signaled(), still)
+			r.d.liveHook.Store(nil)
+			if r.d.live.Load() == old {
+				t.Fatal("no regrowth: the set in use is the one make opened")
+			}
+			if f, ok := device.AsFault(err); err != nil && (!ok || f == nil) {
+				t.Fatalf("Sleep returned an error, of type %T, that holds no fault", err)
+			}
+		})
 	}
 }

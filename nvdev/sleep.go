@@ -39,7 +39,9 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 			d.wk.parked.Store(false)
 		}
 		if d.notified() {
-			return d.keep(d.notifierFault())
+			if f := d.notifierFault(); f != nil {
+				return d.keep(f)
+			}
 		}
 		return nil
 	}
@@ -61,7 +63,11 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 			return nil
 		}
 		if d.notified() {
-			return d.keep(d.notifierFault())
+			// The live set may have changed since notified loaded it:
+			// only the error notifierFault finds is a fault.
+			if f := d.notifierFault(); f != nil {
+				return d.keep(f)
+			}
 		}
 		el := time.Since(t0)
 		if el >= still {
