@@ -423,15 +423,7 @@ func TestOpenStickyError(t *testing.T) {
 // kernel node whose parameters are fewer than the function reads, or whose
 // function lies in another GPU's context.
 func TestOtherGPUWork(t *testing.T) {
-	tab := fakeTable(t, map[string]fakeFn{
-		"cuGraphCreate": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9a
-			return 0
-		},
-		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9b
-			return 0
-		},
+	tab := fakeTable(t, graphFakes(map[string]fakeFn{
 		"cuFuncGetAttribute": fakeFuncAttrs(1024, 48<<10),
 		"cuFuncGetParamInfo": func(a [6]uintptr) result {
 			if a[1] > 0 {
@@ -440,7 +432,7 @@ func TestOtherGPUWork(t *testing.T) {
 			*cWord(a[2]), *cWord(a[3]) = 0, 8
 			return 0
 		},
-	})
+	}))
 	a := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 	a.maxBlock, a.maxGrid = [3]uint32{1024, 1024, 64}, [3]uint32{1 << 20, 1 << 16, 1 << 16}
 	gi := &gpuInfo{bus: "0000:02:00.0"}

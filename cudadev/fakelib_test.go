@@ -425,20 +425,12 @@ func TestPinnedPastHostMemory(t *testing.T) {
 // to a graph and to an executable graph: neither records the function, so
 // neither keeps its image's module once rig unloads the image.
 func TestGraphFailedNodeHoldsNothing(t *testing.T) {
-	tab := fakeTable(t, map[string]fakeFn{
-		"cuGraphCreate": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9a
-			return 0
-		},
-		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9b
-			return 0
-		},
+	tab := fakeTable(t, graphFakes(map[string]fakeFn{
 		"cuFuncGetAttribute":                fakeFuncAttrs(1024, 48<<10),
 		"cuFuncGetParamInfo":                func([6]uintptr) result { return errInvalidValue },
 		"cuGraphAddKernelNode_v2":           func([6]uintptr) result { return errInvalidValue },
 		"cuGraphExecKernelNodeSetParams_v2": func([6]uintptr) result { return errInvalidValue },
-	})
+	}))
 	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 	gs := &graphs{d: d}
 	for _, c := range []struct {
@@ -520,4 +512,18 @@ func fakeModule(t *testing.T, d *gpu, fn uintptr) *image {
 		modules.mu.Unlock()
 	})
 	return img
+}
+
+// graphFakes is fns with CUDA's graph create and instantiate, which
+// answer the graph 0x9a and the executable graph 0x9b.
+func graphFakes(fns map[string]fakeFn) map[string]fakeFn {
+	fns["cuGraphCreate"] = func(a [6]uintptr) result {
+		*cWord(a[0]) = 0x9a
+		return 0
+	}
+	fns["cuGraphInstantiateWithFlags"] = func(a [6]uintptr) result {
+		*cWord(a[0]) = 0x9b
+		return 0
+	}
+	return fns
 }

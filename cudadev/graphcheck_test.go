@@ -18,15 +18,7 @@ import (
 // added afterwards is taken, so the graph stays usable.
 func TestGraphKernelNodeLimits(t *testing.T) {
 	var adds, sets atomic.Int64
-	tab := fakeTable(t, map[string]fakeFn{
-		"cuGraphCreate": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9a
-			return 0
-		},
-		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9b
-			return 0
-		},
+	tab := fakeTable(t, graphFakes(map[string]fakeFn{
 		"cuFuncGetAttribute": fakeFuncAttrs(256, 1000),
 		"cuFuncGetParamInfo": func([6]uintptr) result { return errInvalidValue },
 		"cuGraphAddKernelNode_v2": func(a [6]uintptr) result {
@@ -37,7 +29,7 @@ func TestGraphKernelNodeLimits(t *testing.T) {
 			sets.Add(1)
 			return 0
 		},
-	})
+	}))
 	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 	d.maxBlock, d.maxGrid = [3]uint32{1024, 1024, 64}, [3]uint32{1<<31 - 1, 65535, 65535}
 	gs := &graphs{d: d}
@@ -158,15 +150,7 @@ func TestGraphKernelNodeParamBytes(t *testing.T) {
 		return int64(*(*uint64)(ptr(ex[3])))
 	}
 	var calls atomic.Int64
-	tab := fakeTable(t, map[string]fakeFn{
-		"cuGraphCreate": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9a
-			return 0
-		},
-		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9b
-			return 0
-		},
+	tab := fakeTable(t, graphFakes(map[string]fakeFn{
 		"cuFuncGetAttribute": fakeFuncAttrs(256, 0),
 		"cuFuncGetParamInfo": paramAnswers(&calls, func(i uint64) (uint64, uint64, bool) { return 0, 8, i == 0 }),
 		"cuGraphAddKernelNode_v2": func(a [6]uintptr) result {
@@ -178,7 +162,7 @@ func TestGraphKernelNodeParamBytes(t *testing.T) {
 			set.Store(size(a[2]))
 			return 0
 		},
-	})
+	}))
 	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 	gs := &graphs{d: d}
 	const fn = 0xf3
@@ -229,20 +213,12 @@ func TestGraphCopyMemsetNodeChecks(t *testing.T) {
 		sets.Add(1)
 		return 0
 	}
-	tab := fakeTable(t, map[string]fakeFn{
-		"cuGraphCreate": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9a
-			return 0
-		},
-		"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
-			*cWord(a[0]) = 0x9b
-			return 0
-		},
+	tab := fakeTable(t, graphFakes(map[string]fakeFn{
 		"cuGraphAddMemcpyNode":           added,
 		"cuGraphAddMemsetNode":           added,
 		"cuGraphExecMemcpyNodeSetParams": set,
 		"cuGraphExecMemsetNodeSetParams": set,
-	})
+	}))
 	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 	gs := &graphs{d: d}
 	const top = ^uint64(0)

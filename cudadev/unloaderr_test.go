@@ -131,24 +131,16 @@ func TestGraphDestroyUnloadRefused(t *testing.T) {
 	for _, exec := range []bool{false, true} {
 		t.Run(map[bool]string{false: "graph", true: "executable graph"}[exec], func(t *testing.T) {
 			var unloads atomic.Int64
-			tab := fakeTable(t, map[string]fakeFn{
+			tab := fakeTable(t, graphFakes(map[string]fakeFn{
 				"cuModuleUnload": func([6]uintptr) result {
 					if unloads.Add(1) == 1 {
 						return 400 // CUDA_ERROR_INVALID_HANDLE
 					}
 					return 0
 				},
-				"cuGraphCreate": func(a [6]uintptr) result {
-					*cWord(a[0]) = 0x9a
-					return 0
-				},
-				"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
-					*cWord(a[0]) = 0x9b
-					return 0
-				},
 				"cuFuncGetAttribute": fakeFuncAttrs(1024, 0),
 				"cuFuncGetParamInfo": func([6]uintptr) result { return errInvalidValue },
-			})
+			}))
 			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 			gs := &graphs{d: d}
 			const fn = 0xf4
@@ -209,19 +201,11 @@ func TestDeferredUnloadRefusedStop(t *testing.T) {
 				var d *gpu
 				var img *image
 				const fn = 0xf5
-				tab := fakeTable(t, map[string]fakeFn{
+				tab := fakeTable(t, graphFakes(map[string]fakeFn{
 					"cuModuleUnload": func([6]uintptr) result {
 						if unloads.Add(1) == 1 || !again {
 							return 400 // CUDA_ERROR_INVALID_HANDLE
 						}
-						return 0
-					},
-					"cuGraphCreate": func(a [6]uintptr) result {
-						*cWord(a[0]) = 0x9a
-						return 0
-					},
-					"cuGraphInstantiateWithFlags": func(a [6]uintptr) result {
-						*cWord(a[0]) = 0x9b
 						return 0
 					},
 					"cuFuncGetAttribute": fakeFuncAttrs(1024, 0),
@@ -238,7 +222,7 @@ func TestDeferredUnloadRefusedStop(t *testing.T) {
 						}
 						return errInvalidValue
 					},
-				})
+				}))
 				d = fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 				gs := &graphs{d: d}
 				img = fakeModule(t, d, fn)
