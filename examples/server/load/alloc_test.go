@@ -42,7 +42,7 @@ func TestClientsMemory(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		l.run()
 		runtime.ReadMemStats(&after)
-		// A raw client reads into 64 KiB of its own.
+		// A raw client reads into headBuf bytes of its own.
 		if per := (after.TotalAlloc - before.TotalAlloc) / c; per > 128<<10 {
 			t.Errorf("%s: %d clients allocated %d bytes each, want at most 128 KiB", l.name, c, per)
 		}

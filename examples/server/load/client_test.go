@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -116,4 +117,27 @@ func (l countingListener) Accept() (net.Conn, error) {
 		l.n.Add(1)
 	}
 	return c, err
+}
+
+// TestClientBuffers makes 2,000 clients, as -c 2000 does before any
+// dials: their read buffers hold at most 16 MiB in all, and a head line
+// past the buffer is refused with an error that says so.
+func TestClientBuffers(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	cs := make([]*client, 2000)
+	for i := range cs {
+		cs[i] = newClient("127.0.0.1:1", []byte("GET / HTTP/1.1\r\n\r\n"))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 16<<20 {
+		t.Errorf("2,000 clients hold %d MiB", grew>>20)
+	}
+	runtime.KeepAlive(cs)
+	long := "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", headBuf) + "\r\n\r\n"
+	if _, err := readHead(bufio.NewReaderSize(strings.NewReader(long), headBuf)); err == nil || !strings.Contains(err.Error(), "longer than the buffer") {
+		t.Errorf("a head line past the buffer: %v", err)
+	}
 }
