@@ -276,25 +276,7 @@ func (w *propWorld) answered(what string, ctx context.Context, pp *propPoint, er
 // propCtx returns a context that is live, ended already, ends after a
 // random while, or is cancelled by another goroutine soon.
 func propCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
-	switch rng.IntN(6) {
-	case 0:
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		return ctx, cancel
-	case 1:
-		return context.WithTimeout(context.Background(), time.Duration(rng.IntN(300))*time.Microsecond)
-	case 2:
-		ctx, cancel := context.WithCancel(context.Background())
-		n := rng.IntN(8)
-		go func() {
-			for range n {
-				runtime.Gosched()
-			}
-			cancel()
-		}()
-		return ctx, cancel
-	}
-	return context.WithCancel(context.Background())
+	return rig.RandomCtx(rng, 3, 300*time.Microsecond)
 }
 
 // gor is one goroutine's state: its rng, its own buffers, and the id of

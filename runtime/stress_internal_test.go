@@ -205,13 +205,21 @@ func TestStressCombineCancelClose(t *testing.T) {
 // stressCtx returns a context that is live, ended already, or ends after
 // a random while.
 func stressCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
-	switch rng.IntN(4) {
+	return RandomCtx(rng, 1, 200*time.Microsecond)
+}
+
+// RandomCtx returns a context that is ended already, ends within
+// maxWait, is cancelled by another goroutine soon, or is live: the first
+// three one chance each in 3+live, live the others. The tests of package
+// rig_test call it too.
+func RandomCtx(rng *rand.Rand, live int, maxWait time.Duration) (context.Context, context.CancelFunc) {
+	switch rng.IntN(3 + live) {
 	case 0:
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		return ctx, cancel
 	case 1:
-		return context.WithTimeout(context.Background(), time.Duration(rng.IntN(200))*time.Microsecond)
+		return context.WithTimeout(context.Background(), time.Duration(rng.Int64N(int64(maxWait))))
 	case 2:
 		ctx, cancel := context.WithCancel(context.Background())
 		n := rng.IntN(8)
