@@ -43,14 +43,13 @@ type Collector struct {
 
 // NewCollector returns a collector of the devices devices returns; it is
 // called once per scrape, from the scraping goroutine, and two scrapes at
-// once call it at once, so it must be safe for concurrent use. Of several devices
-// of one name it returns (a closed device beside the one reopened under
-// its name), the first is published, and the losses of each are counted.
-// A device that a scrape returned is counted lost also where it is lost
-// and left out before the next scrape, as a service that reopens a lost
-// device at once leaves it out.
-// A panic of devices is recovered and fails that scrape with an error that
-// names it.
+// once call it at once, so it must be safe for concurrent use. Of several
+// devices of one name it returns (a closed device beside the one reopened
+// under its name), the first is published, and the losses of each are
+// counted. A device that a scrape returned is counted lost also where it
+// is lost and left out before the next scrape, as a service that reopens
+// a lost device at once leaves it out. A panic of devices is recovered
+// and fails that scrape with an error that names it.
 func NewCollector(devices func() []*rig.Device) *Collector {
 	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[weak.Pointer[rig.Device]]struct{}{}, watched: map[*rig.Device]string{}}
 }

@@ -26,9 +26,9 @@ type Element interface {
 // dst's range left partly written or not at all. Once dst's device is
 // closed it returns an error matching ErrClosed, whatever dst's kind of
 // memory, and after Free of dst, also a Free while it waits, one matching
-// ErrFreed, also for an empty src, which waits for nothing. Where work of another device that uses
-// dst was dropped by that device's Close, it returns an error matching
-// ErrClosed that names that device.
+// ErrFreed, also for an empty src, which waits for nothing. Where work of
+// another device that uses dst was dropped by that device's Close, it
+// returns an error matching ErrClosed that names that device.
 //
 // Upload is a convenience for setup and tests: it allocates. A hot path
 // keeps a Pinned or Mapped buffer and writes its Bytes, or submits its own
