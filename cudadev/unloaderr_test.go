@@ -152,17 +152,7 @@ func TestGraphDestroyUnloadRefused(t *testing.T) {
 			if _, err := g.Kernel(cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}); err != nil {
 				t.Fatal(err)
 			}
-			destroy := g.Destroy
-			if exec {
-				x, err := g.Instantiate()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := g.Destroy(); err != nil {
-					t.Fatal(err)
-				}
-				destroy = x.Destroy
-			}
+			destroy := holdingDestroy(t, g, exec)
 			if err := d.Unload(img); err != nil {
 				t.Fatalf("Unload while a graph holds the image answered %v", err)
 			}
@@ -239,17 +229,7 @@ func TestDeferredUnloadRefusedStop(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					destroy := g.Destroy
-					if how == "executable graph" {
-						x, err := g.Instantiate()
-						if err != nil {
-							t.Fatal(err)
-						}
-						if err := g.Destroy(); err != nil {
-							t.Fatal(err)
-						}
-						destroy = x.Destroy
-					}
+					destroy := holdingDestroy(t, g, how == "executable graph")
 					if err := d.Unload(img); err != nil {
 						t.Fatalf("Unload while a graph holds the image answered %v", err)
 					}
@@ -329,4 +309,22 @@ func TestImagePlaceFailedUnloadRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdingDestroy returns the Destroy of the graph that holds g's images:
+// g's, or where exec is set that of g's executable graph, once g, which
+// the executable graph's holds outlive, is destroyed.
+func holdingDestroy(t *testing.T, g cuda.Graph, exec bool) func() error {
+	t.Helper()
+	if !exec {
+		return g.Destroy
+	}
+	x, err := g.Instantiate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	return x.Destroy
 }
