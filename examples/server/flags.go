@@ -17,8 +17,9 @@ type options struct {
 	drain          time.Duration
 }
 
-// parseFlags parses the command line args. A bad flag is an error, after
-// which flag's usage is written to stderr; -h is flag.ErrHelp.
+// parseFlags parses the command line args. A bad flag, or an argument
+// after the flags, is an error, after which flag's usage is written to
+// stderr; -h is flag.ErrHelp.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
@@ -31,6 +32,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.drain, "drain", 0, "at SIGINT or SIGTERM, how long /readyz answers 503 while requests are still served, before the server shuts down: a load balancer's probe period")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, usage(fs, "unexpected argument %q: the server takes flags only (the address is -addr)", fs.Arg(0))
 	}
 	if o.drain < 0 {
 		return o, usage(fs, "-drain %v: want a duration of 0 or more", o.drain)

@@ -64,3 +64,19 @@ func TestDrainFlag(t *testing.T) {
 		t.Errorf("-drain -1s: error %v, want one that names it", err)
 	}
 }
+
+// TestArgumentsRefused: an argument after the flags, such as an address
+// given without -addr, is refused with a usage error that names it,
+// rather than dropped while the server serves on its default address.
+func TestArgumentsRefused(t *testing.T) {
+	for _, args := range [][]string{{":9090"}, {"-slots", "8", "host"}, {"-debug", "--", "-addr"}} {
+		var stderr bytes.Buffer
+		_, err := parseFlags(args, &stderr)
+		if err == nil || errors.Is(err, flag.ErrHelp) || !strings.Contains(err.Error(), strconv.Quote(args[len(args)-1])) {
+			t.Errorf("%q: error %v, want one that names %q", args, err, args[len(args)-1])
+		}
+		if !strings.Contains(stderr.String(), "Usage of server") {
+			t.Errorf("%q: stderr %q holds no usage", args, stderr.String())
+		}
+	}
+}
