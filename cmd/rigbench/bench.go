@@ -80,8 +80,31 @@ func mono() int64 { return int64(time.Since(epoch)) }
 
 // laneState is a lane's part of a run, shared with the watchdog.
 type laneState struct {
-	since  atomic.Int64 // mono when the waiter began its wait, 0 if none
+	since atomic.Int64 // mono when the waiter began its wait, 0 if none
+	// mu guards cancel, which ends the lane's wait context: the watchdog
+	// calls it, and the lane's waiter replaces it with renew.
+	mu     sync.Mutex
 	cancel context.CancelCauseFunc
+}
+
+// renew returns a new wait context for the lane, whose last one the
+// watchdog ended. Only the lane's waiter calls it.
+func (st *laneState) renew() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	st.mu.Lock()
+	st.cancel = cancel
+	st.mu.Unlock()
+	return ctx
+}
+
+// timeOut ends the lane's wait that began at s (mono) with errTimeout,
+// unless that wait ended since.
+func (st *laneState) timeOut(s int64) {
+	st.mu.Lock()
+	if st.since.Load() == s {
+		st.cancel(errTimeout)
+	}
+	st.mu.Unlock()
 }
 
 // bench runs the lanes: a submitter and a waiter goroutine for each, or
@@ -152,6 +175,11 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 		st, wctx := states[i], waitCtxs[i]
 		// finish waits for f and records it.
 		finish := func(f flight[T]) {
+			if wctx.Err() != nil {
+				// The watchdog ended the lane's last wait (or ended it
+				// as it returned): this one has a bound of its own.
+				wctx = st.renew()
+			}
 			st.since.Store(mono())
 			err := l.wait(wctx, f.t)
 			now := mono()
@@ -277,7 +305,8 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 
 // watchdog cancels the wait of each lane that has waited longer than
 // timeout, with errTimeout as the cause, until stop is closed. It bounds
-// waits without making a context for each.
+// waits without making a context for each: a lane makes a new one only
+// for the wait after one that the watchdog ended.
 func watchdog(states []*laneState, timeout time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	tick := time.NewTicker(min(max(timeout/8, time.Millisecond), 100*time.Millisecond))
@@ -290,7 +319,7 @@ func watchdog(states []*laneState, timeout time.Duration, stop <-chan struct{}, 
 			now := mono()
 			for _, st := range states {
 				if s := st.since.Load(); s != 0 && now-s > int64(timeout) {
-					st.cancel(errTimeout)
+					st.timeOut(s)
 				}
 			}
 		}
