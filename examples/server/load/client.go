@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"time"
 )
 
 // client is one closed-loop HTTP/1.1 client of the load test: it holds one
@@ -16,17 +17,23 @@ import (
 // costs the client two system calls or so and no allocation. One goroutine
 // owns a client.
 type client struct {
-	addr string
-	req  []byte // the request, head and body
-	conn net.Conn
-	br   *bufio.Reader
-	body []byte // the last response's body
+	addr    string
+	req     []byte // the request, head and body
+	conn    net.Conn
+	br      *bufio.Reader
+	body    []byte        // the last response's body
+	timeout time.Duration // bounds a request, from its write to its response's last byte
 }
+
+// requestTimeout bounds each request of a client, as vegeta's client's
+// default does: a service that never answers fails the request rather
+// than holding the load test past its duration.
+const requestTimeout = 30 * time.Second
 
 // newClient returns a client that sends req, a whole HTTP/1.1 request, to
 // addr; it dials at its first request.
 func newClient(addr string, req []byte) *client {
-	return &client{addr: addr, req: req, br: bufio.NewReaderSize(nil, headBuf)}
+	return &client{addr: addr, req: req, br: bufio.NewReaderSize(nil, headBuf), timeout: requestTimeout}
 }
 
 // headBuf is the bytes of a client's read buffer: the longest line of a
@@ -44,16 +51,21 @@ func request(host, path string, body []byte) []byte {
 }
 
 // do sends the request and reads its response: the status code and the
-// body, valid until the next call. A connection that fails, or that the
-// server closes after its response, is dialed again at the next call.
+// body, valid until the next call. A connection that fails, that the
+// server closes after its response, or whose request took past the
+// client's timeout, is dialed again at the next call.
 func (c *client) do() (int, []byte, error) {
 	if c.conn == nil {
-		conn, err := net.Dial("tcp", c.addr)
+		conn, err := net.DialTimeout("tcp", c.addr, c.timeout)
 		if err != nil {
 			return 0, nil, err
 		}
 		c.conn = conn
 		c.br.Reset(conn)
+	}
+	if err := c.conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
+		c.close()
+		return 0, nil, err
 	}
 	if _, err := c.conn.Write(c.req); err != nil {
 		c.close()

@@ -3,15 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestReadHead(t *testing.T) {
@@ -139,5 +142,54 @@ func TestClientBuffers(t *testing.T) {
 	long := "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", headBuf) + "\r\n\r\n"
 	if _, err := readHead(bufio.NewReaderSize(strings.NewReader(long), headBuf)); err == nil || !strings.Contains(err.Error(), "longer than the buffer") {
 		t.Errorf("a head line past the buffer: %v", err)
+	}
+}
+
+// TestClientTimeout: a service that accepts the connection and never
+// answers fails the client's request once its timeout passes, and the
+// client dials again at its next request.
+func TestClientTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	held := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			held <- c // read nothing, answer nothing
+		}
+	}()
+	defer func() {
+		for len(held) > 0 {
+			(<-held).Close()
+		}
+	}()
+	cl := newClient(ln.Addr().String(), request(ln.Addr().String(), "/saxpy", []byte("x")))
+	cl.timeout = 20 * time.Millisecond
+	defer cl.close()
+	for i := range 2 {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := cl.do()
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("request %d to a service that never answers: %v, want a timeout", i, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("request %d to a service that never answers did not return", i)
+		}
+	}
+	if n := accepted.Load(); n != 2 {
+		t.Fatalf("%d connections for two timed-out requests, want 2 (a new one after the timeout)", n)
 	}
 }
