@@ -804,6 +804,12 @@ func (r *Run) waitFor(d *Device, p Point) Point {
 		return p
 	}
 	if p.passed() && p.d.passedSettled(p.v) {
+		// The device may have been lost or stopped short of p, and its
+		// word raised past p, since never looked: the word was read
+		// first, so passedAnswer says whether p's work ran.
+		if p.d.passedAnswer(p.v) != nil {
+			return p
+		}
 		return Point{}
 	}
 	o := p.d
