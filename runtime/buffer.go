@@ -87,6 +87,12 @@ var bufIDs atomic.Uint64
 // An n below 1, or a kind that is no kind of memory, returns an error
 // matching ErrInvalid.
 func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
+	return d.alloc(context.Background(), kind, n)
+}
+
+// alloc is Alloc, whose rounds of reclamation end where ctx ends: the
+// allocation then returns an error wrapping ctx's.
+func (d *Device) alloc(ctx context.Context, kind device.Memory, n int) (*Buffer, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte: %w", n, kind, d.name, ErrInvalid)
 	}
@@ -110,7 +116,7 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("%d bytes of %s memory", n, kind), Lacking: max(lack, 1), atOnce: true}
 	}
 	size := (n + 3) &^ 3
-	r, err := d.allocRegion(kind, size)
+	r, err := d.allocRegion(ctx, kind, size)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +128,8 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 }
 
 // allocRegion allocates size bytes through the driver, within the budget,
-// running the rounds of reclamation.
-func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error) {
+// running the rounds of reclamation, which end where ctx ends.
+func (d *Device) allocRegion(ctx context.Context, kind device.Memory, size int) (device.Region, error) {
 	if limit := d.budget.Limit(); limit > 0 && int64(size) > limit {
 		// No reclamation makes room for more than the whole budget: an
 		// image's place, or a length that rounding took past it.
@@ -135,6 +141,9 @@ func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error
 		// allocation returns it, rather than an out-of-memory error
 		// after the rounds left, and asks a lost driver for nothing.
 		if err := d.usable(); err != nil {
+			return 0, err
+		}
+		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
 		if l := d.budget.Take(int64(size)); l > 0 {
@@ -150,7 +159,7 @@ func (d *Device) allocRegion(kind device.Memory, size int) (device.Region, error
 		}
 		region = r
 		return 0, nil
-	}, d.reclaimRound)
+	}, func(i int) { d.reclaimRoundCtx(ctx, i) })
 	if err != nil {
 		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: %w", size, kind, d.name, err)
 	}

@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -76,7 +77,7 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 			return nil, fmt.Errorf("rig: image on %s: the driver answered a place of %d bytes, which whole words of it pass the largest int", d.name, code.Place)
 		}
 		size := (code.Place + 3) &^ 3
-		r, err := d.allocRegion(device.DeviceMemory, size)
+		r, err := d.allocRegion(context.Background(), device.DeviceMemory, size)
 		if err != nil {
 			return nil, err
 		}

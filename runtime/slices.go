@@ -23,7 +23,8 @@ type Element interface {
 // new bytes. Where the host addresses dst (Bytes is not nil) it copies
 // directly; otherwise it stages the bytes in Pinned memory and copies them
 // with a submission on the device. A cancelled ctx returns ctx.Err(), with
-// dst's range left partly written or not at all. Once dst's device is
+// dst's range left partly written or not at all; it ends the staging too,
+// and the rounds of reclamation its allocation may run. Once dst's device is
 // closed it returns an error matching ErrClosed, whatever dst's kind of
 // memory, and after Free of dst, also a Free while it waits, one matching
 // ErrFreed, also for an empty src, which waits for nothing. Where work of
@@ -194,8 +195,12 @@ func (b *Buffer) stage(ctx context.Context, off int, host []byte, in bool) error
 	if !d.facts.Kinds.Has(device.PinnedMemory) {
 		return fmt.Errorf("rig: copying %d bytes to or from a buffer of %s: the host does not address it and the device has no Pinned memory to stage through: %w", len(host), d.name, device.ErrNever)
 	}
-	st, err := d.Alloc(device.PinnedMemory, len(host))
+	// The staging buffer's rounds of reclamation end where ctx ends.
+	st, err := d.alloc(ctx, device.PinnedMemory, len(host))
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return cerr
+		}
 		return err
 	}
 	defer st.Free()
