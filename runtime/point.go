@@ -227,7 +227,9 @@ func (d *Device) commit(v uint64) error {
 	a := d.drv.Commit(v)
 	switch a.Kind {
 	case device.Failed:
-		return d.loseRead(a.Reason, nil, func() uint64 { return d.failedReached(v) })
+		// A failed commit is a fault of the device, as a failed Submit
+		// is: it loses the devices of its fault domain too.
+		return d.loseRead(a.Reason, &device.Fault{Why: a.Reason}, func() uint64 { return d.failedReached(v) })
 	case device.Committed:
 		d.committed.Store(v)
 	}
