@@ -117,13 +117,14 @@ var (
 // given back what it holds (its work still runs), Open waits for that
 // while ctx allows, and returns an error wrapping ctx's if it ends first.
 // Where op.Make panics, or returns neither a driver nor an error, Open
-// returns an error that says so, and the name can be opened again.
+// returns an error that says so, and the name can be opened again; an
+// opener with no Make returns an error matching ErrInvalid.
 func Open(ctx context.Context, op device.Opener) (*Device, error) {
 	if ctx == nil {
 		panic("rig: Open with a nil Context")
 	}
 	if op.Make == nil {
-		return nil, fmt.Errorf("rig: open %q: the opener has no make", op.Name)
+		return nil, fmt.Errorf("rig: open %q: the opener has no make: %w", op.Name, ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

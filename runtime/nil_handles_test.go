@@ -1,7 +1,9 @@
 package rig
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rig-go/rig/device"
@@ -81,3 +83,14 @@ func TestNilDeviceAndFunction(t *testing.T) {
 }
 
 var testKey = device.NewKey[string]("rig test")
+
+// TestOpenWithNoMake: Open of an opener with no Make returns an error
+// matching ErrInvalid that names the opener, as the other calls do for
+// arguments no device accepts, and leaves the name free.
+func TestOpenWithNoMake(t *testing.T) {
+	const name = "open-no-make"
+	if _, err := Open(context.Background(), device.Opener{Name: name}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("Open of an opener with no Make: %v, want an error matching ErrInvalid that names %q", err, name)
+	}
+	openFake(t, name, newFake())
+}
