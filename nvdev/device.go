@@ -50,6 +50,7 @@ type gpu struct {
 	gen   *hw.Generation
 	rec   *hw.Gpu
 	facts device.Facts
+	grp   *sharedGroup // the shared channel group of its sets, or nil; set at open
 
 	// word is the host address of the word the channels release, and
 	// wordGPU its GPU address. array maps rig's array of words, where the
@@ -355,6 +356,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		Bus:           p.Bus(),
 	}
 	if set.grp != nil {
+		d.grp = set.grp
 		d.facts.FaultDomain = set.grp.domain
 	}
 	if d.array != nil {

@@ -34,8 +34,10 @@ import (
 //
 // The RM stops every channel of a group that faults, so the timelines of a
 // group share their fate: their devices name the group's fault domain,
-// "nv <bus> group <n>", and rig loses them together. A device of a group
-// of its own names none.
+// "nv <bus> group <n>", and rig loses them together. A timeline opened
+// after its group faulted, while lost timelines of the group are still
+// open, gets a new group and domain: it does not share their fate. A
+// device of a group of its own names none.
 
 // sharedGroup is a channel group the timelines of one GPU share.
 type sharedGroup struct {
@@ -46,6 +48,7 @@ type sharedGroup struct {
 	// came through, and whether the group was scheduled.
 	sets      map[*chanSet]path
 	scheduled bool
+	faulted   bool // a timeline of the group kept a fault: no set joins it
 }
 
 var groups struct {
@@ -55,11 +58,17 @@ var groups struct {
 }
 
 // joinGroup returns the channel group the timelines of p's GPU share,
-// which it makes where there is none, and counts set in it.
+// which it makes where there is none, and counts set in it. A group that
+// faulted is not shared again: the RM stopped its channels, and a
+// timeline opened while the group's lost timelines are still open gets a
+// new group, and a fault domain of its own.
 func joinGroup(p path, rm rmAPI, set *chanSet, what string) (*sharedGroup, error) {
 	groups.mu.Lock()
 	defer groups.mu.Unlock()
 	for _, g := range groups.list {
+		if g.faulted {
+			continue
+		}
 		for _, o := range g.sets {
 			if o == p || sharesSpace(p, o) {
 				g.sets[set] = p
@@ -118,6 +127,13 @@ func (g *sharedGroup) schedule(rm rmAPI, set *chanSet) error {
 		}
 	}
 	return rm.Schedule(g.tsg, on)
+}
+
+// fault marks the group faulted. Any goroutine may call it.
+func (g *sharedGroup) fault() {
+	groups.mu.Lock()
+	g.faulted = true
+	groups.mu.Unlock()
 }
 
 // leave uncounts set, and frees the group once no set is in it.

@@ -95,12 +95,17 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	}
 }
 
-// keep keeps the device's first fault, which Sleep raises from then on.
+// keep keeps the device's first fault, which Sleep raises from then on,
+// and marks the device's shared group faulted, so that no timeline opened
+// later joins it.
 func (d *gpu) keep(f *device.Fault) *device.Fault {
 	if f == nil {
 		return nil
 	}
 	if d.fault.CompareAndSwap(nil, f) {
+		if d.grp != nil {
+			d.grp.fault()
+		}
 		return f
 	}
 	return d.fault.Load()

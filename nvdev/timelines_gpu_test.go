@@ -273,8 +273,8 @@ func TestGPUTimelinesShared(t *testing.T) {
 }
 
 // TestGPUTimelinesFault faults timeline 1: timeline 0, of the same group,
-// is lost with it; with groups of their own, it runs on. The GPU opens
-// again after.
+// is lost with it; with groups of their own, it runs on. Timeline 1 opens
+// again while timeline 0 is open, and runs; the GPU opens again after.
 func TestGPUTimelinesFault(t *testing.T) {
 	needGPU(t)
 	for _, m := range groupModes {
@@ -309,6 +309,14 @@ func TestGPUTimelinesFault(t *testing.T) {
 			if lost := errors.Is(err, rig.ErrLost); lost == m.own {
 				t.Fatalf("%s: timeline 0 lost %v after timeline 1's fault: %v", m.name, lost, err)
 			}
+			// Timeline 1 opens again while timeline 0 is still open,
+			// and runs: of the shared group, in a new group with a
+			// fault domain of its own.
+			b2 := openNamed(t, Name(0, 1), Config{Timeline: 1, SharedGroup: !m.own, HangMs: 10000})
+			if d0, d1 := a.Facts().FaultDomain, b2.Facts().FaultDomain; !m.own && d1 == d0 {
+				t.Errorf("timeline 1 opened after its group's fault names fault domain %q, as timeline 0 does", d1)
+			}
+			example(t, b2)
 		})
 	}
 	again := openNamed(t, Name(0, 0), Config{})

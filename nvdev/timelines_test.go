@@ -285,6 +285,34 @@ func TestTimelinesFaultDomain(t *testing.T) {
 					t.Fatalf("timeline 0 of a group of its own: %v", err)
 				}
 			}
+
+			// Timeline 1 opens again while timeline 0, lost with it or
+			// not, is still open: a timeline of the faulted group gets
+			// a new group, whose channels the RM did not stop, and a
+			// fault domain of its own, and runs.
+			b2 := open(1)
+			if b2 == b {
+				t.Fatal("the open of timeline 1 returned the lost device")
+			}
+			if !own {
+				if d0, d1 := a.Facts().FaultDomain, b2.Facts().FaultDomain; d1 == "" || d1 == d0 {
+					t.Errorf("timeline 1 opened after its group's fault names fault domain %q, timeline 0 %q", d1, d0)
+				}
+				if g := f.objectsOf(nvidia.ClassChannelGroup); g != 2 {
+					t.Errorf("%d channel groups with the faulted group's timeline 0 open, want 2", g)
+				}
+			}
+			s, err = rig.NewSubmission(b2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p2, err := s.Take().Submit(bg)
+			if err == nil {
+				err = p2.Wait(ctx)
+			}
+			if err != nil {
+				t.Fatalf("timeline 1 opened again: %v", err)
+			}
 		})
 	}
 }
