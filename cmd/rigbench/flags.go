@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,6 +201,20 @@ func (c *config) check(set map[string]bool) error {
 	}
 	if err := c.checkLoad(); err != nil {
 		return err
+	}
+	files := map[string]string{}
+	for _, o := range []struct{ flag, name string }{
+		{"-cpuprofile", c.CPUProfile}, {"-memprofile", c.MemProfile}, {"-gotrace", c.GoTrace},
+		{"-slowtrace", c.SlowTrace}, {"-plot", c.Plot}, {"-trace", c.Trace},
+	} {
+		if o.name == "" {
+			continue
+		}
+		clean := filepath.Clean(o.name)
+		if other, ok := files[clean]; ok {
+			return usagef("%s and %s name the same file, %s: each writes a file of its own", other, o.flag, o.name)
+		}
+		files[clean] = o.flag
 	}
 	seen := map[string]bool{}
 	for _, s := range c.Devices {

@@ -85,6 +85,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-c", "1,4", "-trace", "t.json"}, "take one level"},
 		{[]string{"-c", "1,4", "-plot", "p.svg"}, "take one level"},
 		{[]string{"-depth", "0"}, "-depth 0"},
+		{[]string{"-plot", "out", "-trace", "./out"}, "-plot and -trace name the same file"},
+		{[]string{"-cpuprofile", "p", "-gotrace", "p"}, "-cpuprofile and -gotrace name the same file"},
 		{[]string{"-duration", "-1s"}, "-duration"},
 		{[]string{"-duration", "soon"}, "invalid value"},
 		{[]string{"-n", "-5"}, "-n -5"},

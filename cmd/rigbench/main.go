@@ -64,9 +64,10 @@
 // devices close before each of the baseline's rounds and open again after
 // it, and -trace leaves out the baseline.
 //
-// rigbench exits with 2 on a bad flag, a device that does not open, or a
-// recording's file (-cpuprofile, -memprofile, -gotrace, -slowtrace) that
-// cannot be created; 1 where the run met errors (rig's, or with -compare
+// rigbench exits with 2 on a bad flag (two of the output flags naming one
+// file among them), a device that does not open, or an output file
+// (-cpuprofile, -memprofile, -gotrace, -slowtrace, -plot, -trace) that
+// cannot be created, before the run; 1 where the run met errors (rig's, or with -compare
 // the baseline's, and no ratio then compares the two) or an output file
 // could not be written in full, its write or its close failing (the
 // message names the flag and the file); and 0 otherwise. Ctrl-C stops the
@@ -108,6 +109,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	if err != nil {
 		fmt.Fprintf(stderr, "rigbench: %v\n(rigbench -h lists the flags)\n", err)
 		return 2
+	}
+	// The files written at the run's end are created now, so that a
+	// path that cannot be written fails before the run rather than after.
+	for _, o := range []struct{ flag, name string }{{"-plot", cfg.Plot}, {"-trace", cfg.Trace}} {
+		if o.name == "" {
+			continue
+		}
+		f, err := os.OpenFile(o.name, os.O_WRONLY|os.O_CREATE, 0o666)
+		if err != nil {
+			fmt.Fprintf(stderr, "rigbench: %s: %v\n", o.flag, err)
+			return 2
+		}
+		f.Close()
 	}
 	for _, rec := range []struct {
 		file  string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -102,6 +103,27 @@ func TestRunOutputFails(t *testing.T) {
 			}
 			if msg := errOut.String(); !strings.Contains(msg, "rigbench: "+flags[0]+": ") || !strings.Contains(msg, full) {
 				t.Errorf("stderr %q names not %s and %s", msg, flags[0], full)
+			}
+		})
+	}
+}
+
+// TestRunOutputUncreatable: a -plot or -trace file that cannot be created
+// exits 2 before the run, naming the flag, and runs nothing.
+func TestRunOutputUncreatable(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "no such directory", "out")
+	for _, f := range []string{"-plot", "-trace"} {
+		t.Run(f, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), []string{"-device", "host", "-c", "2", "-n", "200", f, bad}, &out, &errOut)
+			if code != 2 {
+				t.Errorf("exit %d, want 2\nstderr: %s", code, errOut.String())
+			}
+			if msg := errOut.String(); !strings.Contains(msg, "rigbench: "+f+": ") || !strings.Contains(msg, bad) {
+				t.Errorf("stderr %q names not %s and %s", msg, f, bad)
+			}
+			if out.Len() != 0 {
+				t.Errorf("the run reported %q, want no run", out.String())
 			}
 		})
 	}
