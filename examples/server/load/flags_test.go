@@ -61,6 +61,7 @@ func TestFlagsRefused(t *testing.T) {
 		{"-client-procs", []string{"-client-procs", "1048576"}},
 		{"-c", []string{"-c", "10001"}},
 		{"-c", []string{"-c", "1,100000,4"}},
+		{"-c", []string{"-c", "16,4,16"}},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		args := append([]string{"-device", "host", "-c", "1", "-duration", "1ms"}, c.args...)

@@ -138,6 +138,11 @@ func main() {
 			fmt.Fprintf(os.Stderr, "-c %q: want counts of clients such as 1,16,64, each 1 to %d\n", *levels, maxClients)
 			os.Exit(2)
 		}
+		if slices.Contains(cs, c) {
+			// The report keys a level's figures by its count.
+			fmt.Fprintf(os.Stderr, "-c %q: the level %d is listed twice\n", *levels, c)
+			os.Exit(2)
+		}
 		cs = append(cs, c)
 	}
 	// The service's process too checks its flags before it serves.
