@@ -201,6 +201,6 @@ func sortedFromIntended(sent []sentAt, rate int) (p99, max, late99 time.Duration
 	}
 	slices.Sort(lat)
 	slices.Sort(late)
-	k := len(lat) * 99 / 100
+	k := (len(lat)*99+99)/100 - 1 // the nearest rank, from 0
 	return lat[k], lat[len(lat)-1], late[k]
 }

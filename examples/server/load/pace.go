@@ -44,13 +44,14 @@ func (p *paced) add(seq uint64, at time.Time, took time.Duration) {
 // lateness (from the intended send time to when a client took the
 // request up: the pacer's and the clients'). The schedule's start is the
 // earliest that puts no request before its intended time. The p99 of n
-// is the (n*99/100+1)-th smallest.
+// is the nearest rank's, the ceil(n*99/100)-th smallest, as the closed
+// loop's is (latencies.nearestRank).
 func (p *paced) fromIntended() (p99, max, late99 time.Duration) {
 	n := p.ends.count()
 	if n == 0 || p.period == 0 {
 		return 0, 0, 0
 	}
 	first := p.takes.rank(1)
-	k := n*99/100 + 1
+	k := (n*99 + 99) / 100
 	return p.ends.rank(k) - first, p.ends.rank(n) - first, p.takes.rank(k) - first
 }

@@ -50,17 +50,21 @@ func TestFromIntended(t *testing.T) {
 			}
 		})
 	}
-	// A hundred requests, one of them 9 ms late: the p99 of a hundred
-	// is their 100th.
-	var sent []sentAt
-	for i := range 100 {
-		s := sentAt{uint64(i), t0.Add(time.Duration(i) * ms), ms}
-		if i == 50 {
-			s.at = s.at.Add(9 * ms)
+	// A hundred requests, some of them late: the p99 of a hundred is
+	// their 99th (the nearest rank), as the closed loop's is.
+	hundred := func(late map[int]time.Duration) []sentAt {
+		var sent []sentAt
+		for i := range 100 {
+			s := sentAt{uint64(i), t0.Add(time.Duration(i) * ms), ms}
+			s.at = s.at.Add(late[i])
+			sent = append(sent, s)
 		}
-		sent = append(sent, s)
+		return sent
 	}
-	if p99, max, late99 := pacedOf(t0, sent, 1000).fromIntended(); p99 != 10*ms || max != 10*ms || late99 != 9*ms {
-		t.Errorf("one late of a hundred: %v, %v, %v; want 10ms, 10ms, 9ms", p99, max, late99)
+	if p99, max, late99 := pacedOf(t0, hundred(map[int]time.Duration{50: 9 * ms}), 1000).fromIntended(); p99 != ms || max != 10*ms || late99 != 0 {
+		t.Errorf("one late of a hundred: %v, %v, %v; want 1ms, 10ms, 0s", p99, max, late99)
+	}
+	if p99, max, late99 := pacedOf(t0, hundred(map[int]time.Duration{50: 9 * ms, 70: 4 * ms}), 1000).fromIntended(); p99 != 5*ms || max != 10*ms || late99 != 4*ms {
+		t.Errorf("two late of a hundred: %v, %v, %v; want 5ms, 10ms, 4ms", p99, max, late99)
 	}
 }
