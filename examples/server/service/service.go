@@ -802,7 +802,8 @@ func (s *Service) recover(b *backend) {
 		s.reopenMu.Unlock()
 		return
 	}
-	if sp := s.spare.Swap(nil); sp != nil {
+	sp := s.spare.Swap(nil)
+	if sp != nil {
 		if sp.dev.Err() == nil {
 			// The standby serves from now on; the lost device is closed
 			// and a new standby opened on its seat.
@@ -817,13 +818,16 @@ func (s *Service) recover(b *backend) {
 			}()
 			return
 		}
-		// Lost as well (a fault of the whole GPU): its seat is the one
-		// the replacement opens on.
-		closeLost(sp)
 	}
 	s.inFlight.Add(1)
 	go func() {
 		defer s.inFlight.Done()
+		if sp != nil {
+			// Lost as well (a fault of the whole GPU): its seat is the
+			// one the replacement opens on. Closed here, not on the
+			// request's goroutine that found the loss.
+			closeLost(sp)
+		}
 		start := time.Now()
 		seat := 1 - b.seat
 		lostClosed := false
