@@ -431,6 +431,11 @@ func TestCheckImageELF(t *testing.T) {
 			le.PutUint16(b[0x38:], 0xffff)
 			le.PutUint32(sh0[0x2c:], uint32(phnum)+100000)
 		}), "shorter than its ELF tables"},
+		{"section names of no bits, past the end", edit(func(b, _ []byte) {
+			sh := b[shoff+uint64(le.Uint16(b[0x3e:]))*uint64(le.Uint16(b[0x3a:])):]
+			le.PutUint32(sh[4:], 8) // SHT_NOBITS
+			le.PutUint64(sh[0x18:], uint64(len(b)))
+		}), "shorter than its section"},
 		{"segments counted in section 0, with no sections", edit(func(b, _ []byte) {
 			le.PutUint16(b[0x38:], 0xffff)
 			le.PutUint16(b[0x3c:], 0)

@@ -105,7 +105,9 @@ func checkFatbin(b []byte) error {
 // program header tables, sections and segments do not lie within b, its
 // counts read from section 0 where the header's fields overflow (extended
 // numbering), or where its section of section names (e_shstrndx) is none
-// of its sections.
+// of its sections. A section of no bits in the file (SHT_NOBITS) may lie
+// anywhere, unless it is the section of section names, which is read
+// from the file whatever its type.
 func checkCubin(b []byte) error {
 	le := binary.LittleEndian
 	within := func(off, n uint64) bool { return off <= uint64(len(b)) && n <= uint64(len(b))-off }
@@ -159,7 +161,9 @@ func checkCubin(b []byte) error {
 	for i := range shnum {
 		sh := b[shoff+i*shent:]
 		const nobits = 8
-		if le.Uint32(sh[4:]) != nobits && !within(le.Uint64(sh[0x18:]), le.Uint64(sh[0x20:])) {
+		// A section of no bits (SHT_NOBITS) has none in the file, but
+		// the section names are read from the file whatever its type.
+		if (le.Uint32(sh[4:]) != nobits || i == names) && !within(le.Uint64(sh[0x18:]), le.Uint64(sh[0x20:])) {
 			return fmt.Errorf("a cubin of %d bytes, shorter than its section %d", len(b), i)
 		}
 	}
