@@ -417,6 +417,62 @@ func TestOpenStickyError(t *testing.T) {
 	}
 }
 
+// TestOpenAttributeRefused has CUDA refuse the open's read of the
+// attributes it checks first, unified addressing and 64-bit stream memory
+// operations: the open's error must be CUDA's, not a GPU that lacks the
+// feature, and a sticky error (CUDA's unknown error, as a GPU that fell
+// off the bus answers) must fault the GPU, as an open that meets one
+// later does.
+func TestOpenAttributeRefused(t *testing.T) {
+	for _, c := range []struct {
+		attr    uintptr
+		code    result
+		faulted bool
+	}{
+		{attrUnifiedAddressing, 3, false}, // CUDA_ERROR_NOT_INITIALIZED
+		{attrUnifiedAddressing, errUnknown, true},
+		{attr64BitStreamMemOps, 3, false},
+		{attr64BitStreamMemOps, errUnknown, true},
+	} {
+		t.Run(fmt.Sprintf("attribute %d, error %d", c.attr, c.code), func(t *testing.T) {
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuDeviceGetAttribute": func(a [6]uintptr) result {
+					if a[1] == c.attr {
+						return c.code
+					}
+					*(*int32)(ptr(a[0])) = 1
+					return 0
+				},
+			})
+			g := &gpuInfo{bus: "0000:01:00.0"}
+			libMu.Lock()
+			savedLib := lib
+			lib = tab
+			libMu.Unlock()
+			listMu.Lock()
+			saved := gpus
+			gpus = []*gpuInfo{g}
+			listMu.Unlock()
+			defer func() {
+				libMu.Lock()
+				lib = savedLib
+				libMu.Unlock()
+				listMu.Lock()
+				gpus = saved
+				listMu.Unlock()
+			}()
+			_, err := open(0, Config{}, nil)
+			var e *Error
+			if !errors.As(err, &e) || e.Code != int(c.code) || errors.Is(err, ErrFaulted) != c.faulted {
+				t.Fatalf("the open answered %v; want CUDA's error %d, matching ErrFaulted: %v", err, c.code, c.faulted)
+			}
+			if (g.fault != "") != c.faulted {
+				t.Fatalf("the GPU's fault is %q", g.fault)
+			}
+		})
+	}
+}
+
 // TestOtherGPUWork refuses, with a clear reason, a launch of a function
 // loaded in another GPU's context and a fill of a graph made in one (Room),
 // which CUDA would refuse in Submit and lose the device; and a graph's

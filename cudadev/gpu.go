@@ -532,10 +532,15 @@ func (d *gpu) make(c Config, word *uint64) error {
 		}
 		return v
 	}
-	if get(attrUnifiedAddressing) == 0 {
+	// A refused read is CUDA's error, not a GPU that lacks the feature.
+	if v, err := attr(attrUnifiedAddressing); err != nil {
+		return err
+	} else if v == 0 {
 		return fmt.Errorf("cudadev: GPU %d (%s) lacks unified addressing, which rig needs", d.index, g.bus)
 	}
-	if v, _ := attr(attr64BitStreamMemOps); v == 0 {
+	if v, err := attr(attr64BitStreamMemOps); err != nil {
+		return err
+	} else if v == 0 {
 		return fmt.Errorf("cudadev: GPU %d (%s) lacks 64-bit stream memory operations (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS), which rig's timeline words need", d.index, g.bus)
 	}
 	d.major, d.minor = get(attrComputeMajor), get(attrComputeMinor)
