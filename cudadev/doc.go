@@ -143,7 +143,9 @@
 // that CUDA page-locks for every device (cuMemHostRegister, portable and
 // mapped), not write-combined, so that a slice of it stays valid after
 // Free: the last free unlocks the pages and the garbage collector frees
-// them once no slice of them is left. Mapped returns device.ErrNoMemory,
+// them once no slice of them is left (where CUDA refuses the unlock, as
+// after a fault of the GPU's work, the process keeps them, locked and
+// mapped as CUDA keeps them). Mapped returns device.ErrNoMemory,
 // since CUDA maps no GPU memory for the host. MapHost page-locks ranges
 // for every device (cuMemHostRegister, portable and mapped) and counts the
 // regions over each range, a Pinned allocation's included, on any device

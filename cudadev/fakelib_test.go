@@ -421,6 +421,64 @@ func TestPinnedPastHostMemory(t *testing.T) {
 	}
 }
 
+// TestPinnedUnlockRefused frees Pinned memory whose unlock CUDA refuses,
+// as it refuses every call of a context after a fault of its work: CUDA
+// keeps the pages locked and mapped for every device, so the process
+// must keep them, rather than let the collector give them to other Go
+// values, where a later Pinned allocation would meet CUDA's refusal to
+// lock them again and a GPU would still address them. An unlock that
+// CUDA took, or refused as of memory not locked, lets them go. The same
+// holds for an allocation whose mapping CUDA refused after locking it.
+func TestPinnedUnlockRefused(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		mapping result // cuMemHostGetDevicePointer's answer
+		unlock  result // cuMemHostUnregister's
+		kept    bool
+	}{
+		{"unlocked", 0, 0, false},
+		{"unlock refused", 0, errIllegalAddress, true},
+		{"not locked", 0, errHostNotRegistered, false},
+		{"mapping refused, unlock refused", errIllegalAddress, errIllegalAddress, true},
+		{"mapping refused, unlocked", errIllegalAddress, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tab := fakeTable(t, map[string]fakeFn{
+				"cuMemHostGetDevicePointer_v2": func([6]uintptr) result { return c.mapping },
+				"cuMemHostUnregister":          func([6]uintptr) result { return c.unlock },
+			})
+			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+			hosts.mu.Lock()
+			before := len(hosts.refused)
+			hosts.mu.Unlock()
+			t.Cleanup(func() {
+				hosts.mu.Lock()
+				hosts.refused = hosts.refused[:before]
+				hosts.mu.Unlock()
+			})
+			var pages []byte
+			r, err := d.Alloc(device.PinnedMemory, 3*int(pageSize))
+			if c.mapping == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				pages = r.(*region).rng.pages
+				if err := d.Free(r); err != nil {
+					t.Fatal(err)
+				}
+			} else if err == nil {
+				t.Fatal("an allocation whose mapping CUDA refused")
+			}
+			hosts.mu.Lock()
+			kept := hosts.refused[before:]
+			hosts.mu.Unlock()
+			if len(kept) != 0 != c.kept || c.kept && (len(kept) != 1 || len(kept[0]) != 3*int(pageSize) || pages != nil && &kept[0][0] != &pages[0]) {
+				t.Fatalf("the process keeps %d ranges of the pages CUDA was asked to unlock; want them kept: %v", len(kept), c.kept)
+			}
+		})
+	}
+}
+
 // TestGraphFailedNodeHoldsNothing adds a kernel node that CUDA refuses,
 // to a graph and to an executable graph: neither records the function, so
 // neither keeps its image's module once rig unloads the image.

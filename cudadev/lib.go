@@ -283,6 +283,7 @@ const (
 	errContextDestroyed    result = 709
 	errAssert              result = 710
 	errHostAlreadyRegister result = 712
+	errHostNotRegistered   result = 713
 	errHardwareStack       result = 714
 	errIllegalInstruction  result = 715
 	errMisalignedAddress   result = 716

@@ -167,7 +167,9 @@ func (d *gpu) faulted() string {
 // memory (whole pages of Go's heap) that CUDA page-locks and maps
 // (cuMemHostRegister, portable and mapped): Free unlocks it once no region
 // counts its range, and the garbage collector frees it once no slice of it
-// is left, so that a slice of it never faults nor aliases other memory.
+// is left, so that a slice of it never faults nor aliases other memory;
+// where CUDA refuses the unlock (after a fault of the GPU's work), the
+// process keeps the pages, which CUDA keeps locked and mapped.
 // More Pinned memory than the host has is ErrNoMemory, and so is CUDA's
 // CUDA_ERROR_OUT_OF_MEMORY; any other refusal of CUDA's is returned as
 // CUDA's error. It returns an error naming n below 1, or m where it is no
@@ -215,7 +217,7 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	}
 	f.out[1] = 0
 	if r := f.c3(t.cuMemHostGetDevicePointer, f.outp(1), h, 0); r != 0 {
-		f.c1(t.cuMemHostUnregister, h)
+		keptLocked(f.c1(t.cuMemHostUnregister, h), mem)
 		return nil, d.fail("mapping Pinned memory", r, lacking(r))
 	}
 	rng := &hostRange{start: h, n: size, count: 1, pages: mem}
@@ -224,7 +226,8 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 		loc: device.Location{Address: f.out[1], Handle: uint64(h), Host: h}}, nil
 }
 
-// Free gives back r. It ignores CUDA's errors.
+// Free gives back r. It ignores CUDA's errors, but where CUDA refuses to
+// unlock Pinned memory the process keeps its pages (Alloc).
 func (d *gpu) Free(r device.Region) error {
 	reg, err := d.region(r, "free")
 	if err != nil {
@@ -255,15 +258,15 @@ func (d *gpu) Free(r device.Region) error {
 		rg := reg.rng
 		rg.count--
 		if rg.count == 0 {
-			f.c1(t.cuMemHostUnregister, rg.start)
+			keptLocked(f.c1(t.cuMemHostUnregister, rg.start), rg.pages)
 			for i, o := range hosts.ranges {
 				if o == rg {
 					hosts.ranges = append(hosts.ranges[:i], hosts.ranges[i+1:]...)
 					break
 				}
 			}
-			// Unlocked: the collector may free the pages once no slice
-			// of them is left.
+			// Unlocked, or kept for the process where CUDA refused: the
+			// collector may free the pages once no slice of them is left.
 			rg.pages = nil
 		}
 		hosts.mu.Unlock()
@@ -328,6 +331,19 @@ type hostRange struct {
 	pages    []byte // the Go memory of a Pinned allocation, held while locked
 }
 
+// keptLocked keeps pages, the Go memory of a Pinned range, for the
+// process where r, CUDA's answer to their unlock, is a refusal other than
+// of memory not locked (as every call of a context is refused after a
+// fault of its work): CUDA keeps them locked and mapped for every device,
+// so that the collector must not give them to other Go values, which a GPU
+// would still address, and where CUDA would refuse to lock a later
+// allocation. hosts.mu is held.
+func keptLocked(r result, pages []byte) {
+	if r != 0 && r != errHostNotRegistered && pages != nil {
+		hosts.refused = append(hosts.refused, pages)
+	}
+}
+
 // goPages is size bytes of Go memory that start a page, size a multiple of
 // the page: an array of its own, so that no other Go value shares the
 // pages CUDA locks. Go gives an array of whole pages a page of its own,
@@ -345,6 +361,9 @@ func goPages(size int) []byte {
 var hosts struct {
 	mu     sync.Mutex
 	ranges []*hostRange
+	// refused holds, for the process, the Go memory of Pinned ranges
+	// whose unlock CUDA refused (keptLocked).
+	refused [][]byte
 }
 
 // CUDA's pointer attributes that MapHost reads.
