@@ -389,23 +389,7 @@ func TestOpenStickyError(t *testing.T) {
 				return errIllegalAddress
 			}
 			tab := fakeTable(t, fns)
-			g := &gpuInfo{bus: "0000:01:00.0"}
-			libMu.Lock()
-			savedLib := lib
-			lib = tab
-			libMu.Unlock()
-			listMu.Lock()
-			saved := gpus
-			gpus = []*gpuInfo{g}
-			listMu.Unlock()
-			defer func() {
-				libMu.Lock()
-				lib = savedLib
-				libMu.Unlock()
-				listMu.Lock()
-				gpus = saved
-				listMu.Unlock()
-			}()
+			withOneGPU(t, tab)
 			if _, err := open(0, Config{}, nil); !errors.Is(err, ErrFaulted) {
 				t.Fatalf("the open answered %v; want ErrFaulted", err)
 			}
@@ -444,23 +428,7 @@ func TestOpenAttributeRefused(t *testing.T) {
 					return 0
 				},
 			})
-			g := &gpuInfo{bus: "0000:01:00.0"}
-			libMu.Lock()
-			savedLib := lib
-			lib = tab
-			libMu.Unlock()
-			listMu.Lock()
-			saved := gpus
-			gpus = []*gpuInfo{g}
-			listMu.Unlock()
-			defer func() {
-				libMu.Lock()
-				lib = savedLib
-				libMu.Unlock()
-				listMu.Lock()
-				gpus = saved
-				listMu.Unlock()
-			}()
+			g := withOneGPU(t, tab)
 			_, err := open(0, Config{}, nil)
 			var e *Error
 			if !errors.As(err, &e) || e.Code != int(c.code) || errors.Is(err, ErrFaulted) != c.faulted {
@@ -554,4 +522,28 @@ func TestOtherGPUWork(t *testing.T) {
 	if held != 1 {
 		t.Errorf("%d graphs hold the image; want the one whose node took it", held)
 	}
+}
+
+// withOneGPU makes tab the CUDA library and one GPU, which it returns,
+// the list of GPUs, until the test ends.
+func withOneGPU(t *testing.T, tab *table) *gpuInfo {
+	t.Helper()
+	g := &gpuInfo{bus: "0000:01:00.0"}
+	libMu.Lock()
+	savedLib := lib
+	lib = tab
+	libMu.Unlock()
+	listMu.Lock()
+	saved := gpus
+	gpus = []*gpuInfo{g}
+	listMu.Unlock()
+	t.Cleanup(func() {
+		libMu.Lock()
+		lib = savedLib
+		libMu.Unlock()
+		listMu.Lock()
+		gpus = saved
+		listMu.Unlock()
+	})
+	return g
 }
