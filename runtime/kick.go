@@ -30,7 +30,7 @@ import (
 // more up to want and lets busy go without looking again: a submitter
 // that finds busy set and the kicks tired waits until a Kick covered its
 // value or busy is free, which it then takes, as each did before. The
-// next kicker clears tired. So no submitter kicks for others for long
+// next kicker clears tired, as does a kicker that takes busy again. So no submitter kicks for others for long
 // under a steady stream of submissions.
 //
 // On the H200, four nvdev timelines of 16 goroutines each (closed loop,
@@ -100,8 +100,11 @@ func (k *kicks) kick(drv device.Kicker, v uint64) {
 // every value up to want is submitted. done only grows. The caller set
 // busy.
 func (k *kicks) kickAll(drv device.Kicker) {
-	k.tired.Store(false)
 	for rounds := 0; ; {
+		// The caller set busy, or the loop took it again: this kicker
+		// looks at want again, whatever a kicker that held busy in
+		// between marked.
+		k.tired.Store(false)
 		for {
 			w := k.want.Load()
 			if device.AtLeast(k.done.Load(), w) {
