@@ -30,8 +30,9 @@ import (
 // more up to want and lets busy go without looking again: a submitter
 // that finds busy set and the kicks tired waits until a Kick covered its
 // value or busy is free, which it then takes, as each did before. The
-// next kicker clears tired, as does a kicker that takes busy again. So no submitter kicks for others for long
-// under a steady stream of submissions.
+// next kicker clears tired, as does a kicker that takes busy again. So
+// no submitter kicks for others for long under a steady stream of
+// submissions.
 //
 // On the H200, four nvdev timelines of 16 goroutines each (closed loop,
 // depth 1), seven rounds in two runs, interleaved with submitters that

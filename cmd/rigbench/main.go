@@ -67,11 +67,11 @@
 // rigbench exits with 2 on a bad flag (two of the output flags naming one
 // file among them), a device that does not open, or an output file
 // (-cpuprofile, -memprofile, -gotrace, -slowtrace, -plot, -trace) that
-// cannot be created, before the run; 1 where the run met errors (rig's, or with -compare
-// the baseline's, and no ratio then compares the two) or an output file
-// could not be written in full, its write or its close failing (the
-// message names the flag and the file); and 0 otherwise. Ctrl-C stops the
-// run, which still reports what it measured.
+// cannot be created, before the run; 1 where the run met errors (rig's,
+// or with -compare the baseline's, and no ratio then compares the two) or
+// an output file could not be written in full, its write or its close
+// failing (the message names the flag and the file); and 0 otherwise.
+// Ctrl-C stops the run, which still reports what it measured.
 package main
 
 import (
