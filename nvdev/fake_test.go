@@ -64,6 +64,8 @@ type fake struct {
 	// chased task by task, sysMembars those with the system's; bank0Ahead
 	// those that prefetch constant bank 0.
 	gpuMembars, sysMembars, bank0Ahead int
+	// dmas counts the copy engine's launches that move or set bytes.
+	dmas int
 	// intr receives a token at each NON_STALL_INTERRUPT where set (a
 	// fakeEvent's); intrs counts them.
 	intr  chan struct{}
@@ -564,6 +566,7 @@ func pcasSchedules(v uint32) bool {
 func (f *fake) copyLaunch(c *fakeChan, v uint32) {
 	r := c.copyRegs
 	if v&3 != hw.DMATransferNone {
+		f.dmas++
 		src := uint64(r[hw.CopyOffsetInUpper])<<32 | uint64(r[hw.CopyOffsetInUpper+4])
 		dst := uint64(r[hw.CopyOffsetOutUpper])<<32 | uint64(r[hw.CopyOffsetOutUpper+4])
 		pin, pout := uint64(r[0x410]), uint64(r[0x414])
@@ -577,10 +580,12 @@ func (f *fake) copyLaunch(c *fakeChan, v uint32) {
 			if k>>16&3 == 3 {
 				size = 4
 			}
-			b := f.bytesAt(dst, n*size)
-			for i := uint64(0); i < n; i++ {
-				for j := uint64(0); j < size; j++ {
-					b[i*size+j] = byte(r[hw.CopyRemapConstA] >> (8 * j))
+			for l := uint64(0); l < lines; l++ {
+				b := f.bytesAt(dst+l*pout, n*size)
+				for i := uint64(0); i < n; i++ {
+					for j := uint64(0); j < size; j++ {
+						b[i*size+j] = byte(r[hw.CopyRemapConstA] >> (8 * j))
+					}
 				}
 			}
 		} else {

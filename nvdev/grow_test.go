@@ -288,12 +288,12 @@ func TestRetiredRingWaitsForUpload(t *testing.T) {
 	}
 }
 
-// TestFillRowsChunks runs one fill of rows whose copy-engine methods pass
-// 4 MiB of words: the ring entries close between rows, so that each
-// entry holds whole methods (the fake, as a channel would, refuses an
-// entry that ends inside a method's data), and every row is filled and
-// every gap between rows left.
-func TestFillRowsChunks(t *testing.T) {
+// TestFillRowsFewLaunches runs one fill of 80,000 rows with gaps between
+// them: whatever the rows' count, it takes a multi-line launch for each
+// of a row's pieces (here its body alone), every row is filled and every
+// gap between rows left; and rows of 10 bytes that start 1 byte past a
+// multiple of 4 take three, their heads, bodies and tails.
+func TestFillRowsFewLaunches(t *testing.T) {
 	const rows, pitch = 80000, 8
 	r := openRaw(t, Config{})
 	m := r.alloc(device.PinnedMemory, rows*pitch)
@@ -305,5 +305,26 @@ func TestFillRowsChunks(t *testing.T) {
 		if row, gap := b[i*pitch:i*pitch+4], b[i*pitch+4:i*pitch+8]; !bytes.Equal(row, []byte{0x5a, 0x5a, 0x5a, 0x5a}) || !bytes.Equal(gap, make([]byte, 4)) {
 			t.Fatalf("row %d reads % x, its gap % x", i, row, gap)
 		}
+	}
+	r.f.mu.Lock()
+	dmas := r.f.dmas
+	r.f.mu.Unlock()
+	if dmas != 1 {
+		t.Errorf("the fill took %d launches of the copy engine, want 1", dmas)
+	}
+	p = fillPart(qCopy, m, 1, 10, 0xa5)
+	p.Rows, p.DstPitch = rows/2, 2*pitch
+	r.wait(r.submit(nil, p))
+	want := []byte{0x5a, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0x5a, 0, 0, 0, 0}
+	for i := range rows / 2 {
+		if got := b[i*2*pitch : (i+1)*2*pitch]; !bytes.Equal(got, want) {
+			t.Fatalf("row %d and its gap read % x, want % x", i, got, want)
+		}
+	}
+	r.f.mu.Lock()
+	dmas = r.f.dmas - dmas
+	r.f.mu.Unlock()
+	if dmas != 3 {
+		t.Errorf("the fill of rows 1 byte in took %d launches of the copy engine, want 3", dmas)
 	}
 }

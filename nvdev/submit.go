@@ -783,34 +783,18 @@ func (w *walk) copyRows(c int, p *device.Part) {
 	d := w.d
 	dst := p.Dst.(*nvidia.Memory).Address + p.DstOffset
 	if p.Filling {
-		rows, bytes := p.Rows, p.RowBytes
-		if rows == 1 || p.DstPitch == bytes {
-			rows, bytes = 1, rows*bytes
-		}
 		w.barrier(c, prevCopy)
-		// A take for each run of rows whose words come to segChunk at
-		// most (a row's come to a few dozen), so that no ring entry
-		// ends inside a row's methods.
-		for r := uint64(0); r < rows; {
-			k, n := r, uint64(0)
-			for ; k < rows; k++ {
-				l, m, err := hw.FillLaunches(dst+k*p.DstPitch, bytes)
-				if err != nil {
-					panic(fmt.Sprintf("nvdev: a fill Room took: %v", err))
-				}
-				words := l*hw.CopyLaunchWords + m*hw.FillRemapWords
-				if k > r && n+words > segChunk {
-					break
-				}
-				n += words
-			}
-			if b := w.take(c, n); b != nil {
-				for j := r; j < k; j++ {
-					b = hw.Fill(b, d.gen, dst+j*p.DstPitch, bytes, p.Byte)
-				}
-				w.done(c, b, n)
-			}
-			r = k
+		f := hw.FillRows{Dst: dst, Pitch: p.DstPitch, RowBytes: p.RowBytes, Rows: p.Rows}
+		n, err := f.Words()
+		if err != nil {
+			panic(fmt.Sprintf("nvdev: a fill Room took: %v", err))
+		}
+		// One take: rows of at most 2 GiB, under 4 GiB apart, take a few
+		// multi-line launches however many they are; larger rows or
+		// pitches, a Fill a row, come to segChunk words only past 30 TiB
+		// of memory (checkCopy bounds the rows by their region).
+		if b := w.take(c, n); b != nil {
+			w.done(c, f.Append(b, d.gen, p.Byte), n)
 		}
 	} else {
 		// One take: a copy's launches come to segChunk words only past

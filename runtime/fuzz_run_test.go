@@ -455,6 +455,14 @@ func FuzzRun(f *testing.F) {
 				m.dst, m.dstOff, m.rowB, m.fillB = z.int(nb+1), z.u64(256), z.u64(256), byte(z.byte())
 				m.rows, m.dstP = 1, m.rowB
 				p = rig.FillBytes(m.dst, m.dstOff, m.rowB, m.fillB)
+				if z.byte()%2 == 0 {
+					// Rows with gaps, or overlapping rows.
+					m.rowB, m.rows, m.dstP = z.u64(64), z.u64(8), z.u64(80)
+					p = rig.FillRows(m.dst, m.dstOff, m.rowB, m.rows, m.dstP, m.fillB)
+					if m.dstP == 0 {
+						m.dstP = m.rowB
+					}
+				}
 			case 5:
 				m.kind, m.queue = device.Fill, device.Copy
 				m.fillArg = uintptr(z.word())

@@ -78,7 +78,7 @@ func (r Ref) Plus(off uint64) Ref {
 }
 
 // Part is one piece of a submission's work, on one queue of the device.
-// Kernel, Launch, Copy, CopyRows, FillBytes, Fill and Words make parts; On
+// Kernel, Launch, Copy, CopyRows, FillBytes, FillRows, Fill and Words make parts; On
 // and After place them.
 type Part struct {
 	kind  device.PartKind
@@ -153,6 +153,20 @@ func CopyRows(r Rows) Part {
 func FillBytes(dst int, off, n uint64, b byte) Part {
 	return Part{kind: device.CopyRows, queue: device.Copy, src: -1, dst: dst, dstOff: off,
 		rowBytes: n, rows: 1, dstPitch: n, filling: true, fillByte: b,
+		refs: []Ref{Uses(dst, Writes)}}
+}
+
+// FillRows sets rows rows of rowBytes bytes of buffer dst to b, the first
+// at off, with pitch bytes from one row's start to the next's (0 is
+// rowBytes), and leaves the bytes between rows: a copy that fills, on
+// "COPY:0". As a copy's, the rows' bytes must lie within the buffer, and
+// a pitch under rowBytes, whose rows overlap, is refused.
+func FillRows(dst int, off, rowBytes, rows, pitch uint64, b byte) Part {
+	if pitch == 0 {
+		pitch = rowBytes
+	}
+	return Part{kind: device.CopyRows, queue: device.Copy, src: -1, dst: dst, dstOff: off,
+		rowBytes: rowBytes, rows: rows, dstPitch: pitch, filling: true, fillByte: b,
 		refs: []Ref{Uses(dst, Writes)}}
 }
 

@@ -153,7 +153,7 @@ func (p *Part) check(i int, d *Device, n int) error {
 		}
 	case device.Fill, device.Words:
 	default:
-		return errors.New("not a part (make parts with Launch, Copy, FillBytes, Fill or Words)")
+		return errors.New("not a part (make parts with Launch, Copy, FillBytes, FillRows, Fill or Words)")
 	}
 	if p.afterSet && (p.after < 1 || p.after > n) {
 		return fmt.Errorf("it runs after part %d, which the submission lacks", p.after-1)

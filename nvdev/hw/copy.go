@@ -252,3 +252,137 @@ func Fill(b []uint32, g *Generation, dst, n uint64, v byte) []uint32 {
 	}
 	return b
 }
+
+// FillRows is a fill of Rows rows of RowBytes bytes from Dst, with Pitch
+// bytes from one row's start to the next's.
+type FillRows struct {
+	Dst, Pitch     uint64
+	RowBytes, Rows uint64
+}
+
+// contiguous reports whether f's rows follow one another with no gap:
+// one row, or a pitch of the rows' bytes.
+func (f FillRows) contiguous() bool { return f.Rows == 1 || f.Pitch == f.RowBytes }
+
+// multiLine reports whether f runs as multi-line launches, a launch for
+// each 2^32 - 1 rows of each of a row's pieces: rows of at most 2 GiB,
+// a pitch below 2^32.
+func (f FillRows) multiLine() bool { return f.RowBytes <= MaxLine && f.Pitch < 1<<32 }
+
+// Launches is the number of copy-engine launches f.Append makes, and the
+// remap settings among them:
+//
+//   - rows with no gap: those of one fill of all their bytes (Fill);
+//   - a pitch that is a multiple of 4: every row starts at the same
+//     offset from a multiple of 4, so a row's head, body and tail
+//     (Fill's pieces) are each one column of rows, a multi-line launch
+//     for each 2^32 - 1 rows;
+//   - another pitch of rows of at most 2 GiB: one-byte components, a
+//     multi-line launch for each 2^32 - 1 rows;
+//   - rows of more than 2 GiB, or 2^32 bytes or more apart: a Fill for
+//     each row.
+//
+// A fill of no byte makes none. It refuses, wrapping ErrAddress, rows
+// that pass 2^64 bytes of addresses, or launches whose words do not fit
+// 64 bits.
+func (f FillRows) Launches() (launches, remaps uint64, err error) {
+	if f.Rows == 0 || f.RowBytes == 0 {
+		return 0, 0, nil
+	}
+	if !rowsFit(f.Dst, f.Rows, f.Pitch, f.RowBytes) {
+		return 0, 0, fmt.Errorf("%w: a fill of %d rows of %d bytes from %#x, %d apart, passes 2^64", ErrAddress, f.Rows, f.RowBytes, f.Dst, f.Pitch)
+	}
+	if f.contiguous() {
+		return FillLaunches(f.Dst, f.Rows*f.RowBytes)
+	}
+	chunks := ceilDiv(f.Rows, MaxLines)
+	if f.multiLine() {
+		if f.Pitch%4 != 0 {
+			return chunks, 1, nil
+		}
+		// The pieces of the first row are every row's.
+		l, m, _ := FillLaunches(f.Dst, f.RowBytes)
+		return l * chunks, m, nil
+	}
+	// A Fill a row: the rows' starts repeat their offsets from a multiple
+	// of 4 every 4 rows, and so do their pieces.
+	for k := range min(f.Rows, 4) {
+		l, m, _ := FillLaunches(f.Dst+k*f.Pitch, f.RowBytes)
+		n := (f.Rows - k + 3) / 4
+		lh, ll := bits.Mul64(l, n)
+		mh, ml := bits.Mul64(m, n)
+		var c1, c2 uint64
+		launches, c1 = bits.Add64(launches, ll, 0)
+		remaps, c2 = bits.Add64(remaps, ml, 0)
+		if lh|mh|c1|c2 != 0 {
+			return 0, 0, fmt.Errorf("%w: a fill of %d rows of %d bytes takes more than 2^64 launches", ErrAddress, f.Rows, f.RowBytes)
+		}
+	}
+	if remaps > math.MaxUint64/FillRemapWords || launches > (math.MaxUint64-remaps*FillRemapWords)/CopyLaunchWords {
+		return 0, 0, fmt.Errorf("%w: a fill of %d rows of %d bytes takes %d launches, whose words pass 2^64", ErrAddress, f.Rows, f.RowBytes, launches)
+	}
+	return launches, remaps, nil
+}
+
+// Words is the words of f.Append's launches and remap settings, where
+// Launches takes f.
+func (f FillRows) Words() (uint64, error) {
+	l, m, err := f.Launches()
+	if err != nil {
+		return 0, err
+	}
+	return l*CopyLaunchWords + m*FillRemapWords, nil
+}
+
+// Append appends the launches that set f's bytes to v, as Launches counts
+// them; it appends nothing for a fill Launches refuses. Each launch waits
+// for the copy engine's earlier launches (NON_PIPELINED).
+func (f FillRows) Append(b []uint32, g *Generation, v byte) []uint32 {
+	if _, _, err := f.Launches(); err != nil || f.Rows == 0 || f.RowBytes == 0 {
+		return b
+	}
+	if f.contiguous() {
+		return Fill(b, g, f.Dst, f.Rows*f.RowBytes, v)
+	}
+	if !f.multiLine() {
+		for r := range f.Rows {
+			b = Fill(b, g, f.Dst+r*f.Pitch, f.RowBytes, v)
+		}
+		return b
+	}
+	bytes := uint32(v)
+	// column launches the rows' columns of length components from byte
+	// off of each row.
+	column := func(b []uint32, off uint64, length uint32) []uint32 {
+		for done := uint64(0); done < f.Rows; {
+			n := min(f.Rows-done, MaxLines)
+			at := f.Dst + done*f.Pitch + off
+			b = copyLaunch(b, g, at, at, f.Pitch, f.Pitch, length, uint32(n), fillLaunch|DMAMultiLine)
+			done += n
+		}
+		return b
+	}
+	if f.Pitch%4 != 0 {
+		b = remap(b, bytes, RemapComponentOne)
+		return column(b, 0, uint32(f.RowBytes))
+	}
+	head, body, tail := fillPieces(f.Dst, f.RowBytes)
+	byteRemap := false
+	if head > 0 {
+		b = remap(b, bytes, RemapComponentOne)
+		byteRemap = true
+		b = column(b, 0, uint32(head))
+	}
+	if body > 0 {
+		b = remap(b, bytes*0x01010101, RemapComponentFour)
+		byteRemap = false
+		b = column(b, head, uint32(body))
+	}
+	if tail > 0 {
+		if !byteRemap {
+			b = remap(b, bytes, RemapComponentOne)
+		}
+		b = column(b, f.RowBytes-tail, uint32(tail))
+	}
+	return b
+}

@@ -193,6 +193,17 @@ func FuzzMethods(f *testing.F) {
 		if _, err := Decode(b); err != nil {
 			t.Fatal(err)
 		}
+		// Rows of the fill's bytes, value bytes apart.
+		fr := FillRows{Dst: dst, Pitch: value, RowBytes: n, Rows: rows % 64}
+		words, err := fr.Words()
+		if b := fr.Append(nil, g, v); err != nil && len(b) != 0 || err == nil && uint64(len(b)) != words {
+			t.Fatalf("%+v: %d words, Words %d (%v)", fr, len(b), words, err)
+		} else if _, err := Decode(b); err != nil {
+			t.Fatal(err)
+		}
+		if fits := fr.Rows == 0 || n == 0 || rowsFit(dst, fr.Rows, value, n); (err == nil) != fits {
+			t.Fatalf("%+v: Words %v", fr, err)
+		}
 		var base uint64
 		ring, err := AppendSegment(nil, g, &base, addr, uint32(n)+1, Level(v&1), v&2 != 0)
 		if err == nil {

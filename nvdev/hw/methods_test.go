@@ -381,3 +381,79 @@ func TestFill(t *testing.T) {
 		t.Errorf("5 GiB: %v", e.launches[1])
 	}
 }
+
+func TestFillRows(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		f                FillRows
+		launches, remaps uint64
+	}{
+		{"a head, a body and a tail a row", FillRows{Dst: 0x1001, Pitch: 16, RowBytes: 10, Rows: 5}, 3, 3},
+		{"bodies only", FillRows{Dst: 0x1000, Pitch: 16, RowBytes: 8, Rows: 5}, 1, 1},
+		{"a head and a body", FillRows{Dst: 0x1002, Pitch: 12, RowBytes: 6, Rows: 4}, 2, 2},
+		{"a body and a tail", FillRows{Dst: 0x1000, Pitch: 12, RowBytes: 7, Rows: 4}, 2, 2},
+		{"a byte a row", FillRows{Dst: 0x1003, Pitch: 8, RowBytes: 1, Rows: 9}, 1, 1},
+		{"an odd pitch", FillRows{Dst: 0x1001, Pitch: 13, RowBytes: 9, Rows: 6}, 1, 1},
+		{"no gap", FillRows{Dst: 0x1001, Pitch: 10, RowBytes: 10, Rows: 3}, 3, 3},
+		{"one row", FillRows{Dst: 0x1000, Pitch: 100, RowBytes: 8, Rows: 1}, 1, 1},
+		{"rows 2^32 bytes apart", FillRows{Dst: 0x1000, Pitch: 1 << 32, RowBytes: 8, Rows: 3}, 3, 3},
+		{"rows 2^32 + 1 bytes apart", FillRows{Dst: 0x1000, Pitch: 1<<32 + 1, RowBytes: 9, Rows: 6}, 15, 15},
+		{"no rows", FillRows{Dst: 0x1000, Pitch: 16, RowBytes: 8}, 0, 0},
+		{"empty rows", FillRows{Dst: 0x1000, Pitch: 16, Rows: 8}, 0, 0},
+	} {
+		launches, remaps, err := tc.f.Launches()
+		if err != nil || launches != tc.launches || remaps != tc.remaps {
+			t.Errorf("%s: Launches %d, %d, %v; want %d, %d", tc.name, launches, remaps, err, tc.launches, tc.remaps)
+			continue
+		}
+		b := tc.f.Append(nil, Hopper, 0x5a)
+		words, _ := tc.f.Words()
+		e := runCopy(t, b)
+		if uint64(len(e.launches)) != launches || uint64(len(b)) != words {
+			t.Errorf("%s: %d launches in %d words; Words %d", tc.name, len(e.launches), len(b), words)
+		}
+		// Every byte of the rows set, and none between them.
+		want := map[uint64]bool{}
+		for r := range tc.f.Rows {
+			for i := range tc.f.RowBytes {
+				want[tc.f.Dst+r*tc.f.Pitch+i] = true
+			}
+		}
+		for a, v := range e.mem {
+			if !want[a] || v != 0x5a {
+				t.Errorf("%s: byte %#x set to %#x", tc.name, a, v)
+			}
+		}
+		for a := range want {
+			if _, ok := e.mem[a]; !ok {
+				t.Errorf("%s: byte %#x not set", tc.name, a)
+			}
+		}
+	}
+	// 2^32 + 4 rows: two launches a column.
+	f := FillRows{Dst: 0x1001, Pitch: 16, RowBytes: 10, Rows: MaxLines + 5}
+	e := runCopy(t, f.Append(nil, Hopper, 1))
+	if l, m, err := f.Launches(); err != nil || l != 6 || m != 3 || len(e.launches) != 6 {
+		t.Fatalf("%+v: Launches %d, %d, %v; %d launches", f, l, m, err, len(e.launches))
+	}
+	for i, want := range []uint32{MaxLines, 5, MaxLines, 5, MaxLines, 5} {
+		l := e.launches[i]
+		if l[CopyLineCount] != want || l[CopyLaunchDMA]&DMAMultiLine == 0 || l[0x414] != 16 {
+			t.Errorf("launch %d: %d lines, LAUNCH_DMA %#x, pitch %d", i, l[CopyLineCount], l[CopyLaunchDMA], l[0x414])
+		}
+	}
+	if got := uint64(e.launches[1][CopyOffsetOutUpper])<<32 | uint64(e.launches[1][CopyOffsetOutUpper+4]); got != 0x1001+MaxLines*16 {
+		t.Errorf("the second launch of the heads starts at %#x", got)
+	}
+	for _, f := range []FillRows{
+		{Dst: 1<<64 - 100, Pitch: 64, RowBytes: 8, Rows: 3},
+		{Dst: 0, Pitch: 1 << 63, RowBytes: 1, Rows: 3},
+	} {
+		if _, _, err := f.Launches(); !errors.Is(err, ErrAddress) {
+			t.Errorf("%+v: Launches %v", f, err)
+		}
+		if b := f.Append(nil, Hopper, 1); len(b) != 0 {
+			t.Errorf("%+v: %d words", f, len(b))
+		}
+	}
+}
