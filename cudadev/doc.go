@@ -111,7 +111,8 @@
 // reads. A copy is one cuMemcpyAsync where its rows are contiguous, one
 // cuMemcpy2DAsync otherwise, or one copy per row where a pitch exceeds
 // CU_DEVICE_ATTRIBUTE_MAX_PITCH or CUDA refuses the 2D copy; a copy that
-// fills is one cuMemsetD8Async (cuMemsetD2D8Async for pitched rows).
+// fills is one cuMemsetD8Async (cuMemsetD2D8Async for pitched rows), or
+// of four-byte words cuMemsetD32Async (cuMemsetD2D32Async).
 // CUDA copies between two host regions with the calling thread once the
 // stream's earlier work completed (seen on the H200 with CUDA 13.0): a
 // copy part between two Pinned or MapHost buffers makes Submit wait for

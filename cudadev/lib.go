@@ -51,6 +51,7 @@ type table struct {
 	cuPointerGetAttribute, cuMemGetAddressRange                              uintptr
 	cuMemGetHandleForAddressRange                                            uintptr
 	cuMemcpyAsync, cuMemcpy2DAsync, cuMemsetD8Async, cuMemsetD2D8Async       uintptr
+	cuMemsetD32Async, cuMemsetD2D32Async                                     uintptr
 	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction, cuModuleGetGlobal uintptr
 	cuModuleGetFunctionCount, cuModuleEnumerateFunctions, cuFuncGetName      uintptr
 	cuFuncLoad, cuFuncGetAttribute, cuFuncSetAttribute, cuFuncGetParamInfo   uintptr
@@ -122,6 +123,8 @@ var symbols = []symbol{
 	sym(func(t *table) *uintptr { return &t.cuMemcpy2DAsync }, "cuMemcpy2DAsync_v2"),
 	sym(func(t *table) *uintptr { return &t.cuMemsetD8Async }, "cuMemsetD8Async"),
 	sym(func(t *table) *uintptr { return &t.cuMemsetD2D8Async }, "cuMemsetD2D8Async"),
+	sym(func(t *table) *uintptr { return &t.cuMemsetD32Async }, "cuMemsetD32Async"),
+	sym(func(t *table) *uintptr { return &t.cuMemsetD2D32Async }, "cuMemsetD2D32Async"),
 	sym(func(t *table) *uintptr { return &t.cuModuleLoadData }, "cuModuleLoadData"),
 	sym(func(t *table) *uintptr { return &t.cuModuleUnload }, "cuModuleUnload"),
 	sym(func(t *table) *uintptr { return &t.cuModuleGetFunction }, "cuModuleGetFunction"),

@@ -147,6 +147,11 @@ func checkCopy(p *device.Part) string {
 		return fmt.Sprintf("a copy to bytes up to %d of a region of %d", end, dst.size)
 	}
 	if p.Filling {
+		if p.Fill32 {
+			if at := dst.loc.Address + p.DstOffset; at%4 != 0 || p.RowBytes%4 != 0 || (p.Rows > 1 && p.DstPitch%4 != 0) {
+				return fmt.Sprintf("a fill of four-byte words of %d bytes a row, %d apart, at address %#x: not a multiple of 4", p.RowBytes, p.DstPitch, at)
+			}
+		}
 		return ""
 	}
 	src, ok := p.Src.(*region)
@@ -512,6 +517,31 @@ func (d *gpu) setLaunch(f *frame, p *device.Part, k *kernel, stream uintptr) {
 		uintptr(p.Shared), stream, 0, extra}
 }
 
+// fill32 enqueues a fill of four-byte words at to, whose address,
+// pitch and rows' bytes checkCopy found multiples of 4: one
+// cuMemsetD32Async where the rows are contiguous, one cuMemsetD2D32Async
+// otherwise, or one a row where the pitch exceeds the GPU's limit or CUDA
+// refuses the 2D fill.
+func (d *gpu) fill32(f *frame, p *device.Part, to uint64, stream uintptr) result {
+	t := d.t
+	rows, width := p.Rows, p.RowBytes
+	v := uintptr(p.Value)
+	if rows == 1 || p.DstPitch == width {
+		return f.c4(t.cuMemsetD32Async, uintptr(to), v, uintptr(rows*width/4), stream)
+	}
+	if p.DstPitch <= d.maxPitch {
+		if r := f.c6(t.cuMemsetD2D32Async, uintptr(to), uintptr(p.DstPitch), v, uintptr(width/4), uintptr(rows), stream); r != errInvalidValue {
+			return r
+		}
+	}
+	for i := uint64(0); i < rows; i++ {
+		if r := f.c4(t.cuMemsetD32Async, uintptr(to+i*p.DstPitch), v, uintptr(width/4), stream); r != 0 {
+			return r
+		}
+	}
+	return 0
+}
+
 // copy enqueues a copy part: one copy where the rows are contiguous, one
 // 2D copy otherwise, or a copy per row where a pitch exceeds the GPU's
 // CU_DEVICE_ATTRIBUTE_MAX_PITCH or CUDA refuses the 2D copy; a copy that
@@ -527,6 +557,9 @@ func (d *gpu) copy(f *frame, p *device.Part, stream uintptr) result {
 	rows, width := p.Rows, p.RowBytes
 	if p.Filling {
 		to := dst.loc.Address + p.DstOffset
+		if p.Fill32 {
+			return d.fill32(f, p, to, stream)
+		}
 		b := uintptr(p.Byte)
 		if rows == 1 || p.DstPitch == width {
 			return f.c4(t.cuMemsetD8Async, uintptr(to), b, uintptr(rows*width), stream)

@@ -88,6 +88,13 @@ type Part struct {
 	SrcPitch, DstPitch   uint64
 	Filling              bool
 	Byte                 byte
+	// Fill32 is set where a fill sets four-byte words rather than bytes:
+	// each word of the rows to Value, little-endian, Byte unused.
+	// DstOffset, RowBytes and DstPitch are multiples of 4 then (rig
+	// checks them); a GPU driver refuses a destination whose address is
+	// not, and the host driver fills it as it lies.
+	Fill32 bool
+	Value  uint32
 
 	// Fill: the driver's fill function and its argument.
 	FillFn  any

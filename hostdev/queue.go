@@ -35,6 +35,8 @@ type part struct {
 	srcPitch, dstPitch uint64
 	filling            bool
 	fillByte           byte
+	fill32             bool // fillValue's words, not fillByte's bytes
+	fillValue          uint32
 
 	fill FillFunc
 	arg  uintptr
@@ -547,6 +549,7 @@ func (d *dev) Submit(s *device.Submission) device.SubmitAnswer {
 			x.src, _ = p.Src.(*region)
 			x.srcOff, x.dstOff, x.rowBytes, x.rows = p.SrcOffset, p.DstOffset, p.RowBytes, p.Rows
 			x.srcPitch, x.dstPitch, x.filling, x.fillByte = p.SrcPitch, p.DstPitch, p.Filling, p.Byte
+			x.fill32, x.fillValue = p.Fill32, p.Value
 		case device.Fill:
 			x.fill, _ = p.FillFn.(FillFunc)
 			x.arg = p.FillArg

@@ -42,6 +42,8 @@ func (d *dev) copyRows(p *part) {
 			switch {
 			case !p.filling:
 				copy(b, p.src.bytes(p.srcOff+r*srcPitch+off, k))
+			case p.fill32:
+				fillWords(b, off, p.fillValue)
 			case p.fillByte == 0:
 				clear(b)
 			default:
@@ -61,6 +63,20 @@ func (d *dev) copyRows(p *part) {
 				}
 			}
 		}
+	}
+}
+
+// fillWords sets b, which starts at byte off of a fill of four-byte
+// words, to the words' bytes: v little-endian from the fill's start.
+func fillWords(b []byte, off uint64, v uint32) {
+	var w [4]byte
+	for i := range w {
+		w[i] = byte(v >> (8 * ((off + uint64(i)) % 4)))
+	}
+	// Four bytes, then the bytes set so far copied after themselves.
+	n := copy(b, w[:])
+	for n < len(b) {
+		n += copy(b[n:], b[:n])
 	}
 }
 

@@ -16,3 +16,15 @@ func TestGPUFillRows(t *testing.T) {
 func BenchmarkGPUFillRows(b *testing.B) {
 	gputest.FillRowsBench(b, openRig(b, Config{}))
 }
+
+// TestGPUFillWords fills four-byte words on each queue and checks every
+// byte of the buffer; a buffer lent at an address that is not a multiple
+// of 4 is refused.
+func TestGPUFillWords(t *testing.T) {
+	gputest.FillWords(t, openRig(t, Config{}), false)
+}
+
+// BenchmarkGPUFillWords times fills of four-byte words.
+func BenchmarkGPUFillWords(b *testing.B) {
+	gputest.FillWordsBench(b, openRig(b, Config{}))
+}

@@ -132,8 +132,14 @@ func (w *walk) kernelPart(p *device.Part, n uint64) *device.Part {
 	dst := p.Dst.(*nvidia.Memory).Address + p.DstOffset
 	binary.LittleEndian.PutUint64(d.kparams[0:], dst)
 	if p.Filling {
+		// The fill's four bytes as they lie from a multiple of 4: a fill
+		// of words starts at one (checkCopy).
 		kp.Entry = k.fill
-		binary.LittleEndian.PutUint64(d.kparams[8:], uint64(p.Byte))
+		word := uint32(p.Byte) * 0x01010101
+		if p.Fill32 {
+			word = p.Value
+		}
+		binary.LittleEndian.PutUint64(d.kparams[8:], uint64(word))
 	} else {
 		kp.Entry = k.copy
 		binary.LittleEndian.PutUint64(d.kparams[8:], p.Src.(*nvidia.Memory).Address+p.SrcOffset)

@@ -20,10 +20,10 @@ func (r *raw) copyKernelsOn(n *int) {
 			dst, src, m := binary.LittleEndian.Uint64(bank[po:]), binary.LittleEndian.Uint64(bank[po+8:]), binary.LittleEndian.Uint64(bank[po+16:])
 			copy(r.f.mem(dst, m), r.f.mem(src, m))
 		case k.fill.Code:
-			dst, b, m := binary.LittleEndian.Uint64(bank[fo:]), bank[fo+8], binary.LittleEndian.Uint64(bank[fo+16:])
-			clear(r.f.mem(dst, m))
+			// The byte at address a is byte a % 4 of the word.
+			dst, w, m := binary.LittleEndian.Uint64(bank[fo:]), binary.LittleEndian.Uint32(bank[fo+8:]), binary.LittleEndian.Uint64(bank[fo+16:])
 			for i, d := 0, r.f.mem(dst, m); i < len(d); i++ {
-				d[i] = b
+				d[i] = byte(w >> (8 * ((dst + uint64(i)) % 4)))
 			}
 		default:
 			return
@@ -73,10 +73,29 @@ func TestCopyKernels(t *testing.T) {
 			t.Fatalf("byte %d is %d, want %d", i, x, want)
 		}
 	}
+	// A fill of four-byte words by a kernel, from byte 4 of b.
+	fw := fillPart(qCopy, b, 4, 256<<10, 0)
+	fw.Fill32, fw.Value = true, 0xa1b2c3d4
+	r.wait(r.submit(nil, fw, copyPart(qCopy, b, host, 0, 0, n)))
+	if kernels != 3 {
+		t.Errorf("%d kernels ran, want 3", kernels)
+	}
+	for i, x := range hostOf(host)[:4+256<<10+4] {
+		want := [4]byte{0xd4, 0xc3, 0xb2, 0xa1}[i%4]
+		switch {
+		case i < 4:
+			want = 9
+		case i >= 4+256<<10:
+			want = byte(i * 7)
+		}
+		if x != want {
+			t.Fatalf("byte %d of the fill of words is %#x, want %#x", i, x, want)
+		}
+	}
 	// Below 256 KiB, or with Pinned memory, the copy engine.
 	r.wait(r.submit(nil, copyPart(qCopy, a, b, 0, 0, 256<<10-1), copyPart(qCompute, host, a, 0, 0, n)))
-	if kernels != 2 {
-		t.Errorf("%d kernels ran, want 2", kernels)
+	if kernels != 3 {
+		t.Errorf("%d kernels ran, want 3", kernels)
 	}
 	// A value of COMPUTE:0 whose last part is a kernel's copy has it
 	// release the value.
@@ -86,7 +105,7 @@ func TestCopyKernels(t *testing.T) {
 	if ownRelease.on {
 		want++
 	}
-	if kernels != 3 || r.f.ownReleases != want {
+	if kernels != 4 || r.f.ownReleases != want {
 		t.Errorf("%d kernels, %d own releases", kernels, r.f.ownReleases-own)
 	}
 }

@@ -318,6 +318,11 @@ func checkCopy(p *device.Part) string {
 			p.Rows, p.RowBytes, p.DstPitch, p.DstOffset, dst.Size)
 	}
 	if p.Filling {
+		if p.Fill32 {
+			if at := dst.Address + p.DstOffset; at%4 != 0 || p.RowBytes%4 != 0 || (p.Rows > 1 && p.DstPitch%4 != 0) {
+				return fmt.Sprintf("a fill of four-byte words of %d bytes a row, %d apart, at address %#x: not a multiple of 4", p.RowBytes, p.DstPitch, at)
+			}
+		}
 		return ""
 	}
 	src, ok := p.Src.(*nvidia.Memory)
@@ -794,7 +799,12 @@ func (w *walk) copyRows(c int, p *device.Part) {
 		// pitches, a Fill a row, come to segChunk words only past 30 TiB
 		// of memory (checkCopy bounds the rows by their region).
 		if b := w.take(c, n); b != nil {
-			w.done(c, f.Append(b, d.gen, p.Byte), n)
+			if p.Fill32 {
+				b = f.AppendWords(b, d.gen, p.Value)
+			} else {
+				b = f.Append(b, d.gen, p.Byte)
+			}
+			w.done(c, b, n)
 		}
 	} else {
 		// One take: a copy's launches come to segChunk words only past

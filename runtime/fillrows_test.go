@@ -58,5 +58,20 @@ func TestFillRows(t *testing.T) {
 	})
 }
 
+// TestFillWords fills four-byte words on the host driver, a buffer lent
+// at an address 2 bytes past a multiple of 4 too.
+func TestFillWords(t *testing.T) {
+	d := host(t, hostdev.Config{MapsHost: true})
+	gputest.FillWords(t, d, true)
+	runHostile(t, d, []hostile{
+		{"words past 2^64", newSub(d, rig.FillUint32(0, 0, 1<<62, 1)), rig.ErrInvalid, "past 2^64"},
+		{"words from an odd byte", newSub(d, rig.FillFloat32(0, 6, 4, 1)), rig.ErrInvalid, "from byte 6, not a multiple of 4"},
+		{"words from 2^64-4", newSub(d, rig.FillUint32(0, math.MaxUint64-3, 2, 1)), rig.ErrInvalid, "past 2^64"},
+	})
+}
+
 // BenchmarkFillRows times fills of rows on the host driver.
 func BenchmarkFillRows(b *testing.B) { gputest.FillRowsBench(b, host(b, hostdev.Config{})) }
+
+// BenchmarkFillWords times fills of four-byte words on the host driver.
+func BenchmarkFillWords(b *testing.B) { gputest.FillWordsBench(b, host(b, hostdev.Config{})) }

@@ -239,6 +239,8 @@ type fuzzPart struct {
 	dstP    uint64
 	filling bool
 	fillB   byte
+	fill32  bool // FillUint32: fillV's words
+	fillV   uint32
 	fillOK  bool // a Fill of fuzzRig.fill
 	fillArg uintptr
 	words   int
@@ -462,6 +464,13 @@ func FuzzRun(f *testing.F) {
 					if m.dstP == 0 {
 						m.dstP = m.rowB
 					}
+				} else if z.byte()%2 == 0 {
+					// Four-byte words from a multiple of 4.
+					m.fill32, m.fillV = true, uint32(z.word())
+					m.dstOff = 4 * z.u64(64)
+					words := z.u64(64)
+					m.rowB, m.rows, m.dstP = 4*words, 1, 4*words
+					p = rig.FillUint32(m.dst, m.dstOff, words, m.fillV)
 				}
 			case 5:
 				m.kind, m.queue = device.Fill, device.Copy
@@ -815,6 +824,9 @@ func fuzzRound(t *testing.T, ctx context.Context, fr *fuzzRig, s *rig.Submission
 						b := dst[row*m.dstP : row*m.dstP+m.rowB]
 						for j := range b {
 							b[j] = m.fillB
+							if m.fill32 {
+								b[j] = byte(m.fillV >> (8 * (j % 4)))
+							}
 						}
 					}
 					continue

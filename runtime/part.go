@@ -78,7 +78,8 @@ func (r Ref) Plus(off uint64) Ref {
 }
 
 // Part is one piece of a submission's work, on one queue of the device.
-// Kernel, Launch, Copy, CopyRows, FillBytes, FillRows, Fill and Words make parts; On
+// Kernel, Launch, Copy, CopyRows, FillBytes, FillRows, FillUint32,
+// FillFloat32, Fill and Words make parts; On
 // and After place them.
 type Part struct {
 	kind  device.PartKind
@@ -98,6 +99,9 @@ type Part struct {
 	srcPitch, dstPitch uint64
 	filling            bool
 	fillByte           byte
+	fill32             bool // FillUint32: fillValue's words, not fillByte's bytes
+	fillValue          uint32
+	fillCount          uint64 // FillUint32's words
 	fillFn             any
 	fillArg            uintptr
 	words              []uint32
@@ -160,7 +164,8 @@ func FillBytes(dst int, off, n uint64, b byte) Part {
 // at off, with pitch bytes from one row's start to the next's (0 is
 // rowBytes), and leaves the bytes between rows: a copy that fills, on
 // "COPY:0". As a copy's, the rows' bytes must lie within the buffer, and
-// a pitch under rowBytes, whose rows overlap, is refused.
+// the drivers refuse a pitch under rowBytes where there are two rows or
+// more, whose rows overlap (Submit returns a *RefusalError).
 func FillRows(dst int, off, rowBytes, rows, pitch uint64, b byte) Part {
 	if pitch == 0 {
 		pitch = rowBytes
@@ -168,6 +173,27 @@ func FillRows(dst int, off, rowBytes, rows, pitch uint64, b byte) Part {
 	return Part{kind: device.CopyRows, queue: device.Copy, src: -1, dst: dst, dstOff: off,
 		rowBytes: rowBytes, rows: rows, dstPitch: pitch, filling: true, fillByte: b,
 		refs: []Ref{Uses(dst, Writes)}}
+}
+
+// FillUint32 sets n four-byte words of buffer dst, from byte off, to v,
+// little-endian: a copy that fills, on "COPY:0". off must be a multiple
+// of 4, and the GPU drivers refuse a buffer whose address is not (only
+// memory the caller lends, such as Device.MapHost's, can be so).
+func FillUint32(dst int, off, n uint64, v uint32) Part {
+	p := Part{kind: device.CopyRows, queue: device.Copy, src: -1, dst: dst, dstOff: off,
+		rows: 1, filling: true, fill32: true, fillValue: v, fillCount: n,
+		refs: []Ref{Uses(dst, Writes)}}
+	if n <= math.MaxUint64/4 {
+		// Past it, NewSubmission refuses the part.
+		p.rowBytes, p.dstPitch = 4*n, 4*n
+	}
+	return p
+}
+
+// FillFloat32 sets n float32s of buffer dst, from byte off, to f: a
+// FillUint32 of f's bits.
+func FillFloat32(dst int, off, n uint64, f float32) Part {
+	return FillUint32(dst, off, n, math.Float32bits(f))
 }
 
 // Fill calls the driver's fill function fn with arg, on "COPY:0": on

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -142,6 +143,14 @@ func (p *Part) check(i int, d *Device, n int) error {
 			return fmt.Errorf("%d parameter bytes, and %q reads %d", p.params, p.fn.Name(), k)
 		}
 	case device.CopyRows:
+		if p.fill32 {
+			if p.fillCount > math.MaxUint64/4 {
+				return fmt.Errorf("a fill of %d four-byte words: past 2^64 bytes", p.fillCount)
+			}
+			if p.dstOff%4 != 0 {
+				return fmt.Errorf("a fill of four-byte words from byte %d, not a multiple of 4", p.dstOff)
+			}
+		}
 		var ok bool
 		if p.dstEnd, ok = rowsEnd(p.dstOff, p.rows, p.dstPitch, p.rowBytes); !ok {
 			return fmt.Errorf("a copy of %d rows of %d bytes, %d bytes apart, from byte %d of its destination: past 2^64 bytes", p.rows, p.rowBytes, p.dstPitch, p.dstOff)
@@ -153,7 +162,7 @@ func (p *Part) check(i int, d *Device, n int) error {
 		}
 	case device.Fill, device.Words:
 	default:
-		return errors.New("not a part (make parts with Launch, Copy, FillBytes, FillRows, Fill or Words)")
+		return errors.New("not a part (make parts with Launch, Copy, FillBytes, FillRows, FillUint32, Fill or Words)")
 	}
 	if p.afterSet && (p.after < 1 || p.after > n) {
 		return fmt.Errorf("it runs after part %d, which the submission lacks", p.after-1)
@@ -255,7 +264,7 @@ func (s *Submission) newRun() *Run {
 			dp.Params = r.params[i]
 		case device.CopyRows:
 			dp.RowBytes, dp.Rows, dp.SrcPitch, dp.DstPitch = p.rowBytes, p.rows, p.srcPitch, p.dstPitch
-			dp.Filling, dp.Byte = p.filling, p.fillByte
+			dp.Filling, dp.Byte, dp.Fill32, dp.Value = p.filling, p.fillByte, p.fill32, p.fillValue
 		case device.Fill:
 			dp.FillFn, dp.FillArg = p.fillFn, p.fillArg
 		case device.Words:

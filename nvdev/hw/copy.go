@@ -220,12 +220,18 @@ const fillLaunch = DMATransferNonPipelined | DMASrcPitch | DMADstPitch | DMARema
 // FillLaunches says how many launches and remap settings it makes; Fill
 // appends nothing for a fill FillLaunches refuses.
 func Fill(b []uint32, g *Generation, dst, n uint64, v byte) []uint32 {
+	return fillWord(b, g, dst, n, uint32(v)*0x01010101)
+}
+
+// fillWord is Fill with the body's four-byte components set to w and the
+// head's and tail's bytes to w's low byte: Fill's for a byte repeated, and
+// a fill of words where dst and n are multiples of 4 (no head or tail).
+func fillWord(b []uint32, g *Generation, dst, n uint64, w uint32) []uint32 {
 	if _, c := bits.Add64(dst, n, 0); c != 0 {
 		return b
 	}
 	head, body, tail := fillPieces(dst, n)
-	bytes := uint32(v)
-	words := bytes * 0x01010101
+	bytes := w & 255
 	byteRemap := false
 	if head > 0 {
 		b = remap(b, bytes, RemapComponentOne)
@@ -233,7 +239,7 @@ func Fill(b []uint32, g *Generation, dst, n uint64, v byte) []uint32 {
 		b = copyLaunch(b, g, dst, dst, 0, 0, uint32(head), 1, fillLaunch)
 	}
 	if body > 0 {
-		b = remap(b, words, RemapComponentFour)
+		b = remap(b, w, RemapComponentFour)
 		byteRemap = false
 		at := dst + head
 		for left := body; left > 0; {
@@ -308,7 +314,7 @@ func (f FillRows) Launches() (launches, remaps uint64, err error) {
 	// of 4 every 4 rows, and so do their pieces.
 	for k := range min(f.Rows, 4) {
 		l, m, _ := FillLaunches(f.Dst+k*f.Pitch, f.RowBytes)
-		n := (f.Rows - k + 3) / 4
+		n := (f.Rows-k-1)/4 + 1 // the rows k, k+4, ... below Rows
 		lh, ll := bits.Mul64(l, n)
 		mh, ml := bits.Mul64(m, n)
 		var c1, c2 uint64
@@ -338,19 +344,37 @@ func (f FillRows) Words() (uint64, error) {
 // them; it appends nothing for a fill Launches refuses. Each launch waits
 // for the copy engine's earlier launches (NON_PIPELINED).
 func (f FillRows) Append(b []uint32, g *Generation, v byte) []uint32 {
+	return f.appendWord(b, g, uint32(v)*0x01010101)
+}
+
+// AppendWords appends the launches that set f's four-byte words to w,
+// little-endian, as Launches counts them: f's Dst and RowBytes, and its
+// Pitch where it has more than one row, are multiples of 4, so that its
+// rows have no head or tail bytes. It appends nothing for another fill,
+// or one Launches refuses.
+func (f FillRows) AppendWords(b []uint32, g *Generation, w uint32) []uint32 {
+	if f.Dst%4 != 0 || f.RowBytes%4 != 0 || (f.Rows > 1 && f.Pitch%4 != 0) {
+		return b
+	}
+	return f.appendWord(b, g, w)
+}
+
+// appendWord is Append with the body's components set to w and any
+// head's and tail's bytes to w's low byte (fillWord).
+func (f FillRows) appendWord(b []uint32, g *Generation, w uint32) []uint32 {
 	if _, _, err := f.Launches(); err != nil || f.Rows == 0 || f.RowBytes == 0 {
 		return b
 	}
 	if f.contiguous() {
-		return Fill(b, g, f.Dst, f.Rows*f.RowBytes, v)
+		return fillWord(b, g, f.Dst, f.Rows*f.RowBytes, w)
 	}
 	if !f.multiLine() {
 		for r := range f.Rows {
-			b = Fill(b, g, f.Dst+r*f.Pitch, f.RowBytes, v)
+			b = fillWord(b, g, f.Dst+r*f.Pitch, f.RowBytes, w)
 		}
 		return b
 	}
-	bytes := uint32(v)
+	bytes := w & 255
 	// column launches the rows' columns of length components from byte
 	// off of each row.
 	column := func(b []uint32, off uint64, length uint32) []uint32 {
@@ -374,7 +398,7 @@ func (f FillRows) Append(b []uint32, g *Generation, v byte) []uint32 {
 		b = column(b, 0, uint32(head))
 	}
 	if body > 0 {
-		b = remap(b, bytes*0x01010101, RemapComponentFour)
+		b = remap(b, w, RemapComponentFour)
 		byteRemap = false
 		b = column(b, head, uint32(body))
 	}

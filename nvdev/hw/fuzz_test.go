@@ -204,6 +204,10 @@ func FuzzMethods(f *testing.F) {
 		if fits := fr.Rows == 0 || n == 0 || rowsFit(dst, fr.Rows, value, n); (err == nil) != fits {
 			t.Fatalf("%+v: Words %v", fr, err)
 		}
+		aligned := dst%4 == 0 && n%4 == 0 && (fr.Rows <= 1 || value%4 == 0)
+		if b := fr.AppendWords(nil, g, uint32(addr)); aligned && err == nil && uint64(len(b)) != words || (!aligned || err != nil) && len(b) != 0 {
+			t.Fatalf("%+v: %d words of four-byte words, Words %d (%v)", fr, len(b), words, err)
+		}
 		var base uint64
 		ring, err := AppendSegment(nil, g, &base, addr, uint32(n)+1, Level(v&1), v&2 != 0)
 		if err == nil {

@@ -457,3 +457,52 @@ func TestFillRows(t *testing.T) {
 		}
 	}
 }
+
+func TestFillRowsWords(t *testing.T) {
+	const w = 0x11223344
+	for _, tc := range []struct {
+		name string
+		f    FillRows
+		none bool // AppendWords appends nothing
+	}{
+		{"rows with gaps", FillRows{Dst: 0x1000, Pitch: 16, RowBytes: 8, Rows: 5}, false},
+		{"rows that touch", FillRows{Dst: 0x1004, Pitch: 12, RowBytes: 12, Rows: 3}, false},
+		{"one row", FillRows{Dst: 0x1008, Pitch: 3, RowBytes: 20, Rows: 1}, false},
+		{"rows 2^32 bytes apart", FillRows{Dst: 0x1000, Pitch: 1 << 32, RowBytes: 8, Rows: 3}, false},
+		{"an odd start", FillRows{Dst: 0x1001, Pitch: 16, RowBytes: 8, Rows: 2}, true},
+		{"an odd row", FillRows{Dst: 0x1000, Pitch: 16, RowBytes: 7, Rows: 2}, true},
+		{"an odd pitch", FillRows{Dst: 0x1000, Pitch: 18, RowBytes: 8, Rows: 2}, true},
+	} {
+		b := tc.f.AppendWords(nil, Hopper, w)
+		if tc.none {
+			if len(b) != 0 {
+				t.Errorf("%s: %d words", tc.name, len(b))
+			}
+			continue
+		}
+		words, err := tc.f.Words()
+		if err != nil || uint64(len(b)) != words {
+			t.Errorf("%s: %d words, Words %d (%v)", tc.name, len(b), words, err)
+		}
+		e := runCopy(t, b)
+		want := map[uint64]byte{}
+		for r := range tc.f.Rows {
+			for i := range tc.f.RowBytes {
+				want[tc.f.Dst+r*tc.f.Pitch+i] = byte(uint32(w) >> (8 * (i % 4)))
+			}
+		}
+		if len(e.mem) != len(want) {
+			t.Errorf("%s: %d bytes written, want %d", tc.name, len(e.mem), len(want))
+		}
+		for a, v := range want {
+			if got, ok := e.mem[a]; !ok || got != v {
+				t.Errorf("%s: byte %#x reads %#x (written %v), want %#x", tc.name, a, got, ok, v)
+			}
+		}
+		for _, l := range e.launches {
+			if l[CopyRemapComponent]>>16&3 != 3 {
+				t.Errorf("%s: a launch of one-byte components", tc.name)
+			}
+		}
+	}
+}

@@ -28,17 +28,19 @@ extern "C" __global__ void rig_copy(unsigned char *dst, const unsigned char *src
   if (tid < n - tail) dst[tail + tid] = src[tail + tid];
 }
 
-extern "C" __global__ void rig_fill(unsigned char *dst, unsigned int byte, u64 n) {
+extern "C" __global__ void rig_fill(unsigned char *dst, unsigned int word, u64 n) {
+  // word is the fill's four bytes, little-endian, as they lie from an
+  // address that is a multiple of 4 (a byte repeated four times for a
+  // fill of bytes): the byte at address a is byte a % 4 of word.
   u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
   u64 threads = (u64)gridDim.x * blockDim.x;
   u64 head = (16 - ((u64)dst & 15)) & 15;
   if (head > n) head = n;
-  unsigned int w = (byte & 255) * 0x01010101u;
-  uint4 v = make_uint4(w, w, w, w);
+  uint4 v = make_uint4(word, word, word, word);
   u64 body = (n - head) / 16;
   uint4 *d = (uint4 *)(dst + head);
   for (u64 i = tid; i < body; i += threads) d[i] = v;
-  if (tid < head) dst[tid] = (unsigned char)byte;
+  if (tid < head) dst[tid] = (unsigned char)(word >> (8 * (((u64)dst + tid) & 3)));
   u64 tail = head + body * 16;
-  if (tid < n - tail) dst[tail + tid] = (unsigned char)byte;
+  if (tid < n - tail) dst[tail + tid] = (unsigned char)(word >> (8 * (((u64)dst + tail + tid) & 3)));
 }

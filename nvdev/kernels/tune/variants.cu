@@ -1,7 +1,9 @@
 // Candidate copy and fill kernels, weighed by copybench.c against CUDA's
 // cuMemcpyDtoDAsync and cuMemsetD8Async (run.sh builds and runs both).
-// Each has the signature of rig_copy or rig_fill in ../copy.cu, so the one
-// that wins can take that kernel's place as it is:
+// Each has the signature of rig_copy in ../copy.cu, or of rig_fill as it
+// was when they were weighed (a byte, where it now takes the fill's four
+// bytes, and sets its head and tail bytes from them), so the one that
+// wins can take that kernel's place as it is, or with that change:
 //
 //   rig_copy_vN(unsigned char *dst, const unsigned char *src, u64 n)
 //   rig_fill_vN(unsigned char *dst, unsigned int byte, u64 n)
@@ -266,7 +268,7 @@ COPY(rig_copy_v15, BODY_GRID, 1, LD_NA, ST_PLAIN, 16)
 // The read-only path in tiles, streaming stores.
 COPY(rig_copy_v16, BODY_TILES, 8, LD_NC, ST_CS, 16)
 
-// v0: rig_fill of ../copy.cu as it is, the baseline.
+// v0: rig_fill of ../copy.cu as it was, the baseline.
 extern "C" __global__ void rig_fill_v0(unsigned char *dst, unsigned int byte, u64 n) {
   u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
   u64 threads = (u64)gridDim.x * blockDim.x;
