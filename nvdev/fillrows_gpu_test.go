@@ -28,3 +28,9 @@ func TestGPUFillWords(t *testing.T) {
 func BenchmarkGPUFillWords(b *testing.B) {
 	gputest.FillWordsBench(b, openRig(b, Config{}))
 }
+
+// BenchmarkGPUFillRowsEngine times the fills of BenchmarkGPUFillRows by
+// the copy engine alone (Config.CopyKernels < 0).
+func BenchmarkGPUFillRowsEngine(b *testing.B) {
+	gputest.FillRowsBench(b, openRig(b, Config{CopyKernels: -1}))
+}

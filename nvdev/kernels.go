@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev/hw"
@@ -11,10 +12,12 @@ import (
 )
 
 // The driver's own kernels (kernels/copy.cu, built by kernels/build.sh):
-// rig_copy and rig_fill move 16-byte vectors in a grid-stride loop. A copy
-// or a fill of one row (or of rows without gaps) of at least 256 KiB
-// within the device's own Device memory runs as one of them on the compute
-// channel instead of the copy engine, where the device runs them: by
+// rig_copy, rig_fill and rig_fill_rows move 16-byte vectors in a
+// grid-stride loop. A copy or a fill of one row (or of rows without gaps)
+// of at least 256 KiB within the device's own Device memory, or a fill of
+// rows of 1 KiB or more with gaps between them, 256 KiB in all, runs as
+// one of them on the compute channel instead of the copy engine, where
+// the device runs them: by
 // default on sm_80, sm_86, sm_87 and sm_89, and on sm_90,
 // where 64 MiB took 35 µs by the kernel and 712 µs by the copy engine on
 // the H200 (docs/nvdev.md); on any GPU a cubin runs on with
@@ -40,10 +43,10 @@ const (
 	kernelMaxGroups = 1<<31 - 1
 )
 
-// copyKernels is the loaded rig_copy and rig_fill.
+// copyKernels is the loaded rig_copy, rig_fill and rig_fill_rows.
 type copyKernels struct {
-	img        *image
-	copy, fill *device.Entry
+	img                  *image
+	copy, fill, fillRows *device.Entry
 }
 
 // kernelSMs is the cubins kernels/ holds.
@@ -80,7 +83,9 @@ func (d *gpu) loadCopyKernels() (*copyKernels, error) {
 		}
 		ks := &copyKernels{img: im.(*image)}
 		if ks.copy, err = d.Entry(im, "rig_copy"); err == nil {
-			ks.fill, err = d.Entry(im, "rig_fill")
+			if ks.fill, err = d.Entry(im, "rig_fill"); err == nil {
+				ks.fillRows, err = d.Entry(im, "rig_fill_rows")
+			}
 		}
 		if err != nil {
 			_ = d.Unload(im)
@@ -97,17 +102,22 @@ func ownDevice(r device.Region) (*nvidia.Memory, bool) {
 	return m, ok && m != nil && m.Kind == device.DeviceMemory && !m.Borrowed
 }
 
+// rowsKernelMin is the least bytes a row of a fill of rows with gaps
+// between them needs to run as rig_fill_rows: narrower rows are the copy
+// engine's, whose multi-line launch writes them at least as fast.
+const rowsKernelMin = 1 << 10
+
 // asKernel reports whether copy part p runs as a copy kernel, and its
 // bytes.
 func (d *gpu) asKernel(p *device.Part) (uint64, bool) {
 	if d.copyK == nil || p.Kind != device.CopyRows || p.Rows == 0 || p.RowBytes == 0 {
 		return 0, false
 	}
-	n := p.Rows * p.RowBytes
-	if p.Rows > 1 && (p.DstPitch != p.RowBytes || (!p.Filling && p.SrcPitch != p.RowBytes)) {
+	hi, n := bits.Mul64(p.Rows, p.RowBytes)
+	if hi != 0 || n < kernelMin {
 		return 0, false
 	}
-	if n < kernelMin || n/p.Rows != p.RowBytes {
+	if gapped(p) && (!p.Filling || p.RowBytes < rowsKernelMin) {
 		return 0, false
 	}
 	if _, ok := ownDevice(p.Dst); !ok {
@@ -121,29 +131,64 @@ func (d *gpu) asKernel(p *device.Part) (uint64, bool) {
 	return n, true
 }
 
+// gapped reports whether copy p's rows have gaps between them on either
+// side.
+func gapped(p *device.Part) bool {
+	return p.Rows > 1 && (p.DstPitch != p.RowBytes || (!p.Filling && p.SrcPitch != p.RowBytes))
+}
+
 // kernelPart makes the launch of a copy kernel for p, of n bytes, in the
 // device's scratch part.
 func (w *walk) kernelPart(p *device.Part, n uint64) *device.Part {
 	d, k := w.d, w.d.copyK
 	kp := &d.kpart
+	if gapped(p) {
+		return w.fillRowsPart(p)
+	}
 	groups := min((n/16+kernelThreads-1)/kernelThreads, kernelMaxGroups)
 	*kp = device.Part{Kind: device.Launch, Queue: qCompute, Groups: [3]uint32{uint32(max(groups, 1)), 1, 1},
 		Threads: [3]uint32{kernelThreads, 1, 1}, Params: d.kparams[:24]}
 	dst := p.Dst.(*nvidia.Memory).Address + p.DstOffset
 	binary.LittleEndian.PutUint64(d.kparams[0:], dst)
 	if p.Filling {
-		// The fill's four bytes as they lie from a multiple of 4: a fill
-		// of words starts at one (checkCopy).
 		kp.Entry = k.fill
-		word := uint32(p.Byte) * 0x01010101
-		if p.Fill32 {
-			word = p.Value
-		}
-		binary.LittleEndian.PutUint64(d.kparams[8:], uint64(word))
+		binary.LittleEndian.PutUint64(d.kparams[8:], uint64(fillWord(p)))
 	} else {
 		kp.Entry = k.copy
 		binary.LittleEndian.PutUint64(d.kparams[8:], p.Src.(*nvidia.Memory).Address+p.SrcOffset)
 	}
 	binary.LittleEndian.PutUint64(d.kparams[16:], n)
+	return kp
+}
+
+// fillWord is fill p's four bytes as they lie from a multiple of 4, as the
+// fill kernels take them: a byte four times, or a fill of words' own,
+// whose rows start at a multiple of 4 (checkCopy).
+func fillWord(p *device.Part) uint32 {
+	if p.Fill32 {
+		return p.Value
+	}
+	return uint32(p.Byte) * 0x01010101
+}
+
+// maxGridY is the most groups a launch has along y (gridDim.y).
+const maxGridY = 1<<16 - 1
+
+// fillRowsPart makes the launch of rig_fill_rows for fill p, whose rows
+// have gaps between them, in the device's scratch part: a thread for each
+// 16 bytes of a row along x, as kernelPart's, and a group row for each row
+// along y, up to maxGridY, beyond which each strides over the rows.
+func (w *walk) fillRowsPart(p *device.Part) *device.Part {
+	d := w.d
+	kp := &d.kpart
+	groups := min((p.RowBytes/16+kernelThreads-1)/kernelThreads, kernelMaxGroups)
+	*kp = device.Part{Kind: device.Launch, Queue: qCompute, Entry: d.copyK.fillRows,
+		Groups:  [3]uint32{uint32(max(groups, 1)), uint32(min(p.Rows, maxGridY)), 1},
+		Threads: [3]uint32{kernelThreads, 1, 1}, Params: d.kparams[:40]}
+	binary.LittleEndian.PutUint64(d.kparams[0:], p.Dst.(*nvidia.Memory).Address+p.DstOffset)
+	binary.LittleEndian.PutUint64(d.kparams[8:], uint64(fillWord(p)))
+	binary.LittleEndian.PutUint64(d.kparams[16:], p.RowBytes)
+	binary.LittleEndian.PutUint64(d.kparams[24:], p.Rows)
+	binary.LittleEndian.PutUint64(d.kparams[32:], p.DstPitch)
 	return kp
 }

@@ -14,6 +14,7 @@ func (r *raw) copyKernelsOn(n *int) {
 	k := r.d.copyK
 	po := k.copy.Data.(*kfunc).l.Kernel.ParamOffset
 	fo := k.fill.Data.(*kfunc).l.Kernel.ParamOffset
+	ro := k.fillRows.Data.(*kfunc).l.Kernel.ParamOffset
 	r.f.onLaunch = func(q hw.Qmd, bank []byte) {
 		switch q.Program() {
 		case k.copy.Code:
@@ -24,6 +25,15 @@ func (r *raw) copyKernelsOn(n *int) {
 			dst, w, m := binary.LittleEndian.Uint64(bank[fo:]), binary.LittleEndian.Uint32(bank[fo+8:]), binary.LittleEndian.Uint64(bank[fo+16:])
 			for i, d := 0, r.f.mem(dst, m); i < len(d); i++ {
 				d[i] = byte(w >> (8 * ((dst + uint64(i)) % 4)))
+			}
+		case k.fillRows.Code:
+			u := func(i int) uint64 { return binary.LittleEndian.Uint64(bank[ro+8*i:]) }
+			dst, w, m, rows, pitch := u(0), uint32(u(1)), u(2), u(3), u(4)
+			for row := range rows {
+				at := dst + row*pitch
+				for i, d := 0, r.f.mem(at, m); i < len(d); i++ {
+					d[i] = byte(w >> (8 * ((at + uint64(i)) % 4)))
+				}
 			}
 		default:
 			return
@@ -92,10 +102,33 @@ func TestCopyKernels(t *testing.T) {
 			t.Fatalf("byte %d of the fill of words is %#x, want %#x", i, x, want)
 		}
 	}
+	// A fill of rows of 1 KiB or more with gaps between them, 256 KiB in
+	// all, by rig_fill_rows; of narrower rows, by the copy engine.
+	clear(hostOf(host))
+	gap := fillPart(qCopy, a, 3, 4099, 0x5c)
+	gap.Rows, gap.DstPitch = 64, 8192
+	narrow := fillPart(qCopy, a, 7, 1000, 0x6d)
+	narrow.Rows, narrow.DstPitch = 300, 1024
+	r.wait(r.submit(nil, copyPart(qCopy, host, a, 0, 0, n), gap, copyPart(qCopy, a, b, 0, 0, n), narrow, copyPart(qCopy, a, host, 0, 0, n)))
+	if kernels != 5 {
+		t.Errorf("%d kernels ran, want 5 (the fill of wide rows and the copy across)", kernels)
+	}
+	for i, x := range hostOf(host) {
+		want := byte(0)
+		if k := (i - 3) % 8192; i >= 3 && i < 3+64*8192 && k < 4099 {
+			want = 0x5c
+		}
+		if k := (i - 7) % 1024; i >= 7 && i < 7+300*1024 && k < 1000 {
+			want = 0x6d
+		}
+		if x != want {
+			t.Fatalf("byte %d after the fills of rows is %#x, want %#x", i, x, want)
+		}
+	}
 	// Below 256 KiB, or with Pinned memory, the copy engine.
 	r.wait(r.submit(nil, copyPart(qCopy, a, b, 0, 0, 256<<10-1), copyPart(qCompute, host, a, 0, 0, n)))
-	if kernels != 3 {
-		t.Errorf("%d kernels ran, want 3", kernels)
+	if kernels != 5 {
+		t.Errorf("%d kernels ran, want 5", kernels)
 	}
 	// A value of COMPUTE:0 whose last part is a kernel's copy has it
 	// release the value.
@@ -105,7 +138,7 @@ func TestCopyKernels(t *testing.T) {
 	if ownRelease.on {
 		want++
 	}
-	if kernels != 4 || r.f.ownReleases != want {
+	if kernels != 6 || r.f.ownReleases != want {
 		t.Errorf("%d kernels, %d own releases", kernels, r.f.ownReleases-own)
 	}
 }

@@ -17,8 +17,8 @@ import (
 // FillRows fills rows with gaps between them in Device memory of dev, on
 // each of its queues, rows of many shapes (a start and a pitch at each
 // offset from a multiple of 4, an odd pitch, a row of one byte, rows that
-// touch, a million rows of a few bytes), and checks every byte of the
-// buffer copied back to the host: each row's set, and every byte between
+// touch, a million rows of a few bytes, wide rows), and checks every byte
+// of the buffer copied back to the host: each row's set, and every byte between
 // and around them as the buffer held it before.
 func FillRows(t *testing.T, dev *rig.Device) {
 	t.Helper()
@@ -51,20 +51,23 @@ func FillRows(t *testing.T, dev *rig.Device) {
 	}
 	want := make([]byte, n)
 	for q := range dev.Facts().Queues {
-		for i, c := range []struct{ off, rowBytes, rows, pitch uint64 }{
-			{1, 10, 1000, 16},   // a head, a body and a tail a row
-			{0, 8, 1000, 12},    // bodies
-			{2, 6, 1000, 20},    // a head and a body
-			{0, 7, 1000, 16},    // a body and a tail
-			{3, 1, 5000, 8},     // a byte a row
-			{5, 9, 3000, 13},    // an odd pitch
-			{7, 4096, 64, 8192}, // rows of pages
-			{6, 100, 500, 100},  // rows that touch
-			{4, 3, 1 << 20, 16}, // a million rows
-			{9, 2000, 1, 0},     // one row
-			{11, 1 << 20, 3, 0}, // rows that touch, from an odd byte
-			{2, 5, 400000, 41},  // many rows, an odd pitch
-		} {
+		shapes := []struct{ off, rowBytes, rows, pitch uint64 }{
+			{1, 10, 1000, 16},       // a head, a body and a tail a row
+			{0, 8, 1000, 12},        // bodies
+			{2, 6, 1000, 20},        // a head and a body
+			{0, 7, 1000, 16},        // a body and a tail
+			{3, 1, 5000, 8},         // a byte a row
+			{5, 9, 3000, 13},        // an odd pitch
+			{7, 4096, 64, 8192},     // rows of pages
+			{6, 100, 500, 100},      // rows that touch
+			{4, 3, 1 << 20, 16},     // a million rows
+			{9, 2000, 1, 0},         // one row
+			{11, 1 << 20, 3, 0},     // rows that touch, from an odd byte
+			{2, 5, 400000, 41},      // many rows, an odd pitch
+			{3, 300000, 20, 300001}, // wide rows, an odd pitch
+			{5, 1024, 300, 1030},    // rows of 1 KiB
+		}
+		for i, c := range shapes {
 			name := fmt.Sprintf("queue %d, fill %d (%d rows of %d bytes, pitch %d, from byte %d)", q, i, c.rows, c.rowBytes, c.pitch, c.off)
 			// The buffer's bytes before: a pattern that no fill writes.
 			for j := range want {
@@ -91,15 +94,15 @@ func FillRows(t *testing.T, dev *rig.Device) {
 				t.Fatalf("%s: byte %d reads %#x, want %#x", name, k, got[k], want[k])
 			}
 		}
-		t.Logf("queue %d: 12 fills of rows checked", q)
+		t.Logf("queue %d: %d fills of rows checked", q, len(shapes))
 	}
 }
 
 // FillRowsBench times fills of rows with gaps between them in Device
 // memory of dev, one submission and its wait an op, on COPY:0: 4,096 rows
 // of 64 bytes 128 apart, a million rows of 4 bytes 16 apart from byte 1,
-// and 16 rows of 1 MiB 4 bytes apart and 1 byte apart. It reports the
-// rows a second.
+// 256 rows of 1 KiB, 64 of 4 KiB, and 16 rows of 1 MiB 4 bytes apart and
+// 1 byte apart. It reports the rows a second.
 func FillRowsBench(b *testing.B, dev *rig.Device) {
 	for _, c := range []struct {
 		name                       string
@@ -107,6 +110,8 @@ func FillRowsBench(b *testing.B, dev *rig.Device) {
 	}{
 		{"4096x64", 0, 64, 4096, 128},
 		{"1Mx4", 1, 4, 1 << 20, 16},
+		{"256x1KiB,pitch+16", 0, 1 << 10, 256, 1<<10 + 16},
+		{"64x4KiB,pitch+4", 0, 4 << 10, 64, 4<<10 + 4},
 		{"16x1MiB,pitch+4", 0, 1 << 20, 16, 1<<20 + 4},
 		{"16x1MiB,pitch+1", 0, 1 << 20, 16, 1<<20 + 1},
 	} {

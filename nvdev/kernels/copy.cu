@@ -1,6 +1,7 @@
 // The RM driver's own kernels: a copy or a fill of one row of at least
-// 256 KiB within the device's Device memory runs as one of these on the
-// compute channel, where it beats the copy engine.
+// 256 KiB within the device's Device memory, or a fill of such rows with
+// gaps between them, runs as one of these on the compute channel, where
+// it beats the copy engine.
 // Built by build.sh with nvcc 13.0 into copy.sm_XX.cubin.
 //
 // Each thread moves 16-byte vectors in a grid-stride loop; the bytes before
@@ -43,4 +44,26 @@ extern "C" __global__ void rig_fill(unsigned char *dst, unsigned int word, u64 n
   if (tid < head) dst[tid] = (unsigned char)(word >> (8 * (((u64)dst + tid) & 3)));
   u64 tail = head + body * 16;
   if (tid < n - tail) dst[tail + tid] = (unsigned char)(word >> (8 * (((u64)dst + tail + tid) & 3)));
+}
+
+// rig_fill_rows fills rows rows of n bytes, pitch bytes apart, as
+// rig_fill fills one: the grid's y dimension strides over the rows, its x
+// threads over each row's 16-byte vectors, each row's head and tail bytes
+// singly. word is the fill's four bytes as they lie from a multiple of 4:
+// a fill of words has rows that start at one.
+extern "C" __global__ void rig_fill_rows(unsigned char *dst, unsigned int word, u64 n, u64 rows, u64 pitch) {
+  u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  u64 threads = (u64)gridDim.x * blockDim.x;
+  uint4 v = make_uint4(word, word, word, word);
+  for (u64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    unsigned char *row = dst + r * pitch;
+    u64 head = (16 - ((u64)row & 15)) & 15;
+    if (head > n) head = n;
+    u64 body = (n - head) / 16;
+    uint4 *d = (uint4 *)(row + head);
+    for (u64 i = tid; i < body; i += threads) d[i] = v;
+    if (tid < head) row[tid] = (unsigned char)(word >> (8 * (((u64)row + tid) & 3)));
+    u64 tail = head + body * 16;
+    if (tid < n - tail) row[tail + tid] = (unsigned char)(word >> (8 * (((u64)row + tail + tid) & 3)));
+  }
 }
