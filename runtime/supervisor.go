@@ -242,9 +242,6 @@ func (s *supervisor) run() {
 					return
 				}
 				s.handle(m)
-				if h := s.handled.Load(); h != nil {
-					(*h)()
-				}
 			default:
 				break drain
 			}
@@ -387,7 +384,12 @@ func (s *supervisor) commitTail(unmoved, hang time.Duration) bool {
 	return device.AtLeast(d.committed.Load(), last)
 }
 
+// handle acts on message m, then calls the tests' hook (handled), wherever
+// the supervisor took m: in its drain, or in a park or a poll.
 func (s *supervisor) handle(m message) {
+	if h := s.handled.Load(); h != nil {
+		defer (*h)()
+	}
 	switch m.kind {
 	case msgRegister:
 		w := m.w
