@@ -28,3 +28,14 @@ func TestGPUFillWords(t *testing.T) {
 func BenchmarkGPUFillWords(b *testing.B) {
 	gputest.FillWordsBench(b, openRig(b, Config{}))
 }
+
+// TestGPUCopyRows copies rows with gaps between them, of several shapes,
+// between two Device buffers on each queue, and checks every byte.
+func TestGPUCopyRows(t *testing.T) {
+	gputest.CopyRows(t, openRig(t, Config{}))
+}
+
+// BenchmarkGPUCopyRows times copies of rows with gaps between them.
+func BenchmarkGPUCopyRows(b *testing.B) {
+	gputest.CopyRowsBench(b, openRig(b, Config{}))
+}

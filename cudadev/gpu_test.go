@@ -508,7 +508,11 @@ func TestGPUWaits(t *testing.T) {
 		{10, 20, 20}, {top - 16, 5, 6}, {top - 3, top - 1, 2}, {3, 1, 3}, {top, 0, 0}, {1 << 63, 0, 5},
 	} {
 		atomic.StoreUint64(w, c.start)
-		mark := uint64(100 + i)
+		// A mark no value of the device's reaches, in a dst that no
+		// earlier value's fill left a mark in: the device's values start
+		// where its word's slot was left.
+		mark := uint64(1<<62 + i)
+		clear(dst.bytes())
 		waits := []device.Wait{{Word: w, Value: c.wait}, {Word: w, Value: c.wait - 1}}
 		if i%2 == 1 {
 			waits = waits[:1] // one wait is one cuStreamWaitValue64

@@ -93,7 +93,7 @@ type gpu struct {
 	parts     []partPlan
 	copyK     *copyKernels // the driver's copy kernels, where it runs them
 	kpart     device.Part  // the launch of a copy kernel, as a walk stamps it
-	kparams   [40]byte
+	kparams   [48]byte
 	qmd       [2][hw.MaxQmdWords]uint32 // scratch descriptors, a launch's and the one before
 	bank0     []byte
 	applied   *localMem // the local memory the compute channel was given

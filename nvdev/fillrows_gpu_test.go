@@ -34,3 +34,20 @@ func BenchmarkGPUFillWords(b *testing.B) {
 func BenchmarkGPUFillRowsEngine(b *testing.B) {
 	gputest.FillRowsBench(b, openRig(b, Config{CopyKernels: -1}))
 }
+
+// TestGPUCopyRows copies rows with gaps between them, of several shapes,
+// between two Device buffers on each queue, and checks every byte.
+func TestGPUCopyRows(t *testing.T) {
+	gputest.CopyRows(t, openRig(t, Config{}))
+}
+
+// BenchmarkGPUCopyRows times copies of rows with gaps between them.
+func BenchmarkGPUCopyRows(b *testing.B) {
+	gputest.CopyRowsBench(b, openRig(b, Config{}))
+}
+
+// BenchmarkGPUCopyRowsEngine times the copies of BenchmarkGPUCopyRows by
+// the copy engine alone (Config.CopyKernels < 0).
+func BenchmarkGPUCopyRowsEngine(b *testing.B) {
+	gputest.CopyRowsBench(b, openRig(b, Config{CopyKernels: -1}))
+}

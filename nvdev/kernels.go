@@ -12,12 +12,13 @@ import (
 )
 
 // The driver's own kernels (kernels/copy.cu, built by kernels/build.sh):
-// rig_copy, rig_fill and rig_fill_rows move 16-byte vectors in a
-// grid-stride loop. A copy or a fill of one row (or of rows without gaps)
-// of at least 256 KiB within the device's own Device memory, or a fill of
-// rows of 1 KiB or more with gaps between them, 256 KiB in all, runs as
-// one of them on the compute channel instead of the copy engine, where
-// the device runs them: by
+// rig_copy, rig_fill, rig_copy_rows and rig_fill_rows move 16-byte vectors
+// in a grid-stride loop. A copy or a fill of one row (or of rows without
+// gaps) of at least 256 KiB within the device's own Device memory, or of
+// rows of 1 KiB or more with gaps between them, 256 KiB in all (a copy
+// whose rows read and written lie apart), runs as one of them on the
+// compute channel instead of the copy engine, where the device runs them:
+// by
 // default on sm_80, sm_86, sm_87 and sm_89, and on sm_90,
 // where 64 MiB took 35 µs by the kernel and 712 µs by the copy engine on
 // the H200 (docs/nvdev.md); on any GPU a cubin runs on with
@@ -43,10 +44,11 @@ const (
 	kernelMaxGroups = 1<<31 - 1
 )
 
-// copyKernels is the loaded rig_copy, rig_fill and rig_fill_rows.
+// copyKernels is the loaded rig_copy, rig_fill, rig_copy_rows and
+// rig_fill_rows.
 type copyKernels struct {
-	img                  *image
-	copy, fill, fillRows *device.Entry
+	img                            *image
+	copy, fill, copyRows, fillRows *device.Entry
 }
 
 // kernelSMs is the cubins kernels/ holds.
@@ -84,7 +86,9 @@ func (d *gpu) loadCopyKernels() (*copyKernels, error) {
 		ks := &copyKernels{img: im.(*image)}
 		if ks.copy, err = d.Entry(im, "rig_copy"); err == nil {
 			if ks.fill, err = d.Entry(im, "rig_fill"); err == nil {
-				ks.fillRows, err = d.Entry(im, "rig_fill_rows")
+				if ks.copyRows, err = d.Entry(im, "rig_copy_rows"); err == nil {
+					ks.fillRows, err = d.Entry(im, "rig_fill_rows")
+				}
 			}
 		}
 		if err != nil {
@@ -102,9 +106,10 @@ func ownDevice(r device.Region) (*nvidia.Memory, bool) {
 	return m, ok && m != nil && m.Kind == device.DeviceMemory && !m.Borrowed
 }
 
-// rowsKernelMin is the least bytes a row of a fill of rows with gaps
-// between them needs to run as rig_fill_rows: narrower rows are the copy
-// engine's, whose multi-line launch writes them at least as fast.
+// rowsKernelMin is the least bytes a row of a copy or fill of rows with
+// gaps between them needs to run as rig_copy_rows or rig_fill_rows:
+// narrower rows are the copy engine's, whose multi-line launch moves them
+// about as fast.
 const rowsKernelMin = 1 << 10
 
 // asKernel reports whether copy part p runs as a copy kernel, and its
@@ -117,7 +122,7 @@ func (d *gpu) asKernel(p *device.Part) (uint64, bool) {
 	if hi != 0 || n < kernelMin {
 		return 0, false
 	}
-	if gapped(p) && (!p.Filling || p.RowBytes < rowsKernelMin) {
+	if gapped(p) && (p.RowBytes < rowsKernelMin || !p.Filling && overlap(p)) {
 		return 0, false
 	}
 	if _, ok := ownDevice(p.Dst); !ok {
@@ -129,6 +134,18 @@ func (d *gpu) asKernel(p *device.Part) (uint64, bool) {
 		}
 	}
 	return n, true
+}
+
+// overlap reports whether copy p's source and destination may share
+// bytes: one region, the two spans of its rows meeting. The rows of a
+// kernel's copy move in no order.
+func overlap(p *device.Part) bool {
+	if p.Src != p.Dst {
+		return false
+	}
+	s, _ := rowsEnd(p.SrcOffset, p.Rows, p.SrcPitch, p.RowBytes)
+	d, _ := rowsEnd(p.DstOffset, p.Rows, p.DstPitch, p.RowBytes)
+	return p.SrcOffset < d && p.DstOffset < s
 }
 
 // gapped reports whether copy p's rows have gaps between them on either
@@ -143,7 +160,7 @@ func (w *walk) kernelPart(p *device.Part, n uint64) *device.Part {
 	d, k := w.d, w.d.copyK
 	kp := &d.kpart
 	if gapped(p) {
-		return w.fillRowsPart(p)
+		return w.rowsPart(p)
 	}
 	groups := min((n/16+kernelThreads-1)/kernelThreads, kernelMaxGroups)
 	*kp = device.Part{Kind: device.Launch, Queue: qCompute, Groups: [3]uint32{uint32(max(groups, 1)), 1, 1},
@@ -174,21 +191,33 @@ func fillWord(p *device.Part) uint32 {
 // maxGridY is the most groups a launch has along y (gridDim.y).
 const maxGridY = 1<<16 - 1
 
-// fillRowsPart makes the launch of rig_fill_rows for fill p, whose rows
-// have gaps between them, in the device's scratch part: a thread for each
-// 16 bytes of a row along x, as kernelPart's, and a group row for each row
-// along y, up to maxGridY, beyond which each strides over the rows.
-func (w *walk) fillRowsPart(p *device.Part) *device.Part {
+// rowsPart makes the launch of rig_copy_rows or rig_fill_rows for copy
+// p, whose rows have gaps between them, in the device's scratch part: a
+// thread for each 16 bytes of a row along x, as kernelPart's, and a group
+// row for each row along y, up to maxGridY, beyond which each strides
+// over the rows.
+func (w *walk) rowsPart(p *device.Part) *device.Part {
 	d := w.d
 	kp := &d.kpart
 	groups := min((p.RowBytes/16+kernelThreads-1)/kernelThreads, kernelMaxGroups)
-	*kp = device.Part{Kind: device.Launch, Queue: qCompute, Entry: d.copyK.fillRows,
+	*kp = device.Part{Kind: device.Launch, Queue: qCompute,
 		Groups:  [3]uint32{uint32(max(groups, 1)), uint32(min(p.Rows, maxGridY)), 1},
-		Threads: [3]uint32{kernelThreads, 1, 1}, Params: d.kparams[:40]}
-	binary.LittleEndian.PutUint64(d.kparams[0:], p.Dst.(*nvidia.Memory).Address+p.DstOffset)
-	binary.LittleEndian.PutUint64(d.kparams[8:], uint64(fillWord(p)))
-	binary.LittleEndian.PutUint64(d.kparams[16:], p.RowBytes)
-	binary.LittleEndian.PutUint64(d.kparams[24:], p.Rows)
-	binary.LittleEndian.PutUint64(d.kparams[32:], p.DstPitch)
+		Threads: [3]uint32{kernelThreads, 1, 1}}
+	u := func(i int, v uint64) { binary.LittleEndian.PutUint64(d.kparams[8*i:], v) }
+	u(0, p.Dst.(*nvidia.Memory).Address+p.DstOffset)
+	if p.Filling {
+		kp.Entry, kp.Params = d.copyK.fillRows, d.kparams[:40]
+		u(1, uint64(fillWord(p)))
+		u(2, p.RowBytes)
+		u(3, p.Rows)
+		u(4, p.DstPitch)
+		return kp
+	}
+	kp.Entry, kp.Params = d.copyK.copyRows, d.kparams[:48]
+	u(1, p.Src.(*nvidia.Memory).Address+p.SrcOffset)
+	u(2, p.RowBytes)
+	u(3, p.Rows)
+	u(4, p.DstPitch)
+	u(5, p.SrcPitch)
 	return kp
 }

@@ -15,6 +15,7 @@ func (r *raw) copyKernelsOn(n *int) {
 	po := k.copy.Data.(*kfunc).l.Kernel.ParamOffset
 	fo := k.fill.Data.(*kfunc).l.Kernel.ParamOffset
 	ro := k.fillRows.Data.(*kfunc).l.Kernel.ParamOffset
+	co := k.copyRows.Data.(*kfunc).l.Kernel.ParamOffset
 	r.f.onLaunch = func(q hw.Qmd, bank []byte) {
 		switch q.Program() {
 		case k.copy.Code:
@@ -25,6 +26,12 @@ func (r *raw) copyKernelsOn(n *int) {
 			dst, w, m := binary.LittleEndian.Uint64(bank[fo:]), binary.LittleEndian.Uint32(bank[fo+8:]), binary.LittleEndian.Uint64(bank[fo+16:])
 			for i, d := 0, r.f.mem(dst, m); i < len(d); i++ {
 				d[i] = byte(w >> (8 * ((dst + uint64(i)) % 4)))
+			}
+		case k.copyRows.Code:
+			u := func(i int) uint64 { return binary.LittleEndian.Uint64(bank[co+8*i:]) }
+			dst, src, m, rows, dp, sp := u(0), u(1), u(2), u(3), u(4), u(5)
+			for row := range rows {
+				copy(r.f.mem(dst+row*dp, m), r.f.mem(src+row*sp, m))
 			}
 		case k.fillRows.Code:
 			u := func(i int) uint64 { return binary.LittleEndian.Uint64(bank[ro+8*i:]) }
@@ -140,5 +147,58 @@ func TestCopyKernels(t *testing.T) {
 	}
 	if kernels != 6 || r.f.ownReleases != want {
 		t.Errorf("%d kernels, %d own releases", kernels, r.f.ownReleases-own)
+	}
+}
+
+// TestCopyRowsKernel copies rows of 1 KiB or more with gaps between them,
+// 256 KiB in all, by rig_copy_rows: between two regions, and within one
+// where the spans of the rows read and written do not meet; where they
+// meet, the copy engine copies them.
+func TestCopyRowsKernel(t *testing.T) {
+	r := openRaw(t, Config{})
+	kernels := 0
+	r.copyKernelsOn(&kernels)
+	const n = 1 << 20
+	host := r.alloc(device.PinnedMemory, n)
+	a := r.alloc(device.DeviceMemory, n)
+	b := r.alloc(device.DeviceMemory, n)
+	src := hostOf(host)
+	for i := range src {
+		src[i] = byte(i*7 + i>>8)
+	}
+	want := append([]byte(nil), src...)
+	src = append([]byte(nil), src...) // a's bytes
+	r.wait(r.submit(nil, copyPart(qCopy, host, a, 0, 0, n), copyPart(qCopy, host, b, 0, 0, n)))
+	before := kernels
+	rows := func(src, dst device.Region, so, do, rowBytes, rows, sp, dp uint64) device.Part {
+		return device.Part{Kind: device.CopyRows, Queue: qCopy, Src: src, Dst: dst, SrcOffset: so, DstOffset: do,
+			RowBytes: rowBytes, Rows: rows, SrcPitch: sp, DstPitch: dp}
+	}
+	// apply copies the rows in want, b's bytes, from from (a's, or b's
+	// as they were): no row read is one written.
+	apply := func(from []byte, so, do, rowBytes, nrows, sp, dp uint64) {
+		from = append([]byte(nil), from...)
+		for i := range nrows {
+			copy(want[do+i*dp:do+i*dp+rowBytes], from[so+i*sp:so+i*sp+rowBytes])
+		}
+	}
+	// a to b; then within b, rows from its first half to its second.
+	r.wait(r.submit(nil, rows(a, b, 5, 3, 4100, 64, 4200, 8192), rows(b, b, 0, n/2, 2048, 128, 4096, 4000)))
+	if kernels-before != 2 {
+		t.Errorf("%d kernels ran, want 2", kernels-before)
+	}
+	apply(src, 5, 3, 4100, 64, 4200, 8192)
+	apply(want, 0, n/2, 2048, 128, 4096, 4000)
+	// Within b, rows whose spans meet: the copy engine.
+	r.wait(r.submit(nil, rows(b, b, 0, 4096, 2048, 128, 8192, 8192)))
+	if kernels-before != 2 {
+		t.Errorf("%d kernels ran, want 2: rows whose spans meet went to a kernel", kernels-before)
+	}
+	apply(want, 0, 4096, 2048, 128, 8192, 8192)
+	r.wait(r.submit(nil, copyPart(qCopy, b, host, 0, 0, n)))
+	for i, x := range hostOf(host) {
+		if x != want[i] {
+			t.Fatalf("byte %d is %#x, want %#x", i, x, want[i])
+		}
 	}
 }

@@ -75,3 +75,7 @@ func BenchmarkFillRows(b *testing.B) { gputest.FillRowsBench(b, host(b, hostdev.
 
 // BenchmarkFillWords times fills of four-byte words on the host driver.
 func BenchmarkFillWords(b *testing.B) { gputest.FillWordsBench(b, host(b, hostdev.Config{})) }
+
+// TestCopyRowsShapes runs the GPU drivers' check of copies of rows on the
+// host driver.
+func TestCopyRowsShapes(t *testing.T) { gputest.CopyRows(t, host(t, hostdev.Config{})) }

@@ -1,7 +1,7 @@
 // The RM driver's own kernels: a copy or a fill of one row of at least
-// 256 KiB within the device's Device memory, or a fill of such rows with
-// gaps between them, runs as one of these on the compute channel, where
-// it beats the copy engine.
+// 256 KiB within the device's Device memory, or of such rows with gaps
+// between them, runs as one of these on the compute channel, where it
+// beats the copy engine.
 // Built by build.sh with nvcc 13.0 into copy.sm_XX.cubin.
 //
 // Each thread moves 16-byte vectors in a grid-stride loop; the bytes before
@@ -65,5 +65,32 @@ extern "C" __global__ void rig_fill_rows(unsigned char *dst, unsigned int word, 
     if (tid < head) row[tid] = (unsigned char)(word >> (8 * (((u64)row + tid) & 3)));
     u64 tail = head + body * 16;
     if (tid < n - tail) row[tail + tid] = (unsigned char)(word >> (8 * (((u64)row + tail + tid) & 3)));
+  }
+}
+
+// rig_copy_rows copies rows rows of n bytes, dpitch bytes apart in dst and
+// spitch in src, as rig_copy copies one: the grid's y dimension strides
+// over the rows, its x threads over each row's 16-byte vectors, or its
+// bytes where the row's source and destination differ in their address
+// mod 16. The rows of src and dst do not overlap.
+extern "C" __global__ void rig_copy_rows(unsigned char *dst, const unsigned char *src, u64 n, u64 rows, u64 dpitch, u64 spitch) {
+  u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  u64 threads = (u64)gridDim.x * blockDim.x;
+  for (u64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    unsigned char *d0 = dst + r * dpitch;
+    const unsigned char *s0 = src + r * spitch;
+    if (((u64)s0 & 15) != ((u64)d0 & 15)) {
+      for (u64 i = tid; i < n; i += threads) d0[i] = s0[i];
+      continue;
+    }
+    u64 head = (16 - ((u64)d0 & 15)) & 15;
+    if (head > n) head = n;
+    u64 body = (n - head) / 16;
+    const uint4 *s = (const uint4 *)(s0 + head);
+    uint4 *d = (uint4 *)(d0 + head);
+    for (u64 i = tid; i < body; i += threads) d[i] = s[i];
+    if (tid < head) d0[tid] = s0[tid];
+    u64 tail = head + body * 16;
+    if (tid < n - tail) d0[tail + tid] = s0[tail + tid];
   }
 }
