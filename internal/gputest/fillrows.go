@@ -14,6 +14,56 @@ import (
 	rig "github.com/rig-go/rig/runtime"
 )
 
+// allocs returns a buffer of n bytes of dev for each kind of memory,
+// freed when t ends.
+func allocs(t testing.TB, dev *rig.Device, n int, kinds ...device.Memory) []*rig.Buffer {
+	t.Helper()
+	bufs := make([]*rig.Buffer, len(kinds))
+	for i, k := range kinds {
+		b, err := dev.Alloc(k, n)
+		if err != nil {
+			t.Fatalf("an alloc of %d bytes of %v memory: %v", n, k, err)
+		}
+		t.Cleanup(func() { b.Free() })
+		bufs[i] = b
+	}
+	return bufs
+}
+
+// do submits a run of a submission of parts on dev with bufs, and waits
+// for its point.
+func do(ctx context.Context, dev *rig.Device, bufs []*rig.Buffer, parts ...rig.Part) error {
+	s, err := rig.NewSubmission(dev, parts...)
+	if err != nil {
+		return err
+	}
+	p, err := s.Take().Submit(ctx, bufs...)
+	if err != nil {
+		return err
+	}
+	return p.Wait(ctx)
+}
+
+// loop submits a run of a submission of part on dev with bufs and waits
+// for its point, b.N times, and reports the allocations.
+func loop(b *testing.B, dev *rig.Device, bufs []*rig.Buffer, part rig.Part) {
+	ctx := context.Background()
+	s, err := rig.NewSubmission(dev, part)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := s.Take().Submit(ctx, bufs...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // FillRows fills rows with gaps between them in Device memory of dev, on
 // each of its queues, rows of many shapes (a start and a pitch at each
 // offset from a multiple of 4, an odd pitch, a row of one byte, rows that
@@ -25,27 +75,11 @@ func FillRows(t *testing.T, dev *rig.Device) {
 	const n = 16 << 20
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mid, err := dev.Alloc(device.DeviceMemory, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mid.Free()
-	host, err := dev.Alloc(device.PinnedMemory, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Free()
+	bufs := allocs(t, dev, n, device.PinnedMemory, device.DeviceMemory)
+	host := bufs[0]
 	run := func(parts ...rig.Part) {
 		t.Helper()
-		s, err := rig.NewSubmission(dev, parts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := s.Take().Submit(ctx, host, mid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Wait(ctx); err != nil {
+		if err := do(ctx, dev, bufs, parts...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,26 +150,8 @@ func FillRowsBench(b *testing.B, dev *rig.Device) {
 		{"16x1MiB,pitch+1", 0, 1 << 20, 16, 1<<20 + 1},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			ctx := context.Background()
-			mid, err := dev.Alloc(device.DeviceMemory, int(c.off+c.rows*c.pitch))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer mid.Free()
-			s, err := rig.NewSubmission(dev, rig.FillRows(0, c.off, c.rowBytes, c.rows, c.pitch, 7))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				p, err := s.Take().Submit(ctx, mid)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := p.Wait(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			mid := allocs(b, dev, int(c.off+c.rows*c.pitch), device.DeviceMemory)
+			loop(b, dev, mid, rig.FillRows(0, c.off, c.rowBytes, c.rows, c.pitch, 7))
 			b.ReportMetric(float64(c.rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
@@ -154,28 +170,8 @@ func FillWords(t *testing.T, dev *rig.Device, unaligned bool) {
 	const n = 8 << 20
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mid, err := dev.Alloc(device.DeviceMemory, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mid.Free()
-	host, err := dev.Alloc(device.PinnedMemory, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Free()
-	do := func(bufs []*rig.Buffer, parts ...rig.Part) error {
-		t.Helper()
-		s, err := rig.NewSubmission(dev, parts...)
-		if err != nil {
-			return err
-		}
-		p, err := s.Take().Submit(ctx, bufs...)
-		if err != nil {
-			return err
-		}
-		return p.Wait(ctx)
-	}
+	bufs := allocs(t, dev, n, device.PinnedMemory, device.DeviceMemory)
+	host, mid := bufs[0], bufs[1]
 	want := make([]byte, n)
 	le := func(b []byte, v uint32) {
 		for i := range b {
@@ -205,7 +201,7 @@ func FillWords(t *testing.T, dev *rig.Device, unaligned bool) {
 				v = math.Float32bits(f)
 				fill = rig.FillFloat32(1, c.off, c.count, f)
 			}
-			if err := do([]*rig.Buffer{host, mid}, rig.Copy(0, 0, 1, 0, n).On(q), fill.On(q), rig.Copy(1, 0, 0, 0, n).On(q)); err != nil {
+			if err := do(ctx, dev, bufs, rig.Copy(0, 0, 1, 0, n).On(q), fill.On(q), rig.Copy(1, 0, 0, 0, n).On(q)); err != nil {
 				t.Fatalf("queue %d, fill %d: %v", q, i, err)
 			}
 			le(want[c.off:c.off+4*c.count], v)
@@ -219,7 +215,7 @@ func FillWords(t *testing.T, dev *rig.Device, unaligned bool) {
 		}
 		t.Logf("queue %d: 6 fills of words checked", q)
 	}
-	if err := do([]*rig.Buffer{mid}, rig.FillUint32(0, 2, 4, 1)); !errors.Is(err, rig.ErrInvalid) {
+	if err := do(ctx, dev, []*rig.Buffer{mid}, rig.FillUint32(0, 2, 4, 1)); !errors.Is(err, rig.ErrInvalid) {
 		t.Errorf("a fill of words from byte 2: %v, want ErrInvalid", err)
 	}
 	if !dev.Facts().MapsHost {
@@ -235,7 +231,7 @@ func FillWords(t *testing.T, dev *rig.Device, unaligned bool) {
 		t.Fatal(err)
 	}
 	defer lent.Free()
-	err = do([]*rig.Buffer{lent}, rig.FillUint32(0, 0, 4, 0xa1b2c3d4))
+	err = do(ctx, dev, []*rig.Buffer{lent}, rig.FillUint32(0, 0, 4, 0xa1b2c3d4))
 	switch {
 	case unaligned && err != nil:
 		t.Errorf("a fill of words of a buffer 2 bytes past a multiple of 4: %v", err)
@@ -258,27 +254,8 @@ func FillWords(t *testing.T, dev *rig.Device, unaligned bool) {
 func FillWordsBench(b *testing.B, dev *rig.Device) {
 	for _, n := range []uint64{1 << 10, 1 << 20, 16 << 20} {
 		b.Run(fmt.Sprintf("%dKiB", 4*n>>10), func(b *testing.B) {
-			ctx := context.Background()
-			mid, err := dev.Alloc(device.DeviceMemory, int(4*n))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer mid.Free()
-			s, err := rig.NewSubmission(dev, rig.FillUint32(0, 0, n, 0x3f800000))
-			if err != nil {
-				b.Fatal(err)
-			}
 			b.SetBytes(int64(4 * n))
-			b.ReportAllocs()
-			for b.Loop() {
-				p, err := s.Take().Submit(ctx, mid)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := p.Wait(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			loop(b, dev, allocs(b, dev, int(4*n), device.DeviceMemory), rig.FillUint32(0, 0, n, 0x3f800000))
 		})
 	}
 }
@@ -298,31 +275,10 @@ func CopyRowsBench(b *testing.B, dev *rig.Device) {
 		{"16x1MiB", 1 << 20, 16},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			ctx := context.Background()
 			pitch := c.rowBytes + 16
-			var bufs [2]*rig.Buffer
-			for i := range bufs {
-				var err error
-				if bufs[i], err = dev.Alloc(device.DeviceMemory, int(c.rows*pitch)); err != nil {
-					b.Fatal(err)
-				}
-				defer bufs[i].Free()
-			}
-			s, err := rig.NewSubmission(dev, rig.CopyRows(rig.Rows{Src: 0, Dst: 1, RowBytes: c.rowBytes, Rows: c.rows, SrcPitch: pitch, DstPitch: pitch}))
-			if err != nil {
-				b.Fatal(err)
-			}
 			b.SetBytes(int64(c.rows * c.rowBytes))
-			b.ReportAllocs()
-			for b.Loop() {
-				p, err := s.Take().Submit(ctx, bufs[0], bufs[1])
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := p.Wait(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			bufs := allocs(b, dev, int(c.rows*pitch), device.DeviceMemory, device.DeviceMemory)
+			loop(b, dev, bufs, rig.CopyRows(rig.Rows{Src: 0, Dst: 1, RowBytes: c.rowBytes, Rows: c.rows, SrcPitch: pitch, DstPitch: pitch}))
 		})
 	}
 }
@@ -337,26 +293,12 @@ func CopyRows(t *testing.T, dev *rig.Device) {
 	const n = 16 << 20
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var bufs [3]*rig.Buffer // the host's, the source, the destination
-	for i, k := range []device.Memory{device.PinnedMemory, device.DeviceMemory, device.DeviceMemory} {
-		var err error
-		if bufs[i], err = dev.Alloc(k, n); err != nil {
-			t.Fatal(err)
-		}
-		defer bufs[i].Free()
-	}
+	// The host's, the source, the destination.
+	bufs := allocs(t, dev, n, device.PinnedMemory, device.DeviceMemory, device.DeviceMemory)
 	host := bufs[0].Bytes()
 	run := func(parts ...rig.Part) {
 		t.Helper()
-		s, err := rig.NewSubmission(dev, parts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := s.Take().Submit(ctx, bufs[0], bufs[1], bufs[2])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Wait(ctx); err != nil {
+		if err := do(ctx, dev, bufs, parts...); err != nil {
 			t.Fatal(err)
 		}
 	}
