@@ -165,8 +165,9 @@ func Open(ctx context.Context, op device.Opener) (*Device, error) {
 }
 
 // reserveName marks name as being opened, once no device of the name is
-// open: it closes a lost device of the name, and waits while ctx allows
-// for a closed one to give back what it holds.
+// open: it closes a lost device of the name, on a goroutine of its own,
+// and waits while ctx allows for a closed or lost one to give back what
+// it holds.
 func reserveName(ctx context.Context, name string) error {
 	regMu.Lock()
 	defer regMu.Unlock()
@@ -185,7 +186,11 @@ func reserveName(ctx context.Context, name string) error {
 		}
 		regMu.Unlock()
 		if lost {
-			_ = old.Close()
+			// The close of a lost device waits for the driver's Stop,
+			// which ctx does not bound: it runs on a goroutine of its
+			// own, and this open waits for its end as for a closed
+			// device's, while ctx allows.
+			go func() { _ = old.Close() }()
 		}
 		var err error
 		select {
