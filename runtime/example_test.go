@@ -98,3 +98,42 @@ func ExampleRun_Do() {
 	fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(x.Bytes()[4:])))
 	// Output: 42
 }
+
+// Fills: a buffer of floats set to 1.5 (FillFloat32), then a column of
+// it, the first float of each row of 4, set to zero (FillRows), in one
+// submission whose parts run in order on COPY:0, read back with
+// Download.
+func ExampleFillFloat32() {
+	ctx := context.Background()
+	g, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-fills"}))
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+
+	const rows, cols = 3, 4
+	x, err := g.Alloc(device.DeviceMemory, 4*rows*cols)
+	if err != nil {
+		panic(err)
+	}
+	s, err := rig.NewSubmission(g,
+		rig.FillFloat32(0, 0, rows*cols, 1.5),
+		rig.FillRows(0, 0, 4, rows, 4*cols, 0))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := s.Take().Do(ctx, x); err != nil {
+		panic(err)
+	}
+	out := make([]float32, rows*cols)
+	if err := rig.Download(ctx, out, x, 0); err != nil {
+		panic(err)
+	}
+	for r := range rows {
+		fmt.Println(out[r*cols : (r+1)*cols])
+	}
+	// Output:
+	// [0 1.5 1.5 1.5]
+	// [0 1.5 1.5 1.5]
+	// [0 1.5 1.5 1.5]
+}
