@@ -1,5 +1,7 @@
 package device
 
+import "fmt"
+
 // Submission is one value's work as rig hands it to Room and Submit.
 // rig owns it and reuses it: a driver must not
 // keep a pointer into it past the call.
@@ -89,10 +91,12 @@ type Part struct {
 	Filling              bool
 	Byte                 byte
 	// Fill32 is set where a fill sets four-byte words rather than bytes:
-	// each word of the rows to Value, little-endian, Byte unused.
-	// DstOffset, RowBytes and DstPitch are multiples of 4 then (rig
-	// checks them); a GPU driver refuses a destination whose address is
-	// not, and the host driver fills it as it lies.
+	// each word of the rows to Value, little-endian, Byte unused. The
+	// fill's offset within its buffer, RowBytes and DstPitch are
+	// multiples of 4 (rig checks them); DstOffset, which adds the
+	// buffer's place in its region, need not be (a MapHost buffer lent at
+	// such an address): a GPU driver refuses a destination whose address
+	// is not a multiple of 4, and the host driver fills it as it lies.
 	Fill32 bool
 	Value  uint32
 
@@ -159,4 +163,20 @@ type Stamp struct {
 	// Start is the earliest start of the value's work on any queue, and
 	// End the end of its last work, in nanoseconds of Now.
 	Start, End int64
+}
+
+// Misfit32 is why a fill of four-byte words (Fill32) whose first byte
+// lies at address at cannot set them, or "": the address, the rows'
+// bytes, or the pitch of two rows or more, not a multiple of 4. A GPU
+// driver refuses the part with it.
+func (p *Part) Misfit32(at uint64) string {
+	switch {
+	case at%4 != 0:
+		return fmt.Sprintf("a fill of four-byte words at address %#x, not a multiple of 4", at)
+	case p.RowBytes%4 != 0:
+		return fmt.Sprintf("a fill of four-byte words of rows of %d bytes, not a multiple of 4", p.RowBytes)
+	case p.Rows > 1 && p.DstPitch%4 != 0:
+		return fmt.Sprintf("a fill of four-byte words of rows %d bytes apart, not a multiple of 4", p.DstPitch)
+	}
+	return ""
 }

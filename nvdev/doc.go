@@ -77,8 +77,10 @@
 // converts the stamps
 // of timed values to the host's clock. A copy or fill of one row (or of
 // rows without gaps) of at least 256 KiB within the device's own Device
-// memory, or a copy or fill of such rows of 1 KiB or more with gaps
-// between them, runs as the driver's own kernel on the compute channel, on the
+// memory, or a copy or fill of rows of 1 KiB or more with gaps between
+// them, 256 KiB in all (a copy whose spans read and written meet within
+// one region stays the copy engine's), runs as the driver's own kernel
+// on the compute channel, on the
 // GPUs whose cubins nvdev carries unless Config.CopyKernels says otherwise
 // (kernels.go). Images go into rig's Device region by the
 // copy channel, through a staging buffer (image.go).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -567,12 +568,16 @@ func (x *fuzzRun) asKernel(p *fuzzPart) bool {
 		}
 		return v
 	}
-	if p.rows > 1 && (pitch(p.dstPitch) != p.rowBytes || (!p.fill && pitch(p.srcPitch) != p.rowBytes)) {
+	hi, n := bits.Mul64(p.rows, p.rowBytes)
+	if hi != 0 || n < kernelMin {
 		return false
 	}
-	n := p.rows * p.rowBytes
-	if n < kernelMin || n/p.rows != p.rowBytes {
-		return false
+	if p.rows > 1 && (pitch(p.dstPitch) != p.rowBytes || (!p.fill && pitch(p.srcPitch) != p.rowBytes)) {
+		// rig_copy_rows or rig_fill_rows: rows of rowsKernelMin or more,
+		// a copy's spans apart where it stays in one buffer.
+		if p.rowBytes < rowsKernelMin || !p.fill && p.src == p.dst && x.overlaps(*p) {
+			return false
+		}
 	}
 	own := func(i int) bool { return x.bufs[i].b.Kind() == device.DeviceMemory && x.bufs[i].host == nil }
 	return own(p.dst) && (p.fill || own(p.src))
@@ -908,6 +913,40 @@ func (x *fuzzRun) launch(q hw.Qmd, bank []byte, twicePO int) {
 		}
 		return
 	}
+	if k := x.drv.copyK; k != nil && (q.Program() == k.copyRows.Code || q.Program() == k.fillRows.Code) {
+		fill := q.Program() == k.fillRows.Code
+		e := k.copyRows
+		if fill {
+			e = k.fillRows
+		}
+		po := e.Data.(*kfunc).l.Kernel.ParamOffset
+		u := func(i int) uint64 { return binary.LittleEndian.Uint64(bank[po+8*i:]) }
+		dstA, arg, n, rows, dp := u(0), u(1), u(2), u(3), u(4)
+		sp := uint64(0)
+		if !fill {
+			sp = u(5)
+		}
+		xt := uint64(g[0]) * uint64(b[0])
+		for r := range rows {
+			sa := arg
+			if !fill {
+				sa = arg + r*sp
+			}
+			dst := f.mem(dstA+r*dp, n)
+			var src []byte
+			if !fill {
+				src = f.mem(sa, n)
+			}
+			if dst == nil || (!fill && src == nil) {
+				x.kernelErr(fmt.Errorf("a rows kernel's row %d outside the fake's memory", r))
+				return
+			}
+			if err := copyKernel(dst, src, dstA+r*dp, sa, n, xt, fill); err != nil {
+				x.kernelErr(err)
+			}
+		}
+		return
+	}
 	xa := binary.LittleEndian.Uint64(bank[twicePO:])
 	xs := f.mem(xa, 4*threads)
 	if xs == nil {
@@ -1056,6 +1095,17 @@ func fuzzCorpus() [][]byte {
 		s.b(opParts, 3).copyOf(0, 2, 0, 0, 0, 300<<10).copyOf(0, 0, 1, 16, 32, 280<<10).
 			fillOf(0, 1, 5, 256<<10, 0x77).copyOf(1, 1, 0, 3, 5, 270<<10).b(1)
 		s.b(opParts, 1).copyOf(1, 0, 1, 0, 0, 290<<10).copyOf(1, 2, 1, 0, 0, 1000).b(1)
+		add(s)
+	}
+
+	// Rows with gaps between them, 140,000 bytes each, between two Device
+	// buffers: by the kernel of rows, on COPY:0, and with no copy engine
+	// on COMPUTE:0 (NoComputeCopies) by the kernel there too.
+	for _, c := range []struct{ c0, q uint64 }{{1, 0}, {1 | 32, 1}} {
+		s = &fuzzSpell{}
+		s.b(c.c0, 1, 0, 7, 0, 7, 1, 7)
+		s.b(opParts, 0).b(2, 3-2*c.q, 0, 0, 1, 1).u24(0).u24(0).u24(140000).b(0, 3).b(1)
+		s.b(opWait, 0)
 		add(s)
 	}
 

@@ -319,9 +319,7 @@ func checkCopy(p *device.Part) string {
 	}
 	if p.Filling {
 		if p.Fill32 {
-			if at := dst.Address + p.DstOffset; at%4 != 0 || p.RowBytes%4 != 0 || (p.Rows > 1 && p.DstPitch%4 != 0) {
-				return fmt.Sprintf("a fill of four-byte words of %d bytes a row, %d apart, at address %#x: not a multiple of 4", p.RowBytes, p.DstPitch, at)
-			}
+			return p.Misfit32(dst.Address + p.DstOffset)
 		}
 		return ""
 	}

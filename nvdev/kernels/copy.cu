@@ -1,12 +1,12 @@
 // The RM driver's own kernels: a copy or a fill of one row of at least
-// 256 KiB within the device's Device memory, or of such rows with gaps
-// between them, runs as one of these on the compute channel, where it
-// beats the copy engine.
+// 256 KiB within the device's Device memory, or of rows of 1 KiB or more
+// with gaps between them, 256 KiB in all, runs as one of these on the
+// compute channel, where it beats the copy engine.
 // Built by build.sh with nvcc 13.0 into copy.sm_XX.cubin.
 //
 // Each thread moves 16-byte vectors in a grid-stride loop; the bytes before
 // the first 16-byte boundary of the destination and after the last are
-// moved one at a time by the first and last threads.
+// moved one at a time by the first threads, one byte each.
 
 typedef unsigned long long u64;
 
