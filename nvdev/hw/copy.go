@@ -231,30 +231,40 @@ func fillWord(b []uint32, g *Generation, dst, n uint64, w uint32) []uint32 {
 		return b
 	}
 	head, body, tail := fillPieces(dst, n)
-	bytes := w & 255
+	return pieces(b, head, body, tail, w, func(b []uint32, off, length, size uint64) []uint32 {
+		at := dst + off
+		for left := length; left > 0; {
+			k := min(left, MaxLine/4)
+			b = copyLaunch(b, g, at, at, 0, 0, uint32(k), 1, fillLaunch)
+			at += size * k
+			left -= k
+		}
+		return b
+	})
+}
+
+// pieces appends a fill's remap settings and, by launch, the launches of
+// its head, body and tail (fillPieces), in that order: launch appends
+// those of length components of size bytes from byte off of the fill, or
+// of each of its rows. The body's components are w, the head's and
+// tail's bytes w's low byte.
+func pieces(b []uint32, head, body, tail uint64, w uint32, launch func(b []uint32, off, length, size uint64) []uint32) []uint32 {
 	byteRemap := false
 	if head > 0 {
-		b = remap(b, bytes, RemapComponentOne)
+		b = remap(b, w&255, RemapComponentOne)
 		byteRemap = true
-		b = copyLaunch(b, g, dst, dst, 0, 0, uint32(head), 1, fillLaunch)
+		b = launch(b, 0, head, 1)
 	}
 	if body > 0 {
 		b = remap(b, w, RemapComponentFour)
 		byteRemap = false
-		at := dst + head
-		for left := body; left > 0; {
-			k := min(left, MaxLine/4)
-			b = copyLaunch(b, g, at, at, 0, 0, uint32(k), 1, fillLaunch)
-			at += 4 * k
-			left -= k
-		}
+		b = launch(b, head, body, 4)
 	}
 	if tail > 0 {
 		if !byteRemap {
-			b = remap(b, bytes, RemapComponentOne)
+			b = remap(b, w&255, RemapComponentOne)
 		}
-		at := dst + n - tail
-		b = copyLaunch(b, g, at, at, 0, 0, uint32(tail), 1, fillLaunch)
+		b = launch(b, head+4*body, tail, 1)
 	}
 	return b
 }
@@ -374,39 +384,21 @@ func (f FillRows) appendWord(b []uint32, g *Generation, w uint32) []uint32 {
 		}
 		return b
 	}
-	bytes := w & 255
 	// column launches the rows' columns of length components from byte
-	// off of each row.
-	column := func(b []uint32, off uint64, length uint32) []uint32 {
+	// off of each row, a launch for each MaxLines rows.
+	column := func(b []uint32, off, length, _ uint64) []uint32 {
 		for done := uint64(0); done < f.Rows; {
 			n := min(f.Rows-done, MaxLines)
 			at := f.Dst + done*f.Pitch + off
-			b = copyLaunch(b, g, at, at, f.Pitch, f.Pitch, length, uint32(n), fillLaunch|DMAMultiLine)
+			b = copyLaunch(b, g, at, at, f.Pitch, f.Pitch, uint32(length), uint32(n), fillLaunch|DMAMultiLine)
 			done += n
 		}
 		return b
 	}
 	if f.Pitch%4 != 0 {
-		b = remap(b, bytes, RemapComponentOne)
-		return column(b, 0, uint32(f.RowBytes))
+		b = remap(b, w&255, RemapComponentOne)
+		return column(b, 0, f.RowBytes, 1)
 	}
 	head, body, tail := fillPieces(f.Dst, f.RowBytes)
-	byteRemap := false
-	if head > 0 {
-		b = remap(b, bytes, RemapComponentOne)
-		byteRemap = true
-		b = column(b, 0, uint32(head))
-	}
-	if body > 0 {
-		b = remap(b, w, RemapComponentFour)
-		byteRemap = false
-		b = column(b, head, uint32(body))
-	}
-	if tail > 0 {
-		if !byteRemap {
-			b = remap(b, bytes, RemapComponentOne)
-		}
-		b = column(b, f.RowBytes-tail, uint32(tail))
-	}
-	return b
+	return pieces(b, head, body, tail, w, column)
 }
