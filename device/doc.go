@@ -20,8 +20,8 @@
 //     supervisor (values left uncommitted), inside the same submit lock.
 //     Where submitters combine (a Kicker whose Facts.OnHost is false),
 //     whoever holds the submit lock makes the Room and Submit of the
-//     submissions queued behind it, and then the Kick that covers them: a
-//     submitter, or one of those callers of Commit;
+//     submissions queued behind it: a submitter, or one of those callers
+//     of Commit;
 //   - any goroutine, for Alloc, Free, Locate, Peer, MapPeer, MapHost, DMA,
 //     Image, Entry, Prepare, Unload, Signaled, Settle and Capability.
 //

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/yield"
 )
 
@@ -171,7 +170,7 @@ const (
 // combined is what a holder of the submit lock combined as it let the
 // lock go: the runs whose goroutines parked, to be woken in the order
 // they were attempted, and the last value submitted without failing, to
-// be kicked for all of them at once.
+// which it raises the value to kick before it wakes them.
 type combined struct {
 	first, last *Run // the parked runs, linked by comb.woken
 	top         uint64
@@ -246,9 +245,10 @@ func (c *combined) wake() bool {
 // lock go; where runs were queued meanwhile and the lock is free, it takes
 // it again for them. Every holder of the submit lock lets it go so.
 //
-// Once the lock is free, a holder that combined kicks for every run it
-// combined (kickCombined), and a holder that woke the goroutines of runs
-// that parked yields its processor to them (yieldToWoken).
+// Once the lock is free, a holder that combined raises the value to kick
+// to the last value it submitted (kickCombined) and wakes the goroutines
+// of the runs that parked; a holder that woke any yields its processor to
+// them (yieldToWoken).
 func (d *Device) unlockSubmit() {
 	var c combined
 	for pass := 1; ; pass++ {
@@ -271,38 +271,36 @@ func (d *Device) unlockSubmit() {
 			break
 		}
 	}
-	k, kick := d.drv.(device.Kicker)
-	kick = kick && c.kick
-	if kick {
-		// The woken may run on other processors at once: want covers
-		// their values before they look at it.
-		d.kicks.raise(c.top)
+	if c.kick {
+		d.kicks.raise(c.top) // kickCombined
 	}
-	woke := c.wake()
-	if kick {
-		d.kicks.kick(k, c.top)
-	}
-	if woke {
+	if c.wake() {
 		yieldToWoken()
 	}
 }
 
-// kickCombined: a combiner kicks the last value it submitted, for every
-// run it combined. It raises the value to kick first, then wakes the
-// goroutines of the runs that parked, then kicks, then yields to them:
-// each of them, where it runs, finds its value covered by the combiner's
-// Kick, done or in flight, and returns without a Kick of its own.
-// Before, each woken goroutine kicked its own value once it ran, one
-// after another on the combiner's processor after its yield: a burst of
-// five reached the device one value at a time, a Kick (the read of the
-// flush word and the doorbell) apart, and cost five Kicks (five in
-// TestCombineKicksBurst, one now). On the H200, nv:0 four timelines of 16
-// goroutines (closed loop, depth 1), four rounds interleaved with the
-// build before: 1.16M to 1.21M submissions a second at 12.9 to 13.0 µs of
-// CPU a submission (one round at 10.1) against 1.13M to 1.16M at 13.4 to
-// 13.8 (10.9), p99 78.4 to 130 µs against 91.6 to 147; one device's 1,000
-// goroutines 579k and 600k a second at 19 and 21 µs of CPU a submission
-// against 504k and 527k at 30 and 32 µs.
+// kickCombined: a combiner raises the value to kick to the last value it
+// submitted before it wakes the goroutines of the runs it combined, so
+// that the first Kick after covers all of them: the first of them to kick
+// kicks the whole burst, and the others find their values kicked or a
+// Kick in flight that covers them. Before, each kicked up to its own
+// value, and they ran one after another on the combiner's processor
+// after its yield: a burst of five reached the device one value at a
+// time, a Kick (the read of the flush word and the doorbell) apart, and
+// cost five Kicks (five in TestCombineKicksBurst, one now). A combiner
+// that made the Kick itself, before it yielded, held up its own return
+// behind the Kicks it then made for later submitters: at 1,000
+// goroutines of one device its p99 was 2.76 to 4.92 ms against 2.96 to
+// 3.27 ms in two runs, where raising the value alone left it level. On the H200, interleaved with the build
+// before, three rounds: nv:0 four timelines of 16 goroutines (closed
+// loop, depth 1) 1.16M to 1.20M submissions a second against 1.14M to
+// 1.16M, p99 114 to 123 µs against 110 to 136 µs; one device's 16
+// goroutines 440k to 469k against 427k to 437k, p50 28.6 to 30.2 µs
+// against 32.9 to 33.4 µs, p99 92 to 99 µs against 79 to 85 µs; 64
+// goroutines 500k to 513k against 460k to 498k, p99 240 to 251 µs
+// against 234 to 260 µs; 1,000 goroutines 577k to 583k against 466k to
+// 509k, p99 2.87 to 2.93 ms against 2.96 to 3.27 ms, at 20 to 21 µs of
+// CPU a submission against 31 to 34 µs.
 
 // yieldToWoken gives the caller's processor to the goroutines it just
 // woke. Go runs a goroutine that a channel send wakes on the sender's

@@ -24,8 +24,9 @@ import (
 // one. Submit so returns without waiting for a Kick of another's, and a
 // burst of N submitters costs a Kick or two, not N. Alone, a submitter sets
 // busy at once and kicks its value. A submitter that combined others'
-// runs kicks the last value it submitted, for all of them, before their
-// goroutines run (kickCombined).
+// runs raises want to the last value it submitted before their
+// goroutines run, so that the first of their Kicks covers them all
+// (kickCombined).
 //
 // A kicker kicks at most kickRounds times in a row for the values that
 // came in while it kicked. Past them it marks the kicks tired, kicks once

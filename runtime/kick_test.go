@@ -439,9 +439,9 @@ func TestCombineOrder(t *testing.T) {
 }
 
 // TestCombineKicksBurst: a holder that combined runs whose goroutines
-// parked raises want to the last value it submitted before it wakes them,
-// and kicks it: one Kick for the burst, of its last value, which their
-// Submits find made.
+// parked raises want to the last value it submitted before it wakes them:
+// the first of them to kick kicks the burst, and the burst costs one
+// Kick, of its last value.
 func TestCombineKicksBurst(t *testing.T) {
 	k := newKickFake()
 	d := k.open(t, "combine-kicks")
@@ -491,8 +491,8 @@ func TestCombineKicksBurst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The woken may take the Kick from the combiner, on other
-	// processors, but want covered the burst before any of them ran.
+	// Whichever of them kicked first, want covered the burst before it
+	// looked.
 	if n, last := k.kicks.Load(), k.last.Load(); n != 1 || last != first+runs-1 {
 		t.Errorf("%d Kicks for a burst of %d combined runs, the last of value %d; want 1, of %d", n, runs, last, first+runs-1)
 	}
