@@ -300,7 +300,10 @@ func (d *Device) unlockSubmit() {
 // goroutines 500k to 513k against 460k to 498k, p99 240 to 251 µs
 // against 234 to 260 µs; 1,000 goroutines 577k to 583k against 466k to
 // 509k, p99 2.87 to 2.93 ms against 2.96 to 3.27 ms, at 20 to 21 µs of
-// CPU a submission against 31 to 34 µs.
+// CPU a submission against 31 to 34 µs. On a faster machine, in a later
+// run, the rates at 16 and 64 goroutines and over four timelines were
+// level and the p99 at 16 and 64 goroutines 10 to 20 µs higher; 1,000
+// goroutines made 611k and 613k against 526k and 567k, at 62% of the CPU.
 
 // yieldToWoken gives the caller's processor to the goroutines it just
 // woke. Go runs a goroutine that a channel send wakes on the sender's
