@@ -98,7 +98,11 @@ type Driver interface {
 	// Commit asks the device to write every value up to v into the word
 	// once its work completes. It is called in value order with Submit,
 	// inside the same submit lock, by a submitter, a waiter or the
-	// supervisor (the package documentation says when).
+	// supervisor (the package documentation says when). It answers
+	// Committed or Failed: after a Pending answer the values stay
+	// uncommitted, and a submission of another device whose work would
+	// wait for one of them on its device fails with an error that says
+	// so.
 	Commit(v uint64) SubmitAnswer
 	// Settle appends to into the profile stamps converted to the host's
 	// clock (Now), in value order, and returns the longer slice. A failure

@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,56 @@ func TestSubmitOnAClosingDevicesUncommittedPoint(t *testing.T) {
 	}
 	if !errors.Is(got, ErrClosed) || !strings.Contains(got.Error(), u.name) {
 		t.Fatalf("the submission returned %v, want an error matching ErrClosed that names %s", got, u.name)
+	}
+	submit(t, empty(t, d))
+	if err := d.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSubmitOnAPointItsDriverNeverCommits: a submission of device D whose
+// work would wait on the device side for a value of device U, whose
+// driver answers Pending to Commit (against the contract), returns at
+// once an error that names U and the value, rather than retrying the
+// commit until its context ends, and D keeps working.
+func TestSubmitOnAPointItsDriverNeverCommits(t *testing.T) {
+	fu := newFake()
+	fu.pending, fu.held, fu.peer = true, true, true
+	u := openWith(t, device.Opener{Name: "never-commit-u", Make: func(w *uint64) (device.Driver, error) {
+		fu.facts.Word = w
+		return &uncommitting{fu}, nil
+	}})
+	d := openFake(t, "never-commit-d", newFake())
+	// U's stop drops the value it never committed, which ends U's use
+	// of z, a buffer of D, that D's close waits for: U closes first.
+	t.Cleanup(func() {
+		if err := u.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	z, err := d.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill, err := NewSubmission(u, FillBytes(0, 0, 64, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := submit(t, fill, z)
+	s, err := NewSubmission(d, FillBytes(0, 0, 64, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = s.Take().Submit(ctx, z)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("the submission returned %v after the context's %v, want an error at once", err, ctx.Err())
+	}
+	for _, want := range []string{u.name, fmt.Sprint(p.v), "Pending"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not name %q", err, want)
+		}
 	}
 	submit(t, empty(t, d))
 	if err := d.Err(); err != nil {
