@@ -20,6 +20,28 @@ func (u *uncommitting) Commit(v uint64) device.SubmitAnswer {
 	return device.SubmitAnswer{Kind: device.Pending}
 }
 
+// uncommittedWrite opens device U of fu, as uncommitting, and device D of
+// a plain fake, named after name, and has U's work write z, a buffer of
+// D, with a value U leaves uncommitted; it returns U, D, z and that
+// value's point.
+func uncommittedWrite(t *testing.T, name string, fu *fake) (u, d *Device, z *Buffer, p Point) {
+	t.Helper()
+	u = openWith(t, device.Opener{Name: name + "-u", Make: func(w *uint64) (device.Driver, error) {
+		fu.facts.Word = w
+		return &uncommitting{fu}, nil
+	}})
+	d = openFake(t, name+"-d", newFake())
+	z, err := d.Alloc(device.DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill, err := NewSubmission(u, FillBytes(0, 0, 64, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, d, z, submit(t, fill, z)
+}
+
 // TestSubmitOnAClosingDevicesUncommittedPoint: a submission of device D
 // whose work would wait on the device side for a value that device U holds
 // uncommitted, while U's Close is under way (it waits for a counted call),
@@ -34,21 +56,8 @@ func TestSubmitOnAClosingDevicesUncommittedPoint(t *testing.T) {
 		close(entered)
 		<-release
 	}
-	u := openWith(t, device.Opener{Name: "closing-commit-u", Make: func(w *uint64) (device.Driver, error) {
-		fu.facts.Word = w
-		return &uncommitting{fu}, nil
-	}})
-	d := openFake(t, "closing-commit-d", newFake())
-	z, err := d.Alloc(device.DeviceMemory, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// U's work writes z, a buffer of D, with a value U leaves uncommitted.
-	fill, err := NewSubmission(u, FillBytes(0, 0, 64, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	submit(t, fill, z)
+	u, d, z, _ := uncommittedWrite(t, "closing-commit", fu)
 	y, err := u.Alloc(device.DeviceMemory, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -106,11 +115,7 @@ func TestSubmitOnAClosingDevicesUncommittedPoint(t *testing.T) {
 func TestSubmitOnAPointItsDriverNeverCommits(t *testing.T) {
 	fu := newFake()
 	fu.pending, fu.held, fu.peer = true, true, true
-	u := openWith(t, device.Opener{Name: "never-commit-u", Make: func(w *uint64) (device.Driver, error) {
-		fu.facts.Word = w
-		return &uncommitting{fu}, nil
-	}})
-	d := openFake(t, "never-commit-d", newFake())
+	u, d, z, p := uncommittedWrite(t, "never-commit", fu)
 	// U's stop drops the value it never committed, which ends U's use
 	// of z, a buffer of D, that D's close waits for: U closes first.
 	t.Cleanup(func() {
@@ -118,15 +123,6 @@ func TestSubmitOnAPointItsDriverNeverCommits(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	z, err := d.Alloc(device.DeviceMemory, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fill, err := NewSubmission(u, FillBytes(0, 0, 64, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := submit(t, fill, z)
 	s, err := NewSubmission(d, FillBytes(0, 0, 64, 2))
 	if err != nil {
 		t.Fatal(err)
