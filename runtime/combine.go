@@ -282,28 +282,28 @@ func (d *Device) unlockSubmit() {
 // kickCombined: a combiner raises the value to kick to the last value it
 // submitted before it wakes the goroutines of the runs it combined, so
 // that the first Kick after covers all of them: the first of them to kick
-// kicks the whole burst, and the others find their values kicked or a
-// Kick in flight that covers them. Before, each kicked up to its own
-// value, and they ran one after another on the combiner's processor
-// after its yield: a burst of five reached the device one value at a
-// time, a Kick (the read of the flush word and the doorbell) apart, and
-// cost five Kicks (five in TestCombineKicksBurst, one now). A combiner
-// that made the Kick itself, before it yielded, held up its own return
-// behind the Kicks it then made for later submitters: at 1,000
-// goroutines of one device its p99 was 2.76 to 4.92 ms against 2.96 to
-// 3.27 ms in two runs, where raising the value alone left it level. On the H200, interleaved with the build
-// before, three rounds: nv:0 four timelines of 16 goroutines (closed
-// loop, depth 1) 1.16M to 1.20M submissions a second against 1.14M to
-// 1.16M, p99 114 to 123 µs against 110 to 136 µs; one device's 16
-// goroutines 440k to 469k against 427k to 437k, p50 28.6 to 30.2 µs
-// against 32.9 to 33.4 µs, p99 92 to 99 µs against 79 to 85 µs; 64
-// goroutines 500k to 513k against 460k to 498k, p99 240 to 251 µs
-// against 234 to 260 µs; 1,000 goroutines 577k to 583k against 466k to
-// 509k, p99 2.87 to 2.93 ms against 2.96 to 3.27 ms, at 20 to 21 µs of
-// CPU a submission against 31 to 34 µs. On a faster machine, in a later
-// run, the rates at 16 and 64 goroutines and over four timelines were
-// level and the p99 at 16 and 64 goroutines 10 to 20 µs higher; 1,000
-// goroutines made 611k and 613k against 526k and 567k, at 62% of the CPU.
+// kicks the whole burst, and the others find their values kicked or a Kick
+// in flight that covers them. Before, each kicked up to its own value, and
+// they ran one after another on the combiner's processor after its yield:
+// a burst of five reached the device one value at a time, a Kick (the read
+// of the flush word and the doorbell) apart, and cost five Kicks (five in
+// TestCombineKicksBurst, one now). A combiner that made the Kick itself,
+// before it yielded, held up its own return behind the Kicks it then made
+// for later submitters: at 1,000 goroutines of one device the p99 was 2.76
+// to 4.92 ms against 2.96 to 3.27 ms in two runs, where raising the value
+// alone left it level. On the H200, interleaved with the build before,
+// three rounds: nv:0 four timelines of 16 goroutines (closed loop, depth
+// 1) 1.16M to 1.20M submissions a second against 1.14M to 1.16M, p99 114
+// to 123 µs against 110 to 136 µs; one device's 16 goroutines 440k to 469k
+// against 427k to 437k, p50 28.6 to 30.2 µs against 32.9 to 33.4 µs, p99
+// 92 to 99 µs against 79 to 85 µs; 64 goroutines 500k to 513k against 460k
+// to 498k, p99 240 to 251 µs against 234 to 260 µs; 1,000 goroutines 577k
+// to 583k against 466k to 509k, p99 2.87 to 2.93 ms against 2.96 to 3.27
+// ms, at 20 to 21 µs of CPU a submission against 31 to 34 µs. On a faster
+// machine, in a later run, the rates at 16 and 64 goroutines and over four
+// timelines were level and the p99 at 16 and 64 goroutines 10 to 20 µs
+// higher; 1,000 goroutines made 611k and 613k against 526k and 567k, at
+// 62% of the CPU.
 
 // yieldToWoken gives the caller's processor to the goroutines it just
 // woke. Go runs a goroutine that a channel send wakes on the sender's
