@@ -79,8 +79,13 @@ func TestStatsWaits(t *testing.T) {
 	}
 	d.SetWaitSpin(0)
 	wait(t, run(5*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-	if err := run(50 * time.Millisecond).Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	// The deadline starts once the run is submitted, and leaves the wait
+	// time to park on a loaded machine: one of a millisecond that began
+	// before the Submit had passed by the Wait in a CI run, which then
+	// returned without parking.
+	long := run(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	if err := long.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a wait past its deadline: %v", err)
 	}
 	cancel()
