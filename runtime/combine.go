@@ -45,11 +45,9 @@ import (
 // combNode is a run's place in its device's combining queue. The run's
 // goroutine writes next and sample before it queues the run; the combiner
 // writes res before it stores combDone into state; the goroutine reads res
-// after it loaded combDone. The combiner writes and reads woken of a run
-// whose goroutine parked only until it sends that goroutine its wake-up.
+// after it loaded combDone.
 type combNode struct {
 	next   *Run
-	woken  *Run // the next run of a combiner's parked runs (combined)
 	sample bool
 	state  atomic.Int32
 	wake   chan struct{} // made once a run parks, then kept with the run
@@ -167,20 +165,10 @@ const (
 	combPasses = 2
 )
 
-// combined is what a holder of the submit lock combined as it let the
-// lock go: the runs whose goroutines parked, to be woken in the order
-// they were attempted, and the last value submitted without failing, to
-// which it raises the value to kick before it wakes them.
-type combined struct {
-	first, last *Run // the parked runs, linked by comb.woken
-	top         uint64
-	kick        bool // top holds a value to kick
-}
-
 // combineLocked makes the attempts of the runs queued, in the order they
-// came, and adds what they submitted and which of their goroutines parked
-// to c. The caller holds the submit lock.
-func (d *Device) combineLocked(c *combined) {
+// came, and reports whether it woke the goroutine of one that parked. The
+// caller holds the submit lock.
+func (d *Device) combineLocked() (woke bool) {
 	var fifo *Run
 	for r := d.cq.head.Swap(nil); r != nil; {
 		next := r.comb.next
@@ -191,6 +179,7 @@ func (d *Device) combineLocked(c *combined) {
 	// run queued before the device became timed goes back to its
 	// goroutine. The lock holds timed still.
 	timed := d.timed.Load()
+	var first chan struct{} // the first parked run's, woken last (wokenInOrder)
 	for r := fifo; r != nil; {
 		next := r.comb.next
 		r.comb.next = nil
@@ -199,61 +188,36 @@ func (d *Device) combineLocked(c *combined) {
 		} else {
 			r.comb.res = r.try(d, r.comb.sample)
 		}
-		if a := &r.comb.res; a.kind == attemptSubmitted {
-			// A value whose Submit failed is not kicked; the values
-			// before it were submitted, and a Kick of a later value
-			// covers them.
-			if _, failed := a.lost.(*LostError); !failed {
-				c.top, c.kick = a.v, true
-			}
-		}
 		// Once the state is combDone the run is its goroutine's again:
 		// nothing of it is touched after, but the wake-up of a goroutine
-		// that parked, which waits for it and so leaves comb.woken to
-		// the combiner until then.
+		// that parked, which waits for it.
 		if r.comb.state.Swap(combDone) == combParked {
-			r.comb.woken = nil
-			if c.first == nil {
-				c.first = r
+			if first == nil {
+				first = r.comb.wake
 			} else {
-				c.last.comb.woken = r
+				r.comb.wake <- struct{}{}
 			}
-			c.last = r
+			woke = true
 		}
 		r = next
 	}
-}
-
-// wake wakes the goroutines of the parked runs, the first attempted last
-// (wokenInOrder), and reports whether it woke any. Any goroutine may call
-// it, once, holding no lock.
-func (c *combined) wake() bool {
-	if c.first == nil {
-		return false
+	if first != nil {
+		first <- struct{}{}
 	}
-	for r := c.first.comb.woken; r != nil; {
-		// r's goroutine may reuse r once woken: read the link first.
-		next := r.comb.woken
-		r.comb.wake <- struct{}{}
-		r = next
-	}
-	c.first.comb.wake <- struct{}{}
-	return true
+	return woke
 }
 
 // unlockSubmit makes the attempts of the runs queued and lets the submit
 // lock go; where runs were queued meanwhile and the lock is free, it takes
 // it again for them. Every holder of the submit lock lets it go so.
 //
-// Once the lock is free, a holder that combined raises the value to kick
-// to the last value it submitted (kickCombined) and wakes the goroutines
-// of the runs that parked; a holder that woke any yields its processor to
-// them (yieldToWoken).
+// A holder that woke the goroutines of runs that parked yields its
+// processor once it let the lock go (yieldToWoken).
 func (d *Device) unlockSubmit() {
-	var c combined
+	woke := false
 	for pass := 1; ; pass++ {
-		if d.cq.head.Load() != nil {
-			d.combineLocked(&c)
+		if d.cq.head.Load() != nil && d.combineLocked() {
+			woke = true
 		}
 		d.mu.Unlock()
 		h := d.cq.head.Load()
@@ -271,39 +235,10 @@ func (d *Device) unlockSubmit() {
 			break
 		}
 	}
-	if c.kick {
-		d.kicks.raise(c.top) // kickCombined
-	}
-	if c.wake() {
+	if woke {
 		yieldToWoken()
 	}
 }
-
-// kickCombined: a combiner raises the value to kick to the last value it
-// submitted before it wakes the goroutines of the runs it combined, so
-// that the first Kick after covers all of them: the first of them to kick
-// kicks the whole burst, and the others find their values kicked or a Kick
-// in flight that covers them. Before, each kicked up to its own value, and
-// they ran one after another on the combiner's processor after its yield:
-// a burst of five reached the device one value at a time, a Kick (the read
-// of the flush word and the doorbell) apart, and cost five Kicks (five in
-// TestCombineKicksBurst, one now). A combiner that made the Kick itself,
-// before it yielded, held up its own return behind the Kicks it then made
-// for later submitters: at 1,000 goroutines of one device the p99 was 2.76
-// to 4.92 ms against 2.96 to 3.27 ms in two runs, where raising the value
-// alone left it level. On the H200, interleaved with the build before,
-// three rounds: nv:0 four timelines of 16 goroutines (closed loop, depth
-// 1) 1.16M to 1.20M submissions a second against 1.14M to 1.16M, p99 114
-// to 123 µs against 110 to 136 µs; one device's 16 goroutines 440k to 469k
-// against 427k to 437k, p50 28.6 to 30.2 µs against 32.9 to 33.4 µs, p99
-// 92 to 99 µs against 79 to 85 µs; 64 goroutines 500k to 513k against 460k
-// to 498k, p99 240 to 251 µs against 234 to 260 µs; 1,000 goroutines 577k
-// to 583k against 466k to 509k, p99 2.87 to 2.93 ms against 2.96 to 3.27
-// ms, at 20 to 21 µs of CPU a submission against 31 to 34 µs. On a faster
-// machine, in a later run, the rates at 16 and 64 goroutines and over four
-// timelines were level and the p99 at 16 and 64 goroutines 10 to 20 µs
-// higher; 1,000 goroutines made 611k and 613k against 526k and 567k, at
-// 62% of the CPU.
 
 // yieldToWoken gives the caller's processor to the goroutines it just
 // woke. Go runs a goroutine that a channel send wakes on the sender's

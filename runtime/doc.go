@@ -33,10 +33,8 @@
 // again before it lets the kick go. The submitters of such a device
 // combine: each queues its run, and whoever
 // holds the submit lock makes the queued runs' attempts, in the order they
-// came, before it lets the lock go, and raises the value to kick to the
-// last it submitted, so that the first Kick after covers all of them
-// (combine.go); a run that must wait (for room, a growth, another device)
-// goes back to its own goroutine.
+// came, before it lets the lock go (combine.go); a run that must wait
+// (for room, a growth, another device) goes back to its own goroutine.
 //
 // # Locks
 //

@@ -23,10 +23,7 @@ import (
 // submitter found busy set is kicked by the Kick in flight or the next
 // one. Submit so returns without waiting for a Kick of another's, and a
 // burst of N submitters costs a Kick or two, not N. Alone, a submitter sets
-// busy at once and kicks its value. A submitter that combined others'
-// runs raises want to the last value it submitted before their
-// goroutines run, so that the first of their Kicks covers them all
-// (kickCombined).
+// busy at once and kicks its value.
 //
 // A kicker kicks at most kickRounds times in a row for the values that
 // came in while it kicked. Past them it marks the kicks tired, kicks once
@@ -67,7 +64,12 @@ const kickLook = 64
 // returns once it kicked v, or once a kicker in flight will. The caller
 // holds no lock.
 func (k *kicks) kick(drv device.Kicker, v uint64) {
-	k.raise(v)
+	for {
+		w := k.want.Load()
+		if device.AtLeast(w, v) || k.want.CompareAndSwap(w, v) {
+			break
+		}
+	}
 	var pace yield.Pacer
 	for i := 1; ; i++ {
 		if !k.busy.Load() && k.busy.CompareAndSwap(false, true) {
@@ -90,16 +92,6 @@ func (k *kicks) kick(drv device.Kicker, v uint64) {
 			} else {
 				pace.Maybe(now)
 			}
-		}
-	}
-}
-
-// raise raises want to v, where it is behind.
-func (k *kicks) raise(v uint64) {
-	for {
-		w := k.want.Load()
-		if device.AtLeast(w, v) || k.want.CompareAndSwap(w, v) {
-			return
 		}
 	}
 }

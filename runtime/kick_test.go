@@ -438,67 +438,6 @@ func TestCombineOrder(t *testing.T) {
 	k.check(t)
 }
 
-// TestCombineKicksBurst: a holder that combined runs whose goroutines
-// parked raises want to the last value it submitted before it wakes them:
-// the first of them to kick kicks the burst, and the burst costs one
-// Kick, of its last value.
-func TestCombineKicksBurst(t *testing.T) {
-	k := newKickFake()
-	d := k.open(t, "combine-kicks")
-	s := empty(t, d)
-	const runs = 8
-	first := d.last.Load() + 1
-	d.mu.Lock()
-	got := make(chan Point, runs)
-	for range runs {
-		prev := d.cq.head.Load()
-		go func() {
-			p, err := s.Take().Submit(context.Background())
-			if err != nil {
-				t.Error(err)
-			}
-			got <- p
-		}()
-		for start := time.Now(); d.cq.head.Load() == prev; time.Sleep(10 * time.Microsecond) {
-			if time.Since(start) > 5*time.Second {
-				d.unlockSubmit()
-				t.Fatal("a submitter did not queue its run")
-			}
-		}
-	}
-	// Every queued run's goroutine parks once its spin ends.
-	for start := time.Now(); ; time.Sleep(10 * time.Microsecond) {
-		parked := 0
-		for r := d.cq.head.Load(); r != nil; r = r.comb.next {
-			if r.comb.state.Load() == combParked {
-				parked++
-			}
-		}
-		if parked == runs {
-			break
-		}
-		if time.Since(start) > 5*time.Second {
-			d.unlockSubmit()
-			t.Fatalf("%d of %d queued runs parked", parked, runs)
-		}
-	}
-	d.unlockSubmit()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for range runs {
-		p := <-got
-		if err := p.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Whichever of them kicked first, want covered the burst before it
-	// looked.
-	if n, last := k.kicks.Load(), k.last.Load(); n != 1 || last != first+runs-1 {
-		t.Errorf("%d Kicks for a burst of %d combined runs, the last of value %d; want 1, of %d", n, runs, last, first+runs-1)
-	}
-	k.check(t)
-}
-
 // TestKickAllocs: a submission of one submitter to a Kicker allocates
 // nothing, through Submit or through Do, which waits for it too.
 func TestKickAllocs(t *testing.T) {
