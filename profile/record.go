@@ -158,12 +158,12 @@ func (r *recorder) take(batch []spanRec, p *Profile) {
 		}
 		rec := r.recs[r.head]
 		r.head++
-		sp.parts = int32(p.parts.len())
+		sp.parts = p.parts.len()
 		for _, pt := range r.parts[rec.parts[0]:rec.parts[1]] {
 			p.parts.add(pt)
 		}
-		sp.nparts = int32(rec.parts[1] - rec.parts[0])
-		sp.waits = int32(p.waits.len())
+		sp.nparts = rec.parts[1] - rec.parts[0]
+		sp.waits = p.waits.len()
 		for _, w := range r.waits[rec.waits[0]:rec.waits[1]] {
 			if dev := p.deviceOf(w.word); dev != "" {
 				p.waits.add(Wait{Device: dev, Value: w.value})
