@@ -100,9 +100,9 @@ type Driver interface {
 	// inside the same submit lock, by a submitter, a waiter or the
 	// supervisor (the package documentation says when). It answers
 	// Committed or Failed: after a Pending answer the values stay
-	// uncommitted, and a submission of another device whose work would
-	// wait for one of them on its device fails with an error that says
-	// so.
+	// uncommitted, and the wait on one of them, or the submission of
+	// another device whose work would wait for one on its device, that
+	// asked for the Commit fails with an error that says so.
 	Commit(v uint64) SubmitAnswer
 	// Settle appends to into the profile stamps converted to the host's
 	// clock (Now), in value order, and returns the longer slice. A failure

@@ -111,7 +111,9 @@ func TestSubmitOnAClosingDevicesUncommittedPoint(t *testing.T) {
 // work would wait on the device side for a value of device U, whose
 // driver answers Pending to Commit (against the contract), returns at
 // once an error that names U and the value, rather than retrying the
-// commit until its context ends, and D keeps working.
+// commit until its context ends, and D keeps working; a wait on that
+// value returns the same error at once, rather than waiting for a word
+// that never moves.
 func TestSubmitOnAPointItsDriverNeverCommits(t *testing.T) {
 	fu := newFake()
 	fu.pending, fu.held, fu.peer = true, true, true
@@ -141,5 +143,8 @@ func TestSubmitOnAPointItsDriverNeverCommits(t *testing.T) {
 	submit(t, empty(t, d))
 	if err := d.Err(); err != nil {
 		t.Fatal(err)
+	}
+	if err := p.Wait(ctx); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "Pending") {
+		t.Fatalf("a wait on the uncommitted value returned %v after the context's %v, want the Commit's error at once", err, ctx.Err())
 	}
 }

@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rig-go/rig/device"
@@ -213,6 +214,7 @@ func (d *Device) commit(v uint64) error {
 	if device.AtLeast(d.committed.Load(), v) {
 		return nil
 	}
+	asked := v
 	if last := d.last.Load(); device.AtLeast(last, v) {
 		v = last
 	}
@@ -232,6 +234,13 @@ func (d *Device) commit(v uint64) error {
 		return d.loseRead(a.Reason, &device.Fault{Why: a.Reason}, func() uint64 { return d.failedReached(v) })
 	case device.Committed:
 		d.committed.Store(v)
+	case device.Pending:
+		// Against the contract: the value stays uncommitted, and a
+		// caller that asked again would get the same answer (a
+		// submission that waits for it on its device retried until its
+		// context ended; a wait on it waited for a word that never
+		// moves).
+		return fmt.Errorf("rig: the driver of %s left value %d uncommitted after a Commit (answered Pending)", d.name, asked)
 	}
 	return nil
 }

@@ -472,12 +472,6 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 				// point is never reached.
 				return Point{}, closedWait("a submission on "+d.name, a.other, ErrClosed)
 			}
-			if !device.AtLeast(o.committed.Load(), a.other.v) {
-				// The driver answered Pending to the Commit: the
-				// attempt would find the point uncommitted again, and
-				// the submission would retry until its context ended.
-				return Point{}, fmt.Errorf("rig: a submission on %s waits on the device for value %d of %s, whose driver left it uncommitted after a Commit (answered Pending)", d.name, a.other.v, o.name)
-			}
 		case attemptHostWait:
 			if err := a.other.Wait(ctx); err != nil {
 				return Point{}, closedWait("a submission on "+d.name, a.other, err)
