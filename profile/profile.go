@@ -77,8 +77,10 @@ type Span struct {
 	Waits []Wait `json:"waits,omitempty"`
 }
 
-// Duration is the span's length in nanoseconds.
-func (s *Span) Duration() int64 { return s.End - s.Start }
+// Duration is the span's length in nanoseconds: 0 where End is not after
+// Start, and math.MaxInt64 where the span is longer, as a span from
+// math.MinInt64 to math.MaxInt64 is.
+func (s *Span) Duration() int64 { return clamp(length(s.Start, s.End)) }
 
 // Part is one part of a value's work, as a span describes it.
 type Part struct {

@@ -122,7 +122,7 @@ func WriteTrace(w io.Writer, spans []Span, devices ...string) error {
 	index := map[key]int{}
 	for i := range spans {
 		sp := &spans[i]
-		dur := micros(max(sp.End-sp.Start, 0))
+		dur := float64(length(sp.Start, sp.End)) / 1e3
 		enc.event(TraceEvent{Name: Label(sp), Cat: "value", Ph: "X", Ts: micros(sp.Start), Dur: &dur,
 			Pid: pids[sp.Device], Tid: sp.QueueIndex + 1, Args: sliceArgs{Value: sp.Value, Parts: sp.Parts, Waits: sp.Waits}})
 		index[key{sp.Device, sp.Value}] = i
@@ -191,8 +191,10 @@ func (t *traceWriter) event(e TraceEvent) {
 // micros is ns in microseconds.
 func micros(ns int64) float64 { return float64(ns) / 1e3 }
 
-// mid is the middle of the span.
-func mid(s *Span) int64 { return s.Start + max(s.End-s.Start, 0)/2 }
+// mid is the middle of the span, its start where End is not after Start.
+// Half the length, past 2^63 ns for the longest spans, fits an int64, and
+// the middle lies within the span.
+func mid(s *Span) int64 { return s.Start + int64(length(s.Start, s.End)/2) }
 
 // Label names a span for a trace: its parts, such as "twice" for a launch
 // of twice, "copy 1MiB", "fill 4KiB", joined by " + "; or "value" where its

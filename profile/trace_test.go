@@ -3,6 +3,7 @@ package profile
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -175,6 +176,62 @@ func TestBytes(t *testing.T) {
 		1_070_000_000: "0.997GiB", 1<<40 - 1: "1TiB", 1500 << 40: "1500TiB", 1500<<40 + 1<<39: "1500TiB", 2<<50 + 1<<30: "2048TiB", 1<<64 - 1: "16777216TiB"} {
 		if got := Bytes(n); got != want {
 			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestWriteTraceLongSpans writes spans longer than an int64 of
+// nanoseconds holds, and spans that end before they start: each slice's
+// length is the span's, never negative, and a flow's ends lie within
+// their slices.
+func TestWriteTraceLongSpans(t *testing.T) {
+	spans := []Span{
+		{Device: "a", Value: 1, Start: math.MinInt64, End: math.MaxInt64},
+		{Device: "a", Value: 2, Start: -1, End: math.MaxInt64},
+		{Device: "b", Value: 1, Start: 10, End: 4, Waits: []Wait{{Device: "a", Value: 1}}},
+	}
+	var buf bytes.Buffer
+	if err := WriteTrace(&buf, spans); err != nil {
+		t.Fatal(err)
+	}
+	var tr Trace
+	if err := json.Unmarshal(buf.Bytes(), &tr); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	var durs []float64
+	var flowTs []float64
+	for _, e := range tr.TraceEvents {
+		switch e.Ph {
+		case "X":
+			durs = append(durs, *e.Dur)
+		case "s", "f":
+			flowTs = append(flowTs, e.Ts)
+		}
+	}
+	want := []float64{math.Exp2(64) / 1e3, math.Exp2(63) / 1e3, 0}
+	if len(durs) != len(want) {
+		t.Fatalf("%d slices, want %d", len(durs), len(want))
+	}
+	for i := range want {
+		if math.Abs(durs[i]-want[i]) > want[i]*1e-9 {
+			t.Errorf("slice %d lasts %g µs, want %g", i, durs[i], want[i])
+		}
+	}
+	// The flow from the longest span starts at its middle, -0.5 ns.
+	if len(flowTs) != 2 || math.Abs(flowTs[0]) > 1e-3 || flowTs[1] != 0.01 {
+		t.Errorf("flow at %v µs, want about 0 and 0.01", flowTs)
+	}
+	for i, c := range []struct {
+		s    Span
+		want int64
+	}{
+		{spans[0], math.MaxInt64},
+		{spans[1], math.MaxInt64},
+		{spans[2], 0},
+		{Span{Start: -5, End: 7}, 12},
+	} {
+		if got := c.s.Duration(); got != c.want {
+			t.Errorf("span %d: Duration %d, want %d", i, got, c.want)
 		}
 	}
 }
