@@ -212,60 +212,92 @@ func TestKeptUnwrittenLast(t *testing.T) {
 }
 
 // TestRemeasureFailureKeepsReference fails a timed submit's measure of
-// the GPU's clock with an error of a call alone (CUDA_ERROR_INVALID_HANDLE)
-// at each of its steps: the reference event must stay as the last measure
-// left it, not recorded again, so that the stamps still to settle convert
-// against the host time measured with it.
+// the GPU's clock at each of its steps. With an error of a call alone
+// (CUDA_ERROR_INVALID_HANDLE) the submit goes on, its value's work
+// enqueued and its stamp taken, and the reference event stays as the
+// last measure left it, not recorded again, so that the stamps convert
+// against the host time measured with it; the next measure comes a full
+// remeasure later. With a fault of the context's work
+// (CUDA_ERROR_ILLEGAL_ADDRESS) the submit fails, and the device with it.
 func TestRemeasureFailureKeepsReference(t *testing.T) {
-	for _, at := range []int{1, 2, 3, 8} {
-		t.Run(fmt.Sprint(at), func(t *testing.T) {
-			var mu sync.Mutex
-			failing, queries := false, 0
-			var recorded []uintptr
-			tab := fakeTable(t, map[string]fakeFn{
-				"cuEventCreate": fakeEvents(),
-				"cuEventRecord": func(a [6]uintptr) result {
-					mu.Lock()
-					defer mu.Unlock()
-					if failing {
-						recorded = append(recorded, a[0])
-					}
-					return 0
-				},
-				"cuEventQuery": func([6]uintptr) result {
-					mu.Lock()
-					defer mu.Unlock()
-					if failing {
-						if queries++; queries == at {
-							return 400
+	for _, c := range []struct {
+		r      result
+		failed bool
+	}{
+		{400, false},
+		{errIllegalAddress, true},
+	} {
+		for _, at := range []int{1, 2, 3, 8} {
+			t.Run(fmt.Sprint(c.r, "/", at), func(t *testing.T) {
+				var mu sync.Mutex
+				failing, queries := false, 0
+				var recorded []uintptr
+				tab := fakeTable(t, map[string]fakeFn{
+					"cuEventCreate": fakeEvents(),
+					"cuEventRecord": func(a [6]uintptr) result {
+						mu.Lock()
+						defer mu.Unlock()
+						if failing {
+							recorded = append(recorded, a[0])
 						}
-					}
-					return 0
-				},
+						return 0
+					},
+					"cuEventQuery": func([6]uintptr) result {
+						mu.Lock()
+						defer mu.Unlock()
+						if failing {
+							if queries++; queries == at {
+								return c.r
+							}
+						}
+						return 0
+					},
+				})
+				d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+				f := getFrame()
+				err := d.measure(f)
+				putFrame(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := &d.prof
+				ref, host := p.ref, p.refHost
+				p.at = time.Time{}
+				mu.Lock()
+				failing = true
+				mu.Unlock()
+				a := d.Submit(&device.Submission{Value: 1, Timed: true})
+				if failed := a.Kind == device.Failed; failed != c.failed {
+					t.Fatalf("the submit answered %v (%s); want failed %v", a.Kind, a.Reason, c.failed)
+				}
+				mu.Lock()
+				again := slices.Contains(recorded, ref)
+				mu.Unlock()
+				if p.ref != ref || p.refHost != host || again {
+					t.Fatalf("after the failed measure: reference %#x at %d, recorded again %v; want %#x at %d, not recorded again", p.ref, p.refHost, again, ref, host)
+				}
+				if c.failed {
+					return
+				}
+				if p.head != 1 || time.Since(p.at) > time.Minute {
+					t.Fatalf("after the refused measure: %d stamps taken, measured %v ago; want 1, now", p.head, time.Since(p.at))
+				}
+				// The next timed submit measures nothing: the refused
+				// measure counts as one.
+				mu.Lock()
+				queries, recorded = 0, nil
+				mu.Unlock()
+				if a := d.Submit(&device.Submission{Value: 2, Timed: true}); a.Kind == device.Failed {
+					t.Fatalf("the next timed submit failed: %s", a.Reason)
+				}
+				mu.Lock()
+				n := queries
+				mu.Unlock()
+				if n != 0 || p.head != 2 {
+					t.Fatalf("the next timed submit queried %d events, took %d stamps; want none, 2", n, p.head)
+				}
 			})
-			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
-			f := getFrame()
-			err := d.measure(f)
-			putFrame(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := &d.prof
-			ref, host := p.ref, p.refHost
-			p.at = time.Time{}
-			mu.Lock()
-			failing = true
-			mu.Unlock()
-			if a := d.Submit(&device.Submission{Value: 1, Timed: true}); a.Kind != device.Failed {
-				t.Fatalf("the submit answered %v", a.Kind)
-			}
-			mu.Lock()
-			again := slices.Contains(recorded, ref)
-			mu.Unlock()
-			if p.ref != ref || p.refHost != host || again {
-				t.Fatalf("after the failed measure: reference %#x at %d, recorded again %v; want %#x at %d, not recorded again", p.ref, p.refHost, again, ref, host)
-			}
-		})
+		}
 	}
 }
 

@@ -178,7 +178,10 @@
 // While rig takes a profile, Submit stamps each value with timing events
 // in 1,024 reusable stamps, and Settle converts them to the host's clock
 // (device.Now) in value order, against a reference event measured at open
-// and again every 8 s of timed submits (profile.go says how).
+// and again every 8 s of timed submits (profile.go says how). A measure
+// that CUDA refuses with an error of a call alone leaves the last
+// reference, and the submit goes on; a fault of the context's work found
+// there loses the device.
 //
 // # Failure and stopping
 //

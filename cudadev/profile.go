@@ -109,13 +109,20 @@ func (d *gpu) stampStart(f *frame, q int) (*stamp, result) {
 	defer p.mu.Unlock()
 	if time.Since(p.at) > remeasure {
 		if err := d.measure(f); err != nil {
-			// CUDA's own error, so that a fault of the context's work
-			// ends the device's use.
+			// A fault of the context's work ends the device's use. A
+			// refusal of a call alone leaves the reference of the last
+			// measure, which the device's open made, and the stamps
+			// convert against it, off by the clocks' drift since; the
+			// next measure comes remeasure later.
 			var e *Error
-			if errors.As(err, &e) {
-				return nil, result(e.Code)
+			if !errors.As(err, &e) || result(e.Code).sticky() {
+				r := errInvalidValue
+				if e != nil {
+					r = result(e.Code)
+				}
+				return nil, r
 			}
-			return nil, errInvalidValue
+			p.at = time.Now()
 		}
 	}
 	if p.head-p.tail == stampCount {
