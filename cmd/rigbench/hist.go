@@ -42,6 +42,17 @@ func (l *latency) record(lane int, ns int64) {
 	s.mu.Unlock()
 }
 
+// recordBatch records the values of ns into the shard of the recording
+// lane, under one take of its lock.
+func (l *latency) recordBatch(lane int, ns []int64) {
+	s := &l.shards[lane%len(l.shards)]
+	s.mu.Lock()
+	for _, v := range ns {
+		_ = s.h.RecordValue(min(max(v, 1), maxLatency))
+	}
+	s.mu.Unlock()
+}
+
 // absorb adds o's values to l's.
 func (l *latency) absorb(o *latency) {
 	for i := range o.shards {

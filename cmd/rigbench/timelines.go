@@ -87,9 +87,9 @@ func (p *perDeviceStats) wrap(lanes []lane[rig.Point]) []lane[rig.Point] {
 			p.order = append(p.order, l.device)
 		}
 		p.mu.Unlock()
-		l.observe = func(lat int64) {
-			st.lat.record(i, lat)
-			st.done.Add(1)
+		l.observe = func(lats []int64) {
+			st.lat.recordBatch(i, lats)
+			st.done.Add(int64(len(lats)))
 		}
 		out[i] = l
 	}

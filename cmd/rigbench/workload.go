@@ -64,9 +64,9 @@ type lane[T any] struct {
 	device string
 	submit func(ctx context.Context) (T, int64, error)
 	wait   func(ctx context.Context, t T) error
-	// observe, where set, sees the latency of each submission whose
-	// point was reached, in nanoseconds.
-	observe func(lat int64)
+	// observe, where set, sees the latencies of submissions whose
+	// points were reached, in nanoseconds, a batch at a time (tally).
+	observe func(lats []int64)
 	// state describes what a wait on t that timed out waited for, and
 	// where the devices stand; nil where there is nothing to say.
 	state func(t T) string

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rig "github.com/rig-go/rig/runtime"
+)
+
+// TestTallyCounts runs lanes whose submissions move known bytes, at depth
+// 1 and deeper, for counts that are and are not multiples of a tally's
+// batch: the run's count, bytes and histogram, the progress line's count
+// and each device's figures must hold every submission once, however the
+// lanes' batches fell.
+func TestTallyCounts(t *testing.T) {
+	for _, depth := range []int{1, 4} {
+		for _, n := range []int64{1, tallyBatch - 1, tallyBatch, 5*tallyBatch + 7} {
+			t.Run(fmt.Sprintf("depth=%d/n=%d", depth, n), func(t *testing.T) {
+				const lanes = 3
+				var issued atomic.Int64
+				ls := make([]lane[rig.Point], lanes)
+				for i := range ls {
+					ls[i] = lane[rig.Point]{
+						device: fmt.Sprint("dev", i%2),
+						submit: func(context.Context) (rig.Point, int64, error) {
+							return rig.Point{}, issued.Add(1), nil
+						},
+						wait: func(context.Context, rig.Point) error { return nil },
+					}
+				}
+				per := newPerDevice()
+				lv := &live{}
+				cfg := &config{Depth: depth, N: n, Timeout: 10 * time.Second}
+				m := bench(context.Background(), cfg, per.wrap(ls), lv)
+				if m.errors != 0 {
+					t.Fatalf("%d errors: %v", m.errors, m.firstErr)
+				}
+				wantBytes := n * (n + 1) / 2 // the k-th submission moves k bytes
+				if m.done != n || m.bytes != wantBytes || lv.done.Load() != n {
+					t.Fatalf("done %d, bytes %d, progress %d; want %d, %d, %d", m.done, m.bytes, lv.done.Load(), n, wantBytes, n)
+				}
+				if c := m.lat.merged().TotalCount(); c != n {
+					t.Fatalf("the histogram holds %d latencies, want %d", c, n)
+				}
+				var sum, hist int64
+				for _, name := range per.order {
+					st := per.devs[name]
+					sum += st.done.Load()
+					hist += st.lat.merged().TotalCount()
+				}
+				if sum != n || hist != n {
+					t.Fatalf("the devices counted %d and hold %d latencies; want %d each", sum, hist, n)
+				}
+			})
+		}
+	}
+}
