@@ -1,7 +1,6 @@
 package main
 
 import (
-	"runtime"
 	"sync"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -20,14 +19,21 @@ type latency struct {
 	shards []shard
 }
 
+// maxShards bounds the shards of a latency for many lanes: a shard takes
+// about 230 KB.
+const maxShards = 128
+
 type shard struct {
 	mu sync.Mutex
 	h  *hdrhistogram.Histogram
 	_  [40]byte // keeps shards' locks off each other's cache lines
 }
 
-func newLatency() *latency {
-	l := &latency{shards: make([]shard, max(runtime.GOMAXPROCS(0), 1))}
+// newLatencyFor is a latency of a shard for each of lanes recording lanes,
+// up to maxShards, so that lanes up to that many never share a shard's
+// lock.
+func newLatencyFor(lanes int) *latency {
+	l := &latency{shards: make([]shard, min(max(lanes, 1), maxShards))}
 	for i := range l.shards {
 		l.shards[i].h = hdrhistogram.New(1, maxLatency, sigFigs)
 	}

@@ -27,7 +27,7 @@ func TestLatencyPercentiles(t *testing.T) {
 		}},
 		{"few", func() int64 { return []int64{1, 7, 300, 4096}[r.IntN(4)] }},
 	} {
-		l := newLatency()
+		l := newLatencyFor(3)
 		ref := make([]int64, 0, 100_000)
 		for i := range 100_000 {
 			v := dist.draw()
@@ -67,15 +67,16 @@ func near(got, want int64) bool {
 }
 
 func TestLatencyBounds(t *testing.T) {
-	l := newLatency()
+	l := newLatencyFor(3)
 	l.record(0, -5)
 	l.record(1, 0)
 	l.record(2, 1<<62)
+	l.recordBatch(4, []int64{-1, 1 << 62})
 	s := summarize(l.merged())
-	if s.Count != 3 || s.Min != 1 || !near(s.Max, maxLatency) {
+	if s.Count != 5 || s.Min != 1 || !near(s.Max, maxLatency) {
 		t.Errorf("summary %+v", s)
 	}
-	if e := summarize(newLatency().merged()); e != (Latency{}) {
+	if e := summarize(newLatencyFor(3).merged()); e != (Latency{}) {
 		t.Errorf("summary of nothing %+v", e)
 	}
 }
@@ -84,7 +85,7 @@ func TestLatencyBounds(t *testing.T) {
 // against the nearest rank: the ceil(p/100*n)-th smallest of n.
 func TestLatencyPercentilesFew(t *testing.T) {
 	for n := range 201 {
-		l := newLatency()
+		l := newLatencyFor(3)
 		ref := make([]int64, n)
 		for i := range n {
 			ref[i] = int64(i+1) * 1000

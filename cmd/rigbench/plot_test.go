@@ -38,7 +38,7 @@ func svgElements(t *testing.T, doc []byte) map[string]int {
 }
 
 func TestWritePlot(t *testing.T) {
-	a, b := newLatency(), newLatency()
+	a, b := newLatencyFor(3), newLatencyFor(3)
 	for i := range 10_000 {
 		a.record(0, int64(1000+i))
 		b.record(0, int64(500+i%300))
@@ -72,7 +72,7 @@ func TestWritePlot(t *testing.T) {
 
 func TestWritePlotEmpty(t *testing.T) {
 	var buf bytes.Buffer
-	if err := writePlot(&buf, "nothing", []series{{"rig", newLatency().merged()}}); err != nil {
+	if err := writePlot(&buf, "nothing", []series{{"rig", newLatencyFor(3).merged()}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := svgElements(t, buf.Bytes()); n["polyline"] != 0 || !strings.Contains(buf.String(), "no latency") {

@@ -78,17 +78,24 @@ func newPerDevice() *perDeviceStats { return &perDeviceStats{devs: map[string]*d
 // it for the run.
 func (p *perDeviceStats) wrap(lanes []lane[rig.Point]) []lane[rig.Point] {
 	out := make([]lane[rig.Point], len(lanes))
+	of := map[string]int{} // lanes of each device
+	for _, l := range lanes {
+		of[l.device]++
+	}
+	at := map[string]int{} // lanes of each device so far
 	for i, l := range lanes {
 		p.mu.Lock()
 		st := p.devs[l.device]
 		if st == nil {
-			st = &deviceStats{lat: newLatency()}
+			st = &deviceStats{lat: newLatencyFor(of[l.device])}
 			p.devs[l.device] = st
 			p.order = append(p.order, l.device)
 		}
 		p.mu.Unlock()
+		j := at[l.device] // the lane's shard of its device's latency
+		at[l.device]++
 		l.observe = func(lats []int64) {
-			st.lat.recordBatch(i, lats)
+			st.lat.recordBatch(j, lats)
 			st.done.Add(int64(len(lats)))
 		}
 		out[i] = l
