@@ -111,8 +111,9 @@ type laneState struct {
 // (four nvdev timelines of 16 goroutines, 3 s), recording each submission
 // into histograms whose shards four lanes shared, and into the shared
 // counters, took 3.1 s of the process's 46.8 s of CPU (6.6%); batched
-// into the same shards, 0.3 s. In four rounds interleaved, the submissions' p99 was 112 to 130
-// µs with lanes of their own shards, 132 to 154 µs as before.
+// into the same shards, 0.3 s. In four rounds interleaved, the
+// submissions' p99 was 112 to 130 µs with lanes of their own shards, 132
+// to 154 µs as before.
 type tally struct {
 	lat   [tallyBatch]int64
 	n     int

@@ -74,8 +74,9 @@ type deviceStats struct {
 func newPerDevice() *perDeviceStats { return &perDeviceStats{devs: map[string]*deviceStats{}} }
 
 // wrap returns lanes that count into p: bench hands each lane's observe
-// the latency of each submission whose point was reached, as it measured
-// it for the run.
+// the latencies of the submissions whose points were reached, as it
+// measured them for the run, a batch at a time. Each lane records into a
+// shard of its device's histogram of its own.
 func (p *perDeviceStats) wrap(lanes []lane[rig.Point]) []lane[rig.Point] {
 	out := make([]lane[rig.Point], len(lanes))
 	of := map[string]int{} // lanes of each device
