@@ -20,10 +20,10 @@ func TestSpanPastInt32Parts(t *testing.T) {
 	batch := []spanRec{{value: 7}}
 	r.take(batch, p)
 	sp := batch[0]
-	if int(sp.parts) != past || int(sp.nparts) != 2 {
+	if sp.parts != past || sp.nparts != 2 {
 		t.Fatalf("the span's parts start at %d, %d of them; want %d, 2", sp.parts, sp.nparts, past)
 	}
-	if got := p.parts.at(int(sp.parts) + 1); got.Kind != "fill" {
+	if got := p.parts.at(sp.parts + 1); got.Kind != "fill" {
 		t.Fatalf("the span's second part in the store is %+v, want the fill", got)
 	}
 }
