@@ -37,7 +37,7 @@ type submitLock struct {
 	_       [56]byte
 	serving atomic.Uint64 // the ticket that holds the lock or may take it
 	_       [56]byte
-	parked  atomic.Int64 // waiters in slots
+	parked  atomic.Int64 // waiters in slots, each counted before it stores its slot
 	// ahead is how far behind the ticket being served a waiter spins,
 	// spinFor how long it spins before it parks, and yieldEvery how
 	// often a spinner yields (a power of two, less 1), or 0 where it
@@ -55,6 +55,9 @@ type submitLock struct {
 	slots  atomic.Pointer[[]atomic.Pointer[lockParker]]
 	nslots uint64
 	once   sync.Once
+	// parking, where set, is called by a waiter of ticket t that parks,
+	// between the first and the second step of its park: tests' hook.
+	parking func(t uint64)
 }
 
 // lockSlots bounds the waiters that park by ticket (a device's slots take
@@ -261,14 +264,25 @@ func (l *submitLock) park(t uint64, near bool) {
 	p := lockParkers.Get().(*lockParker)
 	p.t.Store(t)
 	slot := &(*slots)[t%l.nslots]
+	// The waiter is counted before it stores its slot and uncounted only
+	// after it left it, so that parked is never below the waiters in
+	// slots: an unlocker that takes a slot uncounts its waiter, and a
+	// waiter counted only after it stored its slot could so bring the
+	// count to zero with others parked, and the Unlock that gave one of
+	// them its turn would wake no one (TestSubmitLockWakesWhileAnotherParks).
+	l.parked.Add(1)
+	if l.parking != nil {
+		l.parking(t)
+	}
 	if !slot.CompareAndSwap(nil, p) {
+		l.parked.Add(-1)
 		lockParkers.Put(p)
 		time.Sleep(l.pollFor(t))
 		return
 	}
-	l.parked.Add(1)
-	// The unlocker stores serving and then reads the slot; this waiter
-	// stored the slot and now reads serving: one of them sees the other.
+	// The unlocker stores serving and then reads parked and the slot; this
+	// waiter counted itself, stored the slot and now reads serving: one of
+	// them sees the other.
 	s := l.serving.Load()
 	if s == t || (!near && t-s <= l.ahead.Load()) {
 		if slot.CompareAndSwap(p, nil) {
