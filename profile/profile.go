@@ -184,6 +184,10 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 			takenMu.Unlock()
 			return nil, fmt.Errorf("profile: device %d is nil", i)
 		}
+		if d.Facts() == nil {
+			takenMu.Unlock()
+			return nil, fmt.Errorf("profile: device %d was not opened (rig.Open makes devices): %w", i, rig.ErrInvalid)
+		}
 		if taken[d] != nil {
 			takenMu.Unlock()
 			return nil, fmt.Errorf("profile: device %s is in a profile already", d.Name())
@@ -321,8 +325,13 @@ func (p *Profile) settle(final bool) {
 // taken is not an error: the profile keeps what it settled of it. A Stop
 // called while another runs waits for that one until its own ctx ends, and
 // then returns ctx's error. A nil ctx panics before Stop changes anything,
-// so that a later Stop still stops the profile.
+// so that a later Stop still stops the profile. Stop of a nil or zero
+// Profile (a deferred Stop after a failed Start) returns an error matching
+// rig.ErrInvalid.
 func (p *Profile) Stop(ctx context.Context) error {
+	if p == nil || p.stop == nil {
+		return fmt.Errorf("profile: stop of a profile that Start did not make: %w", rig.ErrInvalid)
+	}
 	if ctx == nil {
 		panic("profile: Stop with a nil Context")
 	}
@@ -403,8 +412,12 @@ func sortSpans(s []Span) {
 
 // Spans is the profile's spans by start time: those settled so far while
 // the profile is taken, and all of them once it is stopped, when the
-// slice is the profile's own, which the caller must not change.
+// slice is the profile's own, which the caller must not change. A nil
+// Profile has none.
 func (p *Profile) Spans() []Span {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.over && p.spans != nil {
@@ -462,8 +475,12 @@ func (p *Profile) deviceOf(w *uint64) string {
 	return ""
 }
 
-// Devices names the profile's devices, in the order Start was given them.
+// Devices names the profile's devices, in the order Start was given them;
+// none for a nil Profile.
 func (p *Profile) Devices() []string {
+	if p == nil {
+		return nil
+	}
 	names := make([]string, len(p.devs))
 	for i, d := range p.devs {
 		names[i] = d.Name()
@@ -473,8 +490,12 @@ func (p *Profile) Devices() []string {
 
 // Window is when the profile was taken, in nanoseconds of device.Now: from
 // Start to the later of Stop's turning off of stamping and the end of the
-// last value profiled, or to now while it is taken.
+// last value profiled, or to now while it is taken; 0 to 0 for a nil
+// Profile.
 func (p *Profile) Window() (from, to int64) {
+	if p == nil {
+		return 0, 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.over {
@@ -483,8 +504,12 @@ func (p *Profile) Window() (from, to int64) {
 	return p.start, device.Now()
 }
 
-// Dropped is the number of spans dropped over Options.MaxSpans.
+// Dropped is the number of spans dropped over Options.MaxSpans; 0 for a
+// nil Profile.
 func (p *Profile) Dropped() int64 {
+	if p == nil {
+		return 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.dropped
