@@ -77,8 +77,9 @@ type gpu struct {
 	// mu orders the hot path (Room, Submit) against Stop.
 	mu sync.Mutex
 	// kickMu orders the stores of GPPut and the doorbells (kick.go);
-	// under it, fence is the kicker's locked instruction and kickCount
-	// the kicks that rang, for tests.
+	// kickCount, under it, counts the kicks that rang, for tests. fence
+	// is the locked instruction of the kicker and of setup, whose value
+	// nothing reads.
 	kickMu    sync.Mutex
 	fence     atomic.Uint32
 	kickCount uint64
@@ -402,11 +403,17 @@ func (d *gpu) setup(chs [2]*channel, wait bool) error {
 		if err := ch.appendSegment(d.gen, 0, uint32(len(b))); err != nil {
 			return err
 		}
-		ch.publish()
+		// As Kick: the locked store of pub drains the entries and words
+		// from the write-combining buffers before GPPut is stored, and the
+		// fence drains GPPut's store before the flush read, so that the
+		// GPU never sees a GPPut whose entries are not written, even where
+		// it reads USERD before the doorbell.
 		ch.pub.Store(ch.put)
+		ch.publish()
 		ch.kicked = ch.put
 	}
 	if d.flush != nil {
+		d.fence.Add(1)
 		_ = atomic.LoadUint32(d.flush)
 	}
 	for _, ch := range chs {
