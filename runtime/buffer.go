@@ -579,9 +579,30 @@ func (s *bufState) dropView(o *Device) {
 	}
 	s.mu.Unlock()
 	if last {
-		s.freeRegion()
-		s.d.regionsLeft.Add(-1)
+		s.freeLeft()
 	}
+}
+
+// freeLeft gives back the region that the buffer's release left to the
+// drop of its last view, which the reaping of the view's device made:
+// inside the callMu of the buffer's device, so that its Close stops its
+// driver only after the Free, as for the Free of a release; where that
+// device closes, its own reaping frees the region after the stop (left),
+// as its supervisor frees the rest.
+func (s *bufState) freeLeft() {
+	d := s.d
+	if d.callMu.TryRLock() {
+		if !d.closing.Load() {
+			s.freeRegion()
+			d.regionsLeft.Add(-1)
+			d.callMu.RUnlock()
+			return
+		}
+		d.callMu.RUnlock()
+	}
+	d.objMu.Lock()
+	d.left = append(d.left, s)
+	d.objMu.Unlock()
 }
 
 // on returns the region and location through which device o's work uses

@@ -61,6 +61,10 @@ type Device struct {
 	// the drop of views of them on closing devices (giveBack): the
 	// reaping waits for them.
 	regionsLeft atomic.Int32
+	// left are the buffers whose regions the drop of their last view left
+	// to the device's reaping, as the device closed (freeLeft). Guarded
+	// by objMu.
+	left []*bufState
 	// stopped is set, after stopAt, once the supervisor is about to stop
 	// the driver: stopAt is then the value the word held before the stop,
 	// which raises it past the values it drops.

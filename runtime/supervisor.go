@@ -601,9 +601,20 @@ func (s *supervisor) reap() {
 	}
 	// Regions whose views on closing devices outlived their release go
 	// back as those devices' reaping frees the views; it frees them before
-	// any wait of its own on other devices' reaping.
+	// any wait of its own on other devices' reaping. A drop that came once
+	// this device closed leaves the region here (left), after the stop.
 	for wait := 50 * time.Microsecond; d.regionsLeft.Load() > 0; wait = min(2*wait, 10*time.Millisecond) {
-		time.Sleep(wait)
+		d.objMu.Lock()
+		left := d.left
+		d.left = nil
+		d.objMu.Unlock()
+		for _, b := range left {
+			b.freeRegion()
+			d.regionsLeft.Add(-1)
+		}
+		if len(left) == 0 {
+			time.Sleep(wait)
+		}
 	}
 	if d.facts.Word == nil && d.facts.OwnWord != nil {
 		// Readers of the word read final from here on, before the
