@@ -93,6 +93,9 @@ func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
 // alloc is Alloc, whose rounds of reclamation end where ctx ends: the
 // allocation then returns an error wrapping ctx's.
 func (d *Device) alloc(ctx context.Context, kind device.Memory, n int) (*Buffer, error) {
+	if err := d.made("alloc"); err != nil {
+		return nil, err
+	}
 	if n < 1 {
 		return nil, fmt.Errorf("rig: alloc of %d bytes of %s memory on %s: a buffer holds at least one byte: %w", n, kind, d.name, ErrInvalid)
 	}
@@ -228,6 +231,9 @@ func (d *Device) track(s *bufState) (*Buffer, error) {
 // false, as on hostdev unless its Config.MapsHost is set) one matching
 // device.ErrNever.
 func (d *Device) MapHost(b []byte) (*Buffer, error) {
+	if err := d.made("map of host memory"); err != nil {
+		return nil, err
+	}
 	if len(b) < 1 {
 		return nil, fmt.Errorf("rig: map of host memory on %s: a buffer holds at least one byte: %w", d.name, ErrInvalid)
 	}

@@ -20,8 +20,10 @@ import (
 // Close stops the driver, and the supervisor then gives back every buffer
 // and image once the word reads the last value submitted and no work of
 // another device that uses one of its buffers can run (that work ended, or
-// its device was stopped). Close alone takes a nil Device (and returns an
-// error); the other methods are for a Device that Open returned.
+// its device was stopped). The methods are for a Device that Open
+// returned. Given a nil or zero Device, Close, Alloc, MapHost, LoadImage
+// and Settle return an error matching ErrInvalid, and NewSubmission does;
+// the accessors (Name, Facts, Stats and the like) panic.
 type Device struct {
 	name  string
 	drv   device.Driver
@@ -434,10 +436,22 @@ func (d *Device) passedAnswerIf(v uint64, wait bool) (settled bool, err error) {
 // error of a device that takes no more calls, or holds callMu shared until
 // end.
 func (d *Device) begin() error {
+	if err := d.made("a call"); err != nil {
+		return err
+	}
 	d.callMu.RLock()
 	if err := d.usable(); err != nil {
 		d.callMu.RUnlock()
 		return err
+	}
+	return nil
+}
+
+// made returns an error matching ErrInvalid, which names the call, for
+// a nil Device, or a zero one, which Open did not make.
+func (d *Device) made(call string) error {
+	if d == nil || d.sup == nil {
+		return fmt.Errorf("rig: %s on a nil device, or a zero one, which Open did not make: %w", call, ErrInvalid)
 	}
 	return nil
 }

@@ -60,6 +60,9 @@ type Function struct {
 // of reclamation, and the driver lays the image there; a place of more
 // bytes than the device's whole budget fails at once, as Alloc does.
 func (d *Device) LoadImage(bin []byte) (*Image, error) {
+	if err := d.made("image load"); err != nil {
+		return nil, err
+	}
 	if err := d.begin(); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,27 @@ func TestNilDeviceAndFunction(t *testing.T) {
 		if c, ok := Capability(d, testKey); ok || c != "" {
 			t.Errorf("Capability of a %s Device: %q, %v; want none", name, c, ok)
 		}
+		for _, c := range []struct {
+			call string
+			f    func() error
+		}{
+			{"Alloc", func() error { _, err := d.Alloc(device.DeviceMemory, 4); return err }},
+			{"MapHost", func() error { _, err := d.MapHost(make([]byte, 8)); return err }},
+			{"LoadImage", func() error { _, err := d.LoadImage([]byte("x")); return err }},
+			{"Settle", func() error { _, err := d.Settle(nil); return err }},
+			{"NewSubmission", func() error { _, err := NewSubmission(d); return err }},
+		} {
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						t.Errorf("%s of a %s Device panicked: %v", c.call, name, v)
+					}
+				}()
+				if err := c.f(); !errors.Is(err, ErrInvalid) {
+					t.Errorf("%s of a %s Device: %v, want an error matching ErrInvalid", c.call, name, err)
+				}
+			}()
+		}
 	}
 	for name, f := range map[string]*Function{"nil": nil, "zero": new(Function)} {
 		if f.Name() != "" || f.Params() != 0 || f.Threads() != 0 || f.Shared() != 0 || f.Entry() != nil || f.Layout() != nil {

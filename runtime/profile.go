@@ -121,6 +121,9 @@ func (d *Device) observe(s *device.Submission) (err error) {
 // are lost; a Close that begins while the driver settles stops the driver
 // once Settle returned.
 func (d *Device) Settle(into []device.Stamp) ([]device.Stamp, error) {
+	if err := d.made("settle"); err != nil {
+		return into, err
+	}
 	// Settle is a counted call: callMu keeps the driver's Stop from
 	// coming while it runs. A lost device still settles.
 	d.callMu.RLock()

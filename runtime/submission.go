@@ -84,8 +84,8 @@ func (s *Submission) give(r *Run) {
 // part (device.Part.After), which is exact for two queues: NewSubmission
 // refuses a device whose driver declares more.
 func NewSubmission(d *Device, parts ...Part) (*Submission, error) {
-	if d == nil {
-		return nil, fmt.Errorf("rig: a submission for a nil device: %w", ErrInvalid)
+	if err := d.made("a submission"); err != nil {
+		return nil, err
 	}
 	if n := len(d.facts.Queues); n > 2 {
 		return nil, fmt.Errorf("rig: a submission for %s, whose driver declares %d queues: rig orders the parts of a submission across two queues at most: %w", d.name, n, ErrInvalid)
