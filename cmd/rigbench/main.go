@@ -80,6 +80,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime"
@@ -112,11 +113,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}
 	// The files written at the run's end are created now, so that a
 	// path that cannot be written fails before the run rather than after.
+	// A file that this check made and that is still empty when rigbench
+	// returns (it ended before the run, or before the level that writes
+	// the file) is removed, so that no empty SVG or trace stands where the
+	// run wrote none; a file that was there is left as it was until the
+	// run writes it.
+	var made []string
+	defer func() {
+		for _, name := range made {
+			if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+				_ = os.Remove(name)
+			}
+		}
+	}()
 	for _, o := range []struct{ flag, name string }{{"-plot", cfg.Plot}, {"-trace", cfg.Trace}} {
 		if o.name == "" {
 			continue
 		}
-		f, err := os.OpenFile(o.name, os.O_WRONLY|os.O_CREATE, 0o666)
+		f, err := os.OpenFile(o.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			made = append(made, o.name)
+		} else if errors.Is(err, fs.ErrExist) {
+			f, err = os.OpenFile(o.name, os.O_WRONLY, 0)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "rigbench: %s: %v\n", o.flag, err)
 			return 2

@@ -128,3 +128,41 @@ func TestRunOutputUncreatable(t *testing.T) {
 		})
 	}
 }
+
+// TestRunNoRunLeavesNoOutput: a run that ends before it writes its -plot
+// and -trace (a bad output flag, or a level that cannot set up its lanes)
+// leaves no empty file where there was none, and a file that was there as
+// it was.
+func TestRunNoRunLeavesNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	uncreatable := filepath.Join(dir, "no such directory", "cpu.pprof")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"bad output flag", []string{"-cpuprofile", uncreatable}, 2},
+		{"level setup fails", []string{"-workload", "d2d", "-c", "600"}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plot, trace := filepath.Join(dir, "lat.svg"), filepath.Join(dir, "trace.json")
+			const kept = "a file of the user's\n"
+			if err := os.WriteFile(trace, []byte(kept), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(trace)
+			defer os.Remove(plot)
+			var out, errOut bytes.Buffer
+			args := append([]string{"-device", "host", "-n", "10", "-plot", plot, "-trace", trace}, c.args...)
+			if code := run(context.Background(), args, &out, &errOut); code != c.code {
+				t.Fatalf("exit %d, want %d\nstderr: %s", code, c.code, errOut.String())
+			}
+			if _, err := os.Stat(plot); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("-plot %s: %v after a run that drew nothing, want no file", plot, err)
+			}
+			if b, err := os.ReadFile(trace); err != nil || string(b) != kept {
+				t.Errorf("-trace %s holds %q, %v; want what it held before, %q", trace, b, err, kept)
+			}
+		})
+	}
+}

@@ -266,8 +266,9 @@ func writeLevelsJSON(w io.Writer, reps []*Report) error {
 
 // writeLevelsText writes the reports of a run's levels for a reader: the
 // workload, configuration and devices once, from the first, then a line
-// for each level (two where it met errors), then the notes of every level
-// once.
+// for each level, followed where the run has several devices by each
+// device's figures (writeDeviceResults), and by its waits, interrupts and
+// errors, then the notes of every level once.
 func writeLevelsText(w io.Writer, reps []*Report) error {
 	var b strings.Builder
 	r := reps[0]
@@ -302,6 +303,7 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 			b.WriteString(" (interrupted)")
 		}
 		b.WriteString("\n")
+		writeDeviceResults(&b, r.PerDevice)
 		if x.Waits != nil {
 			b.WriteString(x.Waits.text())
 		}

@@ -215,3 +215,42 @@ func TestLevelsTextNoLatency(t *testing.T) {
 		t.Errorf("the text lacks %q:\n%s", want, s)
 	}
 }
+
+// TestLevelsTextPerDevice writes levels of a run of several devices
+// (-timelines, or -device named more than once): each level's line is
+// followed by each device's figures, as the report of one level and the
+// JSON of every level give them.
+func TestLevelsTextPerDevice(t *testing.T) {
+	a, b := sampleReport(), sampleReport()
+	b.Config.Submitters = 64
+	a.PerDevice = []DeviceResult{
+		{Device: "host", Submissions: 600, PerSecond: 600, Latency: Latency{Count: 600, P50: 2000, P99: 7000, Max: 30000}},
+		{Device: "host/1", Submissions: 400, PerSecond: 400, Latency: Latency{Count: 400, P50: 2100, P99: 8000, Max: 20000}},
+	}
+	b.PerDevice = []DeviceResult{
+		{Device: "host", Submissions: 520, PerSecond: 520, Latency: Latency{Count: 520, P50: 3000, P99: 9000, Max: 40000}},
+		{Device: "host/1", Submissions: 480, PerSecond: 480, Latency: Latency{Count: 480, P50: 3100, P99: 9500, Max: 41000}},
+	}
+	var buf bytes.Buffer
+	if err := writeLevelsText(&buf, []*Report{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	s := buf.String()
+	second := strings.Index(s, "\n-c 64:")
+	if second < 0 {
+		t.Fatalf("the text lacks the level -c 64:\n%s", s)
+	}
+	for _, c := range []struct {
+		at   string // the text of the level, or of the levels after it
+		want string
+	}{
+		{s[:second], "\n  host: 600 submissions, 600/s, latency p50 2.00µs  p99 7.00µs  max 30.0µs\n"},
+		{s[:second], "\n  host/1: 400 submissions, 400/s, latency p50 2.10µs  p99 8.00µs  max 20.0µs\n"},
+		{s[second:], "\n  host: 520 submissions, 520/s, latency p50 3.00µs  p99 9.00µs  max 40.0µs\n"},
+		{s[second:], "\n  host/1: 480 submissions, 480/s, latency p50 3.10µs  p99 9.50µs  max 41.0µs\n"},
+	} {
+		if !strings.Contains(c.at, c.want) {
+			t.Errorf("the text lacks %q in its level:\n%s", c.want, s)
+		}
+	}
+}

@@ -510,27 +510,41 @@ func attackVegeta(addr string, body []byte, c, rate int, duration time.Duration,
 		ReadBufferSize:      64 << 10,
 	}}
 	a := vegeta.NewAttacker(vegeta.Client(hc), vegeta.Workers(uint64(c)), vegeta.MaxWorkers(uint64(c)), vegeta.MaxBody(0))
-	var m vegeta.Metrics
 	cpu0, self0 := procCPU(pid), selfCPU()
 	start := time.Now()
 	pace := vegeta.Rate{Freq: 0}
 	if rate > 0 {
 		pace = vegeta.Rate{Freq: rate, Per: time.Second}
 	}
+	r := vegetaResult(a.Attack(tr, pace, duration, "load"), start, rate)
+	cpu, self := procCPU(pid)-cpu0, selfCPU()-self0
+	hc.CloseIdleConnections()
+	r.cpu, r.client = perRequest(cpu, r), perRequest(self, r)
+	return r
+}
+
+// vegetaResult adds up the results of an attack that began at start, at
+// rate requests a second (0: as fast as they answer), once its last
+// result came. A request counts as served where it answered 200 with no
+// error (vegeta reads no body), and only a served request's latency
+// counts, as with the raw client: the served are counted one by one, not as the requests
+// times vegeta's ratio of successes, which a float product can round one
+// below, and the quick answers of failures do not lower the percentiles.
+func vegetaResult(results <-chan *vegeta.Result, start time.Time, rate int) result {
+	lat := &latencies{}
+	failed := 0
 	sent := newPaced(start, rate)
-	for res := range a.Attack(tr, pace, duration, "load") {
-		m.Add(res)
-		if rate > 0 && res.Error == "" {
+	for res := range results {
+		if res.Error != "" || res.Code != http.StatusOK {
+			failed++
+			continue
+		}
+		lat.add(res.Latency)
+		if rate > 0 {
 			sent.add(res.Seq, res.Timestamp, res.Latency)
 		}
 	}
-	m.Close()
-	wall := time.Since(start)
-	cpu, self := procCPU(pid)-cpu0, selfCPU()-self0
-	hc.CloseIdleConnections()
-	ok := int(float64(m.Requests) * m.Success)
-	r := result{n: ok, rate: float64(ok) / wall.Seconds(), p50: m.Latencies.P50, p99: m.Latencies.P99, max: m.Latencies.Max, failed: int(m.Requests) - ok}
-	r.cpu, r.client = perRequest(cpu, r), perRequest(self, r)
+	r := summarize(lat, []int{failed}, time.Since(start))
 	if rate > 0 {
 		r.fromSched99, r.fromSchedMax, r.late99 = sent.fromIntended()
 	}

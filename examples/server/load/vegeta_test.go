@@ -1,0 +1,37 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// TestVegetaResult: a level driven by vegeta counts each request it
+// served once and each that failed once, and its latencies are those of
+// the requests served, as the raw client's are: of 22 requests of which
+// 15 answered 200, 15 were served and 7 failed (the served count taken as
+// the requests times vegeta's success ratio, 15/22×22, was 14), and the
+// failures' quick 503s are not the level's p50.
+func TestVegetaResult(t *testing.T) {
+	start := time.Now()
+	results := make(chan *vegeta.Result, 22)
+	for i := range 22 {
+		res := &vegeta.Result{Seq: uint64(i), Code: http.StatusOK, Timestamp: start, Latency: time.Duration(100+i) * time.Microsecond}
+		if i%3 == 1 && i < 21 {
+			res.Code, res.Error, res.Latency = http.StatusServiceUnavailable, "503 Service Unavailable", time.Microsecond
+		}
+		results <- res
+	}
+	close(results)
+	r := vegetaResult(results, start, 0)
+	if r.n != 15 || r.failed != 7 {
+		t.Errorf("%d served, %d failed; want 15 and 7", r.n, r.failed)
+	}
+	// The served: 100, 102, 103, 105, 106, 108, 109, 111, 112, 114, 115,
+	// 117, 118, 120, 121 µs. p50 is the 8th, p99 the 15th.
+	if r.p50 != 111*time.Microsecond || r.p99 != 121*time.Microsecond || r.max != 121*time.Microsecond {
+		t.Errorf("p50 %v, p99 %v, max %v; want 111µs, 121µs, 121µs", r.p50, r.p99, r.max)
+	}
+}
