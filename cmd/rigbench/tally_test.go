@@ -58,3 +58,36 @@ func TestTallyCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapShards: the lanes of a few devices each get a shard of their
+// device's histogram of their own, and many devices of many lanes hold
+// maxShards shards in all, each device at least one, every lane's batch
+// recorded into its device's histogram.
+func TestWrapShards(t *testing.T) {
+	for _, c := range []struct{ devices, lanesEach, wantEach int }{
+		{4, 16, 16},
+		{1, 1000, maxShards},
+		{64, 128, maxShards / 64},
+		{maxShards * 2, 2, 1},
+	} {
+		var ls []lane[rig.Point]
+		for d := range c.devices {
+			for range c.lanesEach {
+				ls = append(ls, lane[rig.Point]{device: fmt.Sprint("dev", d)})
+			}
+		}
+		per := newPerDevice()
+		for _, l := range per.wrap(ls) {
+			l.observe([]int64{1, 2})
+		}
+		for _, name := range per.order {
+			st := per.devs[name]
+			if n := len(st.lat.shards); n != c.wantEach {
+				t.Errorf("%d devices of %d lanes: %s has %d shards, want %d", c.devices, c.lanesEach, name, n, c.wantEach)
+			}
+			if got, want := st.lat.merged().TotalCount(), int64(2*c.lanesEach); got != want || st.done.Load() != want {
+				t.Errorf("%d devices of %d lanes: %s holds %d latencies and counted %d, want %d", c.devices, c.lanesEach, name, got, st.done.Load(), want)
+			}
+		}
+	}
+}

@@ -76,19 +76,23 @@ func newPerDevice() *perDeviceStats { return &perDeviceStats{devs: map[string]*d
 // wrap returns lanes that count into p: bench hands each lane's observe
 // the latencies of the submissions whose points were reached, as it
 // measured them for the run, a batch at a time. Each lane records into a
-// shard of its device's histogram of its own.
+// shard of its device's histogram of its own, where the devices' shards
+// stay within maxShards in all (one a device past maxShards devices);
+// past that, the lanes of a device share its shards in turn (many devices of many lanes: -timelines 64 -c 128
+// would otherwise hold 8,192 shards of about 230 KB).
 func (p *perDeviceStats) wrap(lanes []lane[rig.Point]) []lane[rig.Point] {
 	out := make([]lane[rig.Point], len(lanes))
 	of := map[string]int{} // lanes of each device
 	for _, l := range lanes {
 		of[l.device]++
 	}
-	at := map[string]int{} // lanes of each device so far
+	per := max(maxShards/max(len(of), 1), 1) // shards a device may have
+	at := map[string]int{}                   // lanes of each device so far
 	for i, l := range lanes {
 		p.mu.Lock()
 		st := p.devs[l.device]
 		if st == nil {
-			st = &deviceStats{lat: newLatencyFor(of[l.device])}
+			st = &deviceStats{lat: newLatencyFor(min(of[l.device], per))}
 			p.devs[l.device] = st
 			p.order = append(p.order, l.device)
 		}
