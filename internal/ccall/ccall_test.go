@@ -3,6 +3,7 @@ package ccall
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -25,11 +26,17 @@ func libc(t testing.TB, name string) uintptr {
 
 // TestCall formats nine values with snprintf, a variadic function of
 // twelve arguments here: the first six go in registers, the rest on the
-// stack.
+// stack. The frame holds the buffers' addresses as integers, which keep
+// nothing alive nor in place: the pinner puts them on the heap and keeps
+// them there for the call.
 func TestCall(t *testing.T) {
 	f := &Frame{Fn: libc(t, "snprintf")}
 	buf := make([]byte, 256)
 	format := []byte("%lx %lx %lx %lx %lx %lx %lx %lx %lx\x00")
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&buf[0])
+	pin.Pin(&format[0])
 	vals := []uintptr{1, 0x22, 0x333, 0x4444, 0x55555, 0xdeadbeef, 0x7777777, 0x123456789, 0xfedcba9876543210}
 	f.A[0] = uintptr(unsafe.Pointer(&buf[0]))
 	f.A[1] = uintptr(len(buf))

@@ -151,3 +151,26 @@ func TestAllocHeldPinned(t *testing.T) {
 		t.Errorf("freed held Pinned memory reads %d, %d", b[0], b[n-1])
 	}
 }
+
+// Pinned memory from Alloc gives its addresses back at Free, to the
+// reservation that the system's close unmaps and where Go's heap may lie
+// later: the record keeps no pointer there, and Bytes is nil.
+func TestFreeDropsHostView(t *testing.T) {
+	a := heldRig(t)
+	f := &peerFake{t: t, statuses: map[string][]uint32{}}
+	a.r.ioctl = f.ioctl
+	a.u.conn = a.r.conn
+	m, err := a.Alloc(device.PinnedMemory, 2*pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Bytes() == nil {
+		t.Fatal("Pinned memory has no host view")
+	}
+	if err := a.Free(m); err != nil {
+		t.Fatal(err)
+	}
+	if rec := m.Data.(*memRecord); rec.hostPtr != nil || m.Bytes() != nil {
+		t.Errorf("after Free the record points to 0x%x of the reservation, and Bytes is %d bytes", uintptr(rec.hostPtr), len(m.Bytes()))
+	}
+}

@@ -81,8 +81,10 @@ type Memory struct {
 	Data any
 }
 
-// Bytes is the memory as the host sees it, or nil for Device memory. Mapped
-// memory is write-combined for the host: reads of it are slow.
+// Bytes is the memory as the host sees it, or nil for Device memory and
+// for memory that Free gave back whose host view went with it (all but
+// AllocHeld's). Mapped memory is write-combined for the host: reads of it
+// are slow.
 func (m *Memory) Bytes() []byte {
 	r, _ := m.Data.(*memRecord)
 	if m.Host == 0 || r == nil || r.hostPtr == nil {
@@ -97,7 +99,7 @@ type memRecord struct {
 	length  uint64         // the bytes the GPU maps, whole pages
 	page    uint64         // the GPU page size
 	pool    *pool          // where va came from; nil for a host range at its own address
-	hostPtr unsafe.Pointer // the host's view of the first byte, for Pinned and Mapped
+	hostPtr unsafe.Pointer // the host's view of the first byte, for Pinned and Mapped; nil once Free gave the pages back
 	own     bool           // the path mapped host pages at va (Pinned, Mapped)
 	gpu     *gpuState      // the GPU whose memory it is (Device, Mapped), for MapPeer
 	goMem   []byte         // the Go memory whose pages a Mapped memory's host mapping replaced
@@ -545,7 +547,13 @@ func (p *Client) allocVidmem(k device.Memory, n int, held bool) (m *Memory, err 
 			return nil, errors.Join(err, rec.dropHost(), p.r.free(p.device, h))
 		}
 		rec.own = true
-		rec.hostPtr = ptrAt(uintptr(va))
+		if goMem != nil {
+			// The pages are Go's heap: the pointer comes from the slice,
+			// not from the address (ptrAt takes only memory outside it).
+			rec.hostPtr = unsafe.Pointer(unsafe.SliceData(goMem))
+		} else {
+			rec.hostPtr = ptrAt(uintptr(va))
+		}
 		m.Host = uintptr(va)
 	}
 	if err = p.mapGPU(rec, h); err != nil {
@@ -853,6 +861,12 @@ func (p *Client) Free(m *Memory) error {
 	}
 	if !rec.kept {
 		p.giveRange(rec)
+		if rec.goMem == nil {
+			// The host view is the reservation now, which the system's
+			// close unmaps, and where Go's heap may later lie: a pointer
+			// kept there would reach the collector as a bad pointer.
+			rec.hostPtr = nil
+		}
 	}
 	// Go code's slices, not the path, hold the pages now.
 	rec.goMem = nil
