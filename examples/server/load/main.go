@@ -527,9 +527,10 @@ func attackVegeta(addr string, body []byte, c, rate int, duration time.Duration,
 // rate requests a second (0: as fast as they answer), once its last
 // result came. A request counts as served where it answered 200 with no
 // error (vegeta reads no body), and only a served request's latency
-// counts, as with the raw client: the served are counted one by one, not as the requests
-// times vegeta's ratio of successes, which a float product can round one
-// below, and the quick answers of failures do not lower the percentiles.
+// counts, as with the raw client: the served are counted one by one, not
+// as the requests times vegeta's ratio of successes, which a float
+// product can round one below, and the quick answers of failures do not
+// lower the percentiles.
 func vegetaResult(results <-chan *vegeta.Result, start time.Time, rate int) result {
 	lat := &latencies{}
 	failed := 0
