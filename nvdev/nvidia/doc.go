@@ -68,7 +68,11 @@
 //     MAP_FIXED). Either has the same address for the GPU. A free puts the
 //     reservation back, but for Pinned memory Go code may hold past its
 //     free (AllocHeld), where it puts zeroed memory and never gives the
-//     addresses back. Registered channels take 64 MiB each here.
+//     addresses back. Registered channels take 64 MiB each here. The
+//     process keeps the reservation once made: the last Close puts it
+//     back over what was mapped there, and the next first Open takes it
+//     again, so that no pointer a stopped device keeps into it can ever
+//     point into Go's heap.
 //   - Mapped memory that Go code may hold past its free (AllocHeld, the
 //     memory a device hands rig): its BAR1 mapping replaces pages of Go's
 //     heap of its own, at the same address for the GPU. A free puts
@@ -129,8 +133,9 @@
 // preempts their work), and unmaps the doorbell and the flush word. Memory
 // outlives Stop: the device frees it later. Close gives back the device,
 // the address space, UVM's registrations and the files once every Memory
-// is freed, at once or at the last Free. The process's client, its files
-// and the reservation go with the last path.
+// is freed, at once or at the last Free. The process's client and its
+// files go with the last path; the host-visible reservation stays for the
+// next.
 //
 // # Concurrency
 //

@@ -2,7 +2,10 @@ package nvidia
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -22,13 +25,21 @@ func heldRig(t *testing.T) *Client {
 		t.Skipf("no reservation possible here: %v", err)
 	}
 	res, n := s.hostRes, s.hostLen
-	t.Cleanup(func() { _ = munmap(res, n) })
+	t.Cleanup(func() {
+		hostLeft.Lock()
+		if hostLeft.res == res {
+			hostLeft.res, hostLeft.size, hostLeft.kept = 0, 0, nil
+		}
+		hostLeft.Unlock()
+		_ = munmap(res, n)
+	})
 	return a
 }
 
 // A freed held Mapped memory outside Go's heap keeps its zeroed pages past
-// the end of the system: a slice of it still reads zeros, and no later
-// reservation takes its addresses. The rest of the reservation goes.
+// the end of the system: a slice of it still reads zeros. The rest of the
+// reservation stays reserved, for the next system, which hands out none of
+// the kept addresses.
 func TestCloseKeepsHeldMapped(t *testing.T) {
 	a := heldRig(t)
 	s := a.sys
@@ -54,6 +65,12 @@ func TestCloseKeepsHeldMapped(t *testing.T) {
 		t.Fatalf("kept %v, byte 0 reads %d after Free", rec.kept, b[0])
 	}
 	res, n := s.hostRes, s.hostLen
+	// A page of the reservation still mapped at the close, as a Mapped
+	// memory whose unmap failed would be, goes back to the reservation.
+	stray := res + uintptr(n) - 2*pageSize
+	if _, err := mapShared(stray, pageSize); err != nil {
+		t.Fatal(err)
+	}
 	s.client, s.ctl, s.uvm.fd = 0, -1, -1 // the fake's files are no files
 	if err := s.close(); err != nil {
 		t.Fatal(err)
@@ -67,11 +84,43 @@ func TestCloseKeepsHeldMapped(t *testing.T) {
 	if b[0] != 0 || b[size-1] != 0 {
 		t.Errorf("kept pages read %d, %d", b[0], b[size-1])
 	}
-	last := res + uintptr(n) - pageSize
-	if err := reserve(last, pageSize); err != nil {
-		t.Errorf("the rest of the reservation stays after close: %v", err)
-	} else {
-		_ = munmap(last, pageSize)
+	for _, p := range []uintptr{res, stray, res + uintptr(n) - pageSize} {
+		if err := reserve(p, pageSize); !errors.Is(err, unix.EEXIST) {
+			if err == nil {
+				_ = munmap(p, pageSize)
+			}
+			t.Errorf("0x%x of the reservation is given back at close: reserve answered %v", p, err)
+		}
+	}
+	if perm, err := protAt(stray); err != nil || perm != "---p" {
+		t.Errorf("the page mapped at close is %q after it, not reserved (%v)", perm, err)
+	}
+
+	// The next system takes the reservation, less the kept pages.
+	next := &system{uvmMM: -1}
+	next.mu.Lock()
+	pl2, err := next.hostPool()
+	next.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.hostRes != res || next.hostLen != n {
+		t.Fatalf("the next system reserved [0x%x, +0x%x), not the reservation left at [0x%x, +0x%x)", next.hostRes, next.hostLen, res, n)
+	}
+	if pl2.freeBytes() != n-size || !next.kept.overlaps(span{va, size}) {
+		t.Errorf("the next pool has 0x%x of 0x%x bytes free, kept %x", pl2.freeBytes(), n, next.kept.spans)
+	}
+	for {
+		a, ok := pl2.alloc(size, pageSize)
+		if !ok {
+			break
+		}
+		if (span{a, size}).overlaps(span{va, size}) {
+			t.Fatalf("the next pool handed out the kept addresses 0x%x", a)
+		}
+		if a > va {
+			break
+		}
 	}
 }
 
@@ -173,4 +222,24 @@ func TestFreeDropsHostView(t *testing.T) {
 	if rec := m.Data.(*memRecord); rec.hostPtr != nil || m.Bytes() != nil {
 		t.Errorf("after Free the record points to 0x%x of the reservation, and Bytes is %d bytes", uintptr(rec.hostPtr), len(m.Bytes()))
 	}
+}
+
+// protAt is the permissions /proc/self/maps gives the mapping holding a,
+// such as "---p" for a reservation.
+func protAt(a uintptr) (string, error) {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(maps)) {
+		var lo, hi uint64
+		var perm string
+		if _, err := fmt.Sscanf(line, "%x-%x %s", &lo, &hi, &perm); err != nil {
+			continue
+		}
+		if uint64(a) >= lo && uint64(a) < hi {
+			return perm, nil
+		}
+	}
+	return "", fmt.Errorf("0x%x is not mapped", a)
 }

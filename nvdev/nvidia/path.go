@@ -862,9 +862,8 @@ func (p *Client) Free(m *Memory) error {
 	if !rec.kept {
 		p.giveRange(rec)
 		if rec.goMem == nil {
-			// The host view is the reservation now, which the system's
-			// close unmaps, and where Go's heap may later lie: a pointer
-			// kept there would reach the collector as a bad pointer.
+			// The host view is the reservation now, which the next
+			// allocation may map anew: Bytes of freed memory is nil.
 			rec.hostPtr = nil
 		}
 	}

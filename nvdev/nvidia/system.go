@@ -155,7 +155,8 @@ func openSystem(ioctl ioctlFunc) (_ *system, err error) {
 }
 
 // close ends s: it frees the client, and with it every object under it,
-// closes the files and gives back the host-visible reservation.
+// closes the files and leaves the host-visible reservation to the next
+// system (hostLeft).
 func (s *system) close() error {
 	var errs []error
 	if s.client != 0 {
@@ -169,41 +170,83 @@ func (s *system) close() error {
 		}
 	}
 	if s.hostRes != 0 {
-		errs = append(errs, s.unmapHost())
-		s.hostRes = 0
+		errs = append(errs, s.leaveHost())
+		s.hostRes, s.hostLen, s.host, s.kept = 0, 0, nil, spanSet{}
 	}
 	return errors.Join(errs...)
 }
 
-// unmapHost unmaps the host-visible reservation except the kept ranges,
-// whose zeroed pages slices of freed held memory may still read.
-func (s *system) unmapHost() error {
+// hostLeft is the host-visible reservation of the system that ended last,
+// which the next system takes instead of reserving its own. The process
+// never gives the reservation back: a stopped device that stays reachable
+// keeps pointers into it (its flush word, its channels' rings), and were
+// its addresses given back, Go's heap could later lie there and the
+// collector take those for bad pointers. kept are the ranges of freed held
+// memory in it, whose zeroed pages slices may still read; no pool hands
+// them out again.
+var hostLeft struct {
+	sync.Mutex
+	res  uintptr
+	size uint64
+	kept []span
+}
+
+// leaveHost puts the reservation back over the host-visible addresses,
+// except the kept ranges, dropping any mapping left there, and leaves them
+// to the next system. Where the reservation cannot be put back, it unmaps
+// what it could not reserve, and leaves nothing.
+func (s *system) leaveHost() error {
 	kept := slices.Clone(s.kept.spans)
 	slices.SortFunc(kept, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
-	var errs []error
+	var gaps []span
 	a, end := uint64(s.hostRes), uint64(s.hostRes)+s.hostLen
 	for _, k := range kept {
 		if k.addr > a {
-			errs = append(errs, munmap(uintptr(a), k.addr-a))
+			gaps = append(gaps, span{a, k.addr - a})
 		}
 		a = max(a, k.end())
 	}
 	if end > a {
-		errs = append(errs, munmap(uintptr(a), end-a))
+		gaps = append(gaps, span{a, end - a})
 	}
-	return errors.Join(errs...)
+	var errs []error
+	for _, g := range gaps {
+		if err := unreserveTo(uintptr(g.addr), g.size); err != nil {
+			errs = append(errs, fmt.Errorf("nvidia: put the reservation back over [0x%x, 0x%x): %w", g.addr, g.end(), err))
+			if err := munmap(uintptr(g.addr), g.size); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	hostLeft.Lock()
+	hostLeft.res, hostLeft.size, hostLeft.kept = s.hostRes, s.hostLen, kept
+	hostLeft.Unlock()
+	return nil
 }
 
-// hostPool is the pool of host-visible addresses, reserved on first use.
-// The caller holds s.mu.
+// hostPool is the pool of host-visible addresses: on first use, the
+// reservation the last system left, or a new one. The caller holds s.mu.
 func (s *system) hostPool() (*pool, error) {
 	if s.host == nil {
-		a, n, err := reserveHost()
-		if err != nil {
-			return nil, err
+		hostLeft.Lock()
+		a, n, kept := hostLeft.res, hostLeft.size, hostLeft.kept
+		hostLeft.res, hostLeft.size, hostLeft.kept = 0, 0, nil
+		hostLeft.Unlock()
+		if a == 0 {
+			var err error
+			if a, n, err = reserveHost(); err != nil {
+				return nil, err
+			}
 		}
 		s.hostRes, s.hostLen = a, n
 		s.host = newPool(uint64(a), n)
+		for _, k := range kept {
+			s.host.take(k)
+			s.kept.add(k)
+		}
 	}
 	return s.host, nil
 }

@@ -108,6 +108,24 @@ func (p *pool) release(addr, size uint64) {
 	}
 }
 
+// take takes the free addresses of s out of the pool, for good.
+func (p *pool) take(s span) {
+	var free []span
+	for _, f := range p.free {
+		if !f.overlaps(s) {
+			free = append(free, f)
+			continue
+		}
+		if f.addr < s.addr {
+			free = append(free, span{f.addr, s.addr - f.addr})
+		}
+		if f.end() > s.end() {
+			free = append(free, span{s.end(), f.end() - s.end()})
+		}
+	}
+	p.free = free
+}
+
 // contains reports whether s lies within the pool's addresses.
 func (p *pool) contains(s span) bool { return s.addr >= p.base && s.end() <= p.base+p.size }
 

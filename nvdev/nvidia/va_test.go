@@ -277,3 +277,37 @@ func TestReserveAroundHeap(t *testing.T) {
 		t.Fatalf("reservation of %d GiB with no 512 GiB free", n>>30)
 	}
 }
+
+// take removes the free addresses of a span for good, splitting the free
+// spans it cuts and leaving the rest.
+func TestPoolTake(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		used []span // allocated before the take, by address
+		take span
+		want []span
+	}{
+		{"start", nil, span{0x10000, 0x1000}, []span{{0x11000, 0xff000}}},
+		{"middle", nil, span{0x20000, 0x2000}, []span{{0x10000, 0x10000}, {0x22000, 0xee000}}},
+		{"end", nil, span{0x10f000, 0x1000}, []span{{0x10000, 0xff000}}},
+		{"whole", nil, span{0x10000, 0x100000}, nil},
+		{"across a used span", []span{{0x10000, 0x2000}}, span{0x11000, 0x3000}, []span{{0x14000, 0xfc000}}},
+		{"outside the pool", nil, span{0x200000, 0x1000}, []span{{0x10000, 0x100000}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPool(0x10000, 0x100000)
+			for _, u := range tc.used {
+				if a, ok := p.alloc(u.size, pageSize); !ok || a != u.addr {
+					t.Fatalf("alloc: 0x%x %v", a, ok)
+				}
+			}
+			p.take(tc.take)
+			if !slices.Equal(p.free, tc.want) {
+				t.Errorf("free after take: %x, want %x", p.free, tc.want)
+			}
+			if a, ok := p.alloc(pageSize, pageSize); ok && tc.take.overlaps(span{a, pageSize}) {
+				t.Errorf("alloc handed out 0x%x of the taken span", a)
+			}
+		})
+	}
+}
