@@ -2,6 +2,7 @@ package nvidia
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -413,6 +414,48 @@ func TestGPULifecycle(t *testing.T) {
 	if currentSystem() != nil {
 		t.Error("the last Close left the system open")
 	}
+}
+
+// TestGPUReopen checks that the last Close keeps the host-visible
+// reservation, and that the next Open takes it again and runs a channel
+// whose rings and pushbuffer lie in it.
+func TestGPUReopen(t *testing.T) {
+	needGPU(t)
+	if currentSystem() != nil {
+		t.Skip("another path holds the system")
+	}
+	var res uintptr
+	for i := range 2 {
+		p, err := Open(0, nil)
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		c := newChannel(t, p)
+		n := release(c.pw[pbWords:], c.pinned.Address+64, uint64(i+1))
+		c.submit(c.pinned, pbWords, n)
+		c.wait(fmt.Sprintf("release of open %d", i), (*uint64)(unsafe.Pointer(&c.pw[16])), uint64(i+1))
+		p.sys.mu.Lock()
+		got := p.sys.hostRes
+		p.sys.mu.Unlock()
+		c.close()
+		if err := p.Close(); err != nil {
+			t.Errorf("Close %d: %v", i, err)
+		}
+		if currentSystem() != nil {
+			t.Fatalf("Close %d left the system open", i)
+		}
+		if i > 0 && got != res {
+			t.Errorf("open %d reserved 0x%x, not the reservation at 0x%x the last Close left", i, got, res)
+		}
+		res = got
+		if err := reserve(res, pageSize); !errors.Is(err, unix.EEXIST) {
+			if err == nil {
+				_ = munmap(res, pageSize)
+			}
+			t.Errorf("the reservation at 0x%x is given back at Close %d: %v", res, i, err)
+		}
+	}
+	t.Logf("both opens took the host-visible reservation at 0x%x", res)
 }
 
 // currentSystem is the process's system, or nil.
