@@ -123,20 +123,35 @@ func (d *Device) alloc(ctx context.Context, kind device.Memory, n int) (*Buffer,
 	if err != nil {
 		return nil, err
 	}
-	s := &bufState{kind: kind, n: n, size: int64(size), region: r, loc: d.drv.Locate(r)}
+	s := &bufState{kind: kind, n: n, size: d.charge(size), region: r, loc: d.drv.Locate(r)}
 	if s.loc.Host != 0 {
 		s.host = hostBytes(s.loc.Host, n)
 	}
 	return d.track(s)
 }
 
+// charge is what a region of size bytes takes from the device's budget:
+// whole units of the driver's alignment (Facts.Alignment), as its
+// allocator takes them (the host driver's pages), so that Budget and
+// Stats count what the driver holds and a full budget is refused here,
+// with what it lacks, rather than by the driver.
+func (d *Device) charge(size int) int64 {
+	a := int64(max(d.facts.Alignment, 4))
+	if int64(size) > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return (int64(size) + a - 1) / a * a
+}
+
 // allocRegion allocates size bytes through the driver, within the budget,
-// running the rounds of reclamation, which end where ctx ends.
+// to which they count as charge says, running the rounds of reclamation,
+// which end where ctx ends.
 func (d *Device) allocRegion(ctx context.Context, kind device.Memory, size int) (device.Region, error) {
-	if limit := d.budget.Limit(); limit > 0 && int64(size) > limit {
+	charge := d.charge(size)
+	if limit := d.budget.Limit(); limit > 0 && charge > limit {
 		// No reclamation makes room for more than the whole budget: an
 		// image's place, or a length that rounding took past it.
-		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("%d bytes of %s memory", size, kind), Lacking: int64(size) - limit, atOnce: true}
+		return nil, &OutOfMemoryError{Device: d.name, What: fmt.Sprintf("%d bytes of %s memory", size, kind), Lacking: charge - limit, atOnce: true}
 	}
 	var region device.Region
 	lack, err := reclaim.Retry(func() (int64, error) {
@@ -149,14 +164,14 @@ func (d *Device) allocRegion(ctx context.Context, kind device.Memory, size int) 
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		if l := d.budget.Take(int64(size)); l > 0 {
+		if l := d.budget.Take(charge); l > 0 {
 			return l, nil
 		}
 		r, err := d.drv.Alloc(kind, size)
 		if err != nil {
-			d.budget.Give(int64(size))
+			d.budget.Give(charge)
 			if errors.Is(err, device.ErrNoMemory) {
-				return int64(size), nil
+				return charge, nil
 			}
 			return 0, d.fault(err)
 		}

@@ -318,8 +318,9 @@ func (d *Device) Last() Point { return Point{d: d, v: d.last.Load()} }
 // Done is closed once a closed device has given back everything it held.
 func (d *Device) Done() <-chan struct{} { return d.done }
 
-// Budget returns the bytes the device's buffers and images take, and its
-// budget (0 for none).
+// Budget returns the bytes the device's buffers and images take, each in
+// whole units of the driver's alignment (a page on the host driver), and
+// its budget (0 for none).
 func (d *Device) Budget() (used, limit int64) { return d.budget.Used(), d.budget.Limit() }
 
 // read is the value in the device's word.

@@ -87,10 +87,10 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 		img, err := code.Lay(r)
 		if err != nil {
 			_ = d.drv.Free(r)
-			d.budget.Give(int64(size))
+			d.budget.Give(d.charge(size))
 			return nil, fmt.Errorf("rig: image on %s: laying it out: %w", d.name, d.fault(err))
 		}
-		st.img, st.place, st.size = img, r, int64(size)
+		st.img, st.place, st.size = img, r, d.charge(size)
 		d.stats.bytes[device.DeviceMemory].Add(st.size)
 	}
 	d.objMu.Lock()

@@ -316,3 +316,39 @@ func TestAllocHuge(t *testing.T) {
 		})
 	}
 }
+
+// The budget counts what the driver takes: on the host driver, a page for
+// each small buffer. A budget of 16 pages holds 16 buffers of 4 bytes, says
+// so, and refuses the 17th with the page it lacks.
+func TestBudgetCountsWhatTheDriverTakes(t *testing.T) {
+	const page = 4096
+	d := host(t, hostdev.Config{Budget: 16 * page})
+	var keep []*rig.Buffer
+	for i := range 16 {
+		b, err := d.Alloc(device.PinnedMemory, 4)
+		if err != nil {
+			used, limit := d.Budget()
+			t.Fatalf("alloc %d of 4 bytes: %v (Budget %d of %d)", i, err, used, limit)
+		}
+		keep = append(keep, b)
+	}
+	if used, _ := d.Budget(); used != 16*page {
+		t.Errorf("16 buffers of 4 bytes count %d bytes, want %d", used, 16*page)
+	}
+	if b := d.Stats().Bytes; b[device.PinnedMemory] != 16*page {
+		t.Errorf("Stats counts %d bytes of Pinned memory, want %d", b[device.PinnedMemory], 16*page)
+	}
+	_, err := d.Alloc(device.PinnedMemory, 4)
+	var oom *rig.OutOfMemoryError
+	if !errors.As(err, &oom) || oom.Lacking != page {
+		t.Fatalf("the 17th buffer: %v, want an OutOfMemoryError lacking %d bytes", err, page)
+	}
+	for _, b := range keep {
+		if err := b.Free(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if used, _ := d.Budget(); used != 0 {
+		t.Errorf("after the frees the budget counts %d bytes", used)
+	}
+}

@@ -26,7 +26,8 @@ type Stats struct {
 	// the growths of the driver's queues.
 	ReclaimRounds, Growths uint64
 	// Bytes is the bytes of live buffers and images, by kind of memory
-	// (indexed by device.Memory).
+	// (indexed by device.Memory), each in whole units of the driver's
+	// alignment, as Budget counts them.
 	Bytes [3]int64
 	// Lost is the loss's error, nil while the device is not lost.
 	Lost error
