@@ -94,9 +94,10 @@ type Item interface {
 
 // Deferred holds items until they are due.
 type Deferred struct {
-	mu    sync.Mutex
-	items []Item
-	n     atomic.Int64
+	mu        sync.Mutex
+	items     []Item
+	n         atomic.Int64 // len(items)
+	releasing atomic.Int64 // items a Sweep took whose Release has not returned
 }
 
 // Add defers it until it is due.
@@ -107,8 +108,10 @@ func (d *Deferred) Add(it Item) {
 	d.mu.Unlock()
 }
 
-// Len is the number of items not yet released.
-func (d *Deferred) Len() int { return int(d.n.Load()) }
+// Len is the number of items not yet released: those held, and those a
+// Sweep took whose Release has not returned. Drain's items are its
+// caller's and count no more.
+func (d *Deferred) Len() int { return int(d.n.Load() + d.releasing.Load()) }
 
 // Sweep releases every due item and returns how many it released.
 // Release runs with no lock of the Deferred held. A panic of an item's Due
@@ -124,15 +127,18 @@ func (d *Deferred) Sweep() int {
 	i := 0
 	defer func() {
 		if i < len(due) {
-			// due[i]'s Release panicked.
+			// due[i]'s Release panicked: it counts as released, and
+			// the items after it are held again.
 			d.mu.Lock()
 			d.items = append(d.items, due[i+1:]...)
 			d.n.Store(int64(len(d.items)))
+			d.releasing.Add(-int64(len(due) - i))
 			d.mu.Unlock()
 		}
 	}()
 	for ; i < len(due); i++ {
 		due[i].Release()
+		d.releasing.Add(-1)
 	}
 	return len(due)
 }
@@ -151,6 +157,9 @@ func (d *Deferred) takeDue() (due []Item) {
 		} else {
 			clear(d.items[len(kept):])
 			d.items = kept
+			// Len counts the due items on as they leave items, until
+			// their Release returns.
+			d.releasing.Add(int64(len(due)))
 		}
 		d.n.Store(int64(len(d.items)))
 		d.mu.Unlock()

@@ -197,18 +197,55 @@ func sweepPanic(d *Deferred) (v any) {
 // TestDeferredPanics: a panic of an item's Due or Release reaches Sweep's
 // caller and leaves the Deferred usable, its lock free and every item not
 // released kept for a later Sweep, none released twice.
+// blockingItem is due at once, and its Release blocks until release is
+// closed.
+type blockingItem struct {
+	entered, release chan struct{}
+}
+
+func (b *blockingItem) Due() bool { return true }
+func (b *blockingItem) Release() {
+	close(b.entered)
+	<-b.release
+}
+
+// An item whose Release runs in one goroutine's Sweep is not released yet
+// for another goroutine's Len: a caller that waits for Len to reach 0
+// before it gives back what the items use (a device's reaping) must not
+// go on while a Release still runs.
+func TestDeferredLenDuringRelease(t *testing.T) {
+	var d Deferred
+	it := &blockingItem{entered: make(chan struct{}), release: make(chan struct{})}
+	d.Add(it)
+	done := make(chan int)
+	go func() { done <- d.Sweep() }()
+	<-it.entered
+	n := d.Len()
+	close(it.release)
+	if got := <-done; got != 1 {
+		t.Fatalf("Sweep released %d items, want 1", got)
+	}
+	if n != 1 {
+		t.Errorf("Len %d while the item's Release ran; want 1", n)
+	}
+	if d.Len() != 0 {
+		t.Errorf("Len %d once the Release returned; want 0", d.Len())
+	}
+}
+
 func TestDeferredPanics(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		release bool // Release panics, not Due
 		at      int  // the panicking item's place
+		held    int  // Len after the panic: the items not released
 	}{
-		{"Due, first", false, 0},
-		{"Due, middle", false, 2},
-		{"Due, last", false, 4},
-		{"Release, first", true, 0},
-		{"Release, middle", true, 2},
-		{"Release, last", true, 4},
+		{"Due, first", false, 0, 5},
+		{"Due, middle", false, 2, 5},
+		{"Due, last", false, 4, 5},
+		{"Release, first", true, 0, 4},
+		{"Release, middle", true, 2, 3},
+		{"Release, last", true, 4, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var d Deferred
@@ -225,6 +262,9 @@ func TestDeferredPanics(t *testing.T) {
 			boom.Store(true)
 			if v := sweepPanic(&d); v == nil {
 				t.Fatal("Sweep returned; want the item's panic")
+			}
+			if d.Len() != c.held {
+				t.Errorf("Len %d after the panic; want %d", d.Len(), c.held)
 			}
 			boom.Store(false)
 			d.Add(&panicky{}) // the lock is free
