@@ -138,6 +138,18 @@ func (st *laneState) renew() context.Context {
 
 // timeOut ends the lane's wait that began at s (mono) with errTimeout,
 // unless that wait ended since.
+// expired returns a wait context for the lane that has already timed
+// out, for the waits that begin after the drain's bound. Only the lane's
+// waiter calls it.
+func (st *laneState) expired() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errTimeout)
+	st.mu.Lock()
+	st.cancel = cancel
+	st.mu.Unlock()
+	return ctx
+}
+
 func (st *laneState) timeOut(s int64) {
 	st.mu.Lock()
 	if st.since.Load() == s {
@@ -154,8 +166,9 @@ func (st *laneState) timeOut(s int64) {
 // records its latency, from the intended send time in open loop and from
 // the call of submit otherwise. Submitting stops when ctx ends (-duration,
 // Ctrl-C), after -n submissions, or at the first error; the waiters then
-// wait for what is in flight, each wait bounded by -timeout, and bench
-// returns what was measured, with the process's CPU time over the run.
+// wait for what is in flight, each wait bounded by -timeout and all of
+// them by -timeout from when submitting stopped, and bench returns what
+// was measured, with the process's CPU time over the run.
 func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *measure {
 	m := newMeasureFor(len(lanes), cfg.Rate > 0)
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -181,7 +194,23 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	}
 	watchDone := make(chan struct{})
 	watchStop := make(chan struct{})
-	go watchdog(states, cfg.Timeout, watchStop, watchDone)
+	// Once submitting stops, the waits still in flight share one bound,
+	// -timeout from then: a device whose work never ends would otherwise
+	// hold the report for -depth bounds, one after another.
+	var drainBy atomic.Int64
+	drain := func() { drainBy.CompareAndSwap(0, mono()+int64(cfg.Timeout)) }
+	go func() {
+		select {
+		case <-runCtx.Done():
+			drain()
+		case <-watchStop:
+		}
+	}()
+	var submitters atomic.Int64 // the lanes' submitters still submitting, at depth > 1
+	if cfg.Depth > 1 {
+		submitters.Store(int64(len(lanes)))
+	}
+	go watchdog(states, cfg.Timeout, &drainBy, watchStop, watchDone)
 
 	var issued atomic.Int64
 	var done, moved atomic.Int64
@@ -230,7 +259,11 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 		}
 		// finish waits for f and records it.
 		finish := func(f flight[T]) {
-			if wctx.Err() != nil {
+			if dl := drainBy.Load(); dl != 0 && mono() > dl {
+				// The drain's bound passed: a point not reached by now
+				// is a wait that timed out.
+				wctx = st.expired()
+			} else if wctx.Err() != nil {
 				// The watchdog ended the lane's last wait (or ended it
 				// as it returned): this one has a bound of its own.
 				wctx = st.renew()
@@ -246,11 +279,11 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 						err = fmt.Errorf("%w (%s)", err, l.state(f.t))
 					}
 				}
-				fail(fmt.Errorf("wait on %s: %w", l.device, err))
+				fail(fmt.Errorf("wait on %s: %w", l.name(), err))
 				return
 			}
 			if slowTraces != nil {
-				slowTraces.see(l.device, f.intended, now)
+				slowTraces.see(l.name(), f.intended, now)
 			}
 			tl.lat[tl.n] = now - f.intended
 			tl.n++
@@ -280,7 +313,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 					t, b, err := l.submit(runCtx)
 					if err != nil {
 						if runCtx.Err() == nil || !errors.Is(err, runCtx.Err()) {
-							fail(fmt.Errorf("submit on %s: %w", l.device, err))
+							fail(fmt.Errorf("submit on %s: %w", l.name(), err))
 						}
 						return
 					}
@@ -295,6 +328,11 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 		go func() { // the submitter
 			defer wg.Done()
 			defer close(items)
+			defer func() {
+				if submitters.Add(-1) == 0 {
+					drain() // -n reached
+				}
+			}()
 			for k := int64(0); ; k++ {
 				if runCtx.Err() != nil {
 					return
@@ -324,7 +362,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 					if runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
 						return
 					}
-					fail(fmt.Errorf("submit on %s: %w", l.device, err))
+					fail(fmt.Errorf("submit on %s: %w", l.name(), err))
 					return
 				}
 				items <- flight[T]{t: t, intended: intended, bytes: b}
@@ -364,7 +402,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 // timeout, with errTimeout as the cause, until stop is closed. It bounds
 // waits without making a context for each: a lane makes a new one only
 // for the wait after one that the watchdog ended.
-func watchdog(states []*laneState, timeout time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+func watchdog(states []*laneState, timeout time.Duration, drainBy *atomic.Int64, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	tick := time.NewTicker(min(max(timeout/8, time.Millisecond), 100*time.Millisecond))
 	defer tick.Stop()
@@ -375,7 +413,7 @@ func watchdog(states []*laneState, timeout time.Duration, stop <-chan struct{}, 
 		case <-tick.C:
 			now := mono()
 			for _, st := range states {
-				if s := st.since.Load(); s != 0 && now-s > int64(timeout) {
+				if s := st.since.Load(); s != 0 && (now-s > int64(timeout) || (drainBy.Load() != 0 && now > drainBy.Load())) {
 					st.timeOut(s)
 				}
 			}

@@ -285,7 +285,8 @@ func hostBaseline(e *env) *baseline {
 		ring := make([]job, e.cfg.Depth)
 		var k, got uint64 // jobs submitted; completions received
 		return lane[uint64]{
-			device: device,
+			device:   device,
+			baseline: true,
 			// submit looks at ctx first, as rig's Submit does: a
 			// select would otherwise send the job on even odds where
 			// the worker's channel has room after ctx ended.

@@ -43,7 +43,7 @@ func (p *progress) run(name string, lv *live) {
 	defer close(p.done)
 	t := time.NewTicker(progressEvery)
 	defer t.Stop()
-	last, lastAt := int64(0), time.Now()
+	last, lastAt := lv.done.Load(), time.Now() // the rounds before, where -compare shares lv
 	for {
 		select {
 		case <-p.stop:
@@ -57,7 +57,7 @@ func (p *progress) run(name string, lv *live) {
 			if s := lv.start.Load(); s != 0 {
 				elapsed = now.Sub(time.Unix(0, s)).Truncate(100 * time.Millisecond)
 			}
-			fmt.Fprintf(p.w, "\r\x1b[K%s: %v, %s done, %s/s (Ctrl-C stops and reports)", name, elapsed, count(float64(n)), count(rate))
+			fmt.Fprintf(p.w, "\r\x1b[K%s: %v, %s done, %s/s (Ctrl-C stops and reports)", name, elapsed, count(float64(n)), rateText(rate))
 		}
 	}
 }

@@ -436,7 +436,8 @@ func (rb *rawRun) open() error {
 				return fmt.Errorf("setting up %s on %s through its driver: %w", rb.cfg.Workload, r.spec, err)
 			}
 			rb.lanes = append(rb.lanes, lane[uint64]{
-				device: r.name,
+				device:   r.name,
+				baseline: true,
 				submit: func(ctx context.Context) (uint64, int64, error) {
 					v, err := r.submit(ctx, s)
 					return v, n, err

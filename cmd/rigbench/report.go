@@ -294,7 +294,7 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 			lat = fmt.Sprintf("p50 %s  p99 %s  max %s", profile.Nanos(l.P50), profile.Nanos(l.P99), profile.Nanos(l.Max))
 		}
 		fmt.Fprintf(&b, "-c %d: %s/s (%s in %s)  %s  CPU %s per submission, %.2f s per s  allocs %.2f per submission",
-			r.Config.Submitters, count(x.PerSecond), count(float64(x.Submissions)), profile.Nanos(x.ElapsedNs), lat,
+			r.Config.Submitters, rateText(x.PerSecond), count(float64(x.Submissions)), profile.Nanos(x.ElapsedNs), lat,
 			profile.Nanos(int64(x.CPUPerSubmissionNs)), x.CPUPerSecond, x.AllocsPerSubmission)
 		if t := x.Lateness; t != nil {
 			fmt.Fprintf(&b, "  lateness p50 %s  p99 %s", profile.Nanos(t.P50), profile.Nanos(t.P99))
@@ -328,7 +328,7 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 }
 
 func writeResult(b *strings.Builder, r *Result) {
-	fmt.Fprintf(b, "%s: %s submissions in %s: %s/s", r.Name, count(float64(r.Submissions)), profile.Nanos(r.ElapsedNs), count(r.PerSecond))
+	fmt.Fprintf(b, "%s: %s submissions in %s: %s/s", r.Name, count(float64(r.Submissions)), profile.Nanos(r.ElapsedNs), rateText(r.PerSecond))
 	if r.BytesPerS > 0 {
 		fmt.Fprintf(b, ", %s/s", profile.Bytes(uint64(r.BytesPerS)))
 	}

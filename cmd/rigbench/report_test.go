@@ -254,3 +254,24 @@ func TestLevelsTextPerDevice(t *testing.T) {
 		}
 	}
 }
+
+// A measured rate below one submission a second (an open loop at -rate
+// 0.5, or a slow workload) reads as its JSON does, not as 0/s.
+func TestRateBelowOne(t *testing.T) {
+	r := &Report{Workload: "empty", What: "w", Config: ConfigReport{Submitters: 1, Depth: 8, Rate: 0.5, DurationNs: 4e9},
+		Rig: Result{Name: "rig", ElapsedNs: 4e9, Submissions: 2, PerSecond: 0.5}}
+	var b bytes.Buffer
+	if err := r.writeText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), ": 0/s") || !strings.Contains(b.String(), ": 0.5/s") {
+		t.Errorf("2 submissions in 4 s read as 0/s:\n%s", b.String())
+	}
+	b.Reset()
+	if err := writeLevelsText(&b, []*Report{r, r}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "-c 1: 0.5/s") {
+		t.Errorf("levels: 2 submissions in 4 s read as 0/s:\n%s", b.String())
+	}
+}

@@ -141,7 +141,7 @@ func (p *perDeviceStats) results(m *measure) []DeviceResult {
 // writeDeviceResults writes each device's figures.
 func writeDeviceResults(b *strings.Builder, rs []DeviceResult) {
 	for _, r := range rs {
-		fmt.Fprintf(b, "  %s: %s submissions, %s/s", r.Device, count(float64(r.Submissions)), count(r.PerSecond))
+		fmt.Fprintf(b, "  %s: %s submissions, %s/s", r.Device, count(float64(r.Submissions)), rateText(r.PerSecond))
 		if l := r.Latency; l.Count > 0 {
 			fmt.Fprintf(b, ", latency p50 %s  p99 %s  max %s", profile.Nanos(l.P50), profile.Nanos(l.P99), profile.Nanos(l.Max))
 		}

@@ -61,3 +61,63 @@ func TestWaitAfterTimeoutHasItsOwnBound(t *testing.T) {
 		t.Fatalf("%d done, %d errors, the first %v; want the second submission done and the first's wait alone timed out", m.done, m.errors, m.firstErr)
 	}
 }
+
+// A device whose points are never reached (a hung GPU) holds the report
+// for one -timeout once submitting stops, by -duration or by -n, not for
+// one -timeout for each of the -depth waits in flight, one after another:
+// a later point of the device is reached no sooner than the one whose wait
+// timed out. Each wait still counts as one that timed out.
+func TestDrainHasOneBound(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		duration time.Duration
+		n        int64
+	}{
+		{"duration", 20 * time.Millisecond, 0},
+		{"n", 0, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var n uint64
+			l := lane[uint64]{
+				device: "stuck",
+				submit: func(ctx context.Context) (uint64, int64, error) { n++; return n, 0, nil },
+				wait: func(ctx context.Context, v uint64) error {
+					<-ctx.Done()
+					return context.Cause(ctx)
+				},
+			}
+			cfg := &config{Depth: 8, Timeout: 100 * time.Millisecond, Duration: c.duration, N: c.n}
+			start := time.Now()
+			m := bench(context.Background(), cfg, []lane[uint64]{l}, &live{})
+			took := time.Since(start)
+			if took > 3*cfg.Timeout {
+				t.Errorf("the run took %v to end with -timeout %v (%d waits timed out)", took, cfg.Timeout, m.errors)
+			}
+			if m.errors == 0 || m.done != 0 || !errors.Is(m.firstErr, errTimeout) {
+				t.Errorf("%d done, %d errors, the first %v; want every wait timed out", m.done, m.errors, m.firstErr)
+			}
+		})
+	}
+}
+
+// A failure of a baseline's lane names the baseline, not the device alone,
+// so that a report of -compare does not lay it at rig's door.
+func TestBaselineLaneNamed(t *testing.T) {
+	boom := errors.New("boom")
+	for _, baseline := range []bool{false, true} {
+		l := lane[uint64]{
+			device:   "host",
+			baseline: baseline,
+			submit:   func(ctx context.Context) (uint64, int64, error) { return 1, 0, nil },
+			wait:     func(ctx context.Context, v uint64) error { return boom },
+		}
+		m := bench(context.Background(), &config{Depth: 1, Timeout: time.Second, N: 1}, []lane[uint64]{l}, &live{})
+		want := "wait on host: boom"
+		if baseline {
+			want = "wait on the baseline on host: boom"
+		}
+		if m.firstErr == nil || m.firstErr.Error() != want {
+			t.Errorf("baseline %v: the first error %v, want %q", baseline, m.firstErr, want)
+		}
+	}
+}

@@ -15,11 +15,14 @@ type Waits struct {
 	Spun      uint64 `json:"spun"`
 	Parked    uint64 `json:"parked"`
 	Cancelled uint64 `json:"cancelled"`
-	// WakeP50Ns and WakeP99Ns bound a parked waiter's wake-up: the time
-	// from the supervisor's finding its point reached to the waiter's
-	// running again (the upper bound of the histogram's bucket).
-	WakeP50Ns int64 `json:"wake_p50_ns"`
-	WakeP99Ns int64 `json:"wake_p99_ns"`
+	// Woken is the parked waiters the supervisor woke with their point
+	// reached; WakeP50Ns and WakeP99Ns bound their wake-up: the time from
+	// the supervisor's finding the point reached to the waiter's running
+	// again (the upper bound of the histogram's bucket), 0 where none
+	// was woken.
+	Woken     uint64 `json:"woken"`
+	WakeP50Ns int64  `json:"wake_p50_ns"`
+	WakeP99Ns int64  `json:"wake_p99_ns"`
 	// Growths and ReclaimRounds are the growths of the drivers' queues
 	// and the reclamation rounds over the run: a growth holds up the
 	// submissions behind it, so that a tail shows whether one came in
@@ -55,15 +58,20 @@ func waitsBetween(before, after []rig.Stats) *Waits {
 		wake.Count += a.WakeLatency.Count - b.WakeLatency.Count
 		wake.Sum += a.WakeLatency.Sum - b.WakeLatency.Sum
 	}
-	w.WakeP50Ns = int64(wake.Quantile(0.5))
-	w.WakeP99Ns = int64(wake.Quantile(0.99))
+	w.Woken = wake.Count
+	if wake.Count > 0 {
+		w.WakeP50Ns = int64(wake.Quantile(0.5))
+		w.WakeP99Ns = int64(wake.Quantile(0.99))
+	}
 	return &w
 }
 
 // text is w as a line of the text report.
 func (w *Waits) text() string {
 	var b strings.Builder
-	all := w.Spun + w.Parked + w.Cancelled
+	// A wait that parked and was then cancelled counts in both Parked and
+	// Cancelled: the share is of the waits that spun or parked.
+	all := w.Spun + w.Parked
 	fmt.Fprintf(&b, "  waits: %d spun, %d parked", w.Spun, w.Parked)
 	if all > 0 {
 		fmt.Fprintf(&b, " (%.1f%%)", 100*float64(w.Parked)/float64(all))
@@ -71,7 +79,7 @@ func (w *Waits) text() string {
 	if w.Cancelled > 0 {
 		fmt.Fprintf(&b, ", %d cancelled", w.Cancelled)
 	}
-	if w.Parked > 0 {
+	if w.Woken > 0 {
 		fmt.Fprintf(&b, "; a parked waiter's wake-up p50 <= %s, p99 <= %s",
 			profile.Nanos(w.WakeP50Ns), profile.Nanos(w.WakeP99Ns))
 	}

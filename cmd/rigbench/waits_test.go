@@ -62,3 +62,26 @@ func TestWaitsGrowths(t *testing.T) {
 		t.Fatalf("text %q names growths of a run without any", s)
 	}
 }
+
+// Waits that parked and were then cancelled count once in the parked
+// share, and a run whose parked waiters none was woken (all cancelled)
+// names no wake-up figures.
+func TestWaitsCancelledShare(t *testing.T) {
+	w := &Waits{Spun: 3, Parked: 5, Cancelled: 8}
+	s := w.text()
+	if !strings.Contains(s, "5 parked (62.5%), 8 cancelled") {
+		t.Errorf("text %q: want 5 parked of 8 waits, 62.5%%", s)
+	}
+	if strings.Contains(s, "wake-up") {
+		t.Errorf("text %q names a wake-up with no waiter woken", s)
+	}
+	var before, after rig.Stats
+	after.WaitsParked = 5
+	if w := waitsBetween([]rig.Stats{before}, []rig.Stats{after}); w.Woken != 0 || w.WakeP50Ns != 0 || w.WakeP99Ns != 0 {
+		t.Errorf("waitsBetween with no wake-up: %+v", w)
+	}
+	after.WakeLatency.Buckets[3], after.WakeLatency.Count = 2, 2
+	if w := waitsBetween([]rig.Stats{before}, []rig.Stats{after}); w.Woken != 2 || w.WakeP50Ns == 0 || !strings.Contains(w.text(), "wake-up p50") {
+		t.Errorf("waitsBetween with two wake-ups: %+v, %q", w, w.text())
+	}
+}

@@ -62,14 +62,26 @@ func workloadNames() []string {
 type lane[T any] struct {
 	// device names the device the lane submits to.
 	device string
-	submit func(ctx context.Context) (T, int64, error)
-	wait   func(ctx context.Context, t T) error
+	// baseline marks a lane of -compare's baseline, which its messages
+	// name as such.
+	baseline bool
+	submit   func(ctx context.Context) (T, int64, error)
+	wait     func(ctx context.Context, t T) error
 	// observe, where set, sees the latencies of submissions whose
 	// points were reached, in nanoseconds, a batch at a time (tally).
 	observe func(lats []int64)
 	// state describes what a wait on t that timed out waited for, and
 	// where the devices stand; nil where there is nothing to say.
 	state func(t T) string
+}
+
+// name is how the lane's messages name where it submits: the device, or
+// the baseline on it.
+func (l *lane[T]) name() string {
+	if l.baseline {
+		return "the baseline on " + l.device
+	}
+	return l.device
 }
 
 // env is what a run's workload is made on: the open devices and the
