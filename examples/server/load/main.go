@@ -447,9 +447,19 @@ func measure(o options) error {
 		slices.Sort(served)
 		slices.Sort(after)
 		fmt.Printf("; median %s, max %s; from its answer (503) to the first right answer: median %s, max %s\n",
-			us(served[len(served)/2]), us(served[len(served)-1]), us(after[len(after)/2]), us(after[len(after)-1]))
+			us(median(served)), us(served[len(served)-1]), us(median(after)), us(after[len(after)-1]))
 	}
 	return nil
+}
+
+// median is the median of sorted, which is not empty: the mean of the
+// middle two where their count is even.
+func median(sorted []time.Duration) time.Duration {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return sorted[n/2-1] + (sorted[n/2]-sorted[n/2-1])/2
 }
 
 // attack drives the service at addr with c clients for duration, and

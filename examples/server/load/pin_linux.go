@@ -18,9 +18,11 @@ var startCPUs, cpusErr = func() (unix.CPUSet, error) {
 }()
 
 // pinProcess makes every thread of the process, and so those it starts
-// after, run on the processors of list ("": those it could run on as it
-// started), and sets GOMAXPROCS to procs, or where procs is 0 to the
-// list's count (GOMAXPROCS as the process started for "").
+// after, run on the processors of list that it could run on as it started
+// ("": all of those), and sets GOMAXPROCS to procs, or where procs is 0 to
+// the count of the processors it runs on (GOMAXPROCS as the process
+// started for ""). A list that names none of those processors is an
+// error.
 func pinProcess(list string, procs int) error {
 	if cpusErr != nil {
 		return fmt.Errorf("reading the process's processors: %w", cpusErr)
@@ -31,9 +33,17 @@ func pinProcess(list string, procs int) error {
 		if err != nil {
 			return err
 		}
+		// As taskset does, the list's processors that the process may
+		// not run on (absent, offline, outside its cpuset) are left out:
+		// the kernel would leave them out of the mask it keeps.
 		set.Zero()
 		for _, c := range cpus {
-			set.Set(c)
+			if startCPUs.IsSet(c) {
+				set.Set(c)
+			}
+		}
+		if set.Count() == 0 {
+			return fmt.Errorf("running on processors %q: the process may run on none of them", list)
 		}
 		n = set.Count()
 	}
