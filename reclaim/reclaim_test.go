@@ -194,9 +194,6 @@ func sweepPanic(d *Deferred) (v any) {
 	return nil
 }
 
-// TestDeferredPanics: a panic of an item's Due or Release reaches Sweep's
-// caller and leaves the Deferred usable, its lock free and every item not
-// released kept for a later Sweep, none released twice.
 // blockingItem is due at once, and its Release blocks until release is
 // closed.
 type blockingItem struct {
@@ -233,6 +230,9 @@ func TestDeferredLenDuringRelease(t *testing.T) {
 	}
 }
 
+// TestDeferredPanics: a panic of an item's Due or Release reaches Sweep's
+// caller and leaves the Deferred usable, its lock free and every item not
+// released kept for a later Sweep, none released twice.
 func TestDeferredPanics(t *testing.T) {
 	for _, c := range []struct {
 		name    string
