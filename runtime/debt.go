@@ -84,10 +84,21 @@ func (d *Device) debtTo(p Point, v uint64) *debt {
 }
 
 // failDebtors loses every device whose published work waits on a point
-// of d that d will never reach, and that has not run yet. The supervisor
-// calls it once d's loss or stop is recorded, before the driver's Stop
-// raises the word.
+// of d that d will never reach, and that has not run yet, and so on down
+// the chain: the debtors of such a device, lost or stopped before its
+// work ran, are failed the same way before failDebtors returns. The
+// supervisor calls it once d's loss or stop is recorded, before the
+// driver's Stop raises the word: once it rises, the debtor's work runs
+// (on data never written) and raises the debtor's word, which its own
+// debtors' work waits for, so that waiting for the debtor's supervisor to
+// fail them would let their work run and their points answer success.
 func (d *Device) failDebtors() {
+	d.failDebtorsSeen(map[*Device]bool{d: true})
+}
+
+// failDebtorsSeen is failDebtors, going on to the debtors' debtors that
+// seen does not hold.
+func (d *Device) failDebtorsSeen(seen map[*Device]bool) {
 	regMu.Lock()
 	others := make([]*Device, 0, len(names))
 	for _, o := range names {
@@ -112,14 +123,23 @@ func (d *Device) failDebtors() {
 			}
 			// A device whose stop is recorded is not lost: its close
 			// answers the waiters of that work with ErrClosed, and its
-			// stop drops the work (recordStop).
+			// stop drops the work (recordStop). Either way, the points
+			// of its work from at on are never honestly reached.
+			chain := false
 			o.stopMu.Lock()
 			o.recordRead(func() {
-				if reached := o.read(); !o.stopped.Load() && !device.AtLeast(reached, at) {
-					o.loseAt(owedCause(at, Point{d: d, v: upTo}, err), nil, reached)
+				if reached := o.read(); !device.AtLeast(reached, at) {
+					if !o.stopped.Load() {
+						o.loseAt(owedCause(at, Point{d: d, v: upTo}, err), nil, reached)
+					}
+					chain = true
 				}
 			})
 			o.stopMu.Unlock()
+			if chain && !seen[o] {
+				seen[o] = true
+				o.failDebtorsSeen(seen)
+			}
 		}
 	}
 }
