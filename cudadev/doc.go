@@ -150,9 +150,12 @@
 // since CUDA maps no GPU memory for the host. MapHost page-locks ranges
 // for every device (cuMemHostRegister, portable and mapped) and counts the
 // regions over each range, a Pinned allocation's included, on any device
-// of the process; the last free unlocks it. A range inside memory CUDA
-// locked for another owner is mapped as it is, uncounted. DMA exports the
-// allocation as a dma-buf (cuMemGetHandleForAddressRange).
+// of the process; the last free unlocks it. A range inside one allocation
+// CUDA locked for another owner, by the range CUDA gives for it, is mapped
+// as it is, uncounted. A range across ranges, or across the edge of one,
+// is refused (device.ErrNever): counted against none, it would stay mapped
+// after the free that unlocks a range's pages. DMA exports the allocation
+// as a dma-buf (cuMemGetHandleForAddressRange).
 //
 // # Code
 //

@@ -377,8 +377,9 @@ var pageSize = uintptr(os.Getpagesize())
 // MapHost page-locks for every CUDA device the pages that hold the n bytes
 // at p, and maps them for d. A range inside one that MapHost locked counts
 // against it; a range inside one allocation CUDA locked for another owner
-// is mapped as it is, uncounted; any other range is locked, or refused:
-// ErrNoRoom where CUDA lacked the memory, ErrNever otherwise. It returns
+// is mapped as it is, uncounted; a range across such ranges, or across
+// one's edge, is refused with ErrNever; any other range is locked, or
+// refused: ErrNoRoom where CUDA lacked the memory, ErrNever otherwise. It returns
 // an error naming n below 1. Counted.
 func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 	if n < 1 {
@@ -395,11 +396,19 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 	defer hosts.mu.Unlock()
 	kind := hostMap
 	var rng *hostRange
+	overlaps := false
 	for _, o := range hosts.ranges {
 		if start >= o.start && end <= o.start+o.n {
 			rng = o
 			break
 		}
+		overlaps = overlaps || (start < o.start+o.n && o.start < end)
+	}
+	if rng == nil && overlaps {
+		// Bytes across the ranges the driver counts, or across one's
+		// edge: counted against none, they would stay mapped after the
+		// Free that unlocks a range's pages.
+		return nil, fmt.Errorf("%w: %d bytes at %#x overlap page-locked memory without lying inside one of its ranges", device.ErrNever, n, p)
 	}
 	if rng == nil && d.borrowed(f, p, uintptr(n)) {
 		kind = hostBorrow
@@ -434,9 +443,11 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 }
 
 // borrowed reports whether the n bytes at p lie inside one allocation
-// that CUDA page-locked for another owner, such as Pinned memory: by the
-// allocation's range where CUDA gives it, by the device addresses of their
-// first and last bytes otherwise.
+// that CUDA page-locked for another owner, by the allocation's range.
+// Where CUDA gives no range, it reports false: under unified addressing
+// the device addresses of the first and last bytes are n-1 apart across
+// two allocations too, so they cannot tell one from two. MapHost then asks
+// CUDA to lock the bytes, which it refuses over locked memory.
 func (d *gpu) borrowed(f *frame, p, n uintptr) bool {
 	t := d.t
 	f.out[0], f.out[1] = 0, 0
@@ -444,10 +455,7 @@ func (d *gpu) borrowed(f *frame, p, n uintptr) bool {
 		f.c3(t.cuPointerGetAttribute, f.outp(1), pointerRangeSize, p) == 0 && f.out[1] > 0 {
 		return p >= uintptr(f.out[0]) && p+n <= uintptr(f.out[0]+f.out[1])
 	}
-	f.out[0], f.out[1] = 0, 0
-	return f.c3(t.cuMemHostGetDevicePointer, f.outp(0), p, 0) == 0 &&
-		f.c3(t.cuMemHostGetDevicePointer, f.outp(1), p+n-1, 0) == 0 &&
-		f.out[1]-f.out[0] == uint64(n-1)
+	return false
 }
 
 // busAddress matches a PCI function's bus address, such as "0000:41:00.0".

@@ -1,0 +1,257 @@
+//go:build linux && (amd64 || arm64)
+
+package cudadev
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"runtime"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/rig-go/rig/device"
+)
+
+// orderModel is a model of the device's two streams, as streamOrder, that
+// also keeps, for each piece of work, the work it follows.
+type orderModel struct {
+	mu      sync.Mutex
+	refuse  func(name string, a [6]uintptr) bool
+	work    int
+	follows []workSet
+	after   map[uintptr]workSet
+	events  map[uintptr]workSet
+	written []uint64
+	bad     []string
+}
+
+func newOrderModel(refuse func(string, [6]uintptr) bool) *orderModel {
+	return &orderModel{refuse: refuse, after: map[uintptr]workSet{}, events: map[uintptr]workSet{}}
+}
+
+func (m *orderModel) stream(s uintptr) workSet {
+	if m.after[s] == nil {
+		m.after[s] = workSet{}
+	}
+	return m.after[s]
+}
+
+func (m *orderModel) fns() map[string]fakeFn {
+	call := func(name string, do func(a [6]uintptr)) fakeFn {
+		return func(a [6]uintptr) result {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.refuse != nil && m.refuse(name, a) {
+				return errInvalidValue
+			}
+			do(a)
+			return 0
+		}
+	}
+	work := func(a [6]uintptr) {
+		s := m.stream(a[3])
+		m.follows = append(m.follows, s.clone())
+		s[m.work] = true
+		m.work++
+	}
+	ev := fakeEvents()
+	return map[string]fakeFn{
+		"cuEventCreate":   ev,
+		"cuMemcpyAsync":   call("cuMemcpyAsync", work),
+		"cuMemsetD8Async": call("cuMemsetD8Async", work),
+		"cuEventRecord": call("cuEventRecord", func(a [6]uintptr) {
+			m.events[a[0]] = m.stream(a[1]).clone()
+		}),
+		"cuStreamWaitEvent": call("cuStreamWaitEvent", func(a [6]uintptr) {
+			s := m.stream(a[0])
+			for w := range m.events[a[1]] {
+				s[w] = true
+			}
+		}),
+		"cuStreamWriteValue64_v2": call("cuStreamWriteValue64_v2", func(a [6]uintptr) {
+			v, s := uint64(a[2]), m.stream(a[0])
+			var passed []int
+			for w := 0; w < m.work; w++ {
+				if !s[w] {
+					passed = append(passed, w)
+				}
+			}
+			if len(passed) > 0 {
+				m.bad = append(m.bad, fmt.Sprintf("value %d written on stream %#x before work %v of %d", v, a[0], passed, m.work))
+			}
+			m.written = append(m.written, v)
+		}),
+	}
+}
+
+// TestOrderUnderRandomRefusals submits random values of copies on both queues,
+// with random Afters, while CUDA refuses random calls with an error of
+// the call alone: no write of the word may pass work enqueued before it,
+// each part enqueued must follow the part its After names, and each value
+// enqueued follows all the work of earlier values (doc.go: value v's work
+// runs after v-1's on both streams).
+func TestOrderUnderRandomRefusals(t *testing.T) {
+	for seed := int64(0); seed < 300; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		p := []float64{0, 0.02, 0.1}[seed%3]
+		var m *orderModel
+		m = newOrderModel(func(name string, _ [6]uintptr) bool {
+			return rng.Float64() < p
+		})
+		d := fakeDevice(fakeTable(t, m.fns()), &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+		d.end = device.Compute
+		failed := false
+		for v := uint64(1); v <= 80; v++ {
+			n := rng.Intn(4)
+			parts := make([]device.Part, n)
+			for i := range parts {
+				parts[i] = copyOn(rng.Intn(2))
+				if i > 0 && rng.Intn(2) == 0 {
+					parts[i].After = 1 + rng.Intn(i)
+				}
+			}
+			s := &device.Submission{Value: v, Parts: parts}
+			if a := d.Room(s); a.Kind != device.RoomOK {
+				t.Fatalf("seed %d: room %+v", seed, a)
+			}
+			m.mu.Lock()
+			first := m.work
+			m.mu.Unlock()
+			a := d.Submit(s)
+			m.mu.Lock()
+			got := m.work - first
+			if a.Kind != device.Failed && got != n {
+				t.Fatalf("seed %d value %d: %d pieces for %d parts", seed, v, got, n)
+			}
+			if failed && got != 0 {
+				t.Fatalf("seed %d value %d: work enqueued after a failure", seed, v)
+			}
+			for i := 0; i < got; i++ {
+				w := first + i
+				for e := 0; e < first; e++ {
+					if !m.follows[w][e] {
+						t.Fatalf("seed %d value %d: part %d (work %d) does not follow work %d of an earlier value", seed, v, i, w, e)
+					}
+				}
+				if aft := parts[i].After; aft != 0 && !m.follows[w][first+aft-1] {
+					t.Fatalf("seed %d value %d: part %d does not follow part %d, its After", seed, v, i, aft-1)
+				}
+			}
+			m.mu.Unlock()
+			if a.Kind == device.Failed {
+				failed = true
+			}
+		}
+		if !failed {
+			d.Commit(80)
+		}
+		m.mu.Lock()
+		if len(m.bad) > 0 {
+			t.Fatalf("seed %d: %v", seed, m.bad)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// Host bytes across two adjacent Pinned allocations, each a range the
+// driver counts, lie inside neither: MapHost refuses them (ErrNever), as
+// CUDA refuses to lock over locked memory, rather than mapping them
+// uncounted, which would let the first Free unlock pages the mapping still
+// covers and hand them to the collector. So it does for bytes across two
+// ranges that CUDA locked for other owners, where CUDA gives no range
+// attributes: under unified addressing their device addresses cannot
+// tell one allocation from two.
+func TestMapHostAcrossRanges(t *testing.T) {
+	var mu sync.Mutex
+	locked := map[uintptr]uintptr{} // start -> size
+	inside := func(p uintptr) bool {
+		for s, n := range locked {
+			if p >= s && p < s+n {
+				return true
+			}
+		}
+		return false
+	}
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuMemHostRegister_v2": func(a [6]uintptr) result {
+			mu.Lock()
+			defer mu.Unlock()
+			for p := a[0]; p < a[0]+a[1]; p += pageSize {
+				if inside(p) {
+					return errHostAlreadyRegister
+				}
+			}
+			locked[a[0]] = a[1]
+			return 0
+		},
+		"cuMemHostUnregister": func(a [6]uintptr) result {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := locked[a[0]]; !ok {
+				return errHostNotRegistered
+			}
+			delete(locked, a[0])
+			return 0
+		},
+		// Unified addressing: a locked page's device address is its
+		// host address.
+		"cuMemHostGetDevicePointer_v2": func(a [6]uintptr) result {
+			mu.Lock()
+			defer mu.Unlock()
+			if !inside(a[1]) {
+				return errInvalidValue
+			}
+			*cWord(a[0]) = uint64(a[1])
+			return 0
+		},
+		"cuPointerGetAttribute": func([6]uintptr) result { return errInvalidValue },
+	})
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	var regs []*region
+	defer func() {
+		for _, r := range regs {
+			_ = d.Free(r)
+		}
+	}()
+	var a, b *region
+	for i := 0; i < 64 && a == nil; i++ {
+		r, err := d.Alloc(device.PinnedMemory, int(pageSize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := r.(*region)
+		for _, o := range regs {
+			switch n.host {
+			case o.host + pageSize:
+				a, b = o, n
+			case o.host - pageSize:
+				a, b = n, o
+			}
+		}
+		regs = append(regs, n)
+	}
+	if a == nil {
+		t.Skip("no two adjacent Pinned allocations")
+	}
+	if r, err := d.MapHost(a.host+pageSize-8, 16); !errors.Is(err, device.ErrNever) {
+		if err == nil {
+			_ = d.Free(r)
+		}
+		t.Fatalf("MapHost of 16 bytes across two Pinned allocations (%#x and %#x): %v, want ErrNever", a.host, b.host, err)
+	}
+	// Two ranges of other owners, which the driver does not count.
+	other := make([]byte, 4*pageSize)
+	base := (uintptr(unsafe.Pointer(&other[0])) + pageSize - 1) &^ (pageSize - 1)
+	mu.Lock()
+	locked[base], locked[base+pageSize] = pageSize, pageSize
+	mu.Unlock()
+	if r, err := d.MapHost(base+pageSize-8, 16); !errors.Is(err, device.ErrNever) {
+		if err == nil {
+			_ = d.Free(r)
+		}
+		t.Fatalf("MapHost of 16 bytes across two ranges locked for other owners: %v, want ErrNever", err)
+	}
+	runtime.KeepAlive(other)
+}
