@@ -436,6 +436,17 @@ func TestCheckImageELF(t *testing.T) {
 			le.PutUint32(sh[4:], 8) // SHT_NOBITS
 			le.PutUint64(sh[0x18:], uint64(len(b)))
 		}), "shorter than its section"},
+		{"section headers of 72 bytes", edit(func(b, _ []byte) { le.PutUint16(b[0x3a:], 72) }), "section headers are 72 bytes"},
+		{"section headers of 32 bytes", edit(func(b, _ []byte) { le.PutUint16(b[0x3a:], 32) }), "section headers are 32 bytes"},
+		{"program headers of 64 bytes", edit(func(b, _ []byte) { le.PutUint16(b[0x36:], 64) }), "program headers are 64 bytes"},
+		{"a section's name past the section names", edit(func(b, _ []byte) {
+			sh := b[shoff+uint64(shnum-1)*0x40:]
+			le.PutUint32(sh, 1<<30)
+		}), "past its"},
+		{"section names with no NUL at their end", edit(func(b, _ []byte) {
+			nsh := b[shoff+uint64(le.Uint16(b[0x3e:]))*0x40:]
+			b[le.Uint64(nsh[0x18:])+le.Uint64(nsh[0x20:])-1] = 'x'
+		}), "do not end with a NUL"},
 		{"segments counted in section 0, with no sections", edit(func(b, _ []byte) {
 			le.PutUint16(b[0x38:], 0xffff)
 			le.PutUint16(b[0x3c:], 0)

@@ -105,9 +105,11 @@ func checkFatbin(b []byte) error {
 // program header tables, sections and segments do not lie within b, its
 // counts read from section 0 where the header's fields overflow (extended
 // numbering), or where its section of section names (e_shstrndx) is none
-// of its sections. A section of no bits in the file (SHT_NOBITS) may lie
-// anywhere, unless it is the section of section names, which is read
-// from the file whatever its type.
+// of its sections, or where a section's name lies past that section. Its
+// section and program headers are ELF64's, 64 and 56 bytes (e_shentsize,
+// e_phentsize), as every cubin's are. A section of no bits in the file
+// (SHT_NOBITS) may lie anywhere, unless it is the section of section
+// names, which is read from the file whatever its type.
 func checkCubin(b []byte) error {
 	le := binary.LittleEndian
 	within := func(off, n uint64) bool { return off <= uint64(len(b)) && n <= uint64(len(b))-off }
@@ -135,7 +137,10 @@ func checkCubin(b []byte) error {
 	const xnum = 0xffff
 	switch {
 	case shnum > 0 || shoff != 0:
-		if shent < 0x40 || !table(shoff, shent, 1) {
+		if shent != 0x40 {
+			return fmt.Errorf("a cubin of %d bytes whose section headers are %d bytes, not ELF64's 64", len(b), shent)
+		}
+		if !table(shoff, shent, 1) {
 			return fmt.Errorf("a cubin of %d bytes, shorter than its ELF tables (section 0 at %d)", len(b), shoff)
 		}
 		sh0 := b[shoff:]
@@ -151,7 +156,10 @@ func checkCubin(b []byte) error {
 	case phnum == xnum:
 		return fmt.Errorf("a cubin of %d bytes whose segments are counted in section 0 (e_phnum PN_XNUM), with no sections", len(b))
 	}
-	if phnum > 0 && (phent < 0x38 || !table(phoff, phent, phnum)) ||
+	if phnum > 0 && phent != 0x38 {
+		return fmt.Errorf("a cubin of %d bytes whose program headers are %d bytes, not ELF64's 56", len(b), phent)
+	}
+	if phnum > 0 && !table(phoff, phent, phnum) ||
 		shnum > 0 && !table(shoff, shent, shnum) {
 		return fmt.Errorf("a cubin of %d bytes, shorter than its ELF tables (%d segments at %d, %d sections at %d)", len(b), phnum, phoff, shnum, shoff)
 	}
@@ -165,6 +173,20 @@ func checkCubin(b []byte) error {
 		// the section names are read from the file whatever its type.
 		if (le.Uint32(sh[4:]) != nobits || i == names) && !within(le.Uint64(sh[0x18:]), le.Uint64(sh[0x20:])) {
 			return fmt.Errorf("a cubin of %d bytes, shorter than its section %d", len(b), i)
+		}
+	}
+	if shnum > 0 {
+		// Every section's name (sh_name) lies within the section names,
+		// which end with a NUL, so that each name ends within them.
+		nsh := b[shoff+names*shent:]
+		namesOff, namesSize := le.Uint64(nsh[0x18:]), le.Uint64(nsh[0x20:])
+		if namesSize > 0 && b[namesOff+namesSize-1] != 0 {
+			return fmt.Errorf("a cubin of %d bytes whose section names do not end with a NUL", len(b))
+		}
+		for i := range shnum {
+			if n := uint64(le.Uint32(b[shoff+i*shent:])); n >= namesSize && n > 0 {
+				return fmt.Errorf("a cubin of %d bytes whose section %d's name lies at %d, past its %d bytes of section names", len(b), i, n, namesSize)
+			}
 		}
 	}
 	for i := range phnum {
