@@ -4,7 +4,6 @@ package cudadev
 
 import (
 	"errors"
-	"fmt"
 	"math/rand"
 	"runtime"
 	"sync"
@@ -14,93 +13,22 @@ import (
 	"github.com/rig-go/rig/device"
 )
 
-// orderModel is a model of the device's two streams, as streamOrder, that
-// also keeps, for each piece of work, the work it follows.
-type orderModel struct {
-	mu      sync.Mutex
-	refuse  func(name string, a [6]uintptr) bool
-	work    int
-	follows []workSet
-	after   map[uintptr]workSet
-	events  map[uintptr]workSet
-	written []uint64
-	bad     []string
-}
-
-func newOrderModel(refuse func(string, [6]uintptr) bool) *orderModel {
-	return &orderModel{refuse: refuse, after: map[uintptr]workSet{}, events: map[uintptr]workSet{}}
-}
-
-func (m *orderModel) stream(s uintptr) workSet {
-	if m.after[s] == nil {
-		m.after[s] = workSet{}
-	}
-	return m.after[s]
-}
-
-func (m *orderModel) fns() map[string]fakeFn {
-	call := func(name string, do func(a [6]uintptr)) fakeFn {
-		return func(a [6]uintptr) result {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if m.refuse != nil && m.refuse(name, a) {
-				return errInvalidValue
-			}
-			do(a)
-			return 0
-		}
-	}
-	work := func(a [6]uintptr) {
-		s := m.stream(a[3])
-		m.follows = append(m.follows, s.clone())
-		s[m.work] = true
-		m.work++
-	}
-	ev := fakeEvents()
-	return map[string]fakeFn{
-		"cuEventCreate":   ev,
-		"cuMemcpyAsync":   call("cuMemcpyAsync", work),
-		"cuMemsetD8Async": call("cuMemsetD8Async", work),
-		"cuEventRecord": call("cuEventRecord", func(a [6]uintptr) {
-			m.events[a[0]] = m.stream(a[1]).clone()
-		}),
-		"cuStreamWaitEvent": call("cuStreamWaitEvent", func(a [6]uintptr) {
-			s := m.stream(a[0])
-			for w := range m.events[a[1]] {
-				s[w] = true
-			}
-		}),
-		"cuStreamWriteValue64_v2": call("cuStreamWriteValue64_v2", func(a [6]uintptr) {
-			v, s := uint64(a[2]), m.stream(a[0])
-			var passed []int
-			for w := 0; w < m.work; w++ {
-				if !s[w] {
-					passed = append(passed, w)
-				}
-			}
-			if len(passed) > 0 {
-				m.bad = append(m.bad, fmt.Sprintf("value %d written on stream %#x before work %v of %d", v, a[0], passed, m.work))
-			}
-			m.written = append(m.written, v)
-		}),
-	}
-}
-
-// TestOrderUnderRandomRefusals submits random values of copies on both queues,
-// with random Afters, while CUDA refuses random calls with an error of
-// the call alone: no write of the word may pass work enqueued before it,
-// each part enqueued must follow the part its After names, and each value
-// enqueued follows all the work of earlier values (doc.go: value v's work
-// runs after v-1's on both streams).
+// TestOrderUnderRandomRefusals submits random values of copies on both
+// queues, with random Afters, while CUDA refuses random calls with an
+// error of the call alone: no write of the word may pass work enqueued
+// before it, each part enqueued must follow the part its After names, and
+// each value enqueued follows all the work of earlier values (value v's
+// work runs after v-1's on both streams).
 func TestOrderUnderRandomRefusals(t *testing.T) {
 	for seed := int64(0); seed < 300; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		p := []float64{0, 0.02, 0.1}[seed%3]
-		var m *orderModel
-		m = newOrderModel(func(name string, _ [6]uintptr) bool {
+		m := newStreamOrder(func(name string, _ [6]uintptr) bool {
 			return rng.Float64() < p
 		})
-		d := fakeDevice(fakeTable(t, m.fns()), &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+		fns := m.fns()
+		fns["cuEventCreate"] = fakeEvents()
+		d := fakeDevice(fakeTable(t, fns), &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
 		d.end = device.Compute
 		failed := false
 		for v := uint64(1); v <= 80; v++ {

@@ -18,6 +18,7 @@ type streamOrder struct {
 	mu      sync.Mutex
 	refuse  func(name string, a [6]uintptr) bool
 	work    int                 // the pieces of work enqueued so far
+	follows []workSet           // by piece of work: the work it follows
 	after   map[uintptr]workSet // by stream: the work its next call follows
 	events  map[uintptr]workSet // by event: the work it was recorded after
 	written []uint64            // the values of the word's accepted writes
@@ -85,7 +86,9 @@ func (m *streamOrder) stream(s uintptr) workSet {
 
 // enqueue numbers a piece of work enqueued on stream s.
 func (m *streamOrder) enqueue(s uintptr) {
-	m.stream(s)[m.work] = true
+	st := m.stream(s)
+	m.follows = append(m.follows, st.clone())
+	st[m.work] = true
 	m.work++
 }
 

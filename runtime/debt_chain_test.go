@@ -32,33 +32,7 @@ func TestDebtOfADebtor(t *testing.T) {
 	fe.held, fe.peer = true, true
 	e := openFake(t, "debtchain-e", fe)
 
-	x, err := a.Alloc(device.DeviceMemory, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := d.Alloc(device.DeviceMemory, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, err := e.Alloc(device.DeviceMemory, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fill, err := NewSubmission(a, FillBytes(0, 0, 64, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	submit(t, fill, x)
-	cpD, err := NewSubmission(d, Copy(0, 0, 1, 0, 64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd := submit(t, cpD, x, y)
-	cpE, err := NewSubmission(e, Copy(0, 0, 1, 0, 64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pe := submit(t, cpE, y, z)
+	pd, pe, _ := debtChain(t, a, d, e, device.DeviceMemory, nil)
 	fe.mu.Lock()
 	if n := len(fe.submitted); n != 1 || len(fe.submitted[0].Waits) != 1 || fe.submitted[0].Waits[0].Word != d.word {
 		fe.mu.Unlock()
@@ -152,46 +126,23 @@ func debtChainHostRound(t *testing.T, i int) bool {
 	}
 	a, d, e := open("a"), open("d"), open("e")
 	d.SetWaitSpin(0)
-	x, err := a.Alloc(device.DeviceMemory, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := d.Alloc(device.DeviceMemory, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, err := e.Alloc(device.PinnedMemory, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := a.LoadImage(hostdev.ImageOf("debt_gate"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := img.Resolve("debt_gate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate, err := NewSubmission(a, Launch(g, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	submit(t, gate)
-	fill, err := NewSubmission(a, FillBytes(0, 0, 64, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	submit(t, fill, x)
-	cpD, err := NewSubmission(d, Copy(0, 0, 1, 0, 64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd := submit(t, cpD, x, y)
-	cpE, err := NewSubmission(e, Copy(0, 0, 1, 0, 64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pe := submit(t, cpE, y, z)
+	pd, pe, z := debtChain(t, a, d, e, device.PinnedMemory, func() {
+		// A launch that runs until A stops, so that A's close drops
+		// the fill behind it.
+		img, err := a.LoadImage(hostdev.ImageOf("debt_gate"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := img.Resolve("debt_gate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate, err := NewSubmission(a, Launch(g, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		submit(t, gate)
+	})
 	go func() { _ = pd.Wait(ctx) }()
 	for d.Waiting() != 1 {
 		time.Sleep(10 * time.Microsecond)
@@ -211,4 +162,36 @@ func debtChainHostRound(t *testing.T, i int) bool {
 		return true
 	}
 	return false
+}
+
+// debtChain allocates X on a, Y on d and Z (of kind zKind) on e, runs
+// first on a where it is not nil, and then submits a fill of X with 7s on
+// a, a copy of X into Y on d and a copy of Y into Z on e, each device's
+// work waiting on the device side for the one before. It returns the
+// points of the copies, and Z.
+func debtChain(t *testing.T, a, d, e *Device, zKind device.Memory, first func()) (pd, pe Point, z *Buffer) {
+	t.Helper()
+	alloc := func(on *Device, k device.Memory) *Buffer {
+		b, err := on.Alloc(k, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	x, y := alloc(a, device.DeviceMemory), alloc(d, device.DeviceMemory)
+	z = alloc(e, zKind)
+	if first != nil {
+		first()
+	}
+	sub := func(on *Device, p Part) *Submission {
+		s, err := NewSubmission(on, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	submit(t, sub(a, FillBytes(0, 0, 64, 7)), x)
+	pd = submit(t, sub(d, Copy(0, 0, 1, 0, 64)), x, y)
+	pe = submit(t, sub(e, Copy(0, 0, 1, 0, 64)), y, z)
+	return pd, pe, z
 }
