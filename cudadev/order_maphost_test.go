@@ -20,9 +20,9 @@ import (
 // each value enqueued follows all the work of earlier values (value v's
 // work runs after v-1's on both streams).
 func TestOrderUnderRandomRefusals(t *testing.T) {
-	for seed := int64(0); seed < 300; seed++ {
-		rng := rand.New(rand.NewSource(seed))
-		p := []float64{0, 0.02, 0.1}[seed%3]
+	for trial := int64(0); trial < 300; trial++ {
+		rng := rand.New(rand.NewSource(trial))
+		p := []float64{0, 0.02, 0.1}[trial%3]
 		m := newStreamOrder(func(name string, _ [6]uintptr) bool {
 			return rng.Float64() < p
 		})
@@ -42,7 +42,7 @@ func TestOrderUnderRandomRefusals(t *testing.T) {
 			}
 			s := &device.Submission{Value: v, Parts: parts}
 			if a := d.Room(s); a.Kind != device.RoomOK {
-				t.Fatalf("seed %d: room %+v", seed, a)
+				t.Fatalf("trial %d: room %+v", trial, a)
 			}
 			m.mu.Lock()
 			first := m.work
@@ -51,20 +51,20 @@ func TestOrderUnderRandomRefusals(t *testing.T) {
 			m.mu.Lock()
 			got := m.work - first
 			if a.Kind != device.Failed && got != n {
-				t.Fatalf("seed %d value %d: %d pieces for %d parts", seed, v, got, n)
+				t.Fatalf("trial %d value %d: %d pieces for %d parts", trial, v, got, n)
 			}
 			if failed && got != 0 {
-				t.Fatalf("seed %d value %d: work enqueued after a failure", seed, v)
+				t.Fatalf("trial %d value %d: work enqueued after a failure", trial, v)
 			}
 			for i := 0; i < got; i++ {
 				w := first + i
 				for e := 0; e < first; e++ {
 					if !m.follows[w][e] {
-						t.Fatalf("seed %d value %d: part %d (work %d) does not follow work %d of an earlier value", seed, v, i, w, e)
+						t.Fatalf("trial %d value %d: part %d (work %d) does not follow work %d of an earlier value", trial, v, i, w, e)
 					}
 				}
 				if aft := parts[i].After; aft != 0 && !m.follows[w][first+aft-1] {
-					t.Fatalf("seed %d value %d: part %d does not follow part %d, its After", seed, v, i, aft-1)
+					t.Fatalf("trial %d value %d: part %d does not follow part %d, its After", trial, v, i, aft-1)
 				}
 			}
 			m.mu.Unlock()
@@ -77,7 +77,7 @@ func TestOrderUnderRandomRefusals(t *testing.T) {
 		}
 		m.mu.Lock()
 		if len(m.bad) > 0 {
-			t.Fatalf("seed %d: %v", seed, m.bad)
+			t.Fatalf("trial %d: %v", trial, m.bad)
 		}
 		m.mu.Unlock()
 	}
