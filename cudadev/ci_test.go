@@ -290,6 +290,21 @@ func TestRoomRefusals(t *testing.T) {
 		{"copy source wraps", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Src: dst, SrcOffset: 1<<64 - 4, RowBytes: 8, Rows: 1, DstPitch: 8, SrcPitch: 8}, "of its source: past 2^64"},
 		{"copy source pitch wraps", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Src: dst, RowBytes: 8, Rows: 2, DstPitch: 8, SrcPitch: 1<<64 - 4}, "of its source: past 2^64"},
 		{"copy ending at the region's end", device.Part{Kind: device.CopyRows, Queue: 1, Dst: dst, Src: dst, DstOffset: 80, SrcOffset: 0, RowBytes: 10, Rows: 2, DstPitch: 10, SrcPitch: 90}, ""},
+		// Kernels that require clusters of groups (__cluster_dims__).
+		{"clusters of 2 along x, 4 groups", launch(func(p *device.Part) {
+			p.Entry = &device.Entry{Name: "c", Params: 8, Threads: 256, Data: &kernel{fn: 2, threads: 256, params: 8, cluster: [3]uint32{2, 1, 1}}}
+			p.Groups = [3]uint32{4, 3, 1}
+		}), ""},
+		{"clusters of 2 along x, 3 groups", launch(func(p *device.Part) {
+			p.Entry = &device.Entry{Name: "c", Params: 8, Threads: 256, Data: &kernel{fn: 2, threads: 256, params: 8, cluster: [3]uint32{2, 1, 1}}}
+			p.Groups = [3]uint32{3, 1, 1}
+		}), `3 groups along axis x, not a multiple of the 2 of the clusters "c" requires`},
+		{"clusters of 2 along z, 1 group", launch(func(p *device.Part) {
+			p.Entry = &device.Entry{Name: "c", Params: 8, Threads: 256, Data: &kernel{fn: 2, threads: 256, params: 8, cluster: [3]uint32{1, 1, 2}}}
+		}), "1 groups along axis z"},
+		{"a cluster size at launch", launch(func(p *device.Part) {
+			p.Entry = &device.Entry{Name: "c", Params: 8, Threads: 256, Data: &kernel{fn: 2, threads: 256, params: 8, clusterAtLaunch: true}}
+		}), "cluster size set at its launch"},
 	} {
 		s := device.Submission{Value: 1, Parts: []device.Part{launch(nil), c.p}}
 		a := d.Room(&s)

@@ -15,6 +15,8 @@ const (
 	funcMaxThreadsPerBlock = 0
 	funcSharedSizeBytes    = 1
 	funcMaxDynamicShared   = 8
+	funcClusterAtLaunch    = 10 // CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET
+	funcClusterWidth       = 11 // CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH; 12 and 13 height and depth
 )
 
 // ParamLimit is the most parameter bytes CUDA launches on a GPU of compute
@@ -51,6 +53,11 @@ type kernel struct {
 	threads int
 	shared  int
 	params  int
+	// cluster is the clusters of groups the function requires, by axis
+	// (__cluster_dims__), zero for none; clusterAtLaunch, that it needs a
+	// cluster size set at its launch, which rig's launches do not set.
+	cluster         [3]uint32
+	clusterAtLaunch bool
 }
 
 // modules maps each function of a loaded module to its image, so that a
@@ -205,9 +212,26 @@ func (d *gpu) entry(img *image, name string) (*device.Entry, error) {
 		return nil, err
 	}
 	k := &kernel{ctx: d.ctx, fn: fn, threads: int(threads), shared: int(shared), params: end}
+	k.cluster, k.clusterAtLaunch = clusterOf(t, fn)
 	e := &device.Entry{Name: name, Code: uint64(fn), Params: end, Threads: int(threads), Shared: int(shared), Layout: layout, Data: k}
 	img.entries[name] = e
 	return e, nil
+}
+
+// clusterOf is the clusters of groups fn requires, by axis, and whether it
+// needs a cluster size set at its launch. A driver that knows no such
+// attribute (before CUDA 12) refuses to read it: fn then requires none.
+func clusterOf(t *table, fn uintptr) (dims [3]uint32, atLaunch bool) {
+	var v int32
+	for a := range dims {
+		v = 0
+		if t.call(t.cuFuncGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(funcClusterWidth+a), fn) == 0 && v > 0 {
+			dims[a] = uint32(v)
+		}
+	}
+	v = 0
+	atLaunch = t.call(t.cuFuncGetAttribute, uintptr(unsafe.Pointer(&v)), funcClusterAtLaunch, fn) == 0 && v != 0
+	return dims, atLaunch
 }
 
 // kernelOf is the kernel of img's function fn and its name, as Entry

@@ -134,7 +134,10 @@
 // refuses a launch on queue 1, a block of 0 groups or threads along an
 // axis, more groups or threads along an axis than the GPU allows, more
 // threads per group or dynamic shared memory than the function's limits,
-// fewer parameter bytes than the function reads, a part of another kind
+// a grid that is not a multiple of the clusters of groups the function
+// requires (__cluster_dims__), a function that needs a cluster size set
+// at its launch, which rig's launches do not set, fewer parameter bytes
+// than the function reads, a part of another kind
 // or of another driver, and a wait on a word outside rig's array; it
 // names the part and the limit.
 //

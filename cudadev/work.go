@@ -120,6 +120,14 @@ func (d *gpu) checkShape(k *kernel, name string, groups, threads *[3]uint32, sha
 			return fmt.Sprintf("%d threads along axis %c, more than the GPU's %d (CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_%c)", threads[a], axes[a], d.maxBlock[a], axes[a]-32)
 		}
 	}
+	if k.clusterAtLaunch && k.cluster == [3]uint32{} {
+		return fmt.Sprintf("%q needs a cluster size set at its launch, which rig's launches do not set", name)
+	}
+	for a := 0; a < 3; a++ {
+		if c := k.cluster[a]; c > 0 && groups[a]%c != 0 {
+			return fmt.Sprintf("%d groups along axis %c, not a multiple of the %d of the clusters %q requires", groups[a], axes[a], c, name)
+		}
+	}
 	if n := uint64(threads[0]) * uint64(threads[1]) * uint64(threads[2]); n > uint64(k.threads) {
 		return fmt.Sprintf("%d threads per group, more than the %d of %q", n, k.threads, name)
 	}

@@ -6,6 +6,8 @@
 # cubin kernels_nv; and
 # the listings cuobjdump writes of the kernels.cu cubins, which nvdev/hw's
 # tests read from that package's testdata to check its cubin parser.
+# cluster.cu, a kernel that requires clusters of groups, as an sm_90
+# cubin of its own.
 # portable.ptx and spin.ptx are written by hand and are not rebuilt here;
 # ptxas assembles spin.ptx into the sm_90 cubin that nvdev's tests read
 # from that package's testdata.
@@ -23,4 +25,5 @@ nvcc -cubin -arch=sm_90 -DNO_DEVICE_LIBRARY -o kernels_nv.sm_90.cubin kernels.cu
 cuobjdump -res-usage kernels_nv.sm_90.cubin > kernels_nv.sm_90.res-usage.txt
 mkdir -p ../../nvdev/testdata
 ptxas -arch=sm_90 -o ../../nvdev/testdata/spin.sm_90.cubin spin.ptx
+nvcc -cubin -arch=sm_90 -o cluster.sm_90.cubin cluster.cu
 nvcc --version | tail -2 > NVCC_VERSION

@@ -11,7 +11,9 @@
 // Portable returns empty and twice as PTX that any GPU of compute
 // capability 5.2 or later loads. Spin returns spin_ns, a kernel that holds
 // its multiprocessors for a given number of nanoseconds of the GPU's
-// clock, as PTX written by hand. build.sh rebuilds the images with nvcc,
+// clock, as PTX written by hand. Cluster returns cluster_add, a kernel that
+// requires clusters of groups, as an sm_90 cubin of its own. build.sh
+// rebuilds the images with nvcc,
 // and assembles spin_ns into the sm_90 cubin of the RM driver's tests.
 //
 // Every function returns a fresh copy, which the caller owns and may
@@ -49,6 +51,8 @@ var (
 	portable []byte
 	//go:embed spin.ptx
 	spin []byte
+	//go:embed cluster.sm_90.cubin
+	cluster []byte
 	//go:embed kernels.cu
 	source []byte
 	//go:embed build.sh
@@ -114,6 +118,11 @@ func Portable() []byte { return slices.Clone(portable) }
 // later. Its parameters are the address out in bytes 0 to 8 and ns in bytes
 // 8 to 16.
 func Spin() []byte { return slices.Clone(spin) }
+
+// Cluster returns the sm_90 cubin of cluster.cu: cluster_add(p), which
+// adds 1 to p[blockIdx.x] (a uint32) and requires clusters of two groups
+// along x, so that no grid of an odd x launches.
+func Cluster() []byte { return slices.Clone(cluster) }
 
 // Source returns kernels.cu.
 func Source() []byte { return slices.Clone(source) }
