@@ -79,7 +79,9 @@ func (p *Client) dmaRecord(m *Memory, fn string) (*memRecord, error) {
 		return nil, fmt.Errorf("nvidia: dma for %s of no memory", fn)
 	}
 	rec, ok := m.Data.(*memRecord)
-	if !ok {
+	if !ok || rec.path != p {
+		// Another path's memory: its handle is another GPU's, or its
+		// free another path's to order.
 		return nil, fmt.Errorf("nvidia: dma for %s: the memory at 0x%x is not memory this path gave", fn, m.Address)
 	}
 	switch {

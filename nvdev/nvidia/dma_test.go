@@ -112,7 +112,8 @@ func fakeSysfs(t testing.TB, names ...string) string {
 }
 
 // vidmem is a record of a memory object of length bytes at va of kind k,
-// and the region of n bytes from byte off of it.
+// and the region of n bytes from byte off of it, of no path: a test names
+// the path that gave it.
 func vidmem(k device.Memory, h Handle, va, length, off uint64, n int) *Memory {
 	return &Memory{Kind: k, Address: va + off, Size: n, Handle: h, Data: &memRecord{va: va, length: length, page: pageSize}}
 }
@@ -166,6 +167,8 @@ func TestDMA(t *testing.T) {
 		{name: "MapHost memory", m: borrowed, fn: "0000:41:00.0", errs: []string{"0000:41:00.0", "host memory", "only the GPU's own memory"}},
 		{name: "freed memory", m: freed, fn: "0000:41:00.0", errs: []string{"0000:41:00.0", "freed"}},
 		{name: "memory of no path", m: &Memory{Kind: device.DeviceMemory, Address: va, Size: 4096, Handle: 0xcaf00001}, fn: "0000:41:00.0", errs: []string{"not memory this path gave"}},
+		{name: "memory of another path", m: &Memory{Kind: device.DeviceMemory, Address: va, Size: 4096, Handle: 0xcaf00001,
+			Data: &memRecord{va: va, length: 4096, page: pageSize, path: &Client{}}}, fn: "0000:41:00.0", errs: []string{"not memory this path gave"}},
 		{name: "no memory", fn: "0000:41:00.0", errs: []string{"no memory"}},
 		{name: "4 KiB object, 64 KiB host pages", m: vidmem(device.DeviceMemory, 0xcaf00005, va, 4096, 0, 4096), fn: "0000:41:00.0", ps: 64 << 10, errs: []string{"0000:41:00.0", "whole host pages of 65536 bytes"}},
 		{name: "a region past its object", m: vidmem(device.DeviceMemory, 0xcaf00001, va, 4096, 0, 8192), fn: "0000:41:00.0", errs: []string{"outside its memory object"}},
@@ -200,6 +203,11 @@ func TestDMA(t *testing.T) {
 				c.fake(f)
 			}
 			p := fakePath(f)
+			if c.m != nil {
+				if rec, ok := c.m.Data.(*memRecord); ok && rec.path == nil {
+					rec.path = p // the path's own memory
+				}
+			}
 			d, err := p.dma(c.m, c.fn, dir, ps)
 			if f.calls != c.calls {
 				t.Errorf("%d calls of the driver, want %d", f.calls, c.calls)
@@ -244,6 +252,7 @@ func TestDMAPublic(t *testing.T) {
 	f := &fakeExport{t: t, devFD: fakeDevFD, ps: 4096, vidmem: map[Handle]uint64{0xcaf00001: 4096}}
 	p := fakePath(f)
 	m := vidmem(device.DeviceMemory, 0xcaf00001, 0x20_0000_0000, 4096, 0, 4096)
+	m.Data.(*memRecord).path = p
 	for _, fn := range []string{"zz", "ffff:ff:1f.7"} {
 		if _, err := p.DMA(m, fn); err == nil || !strings.Contains(err.Error(), fn) {
 			t.Errorf("DMA for %q answered %v", fn, err)
@@ -274,7 +283,9 @@ func FuzzDMAFunction(f *testing.F) {
 	f.Fuzz(func(t *testing.T, fn string) {
 		fe := &fakeExport{t: t, devFD: fakeDevFD, ps: 4096, vidmem: map[Handle]uint64{0xcaf00001: 4096}}
 		p := fakePath(fe)
-		d, err := p.dma(vidmem(device.DeviceMemory, 0xcaf00001, 0x20_0000_0000, 4096, 0, 4096), fn, dir, 4096)
+		m := vidmem(device.DeviceMemory, 0xcaf00001, 0x20_0000_0000, 4096, 0, 4096)
+		m.Data.(*memRecord).path = p
+		d, err := p.dma(m, fn, dir, 4096)
 		a, perr := ParsePCIAddress(fn)
 		want := perr == nil && a == PCIAddress{Bus: 0x41}
 		if err == nil {

@@ -106,6 +106,7 @@ type memRecord struct {
 	held    bool           // Go code may hold the host's view past Free (AllocHeld)
 	path    *Client        // the path that gave it, through which alone it is freed
 	kept    bool           // Free leaves va out of the pool (held Pinned memory, held Mapped memory outside Go's heap)
+	stays   bool           // UVM kept its range after a failed map: its addresses never go back
 	freed   bool
 }
 
@@ -575,7 +576,7 @@ func (p *Client) allocPinned(n int, held bool) (m *Memory, err error) {
 	}
 	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, held: held, path: p}
 	defer func() {
-		if err != nil {
+		if err != nil && !rec.stays {
 			p.giveVA(pl, va, size)
 		}
 	}()
@@ -645,14 +646,26 @@ func (p *Client) mapGPU(rec *memRecord, h Handle) error {
 			err = fmt.Errorf("nvidia: RM_MAP_MEMORY_DMA placed 0x%x at 0x%x, not 0x%x", h, dm.DMAOffset, rec.va)
 		}
 		if err != nil {
-			return errors.Join(err, p.uvmFree(rec))
+			return p.dropRange(rec, err)
 		}
 	}
 	me := p.mapParams(rec, h)
 	if err := uvmCall(p.u, "UVM_MAP_EXTERNAL_ALLOCATION", uvmMapExternalAlloc, me, &me.RMStatus); err != nil {
-		return errors.Join(err, p.uvmFree(rec))
+		return p.dropRange(rec, err)
 	}
 	return nil
+}
+
+// dropRange frees rec's UVM range after its map failed with err, and
+// returns err. Where UVM refuses, the range stays in UVM's space, and rec
+// marks its addresses as never to go back (stays): the next allocation
+// would take them and meet the range.
+func (p *Client) dropRange(rec *memRecord, err error) error {
+	if ferr := p.uvmFree(rec); ferr != nil {
+		rec.stays = true
+		return fmt.Errorf("%w (and the range stays: %w)", err, ferr)
+	}
+	return err
 }
 
 // mapParams is UVM_MAP_EXTERNAL_ALLOCATION's 9 KiB block, on the heap.
@@ -712,7 +725,13 @@ func (rec *memRecord) dropHost() error {
 		_, err := mapPrivate(uintptr(rec.va), rec.length)
 		return err
 	}
-	return unreserveTo(uintptr(rec.va), rec.length)
+	if err := unreserveTo(uintptr(rec.va), rec.length); err != nil {
+		return err
+	}
+	// The view is the reservation's pages now, which fault: Bytes is nil
+	// from here on, whatever becomes of the rest of the free.
+	rec.hostPtr = nil
+	return nil
 }
 
 // undo gives back the memory object h of a failed allocation and its host
@@ -784,8 +803,19 @@ func (p *Client) mapHost(a uintptr, n int) (m *Memory, err error) {
 	return &Memory{Kind: device.PinnedMemory, Borrowed: true, Address: rec.va + (uint64(a) - start), Host: a, Size: n, Handle: h, Data: rec}, nil
 }
 
-// giveRange gives back rec's GPU addresses.
+// giveRange gives back rec's GPU addresses, unless UVM kept its range
+// (stays): then they stay out of the pool, and a host range at its own
+// address stays among those the GPU maps, its Go memory kept with the
+// system, until the system's close ends UVM's space.
 func (p *Client) giveRange(rec *memRecord) {
+	if rec.stays {
+		if rec.goMem != nil {
+			p.sys.mu.Lock()
+			p.sys.stuck = append(p.sys.stuck, rec.goMem)
+			p.sys.mu.Unlock()
+		}
+		return
+	}
 	if rec.pool != nil {
 		p.giveVA(rec.pool, rec.va, rec.length)
 		return
@@ -939,14 +969,27 @@ func (p *Client) drop() error {
 }
 
 // Unregister gives back what Register took, before the device frees the
-// channel.
-func (p *Client) Unregister(channel Handle) error {
+// channel. After Close it returns the error of a closed path: the path's
+// release, at the latest the system's close, ends the registrations.
+func (p *Client) Unregister(channel Handle) (err error) {
 	p.mu.Lock()
 	s, ok := p.channels[channel]
+	closed := p.closed
+	if ok && !closed {
+		p.live++ // the path's release waits for the call
+	}
 	p.mu.Unlock()
+	if closed {
+		return errStopped
+	}
 	if !ok {
 		return fmt.Errorf("nvidia: channel 0x%x is not registered", channel)
 	}
+	defer func() {
+		if derr := p.drop(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}()
 	uc := uvmUnregisterChannelParams{GPUUUID: p.uuid, Client: p.r.client, Channel: channel}
 	if err := uvmCall(p.u, "UVM_UNREGISTER_CHANNEL", uvmUnregisterChannel, &uc, &uc.RMStatus); err != nil {
 		return asFault(err)

@@ -148,8 +148,9 @@ func (p *Client) mapPeerVidmem(m *Memory, rec *memRecord) (_ *Memory, err error)
 	if err != nil {
 		return nil, peerError(what, err)
 	}
+	stays := false // UVM kept the range: its addresses never go back
 	defer func() {
-		if err != nil {
+		if err != nil && !stays {
 			p.giveVA(pl, va, rec.length)
 		}
 	}()
@@ -184,6 +185,7 @@ func (p *Client) mapPeerVidmem(m *Memory, rec *memRecord) (_ *Memory, err error)
 	if err != nil {
 		f := uvmFreeParams{Base: va, Length: rec.length}
 		if ferr := uvmCall(u, "UVM_FREE", uvmFree, &f, &f.RMStatus); ferr != nil {
+			stays = true
 			err = fmt.Errorf("%w (and the range stays: %v)", err, ferr)
 		}
 		return nil, peerError(what, err)

@@ -40,6 +40,7 @@ type system struct {
 	dev      *pool      // Device memory's addresses
 	identity spanSet    // host ranges the GPU maps at their own addresses
 	kept     spanSet    // host-visible ranges of freed held memory, zeroed, never given back
+	stuck    [][]byte   // Go memory at addresses of ranges UVM kept after a failed map
 	handle   Handle     // the last handle the package named itself
 }
 
