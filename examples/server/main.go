@@ -60,10 +60,7 @@ func run(o options, log *slog.Logger) error {
 	// (Service.Bodiless).
 	rig.SetLogger(log)
 	prometheus.MustRegister(rigprom.NewCollector(svc.Devices))
-	mux := http.NewServeMux()
-	mux.Handle("/", svc.Handler())
-	mux.Handle("GET /metrics", svc.Bodiless(promhttp.Handler()))
-	srv := newServer(o.addr, mux)
+	srv := newServer(o.addr, handler(svc))
 	served := make(chan error, 1)
 	go func() { served <- srv.ListenAndServe() }()
 	log.Info("serving", "addr", o.addr, "driver", driver)
@@ -99,6 +96,25 @@ func run(o options, log *slog.Logger) error {
 	return err
 }
 
+// handler serves the service's paths and /metrics. Every request but
+// /saxpy's goes through Bodiless, the mux's own answers included (its
+// redirects of paths such as //saxpy), so that a body announced and never
+// sent is not waited for.
+func handler(svc *service.Service) http.Handler {
+	h := svc.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.Handle("GET /metrics", promhttp.Handler())
+	others := svc.Bodiless(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/saxpy" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		others.ServeHTTP(w, r)
+	})
+}
+
 // newServer returns the HTTP server of the service's handler h on addr.
 // Each phase of a connection in which the server waits on its client is
 // bounded: a request's head by ReadHeaderTimeout, a /saxpy request's body
@@ -106,7 +122,9 @@ func run(o options, log *slog.Logger) error {
 // keep-alive connection's next request by IdleTimeout. Without
 // IdleTimeout (and with no ReadTimeout, which it defaults to) a connection
 // that made one request and then stays silent is kept, with its goroutine
-// and file descriptor, until the client closes it.
+// and file descriptor, until the client closes it. net/http's own answer
+// to "OPTIONS *" is off, so that h answers it too: that answer reads an
+// announced body with no deadline.
 func newServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, DisableGeneralOptionsHandler: true}
 }

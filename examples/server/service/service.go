@@ -349,7 +349,10 @@ func (s *Service) Handler() http.Handler {
 // answered as it would be without it, with the body unread and
 // "Connection: close". Handler serves the service's paths other than
 // /saxpy through it, and a server serves through it as well its own
-// handlers that take no body beside the service's (its metrics, say).
+// handlers that take no body beside the service's (its metrics, say), and
+// its mux's own answers (the redirects of paths it cleans), with
+// net/http's answer to "OPTIONS *" turned off
+// (http.Server.DisableGeneralOptionsHandler), which reads the body first.
 //
 // net/http reads what a handler left of a body before it writes the answer
 // (up to 256 KiB, to keep the connection), with no deadline of its own, so
