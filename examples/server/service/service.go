@@ -209,12 +209,17 @@ func (s *Service) watch(b *backend) {
 	}()
 }
 
-// Devices returns the device the service runs on now, for metrics.
+// Devices returns the device the service runs on now and its standby, if
+// any, for metrics.
 func (s *Service) Devices() []*rig.Device {
+	var devs []*rig.Device
 	if b := s.cur.Load(); b != nil {
-		return []*rig.Device{b.dev}
+		devs = append(devs, b.dev)
 	}
-	return nil
+	if sp := s.spare.Load(); sp != nil {
+		devs = append(devs, sp.dev)
+	}
+	return devs
 }
 
 // start opens the device of seat and makes a backend on it.
@@ -743,7 +748,8 @@ func (s *Service) fail(w http.ResponseWriter, err error) {
 		// answer.
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	case errors.Is(err, rig.ErrLost):
-		s.log.Error("device lost", "err", err)
+		// recover logs the loss once; each request that met it, here.
+		s.log.Debug("request met a lost device", "err", err)
 		if b := s.cur.Load(); b != nil {
 			s.recover(b)
 		}
@@ -805,6 +811,7 @@ func (s *Service) recover(b *backend) {
 		s.reopenMu.Unlock()
 		return
 	}
+	s.log.Error("device lost", "device", b.dev.Name(), "err", b.dev.Err())
 	sp := s.spare.Swap(nil)
 	if sp != nil {
 		if sp.dev.Err() == nil {
