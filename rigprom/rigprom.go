@@ -149,11 +149,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			delete(c.seen, w) // a lost device the garbage collector freed
 		}
 	}
+	watchedNames := make(map[string]bool, len(c.watched))
+	for _, n := range c.watched {
+		watchedNames[n] = true
+	}
 	for n, v := range c.losses {
-		if v == 0 && !names[n] {
-			// A name no device has now and that never lost one: its
-			// zero series ends with it, so that short-lived names do
-			// not accumulate.
+		if v == 0 && !names[n] && !watchedNames[n] {
+			// A name no device has now, watched or listed, and that
+			// never lost one: its zero series ends with it, so that
+			// short-lived names do not accumulate.
 			delete(c.losses, n)
 			continue
 		}
