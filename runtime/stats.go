@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
@@ -90,14 +91,14 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	}
 	rank := uint64(1)
 	if x := q * float64(total); x > 1 {
-		rank = uint64(min(x, float64(total)))
 		// Rounds up, but not for the float error of a product that is
-		// whole (0.07*100 is 7.000000000000001).
-		if float64(rank) < x-1e-9*x {
-			rank++
-		}
+		// whole (0.07*100 is 7.000000000000001): a few units in the last
+		// place, where a tolerance in proportion to x would swallow a
+		// fraction of a rank past 10^5 values (0.9999 of 109,999 is
+		// 109,988.9).
+		rank = uint64(math.Ceil(min(x, float64(total)) * (1 - 0x1p-50)))
 	}
-	rank = min(rank, total)
+	rank = max(min(rank, total), 1)
 	var seen uint64
 	for i, n := range h.Buckets {
 		seen += n

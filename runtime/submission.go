@@ -359,8 +359,26 @@ func (r *Run) Params(i int) []byte {
 func (r *Run) Release() {
 	if r.held {
 		r.held = false
+		r.forget()
 		r.s.give(r)
 	}
+}
+
+// forget drops the run's references to what its last submission used
+// (buffers, regions, other devices' points and answers), before the run
+// waits in its submission for a later Take: a submission kept for the
+// program's life would otherwise keep a freed buffer's memory, or a
+// closed device, from the collector until the run is next submitted. It
+// allocates nothing.
+func (r *Run) forget() {
+	clear(r.bufs[:cap(r.bufs)])
+	r.bufs = r.bufs[:0]
+	clear(r.owed[:cap(r.owed)])
+	r.owed = r.owed[:0]
+	for i := range r.sub.Parts {
+		r.sub.Parts[i].Src, r.sub.Parts[i].Dst = nil, nil
+	}
+	r.comb.res = attempt{}
 }
 
 // Submit submits the run's work with its buffers (refs index them), and
@@ -401,7 +419,10 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 		return Point{}, fmt.Errorf("rig: submit of a run that went back to its pool (a run is submitted or released once): %w", ErrInvalid)
 	}
 	r.held = false
-	defer r.s.give(r)
+	defer func() {
+		r.forget()
+		r.s.give(r)
+	}()
 	if r.err != nil {
 		return Point{}, r.err
 	}
