@@ -96,23 +96,15 @@ func run(o options, log *slog.Logger) error {
 	return err
 }
 
-// handler serves the service's paths and /metrics. Every request but
-// /saxpy's goes through Bodiless, the mux's own answers included (its
-// redirects of paths such as //saxpy), so that a body announced and never
-// sent is not waited for.
+// handler serves the service's paths and /metrics, every request but
+// /saxpy's through Bodiless (Service.Guard), the mux's own answers
+// included (its redirects of paths such as //saxpy), so that a body
+// announced and never sent is not waited for.
 func handler(svc *service.Service) http.Handler {
-	h := svc.Handler()
 	mux := http.NewServeMux()
-	mux.Handle("/", h)
+	mux.Handle("/", svc.Handler())
 	mux.Handle("GET /metrics", promhttp.Handler())
-	others := svc.Bodiless(mux)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/saxpy" {
-			h.ServeHTTP(w, r)
-			return
-		}
-		others.ServeHTTP(w, r)
-	})
+	return svc.Guard(mux)
 }
 
 // newServer returns the HTTP server of the service's handler h on addr.

@@ -338,10 +338,19 @@ func (s *Service) Handler() http.Handler {
 		mux.HandleFunc("POST /debug/spin", s.handleSpin)
 		mux.HandleFunc("POST /debug/fault", s.handleFault)
 	}
-	others := s.Bodiless(mux)
+	return s.Guard(mux)
+}
+
+// Guard returns h, which serves the service's paths among others, such
+// that every request but a POST to /saxpy goes through Bodiless: the
+// answers of h's own mux included, such as its redirects of paths it
+// cleans (//saxpy). Handler is its mux guarded so; a server guards so the
+// mux it puts in front of Handler.
+func (s *Service) Guard(h http.Handler) http.Handler {
+	others := s.Bodiless(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/saxpy" {
-			mux.ServeHTTP(w, r)
+			h.ServeHTTP(w, r)
 			return
 		}
 		others.ServeHTTP(w, r)
