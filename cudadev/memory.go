@@ -375,12 +375,13 @@ const (
 var pageSize = uintptr(os.Getpagesize())
 
 // MapHost page-locks for every CUDA device the pages that hold the n bytes
-// at p, and maps them for d. A range inside one that MapHost locked counts
-// against it; a range inside one allocation CUDA locked for another owner
-// is mapped as it is, uncounted; a range across such ranges, or across
-// one's edge, is refused with ErrNever; any other range is locked, or
-// refused: ErrNoRoom where CUDA lacked the memory, ErrNever otherwise. It returns
-// an error naming n below 1. Counted.
+// at p, and maps them for d. A range inside one that MapHost or a Pinned
+// Alloc locked counts against it; a range that overlaps such ranges
+// without lying inside one is refused with ErrNever; a range inside one
+// allocation CUDA locked for another owner is mapped as it is, uncounted;
+// any other range is locked, or refused: ErrNoRoom where CUDA lacked the
+// memory, ErrNever otherwise. It returns an error naming n below 1.
+// Counted.
 func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("cudadev: map_host of %d bytes at %#x: a region holds at least one byte", n, p)

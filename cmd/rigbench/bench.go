@@ -136,8 +136,6 @@ func (st *laneState) renew() context.Context {
 	return ctx
 }
 
-// timeOut ends the lane's wait that began at s (mono) with errTimeout,
-// unless that wait ended since.
 // expired returns a wait context for the lane that has already timed
 // out, for the waits that begin after the drain's bound. Only the lane's
 // waiter calls it.
@@ -150,6 +148,8 @@ func (st *laneState) expired() context.Context {
 	return ctx
 }
 
+// timeOut ends the lane's wait that began at s (mono) with errTimeout,
+// unless that wait ended since.
 func (st *laneState) timeOut(s int64) {
 	st.mu.Lock()
 	if st.since.Load() == s {
@@ -241,6 +241,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	var wg sync.WaitGroup
 	for i, l := range lanes {
 		st, wctx := states[i], waitCtxs[i]
+		name := l.name() // once: the load generator allocates nothing a submission
 		tl := &tally{last: mono()}
 		// flush adds the lane's tally to the run's figures.
 		flush := func() {
@@ -279,11 +280,11 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 						err = fmt.Errorf("%w (%s)", err, l.state(f.t))
 					}
 				}
-				fail(fmt.Errorf("wait on %s: %w", l.name(), err))
+				fail(fmt.Errorf("wait on %s: %w", name, err))
 				return
 			}
 			if slowTraces != nil {
-				slowTraces.see(l.name(), f.intended, now)
+				slowTraces.see(name, f.intended, now)
 			}
 			tl.lat[tl.n] = now - f.intended
 			tl.n++
@@ -313,7 +314,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 					t, b, err := l.submit(runCtx)
 					if err != nil {
 						if runCtx.Err() == nil || !errors.Is(err, runCtx.Err()) {
-							fail(fmt.Errorf("submit on %s: %w", l.name(), err))
+							fail(fmt.Errorf("submit on %s: %w", name, err))
 						}
 						return
 					}
@@ -362,7 +363,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 					if runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
 						return
 					}
-					fail(fmt.Errorf("submit on %s: %w", l.name(), err))
+					fail(fmt.Errorf("submit on %s: %w", name, err))
 					return
 				}
 				items <- flight[T]{t: t, intended: intended, bytes: b}

@@ -36,6 +36,23 @@ func heldRig(t *testing.T) *Client {
 	return a
 }
 
+// fakeMapped is size bytes of Mapped memory of path a, held or not, at
+// host-visible addresses of a's pool: shared memory stands for the BAR
+// mapping, and the record counts among a's live memory.
+func fakeMapped(t *testing.T, a *Client, size uint64, held bool) *Memory {
+	t.Helper()
+	va, pl, err := a.takeVA(true, size, pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mapShared(uintptr(va), size); err != nil {
+		t.Fatal(err)
+	}
+	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, own: true, held: held, hostPtr: ptrAt(uintptr(va)), path: a}
+	a.live++
+	return &Memory{Kind: device.MappedMemory, Address: va, Host: uintptr(va), Size: int(size), Handle: 0xbeef, Data: rec}
+}
+
 // A freed held Mapped memory outside Go's heap keeps its zeroed pages past
 // the end of the system: a slice of it still reads zeros. The rest of the
 // reservation stays reserved, for the next system, which hands out none of
@@ -44,18 +61,9 @@ func TestCloseKeepsHeldMapped(t *testing.T) {
 	a := heldRig(t)
 	s := a.sys
 	const size = 2 * pageSize
-	va, pl, err := a.takeVA(true, size, pageSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Shared memory stands for the BAR mapping.
-	if _, err := mapShared(uintptr(va), size); err != nil {
-		t.Fatal(err)
-	}
+	m := fakeMapped(t, a, size, true)
+	rec, va := m.Data.(*memRecord), m.Address
 	t.Cleanup(func() { _ = munmap(uintptr(va), size) })
-	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, own: true, held: true, hostPtr: ptrAt(uintptr(va)), path: a}
-	m := &Memory{Kind: device.MappedMemory, Address: va, Host: uintptr(va), Size: size, Handle: 0xbeef, Data: rec}
-	a.live++
 	b := m.Bytes()
 	b[0] = 42
 	if err := a.Free(m); err != nil {

@@ -71,18 +71,7 @@ func TestFailedFreeDropsHostView(t *testing.T) {
 	f := &peerFake{t: t, statuses: map[string][]uint32{}}
 	a.r.ioctl = f.ioctl
 	a.u.conn = a.r.conn
-	const size = 2 * pageSize
-	va, pl, err := a.takeVA(true, size, pageSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Shared memory stands for the BAR mapping.
-	if _, err := mapShared(uintptr(va), size); err != nil {
-		t.Fatal(err)
-	}
-	rec := &memRecord{va: va, length: size, page: pageSize, pool: pl, own: true, hostPtr: ptrAt(uintptr(va)), path: a}
-	m := &Memory{Kind: device.MappedMemory, Address: va, Host: uintptr(va), Size: size, Handle: 0xbeef, Data: rec}
-	a.live++
+	m := fakeMapped(t, a, 2*pageSize, false)
 	f.answer("RM_FREE", StatusInvalidArgument)
 	if err := a.Free(m); !isFault(err) {
 		t.Fatalf("Free answered %v", err)
