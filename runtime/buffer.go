@@ -229,7 +229,7 @@ func (d *Device) track(s *bufState) (*Buffer, error) {
 	if d.buffers == nil {
 		d.objMu.Unlock()
 		s.release()
-		return nil, ErrClosed
+		return nil, d.closed
 	}
 	d.buffers[s] = struct{}{}
 	d.objMu.Unlock()

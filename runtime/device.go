@@ -25,9 +25,12 @@ import (
 // and Settle return an error matching ErrInvalid, and NewSubmission does;
 // the accessors (Name, Facts, Stats and the like) panic.
 type Device struct {
-	name  string
-	drv   device.Driver
-	facts *device.Facts
+	name string
+	// closed is the error of calls and waits after Close: it matches
+	// ErrClosed and names the device.
+	closed error
+	drv    device.Driver
+	facts  *device.Facts
 	// word is the word rig reads: the array's, or nil where the driver
 	// keeps its own, read through Signaled.
 	word *uint64
@@ -233,6 +236,7 @@ func open(op device.Opener) (*Device, error) {
 	}
 	d := &Device{
 		name:    op.Name,
+		closed:  &closedError{op.Name},
 		drv:     drv,
 		facts:   f,
 		word:    f.Word,
@@ -428,7 +432,7 @@ func (d *Device) passedAnswerIf(v uint64, wait bool) (settled bool, err error) {
 		return true, le
 	}
 	if d.stopped.Load() && !device.AtLeast(d.stopAt.Load(), v) {
-		return true, ErrClosed
+		return true, d.closed
 	}
 	return true, nil
 }
@@ -463,7 +467,7 @@ func (d *Device) end() { d.callMu.RUnlock() }
 // usable returns the error of a device that takes no more work.
 func (d *Device) usable() error {
 	if d.closing.Load() {
-		return ErrClosed
+		return d.closed
 	}
 	if le := d.loss.Load(); le != nil {
 		return le

@@ -39,6 +39,14 @@ var (
 	ErrInvalid = errors.New("rig: invalid argument")
 )
 
+// closedError is the error of calls and waits on a device after its
+// Close: it names the device and matches ErrClosed. A device makes its one
+// when it opens, so that returning it allocates nothing.
+type closedError struct{ name string }
+
+func (e *closedError) Error() string { return "rig: device " + e.name + " closed" }
+func (e *closedError) Unwrap() error { return ErrClosed }
+
 // LostError is the error of a lost device.
 type LostError struct {
 	// Device is the device's name.

@@ -53,7 +53,7 @@ func TestFillRows(t *testing.T) {
 	runHostile(t, d, []hostile{
 		{"rows past 2^64", newSub(d, rig.FillRows(0, 8, 8, 1<<62, 16, 1)), rig.ErrInvalid, "past 2^64"},
 		{"a row past 2^64", newSub(d, rig.FillRows(0, math.MaxUint64-3, 8, 1, 0, 1)), rig.ErrInvalid, "past 2^64"},
-		{"rows past the buffer", runCall(sub(t, d, rig.FillRows(0, 0, 8, 4, 20, 1)), nil, x), rig.ErrRefused, "writes bytes up to 68 of buffer 0, which holds 64"},
+		{"rows past the buffer", runCall(sub(t, d, rig.FillRows(0, 0, 8, 4, 20, 1)), nil, x), rig.ErrRefused, "writes from byte 0 up to byte 68 of buffer 0, which holds 64"},
 		{"rows that overlap", runCall(sub(t, d, rig.FillRows(0, 0, 8, 4, 4, 1)), nil, x), rig.ErrRefused, "destination pitch of 4"},
 	})
 }

@@ -97,7 +97,7 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 	if d.images == nil {
 		d.objMu.Unlock()
 		st.release()
-		return nil, ErrClosed
+		return nil, d.closed
 	}
 	d.images[st] = struct{}{}
 	d.objMu.Unlock()

@@ -121,7 +121,7 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 	// the supervisor. The others park at once, and so, on a device whose
 	// submitters combine, does a wait for a value with others' work ahead
 	// of it (spinNext).
-	if spin := time.Duration(d.spin.Load()); spin > 0 && (!d.spinNext || device.AtLeast(d.read()+1, v)) && d.spinners.enter() {
+	if spin := time.Duration(d.spin.Load()); spin > 0 && (!d.spinNext || device.AtLeast(d.read()+1, v)) && !d.closing.Load() && d.spinners.enter() {
 		reached := d.spinFor(ctx, v, spin)
 		d.spinners.leave()
 		if reached {
@@ -149,7 +149,7 @@ func (d *Device) wait(ctx context.Context, v uint64) error {
 			if le := d.loss.Load(); le != nil {
 				return le
 			}
-			return ErrClosed
+			return d.closed
 		}
 		// ctx ended while the supervisor's mailbox was full.
 		d.stats.waitsCancelled.Add(1)
@@ -186,7 +186,7 @@ func (d *Device) parked(ctx context.Context, w *waiter) error {
 			if le := d.loss.Load(); le != nil {
 				return le
 			}
-			return ErrClosed
+			return d.closed
 		}
 	default:
 	}

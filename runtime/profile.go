@@ -129,7 +129,7 @@ func (d *Device) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	d.callMu.RLock()
 	defer d.callMu.RUnlock()
 	if d.closing.Load() {
-		return into, ErrClosed
+		return into, d.closed
 	}
 	out, err := d.drv.Settle(into)
 	if err != nil {

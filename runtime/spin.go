@@ -111,8 +111,10 @@ func (g *spinGate) enter() bool {
 // leave gives back the place enter took.
 func (g *spinGate) leave() { g.n.Add(-1) }
 
-// spinFor reads the word until it reaches v, spin elapses, ctx ends or
-// the device is lost, and reports whether it reached v. The caller holds
+// spinFor reads the word until it reaches v, spin elapses, ctx ends, or
+// the device is lost or closing, and reports whether it reached v (a
+// closing device's waiters are answered by its supervisor, whose Close
+// may leave the word where it is). The caller holds
 // a place of the device's gate.
 // Where the device's work runs on the process's goroutines (Facts.OnHost)
 // it yields at every read; otherwise it reads the word back to back and
@@ -134,7 +136,7 @@ func (d *Device) spinFor(ctx context.Context, v uint64, spin time.Duration) bool
 		}
 		if i%spinCheck == 0 {
 			now := time.Now()
-			if now.Sub(start) > spin || ctx.Err() != nil || d.loss.Load() != nil {
+			if now.Sub(start) > spin || ctx.Err() != nil || d.loss.Load() != nil || d.closing.Load() {
 				return false
 			}
 			if !onHost {

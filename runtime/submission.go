@@ -191,11 +191,12 @@ func (p *Part) check(i int, d *Device, n int) error {
 }
 
 // rowsEnd is one past the last byte of rows rows of n bytes, pitch bytes
-// apart, from byte off, and whether it lies within 2^64; 0 where the rows
-// hold no byte.
+// apart, from byte off, and whether it lies within 2^64; off where the
+// rows hold no byte, so that an empty copy's offset is still checked
+// against its buffer's length, as Upload's is.
 func rowsEnd(off, rows, pitch, n uint64) (uint64, bool) {
 	if rows == 0 || n == 0 {
-		return 0, true
+		return off, true
 	}
 	hi, lo := bits.Mul64(rows-1, pitch)
 	end, c1 := bits.Add64(lo, n, 0)
@@ -494,8 +495,8 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 				return Point{}, closedWait("a submission on "+d.name, a.other, ErrClosed)
 			}
 		case attemptHostWait:
-			if err := a.other.Wait(ctx); err != nil {
-				return Point{}, closedWait("a submission on "+d.name, a.other, err)
+			if err := d.waitOther(ctx, a.other); err != nil {
+				return Point{}, err
 			}
 		case attemptLater:
 			if err := d.progress(ctx); err != nil {
@@ -678,7 +679,7 @@ func (r *Run) bind(buffers []*Buffer) error {
 			if !p.filling {
 				st := buffers[p.src].s
 				if p.srcEnd > uint64(st.n) {
-					return r.refuse(i, fmt.Sprintf("it reads bytes up to %d of buffer %d, which holds %d", p.srcEnd, p.src, st.n))
+					return r.refuse(i, fmt.Sprintf("it reads from byte %d up to byte %d of buffer %d, which holds %d", p.srcOff, p.srcEnd, p.src, st.n))
 				}
 				reg, _, err := st.on(d)
 				if err != nil {
@@ -688,7 +689,7 @@ func (r *Run) bind(buffers []*Buffer) error {
 			}
 			st := buffers[p.dst].s
 			if p.dstEnd > uint64(st.n) {
-				return r.refuse(i, fmt.Sprintf("it writes bytes up to %d of buffer %d, which holds %d", p.dstEnd, p.dst, st.n))
+				return r.refuse(i, fmt.Sprintf("it writes from byte %d up to byte %d of buffer %d, which holds %d", p.dstOff, p.dstEnd, p.dst, st.n))
 			}
 			reg, _, err := st.on(d)
 			if err != nil {
@@ -919,6 +920,34 @@ func (d *Device) progress(ctx context.Context) error {
 	defer d.roomWait.leave()
 	// Never past the last value submitted, which frees every room.
 	return Point{d: d, v: cur + min(ahead, d.last.Load()-cur)}.Wait(ctx)
+}
+
+// waitOther waits on the host for p, a point of another device that d's
+// driver cannot wait for itself, ahead of a submission on d. d's close or
+// loss ends the wait, since the submission could then only fail: it
+// returns d's error. The host wait is the rare path (drivers wait for
+// each other's words on the device), so its goroutine costs little.
+func (d *Device) waitOther(ctx context.Context, p Point) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-d.lost:
+		case <-d.sup.box.Closed():
+		case <-wctx.Done():
+		}
+		cancel()
+	}()
+	err := p.Wait(wctx)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil {
+		if e := d.usable(); e != nil {
+			return e
+		}
+	}
+	return closedWait("a submission on "+d.name, p, err)
 }
 
 // grow asks the driver to grow its queues, running a round of reclamation

@@ -495,7 +495,7 @@ func (s *supervisor) close(reply chan error) {
 	if le := d.loss.Load(); le != nil && s.lost == nil {
 		s.onLoss(le)
 	}
-	var cause error = ErrClosed
+	var cause = d.closed
 	if s.lost != nil {
 		cause = s.lost
 	}
