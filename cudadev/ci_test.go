@@ -458,6 +458,14 @@ func TestCheckImageELF(t *testing.T) {
 			sh := b[shoff+uint64(shnum-1)*0x40:]
 			le.PutUint32(sh, 1<<30)
 		}), "past its"},
+		{"section names of 0 bytes at the end, every name at 0", edit(func(b, _ []byte) {
+			nsh := b[shoff+uint64(le.Uint16(b[0x3e:]))*0x40:]
+			le.PutUint64(nsh[0x18:], uint64(len(b)))
+			le.PutUint64(nsh[0x20:], 0)
+			for i := range uint64(shnum) {
+				le.PutUint32(b[shoff+i*0x40:], 0)
+			}
+		}), "do not end with a NUL"},
 		{"section names with no NUL at their end", edit(func(b, _ []byte) {
 			nsh := b[shoff+uint64(le.Uint16(b[0x3e:]))*0x40:]
 			b[le.Uint64(nsh[0x18:])+le.Uint64(nsh[0x20:])-1] = 'x'

@@ -37,14 +37,16 @@ func (h *holds) hold(fn uint64) (*image, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.images[img] > 0 {
-		h.images[img]++
-		return img, nil
-	}
 	img.mu.Lock()
 	defer img.mu.Unlock()
 	if img.unloaded {
+		// Also where h holds it already: rig unloaded it, and no graph
+		// records its functions from then on.
 		return nil, errors.New("cudadev: graph: the function's image is unloaded")
+	}
+	if h.images[img] > 0 {
+		h.images[img]++
+		return img, nil
 	}
 	img.graphs++
 	if h.images == nil {

@@ -385,3 +385,56 @@ func FuzzGraphCopyNode(f *testing.F) {
 		}
 	})
 }
+
+// TestGraphHoldingImageAfterUnload: cuda.Graph's contract says "an
+// unloaded image's functions cannot be recorded", and Unload's says "After
+// it no new graph records the image's functions"; holds.hold says it
+// refuses where "rig unloaded it". A graph (or executable graph) that
+// already holds an image records its functions again after rig unloaded
+// the image.
+func TestGraphHoldingImageAfterUnload(t *testing.T) {
+	tab := fakeTable(t, graphFakes(map[string]fakeFn{
+		"cuFuncGetAttribute": fakeFuncAttrs(1024, 48<<10),
+		"cuFuncGetParamInfo": func([6]uintptr) result { return errInvalidValue },
+		"cuGraphAddKernelNode_v2": func(a [6]uintptr) result {
+			*cWord(a[0]) = 0x701
+			return 0
+		},
+	}))
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	d.maxBlock, d.maxGrid = [3]uint32{1024, 1024, 64}, [3]uint32{1<<31 - 1, 65535, 65535}
+	gs := &graphs{d: d}
+	const fn = 0xf7
+	img := fakeModule(t, d, fn)
+	k := cuda.Kernel{Func: fn, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+
+	g, err := gs.NewGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := g.Kernel(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := g.Instantiate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Unload(img); err != nil {
+		t.Fatal(err)
+	}
+	// A graph that held nothing is refused, as documented.
+	g2, err := gs.NewGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g2.Kernel(k); err == nil {
+		t.Fatal("a fresh graph recorded a function of an unloaded image")
+	}
+	if _, err := g.Kernel(k, n); err == nil {
+		t.Error("the graph recorded a function of an image rig unloaded (it already held the image)")
+	}
+	if err := x.SetKernel(n, k); err == nil {
+		t.Error("the executable graph recorded a function of an image rig unloaded (it already held the image)")
+	}
+}

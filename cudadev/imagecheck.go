@@ -180,11 +180,11 @@ func checkCubin(b []byte) error {
 		// which end with a NUL, so that each name ends within them.
 		nsh := b[shoff+names*shent:]
 		namesOff, namesSize := le.Uint64(nsh[0x18:]), le.Uint64(nsh[0x20:])
-		if namesSize > 0 && b[namesOff+namesSize-1] != 0 {
+		if namesSize == 0 || b[namesOff+namesSize-1] != 0 {
 			return fmt.Errorf("a cubin of %d bytes whose section names do not end with a NUL", len(b))
 		}
 		for i := range shnum {
-			if n := uint64(le.Uint32(b[shoff+i*shent:])); n >= namesSize && n > 0 {
+			if n := uint64(le.Uint32(b[shoff+i*shent:])); n >= namesSize {
 				return fmt.Errorf("a cubin of %d bytes whose section %d's name lies at %d, past its %d bytes of section names", len(b), i, n, namesSize)
 			}
 		}

@@ -386,6 +386,9 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("cudadev: map_host of %d bytes at %#x: a region holds at least one byte", n, p)
 	}
+	if !d.facts.MapsHost {
+		return nil, fmt.Errorf("%w: GPU %d maps no host memory (CUDA says it cannot map or register host memory)", device.ErrNever, d.index)
+	}
 	start := p &^ (pageSize - 1)
 	end := (p + uintptr(n) + pageSize - 1) &^ (pageSize - 1)
 	t := d.t
@@ -432,7 +435,11 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 			f.c1(t.cuMemHostUnregister, rng.start)
 			hosts.ranges = hosts.ranges[:len(hosts.ranges)-1]
 		}
-		return nil, d.fail("mapping host memory", rc, device.ErrNever)
+		kind := device.ErrNever
+		if rc == errOutOfMemory {
+			kind = device.ErrNoRoom
+		}
+		return nil, d.fail("mapping host memory", rc, kind)
 	}
 	reg := &region{kind: kind, size: uint64(n), host: p,
 		loc: device.Location{Address: f.out[2], Handle: uint64(p), Host: p}}

@@ -183,3 +183,45 @@ func TestMapHostAcrossRanges(t *testing.T) {
 	}
 	runtime.KeepAlive(other)
 }
+
+// fakeHostPage is a page-aligned host address that MapHost is given; the
+// fake CUDA never touches it.
+const fakeHostPage = uintptr(0x7e5500000000)
+
+// TestMapHostNoMemoryToMap: a range that CUDA locks but lacks the memory
+// to map (cuMemHostGetDevicePointer answers CUDA_ERROR_OUT_OF_MEMORY) is
+// refused with ErrNoRoom, as one CUDA lacks the memory to lock is.
+func TestMapHostNoMemoryToMap(t *testing.T) {
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuMemHostGetDevicePointer_v2": func([6]uintptr) result { return errOutOfMemory },
+		"cuPointerGetAttribute":        func([6]uintptr) result { return errInvalidValue },
+	})
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	d.facts.MapsHost = true
+	r, err := d.MapHost(fakeHostPage, int(pageSize))
+	if err == nil {
+		_ = d.Free(r)
+		t.Fatal("MapHost mapped a range CUDA could not map")
+	}
+	if !errors.Is(err, device.ErrNoRoom) {
+		t.Errorf("CUDA had no memory to map the range: MapHost answered %q; want ErrNoRoom", err)
+	}
+}
+
+// TestMapHostWhereNotMapsHost: a device whose facts say it maps no host
+// memory refuses MapHost with ErrNever.
+func TestMapHostWhereNotMapsHost(t *testing.T) {
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuPointerGetAttribute": func([6]uintptr) result { return errInvalidValue },
+	})
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	d.facts.MapsHost = false
+	r, err := d.MapHost(fakeHostPage+16*pageSize, int(pageSize))
+	if err == nil {
+		_ = d.Free(r)
+		t.Fatal("a device that maps no host memory (Facts.MapsHost false) mapped host memory; want ErrNever")
+	}
+	if !errors.Is(err, device.ErrNever) {
+		t.Fatalf("MapHost answered %q; want ErrNever", err)
+	}
+}
