@@ -360,6 +360,20 @@ func setMemory(set *chanSet) []*nvidia.Memory {
 	return ms
 }
 
+// undoAll undoes what undo made, the last made first, and stops at the
+// first step that fails, whose error it returns: what was made before
+// that step stays, since the object it could not free may name it (a
+// channel group the RM keeps keeps its channels, which name their rings,
+// USERD and notifiers). It returns nil where every step undid its part.
+func undoAll(undo []func() error) error {
+	for i := len(undo) - 1; i >= 0; i-- {
+		if err := undo[i](); err != nil {
+			return fmt.Errorf("%w, and what was made before it", err)
+		}
+	}
+	return nil
+}
+
 // regrowEntries is the entries of the channels a regrowth opens for parts
 // that take need[q] entries of channel q's ring: the least power of two
 // that holds twice the most, at most 2^31, no fewer than the newest
@@ -390,8 +404,8 @@ func (d *gpu) regrow(need [2]uint64) error {
 	var undo []func() error
 	set, err := d.openChannels(entries, [2]uint64{d.ch[0].marks, d.ch[1].marks}, "growing the channels", false, &undo)
 	if err != nil {
-		for i := len(undo) - 1; i >= 0; i-- {
-			_ = undo[i]()
+		if u := undoAll(undo); u != nil {
+			err = fmt.Errorf("%w; what stays: %w", err, u)
 		}
 		if _, ok := device.AsFault(err); ok {
 			return err

@@ -1,7 +1,6 @@
 package nvdev
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -85,8 +84,12 @@ type gpu struct {
 	kickCount uint64
 	// Under mu, or owned by the submitting goroutine between Room and
 	// Submit:
-	last      uint64 // the last value submitted
-	lastEnder int    // the channel that released the last value
+	last uint64 // the last value submitted
+	// given is the last value given to Submit, also where Submit failed:
+	// the value Stop writes into the word, which a failed value reaches
+	// too.
+	given     uint64
+	lastEnder int // the channel that released the last value
 	recs      []record
 	plan      walk // Room's walk, which Submit replays
 	needMark  []bool
@@ -263,14 +266,8 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		if err == nil {
 			return
 		}
-		var left []error
-		for i := len(undo) - 1; i >= 0; i-- {
-			if e := undo[i](); e != nil {
-				left = append(left, e)
-			}
-		}
-		if len(left) > 0 {
-			err = fmt.Errorf("%w; what stays: %w", err, errors.Join(left...))
+		if u := undoAll(undo); u != nil {
+			err = fmt.Errorf("%w; what stays: %w", err, u)
 		}
 	}()
 	alloc := func(k device.Memory, n int) (*nvidia.Memory, error) {
@@ -340,7 +337,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		return nil, fmt.Errorf("nvdev: make: the driver's copy kernels: %w", err)
 	}
 
-	d.last, d.lastEnder = d.base, qCompute
+	d.last, d.given, d.lastEnder = d.base, d.base, qCompute
 	d.recs[d.base%records] = d.record()
 	d.facts = device.Facts{
 		Arch:          d.gen.Arch,

@@ -42,6 +42,16 @@ type need struct {
 	stamps  bool
 }
 
+// add makes n hold what o needs as well.
+func (n *need) add(o need) {
+	for q := range n.seg {
+		n.seg[q] = max(n.seg[q], o.seg[q])
+		n.entries[q] = max(n.entries[q], o.entries[q])
+	}
+	n.launch = max(n.launch, o.launch)
+	n.stamps = n.stamps || o.stamps
+}
+
 // grown is what Grow made and the next Room puts in place.
 type grown struct {
 	seg    [2]*nvidia.Memory
@@ -91,18 +101,17 @@ func (d *gpu) Grow() error {
 	}
 	d.reap()
 	d.reapSets()
-	if g := d.grown.set; g != nil && !g.ready() && device.AtLeast(atomic.LoadUint64(d.word), d.last) {
-		// The channels a regrowth opened run their first words once
-		// the work before them is done, which it is. Where they fault or
-		// never run them, the device is lost: Sleep raises the fault
-		// from then on.
-		if err := awaitSetup(g.ch); err != nil {
-			return d.keep(&device.Fault{Why: fmt.Sprintf("nvdev: growing the channels: %v", err)})
-		}
+	if err := d.awaitGrown(); err != nil {
+		return err
 	}
 	n := d.need
 	if n.entries != [2]uint64{} {
 		if err := d.regrow(n.entries); err != nil {
+			return err
+		}
+		// The channels just opened, so that the next Room switches to
+		// them rather than ask for growth again.
+		if err := d.awaitGrown(); err != nil {
 			return err
 		}
 	}
@@ -160,6 +169,19 @@ func (d *gpu) Grow() error {
 		}
 	}
 	d.need = need{}
+	return nil
+}
+
+// awaitGrown waits for the channels a regrowth opened to run their first
+// words, where the work before them is done: they run them from then on.
+// Where they fault or never run them, the device is lost: Sleep raises
+// the fault from then on. The caller holds mu.
+func (d *gpu) awaitGrown() error {
+	if g := d.grown.set; g != nil && !g.ready() && device.AtLeast(atomic.LoadUint64(d.word), d.last) {
+		if err := awaitSetup(g.ch); err != nil {
+			return d.keep(&device.Fault{Why: fmt.Sprintf("nvdev: growing the channels: %v", err)})
+		}
+	}
 	return nil
 }
 

@@ -328,3 +328,41 @@ func TestFillRowsFewLaunches(t *testing.T) {
 		t.Errorf("the fill of rows 1 byte in took %d launches of the copy engine, want 3", dmas)
 	}
 }
+
+// TestGrowNeedsOfTwo: rig calls Grow outside its submit lock, so that
+// another submission's Room may run between a Room that answered RoomGrow
+// and its Grow. That Grow grows what both need: the first submission's
+// next Room does not answer RoomGrow again.
+func TestGrowNeedsOfTwo(t *testing.T) {
+	r := openRaw(t, Config{SegmentBytes: 4096, LaunchBytes: 8192})
+	e := r.entry("twice")
+	x := r.alloc(device.DeviceMemory, 4096)
+	m := r.alloc(device.PinnedMemory, 1<<16)
+	var pa, pb []device.Part
+	for range 300 {
+		pa = append(pa, launch(e, 1, 32, u64s(x.Address)))
+	}
+	for i := range 600 {
+		pb = append(pb, fillPart(qCopy, m, uint64(i), 1, byte(i)))
+	}
+	sa := device.Submission{Value: r.v + 1, Parts: pa}
+	if a := r.d.Room(&sa); a.Kind != device.RoomGrow {
+		t.Fatalf("room of 300 launches: %+v", a)
+	}
+	// Another submitter's goroutine, in the submit lock while the first
+	// grows outside it.
+	done := make(chan device.RoomAnswer)
+	go func() {
+		sb := device.Submission{Value: r.v + 1, Parts: pb}
+		done <- r.d.Room(&sb)
+	}()
+	if a := <-done; a.Kind != device.RoomGrow {
+		t.Fatalf("room of 600 fills: %+v", a)
+	}
+	if err := r.d.Grow(); err != nil {
+		t.Fatalf("grow: %v", err)
+	}
+	if a := r.d.Room(&sa); a.Kind == device.RoomGrow {
+		t.Errorf("Grow answered Grown for the 300 launches, yet their Room answers RoomGrow again: it grew the other submission's rings")
+	}
+}

@@ -148,6 +148,17 @@ func (d *gpu) notified() bool {
 	return false
 }
 
+// erred reports whether every channel of set has an error in its
+// notifier: the RM stops a channel it reports an error for.
+func (d *gpu) erred(set *chanSet) bool {
+	for _, ch := range set.ch {
+		if atomic.LoadUint32(&ch.notifier[3])>>16 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // rcErrors names the RM's channel errors a notifier holds, by the numbers
 // nverror.h of release 580 gives them; a number it names nothing for is
 // unnamed.
@@ -282,11 +293,13 @@ func (d *gpu) debugLines() []string {
 // RM preempt their work, closes the non-stall event, then asks the path
 // to stop. Where the RM freed every channel group, or else the path
 // stopped (either leaves none of the device's work running), it writes
-// the last value submitted into the word and gives the memory the device
+// the last value given to Submit into the word (a value whose Submit
+// failed too) and gives the memory the device
 // holds itself back to the path; where neither did, that memory stays,
-// the word reaches the value as the channels end, and Stop returns a
-// *device.Fault with the path's refusal, since the device's work may
-// still run. Where the RM freed the channel groups, the path's refusal is
+// the word reaches the value as the channels end (Stop writes it where
+// both channels' notifiers hold an error, since the RM stopped them), and
+// Stop returns a *device.Fault with the path's refusal, since the
+// device's work may still run. Where the RM freed the channel groups, the path's refusal is
 // not returned (docs/nvdev.md: Stop does not check the path's Unknown).
 // The path closes once rig has freed the regions it holds.
 func (d *gpu) Stop(string) error {
@@ -328,8 +341,14 @@ func (d *gpu) Stop(string) error {
 	if !clean && perr != nil {
 		errs = append(errs, perr)
 	}
+	if !clean && perr != nil && d.erred(sets[0]) {
+		// Both channels stopped on errors: no release of theirs will
+		// write the word again, though the RM keeps them and their
+		// memory stays.
+		atomic.StoreUint64(d.word, d.given)
+	}
 	if clean || perr == nil {
-		atomic.StoreUint64(d.word, d.last)
+		atomic.StoreUint64(d.word, d.given)
 		var mems []*nvidia.Memory
 		for _, set := range sets {
 			mems = append(mems, setMemory(set)...)

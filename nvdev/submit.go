@@ -134,7 +134,7 @@ func (d *gpu) room(s *device.Submission) device.RoomAnswer {
 		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
 	}
 	if s.Timed && d.prof.mem.Load() == nil {
-		d.need = need{stamps: true}
+		d.need.stamps = true
 		return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
 	}
 	d.install(w)
@@ -142,7 +142,6 @@ func (d *gpu) room(s *device.Submission) device.RoomAnswer {
 		if device.AtLeast(w, d.last) && !g.ready() {
 			// Every value before is reached, and the new channels have
 			// yet to run their first words: Grow waits for them.
-			d.need = need{}
 			return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
 		}
 		// New channels wait for every value before.
@@ -186,7 +185,10 @@ func (d *gpu) room(s *device.Submission) device.RoomAnswer {
 		g.launch, grow = p.launches, true
 	}
 	if grow {
-		d.need = g
+		// Another submission's growth may be due before this one's
+		// Grow runs (rig calls Grow outside its lock): the need holds
+		// both.
+		d.need.add(g)
 		p.s = nil
 		return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
 	}
@@ -366,6 +368,9 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 	defer d.mu.Unlock()
 	if d.stopped.Load() {
 		return device.SubmitAnswer{Kind: device.Failed, Reason: "submit after stop"}
+	}
+	if device.AtLeast(s.Value, d.given) {
+		d.given = s.Value
 	}
 	p := &d.plan
 	if !d.planned || p.s != s || p.emit {
