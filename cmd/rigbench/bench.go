@@ -198,7 +198,12 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	// -timeout from then: a device whose work never ends would otherwise
 	// hold the report for -depth bounds, one after another.
 	var drainBy atomic.Int64
-	drain := func() { drainBy.CompareAndSwap(0, mono()+int64(cfg.Timeout)) }
+	drain := func() {
+		// At most the last mono time: a -timeout near the largest
+		// duration would otherwise wrap the bound to the past.
+		now := mono()
+		drainBy.CompareAndSwap(0, now+min(int64(cfg.Timeout), math.MaxInt64-now))
+	}
 	go func() {
 		select {
 		case <-runCtx.Done():
@@ -224,6 +229,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	var pace *pacer
 	if cfg.Rate > 0 {
 		pace = newPacer(start, cfg.Rate, len(lanes))
+		pace.resume(int64(cfg.paceFrom))
 		if cfg.Duration > 0 && int64(cfg.Duration) <= math.MaxInt64-start {
 			// The run asks for the arrivals before its end: R×D of
 			// them, and not one more due as the timer ends it.

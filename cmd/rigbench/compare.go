@@ -111,6 +111,9 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 		if cfg.Duration > 0 {
 			// A round's share is never 0, which would mean no bound.
 			rc.Duration = max(rc.Duration, 1)
+			// Each side's rounds share one schedule of -rate's
+			// arrivals: R×D in all, not one due at each round's start.
+			rc.paceFrom = time.Duration(i) * rc.Duration
 		}
 		rc.N = cfg.N / int64(n)
 		if int64(i) < cfg.N%int64(n) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,4 +32,34 @@ func TestCompareRoundsNote(t *testing.T) {
 	if r.Rig.Errors == 0 || r.Baseline != nil || strings.Contains(r.BaselineNote, "interrupted") || !strings.Contains(r.BaselineNote, "errors") {
 		t.Errorf("rig's first round met errors: rig %+v, baseline %+v, note %q", r.Rig, r.Baseline, r.BaselineNote)
 	}
+}
+
+// TestCompareRoundsShareRate: with -rate, each side's rounds of -compare
+// share one schedule of arrivals, -rate × -duration in all, rather than
+// each round starting one at its own start.
+func TestCompareRoundsShareRate(t *testing.T) {
+	code, r := runReport(t, "-device", "host", "-rate", "1", "-duration", "500ms", "-compare", "-rounds", "5")
+	if code != 0 || r.Baseline == nil {
+		t.Fatalf("exit %d, baseline %v", code, r.Baseline)
+	}
+	if r.Rig.Submissions != 1 || r.Baseline.Submissions != 1 {
+		t.Errorf("-rate 1 over 500ms in 5 rounds: rig sent %d submissions, the baseline %d; want the one due at 0 each",
+			r.Rig.Submissions, r.Baseline.Submissions)
+	}
+}
+
+// TestCompareProfileNote: the profile of -compare spans the baseline's run
+// too, and the report says so, also with one round.
+func TestCompareProfileNote(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.json")
+	code, r := runReport(t, "-device", "host", "-duration", "200ms", "-compare", "-rounds", "1", "-trace", trace)
+	if code != 0 || r.Profile == nil || r.Baseline == nil {
+		t.Fatalf("exit %d, profile %v, baseline %v", code, r.Profile, r.Baseline)
+	}
+	for _, n := range r.Notes {
+		if strings.Contains(n, "the profile spans the baseline's run") {
+			return
+		}
+	}
+	t.Errorf("-compare -rounds 1 -trace: notes %q, want one saying the profile spans the baseline's run", r.Notes)
 }

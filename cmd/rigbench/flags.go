@@ -51,6 +51,11 @@ type config struct {
 	// to, at the first submission slower than Slow.
 	SlowTrace string
 	Slow      time.Duration
+
+	// paceFrom is where a round of -compare begins in its side's schedule
+	// of -rate arrivals: the rounds before it of that side took that much
+	// of -duration, and their arrivals are not this round's.
+	paceFrom time.Duration
 }
 
 // usageError is a bad command line: rigbench says why and exits with 2.
@@ -154,7 +159,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	c.C = c.Levels[0]
 	c.Size, c.Rate = size.n, rate.v
-	if set["n"] && !set["duration"] {
+	if c.N > 0 && !set["duration"] {
 		c.Duration = 0
 	}
 	if err := c.check(set); err != nil {
@@ -187,6 +192,10 @@ func (c *config) check(set map[string]bool) error {
 		return usagef("-slow %v: want a positive duration of at most %v", c.Slow, maxSlow)
 	case set["slow"] && c.SlowTrace == "":
 		return usagef("-slow applies to -slowtrace, which is not set")
+	case set["rounds"] && !c.Compare:
+		return usagef("-rounds applies to -compare, which is not set")
+	case set["baseline"] && !c.Compare:
+		return usagef("-baseline applies to -compare, which is not set")
 	case c.Baseline != "auto" && c.Baseline != "driver" && c.Baseline != "pipeline":
 		return usagef("-baseline %q: want auto, driver or pipeline", c.Baseline)
 	}
@@ -210,7 +219,12 @@ func (c *config) check(set map[string]bool) error {
 		if o.name == "" {
 			continue
 		}
-		clean := filepath.Clean(o.name)
+		// The absolute path, so that a name and its path from / meet;
+		// where the working folder is gone, the name as it is.
+		clean, err := filepath.Abs(o.name)
+		if err != nil {
+			clean = filepath.Clean(o.name)
+		}
 		if other, ok := files[clean]; ok {
 			return usagef("%s and %s name the same file, %s: each writes a file of its own", other, o.flag, o.name)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ func TestParseFlags(t *testing.T) {
 		{nil, def},
 		{[]string{"-duration", "1s"}, with(func(c *config) { c.Duration = time.Second })},
 		{[]string{"-n", "100"}, with(func(c *config) { c.N, c.Duration = 100, 0 })},
+		{[]string{"-n", "0"}, def},
 		{[]string{"-n", "100", "-duration", "2s"}, with(func(c *config) { c.N, c.Duration = 100, 2*time.Second })},
 		{[]string{"-duration", "0"}, with(func(c *config) { c.Duration = 0 })},
 		{[]string{"-device", "host"}, with(func(c *config) { c.Devices = []spec{{Driver: "host"}} })},
@@ -70,6 +72,10 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestParseFlagsErrors(t *testing.T) {
+	abs, err := filepath.Abs("same.out")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string // in the message
@@ -87,6 +93,9 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-depth", "0"}, "-depth 0"},
 		{[]string{"-plot", "out", "-trace", "./out"}, "-plot and -trace name the same file"},
 		{[]string{"-cpuprofile", "p", "-gotrace", "p"}, "-cpuprofile and -gotrace name the same file"},
+		{[]string{"-cpuprofile", "same.out", "-trace", abs}, "-cpuprofile and -trace name the same file"},
+		{[]string{"-rounds", "3"}, "-rounds applies to -compare"},
+		{[]string{"-baseline", "driver"}, "-baseline applies to -compare"},
 		{[]string{"-duration", "-1s"}, "-duration"},
 		{[]string{"-duration", "soon"}, "invalid value"},
 		{[]string{"-n", "-5"}, "-n -5"},

@@ -334,8 +334,8 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 		code = 1
 	}
 	if prof != nil {
-		if bm != nil && cfg.Rounds > 1 {
-			rep.Notes = append(rep.Notes, "the profile spans the baseline's rounds too, in which the devices were idle")
+		if bm != nil {
+			rep.Notes = append(rep.Notes, "the profile spans the baseline's run too, in which the devices were idle")
 		}
 		if err := finishTrace(prof, cfg, rep); err != nil {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)

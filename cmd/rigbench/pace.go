@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"sync/atomic"
 )
@@ -27,6 +28,10 @@ type pacer struct {
 	now    func() int64    // the clock: mono, but for tests
 	sleep  func(ns int64)  // sleeps ns: nanosleep, but for tests
 	end    int64           // mono of the run's end, 0 for none: no arrival due then or after is released
+	// first and from place the run in a longer schedule of which earlier
+	// runs took from nanoseconds (the rounds of -compare): its arrival j
+	// is that schedule's arrival first+j, the first due at or after from.
+	first, from int64
 }
 
 // paceFine is how long before an arrival the pacer stops sleeping and
@@ -48,7 +53,20 @@ func newPacer(start int64, rate float64, lanes int) *pacer {
 }
 
 // at is when arrival j is due.
-func (p *pacer) at(j int64) int64 { return p.start + int64(p.period*float64(j)) }
+func (p *pacer) at(j int64) int64 {
+	return p.start + int64(p.period*float64(p.first+j)) - p.from
+}
+
+// resume places the run from ns into its schedule, whose arrivals due
+// before that went to earlier runs: arrival 0 is then the first due at or
+// after from, at start plus what it lies past from.
+func (p *pacer) resume(from int64) {
+	p.from = from
+	p.first = int64(math.Ceil(float64(from) / p.period))
+	for p.at(0) < p.start {
+		p.first++ // rounding
+	}
+}
 
 // before reports whether arrival j is due before the run's end.
 func (p *pacer) before(j int64) bool { return p.end == 0 || p.at(j) < p.end }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -119,5 +120,30 @@ func TestBaselineLaneNamed(t *testing.T) {
 		if m.firstErr == nil || m.firstErr.Error() != want {
 			t.Errorf("baseline %v: the first error %v, want %q", baseline, m.firstErr, want)
 		}
+	}
+}
+
+// TestDrainWithLargestTimeout: a -timeout near the largest duration (a
+// user's "no bound") bounds the waits still in flight once submitting
+// stops by that much, not by a bound wrapped into the past that fails
+// them all at once.
+func TestDrainWithLargestTimeout(t *testing.T) {
+	var n uint64
+	l := lane[uint64]{
+		device: "slow",
+		submit: func(ctx context.Context) (uint64, int64, error) { n++; return n, 0, nil },
+		wait: func(ctx context.Context, v uint64) error {
+			select {
+			case <-time.After(20 * time.Millisecond):
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		},
+	}
+	cfg := &config{Depth: 4, Timeout: math.MaxInt64, Duration: 50 * time.Millisecond}
+	m := bench(context.Background(), cfg, []lane[uint64]{l}, &live{})
+	if m.errors != 0 || m.done == 0 {
+		t.Errorf("-timeout %v: %d done, %d errors, the first %v; want every wait done", cfg.Timeout, m.done, m.errors, m.firstErr)
 	}
 }
