@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !(386 || arm || mips || mipsle)
 
 package cudadev
 
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// osSupported returns nil: the driver runs on Linux.
+// osSupported returns nil: the driver runs on 64-bit Linux.
 func osSupported() error { return nil }
 
 // dlopen loads the shared library name with its symbols resolved now.

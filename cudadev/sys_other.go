@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || 386 || arm || mips || mipsle
 
 package cudadev
 
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// osSupported returns the error of every open where the OS is not Linux:
-// the driver loads libcuda.so, NVIDIA's CUDA library for Linux, so GPU(i),
-// Count and Buses fail with it.
+// osSupported returns the error of every open where the system is not
+// 64-bit Linux: the driver loads libcuda.so, NVIDIA's CUDA library for
+// 64-bit Linux, so GPU(i), Count and Buses fail with it.
 func osSupported() error {
-	return fmt.Errorf("cudadev: the CUDA driver runs on Linux only (it loads libcuda.so), not on %s", runtime.GOOS)
+	return fmt.Errorf("cudadev: the CUDA driver runs on 64-bit Linux only (it loads libcuda.so), not on %s/%s", runtime.GOOS, runtime.GOARCH)
 }
 
 // dlopen and dlsym are never reached where osSupported fails.
@@ -20,7 +20,7 @@ func dlopen(string) (uintptr, error) { return 0, osSupported() }
 
 func dlsym(uintptr, string) (uintptr, error) { return 0, osSupported() }
 
-// napTime is Sleep's nap where the OS is not Linux.
+// napTime is Sleep's nap where osSupported fails.
 type napTime struct{}
 
 // sleep sleeps for d.

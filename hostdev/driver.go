@@ -59,10 +59,10 @@ type Caps struct {
 const MaxRing = 1 << 20
 
 // MaxHangMs is the largest Config.HangMs: the most milliseconds a
-// time.Duration holds. Make refuses a larger bound with an error, since
-// rig's time.Duration of it would wrap, to a bound of a fraction of a
-// millisecond for some values.
-const MaxHangMs = math.MaxInt64 / int(time.Millisecond)
+// time.Duration holds (or an int, where it holds fewer). Make refuses a
+// larger bound with an error, since rig's time.Duration of it would wrap,
+// to a bound of a fraction of a millisecond for some values.
+const MaxHangMs = int(min(math.MaxInt64/int64(time.Millisecond), math.MaxInt))
 
 // Key names the host driver's capability record.
 var Key = device.NewKey[*Caps]("hostdev")

@@ -3,6 +3,7 @@ package nvdev
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
@@ -384,7 +385,7 @@ func (d *gpu) regrowEntries(need [2]uint64) int {
 		n = max(n, e, d.ch[q].entries)
 	}
 	if 2*n > 1<<31 {
-		return 1 << 31
+		return int(min(1<<31, math.MaxInt)) // 2^31; an int of 32 bits builds, and the path refuses to open there
 	}
 	if e := uint64(1) << bits.Len64(2*n-1); e > n {
 		return int(e)

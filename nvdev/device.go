@@ -242,7 +242,7 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		c.LaunchBytes = defaultLaunchBytes
 	}
 	switch {
-	case c.RingEntries < 16 || c.RingEntries&(c.RingEntries-1) != 0 || c.RingEntries > 1<<31:
+	case c.RingEntries < 16 || c.RingEntries&(c.RingEntries-1) != 0 || uint64(c.RingEntries) > 1<<31:
 		return nil, fmt.Errorf("nvdev: a ring of %d entries: a power of two from 16 to 2^31", c.RingEntries)
 	case c.SegmentBytes < 4096 || c.SegmentBytes%4096 != 0 || c.SegmentBytes/4 > hw.MaxSegmentWords:
 		return nil, fmt.Errorf("nvdev: a segment ring of %d bytes", c.SegmentBytes)

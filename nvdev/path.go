@@ -154,7 +154,7 @@ type Config struct {
 // MaxHangMs is the largest Config.HangMs: the most milliseconds a
 // time.Duration holds. rig's time.Duration of a larger bound would wrap,
 // to a bound of a fraction of a millisecond for some values.
-const MaxHangMs = math.MaxInt64 / int(time.Millisecond)
+const MaxHangMs = int(min(math.MaxInt64/int64(time.Millisecond), math.MaxInt))
 
 // checkHang returns an error naming a hang bound below 0 or past MaxHangMs.
 func checkHang(ms int) error {

@@ -322,7 +322,7 @@ func (r *Run) Threads(i, x, y, z int) {
 
 func (r *Run) dims(i int, to *[3]uint32, what string, x, y, z int) {
 	for a, n := range [3]int{x, y, z} {
-		if n < 0 || n > 1<<32-1 {
+		if n < 0 || uint64(n) > 1<<32-1 {
 			r.fail(fmt.Errorf("rig: part %d: %d %s along axis %d: %w", i, n, what, a, ErrInvalid))
 			return
 		}
@@ -338,7 +338,7 @@ func (r *Run) Shared(i, bytes int) {
 	if p == nil {
 		return
 	}
-	if bytes < 0 || bytes > 1<<32-1 {
+	if bytes < 0 || uint64(bytes) > 1<<32-1 {
 		r.fail(fmt.Errorf("rig: part %d: %d bytes of dynamic shared memory: %w", i, bytes, ErrInvalid))
 		return
 	}

@@ -7,3 +7,6 @@ import "unsafe"
 var callABI0 uintptr
 
 func call(f *Frame) { runtime_cgocall(callABI0, unsafe.Pointer(f)) }
+
+// ensure that the layout the assembly reads holds.
+var _ = [1]struct{}{}[unsafe.Offsetof(Frame{}.R)-8-8*MaxArgs]

@@ -39,6 +39,3 @@ func (f *Frame) Call() uintptr {
 
 //go:linkname runtime_cgocall runtime.cgocall
 func runtime_cgocall(fn uintptr, arg unsafe.Pointer) int32
-
-// ensure that the layout the assembly reads holds.
-var _ = [1]struct{}{}[unsafe.Offsetof(Frame{}.R)-8-8*MaxArgs]

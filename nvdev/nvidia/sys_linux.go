@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !(386 || arm || mips || mipsle)
 
 package nvidia
 
@@ -10,7 +10,7 @@ import (
 )
 
 // The system calls of the package, which NVIDIA's kernel driver serves on
-// Linux only; sys_other.go refuses each of them elsewhere.
+// 64-bit Linux only; sys_other.go refuses each of them elsewhere.
 
 // sysIoctl is the ioctl system call. It repeats a call that a signal
 // interrupted before the driver did anything (EINTR); Go's own preemption

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || 386 || arm || mips || mipsle
 
 package nvidia
 
@@ -10,9 +10,10 @@ import (
 )
 
 // errNotLinux is the error of every system call of the package where the
-// OS is not Linux: NVIDIA's RM is reached through the ioctls of its Linux
-// kernel driver only, so Open fails at the first file it opens.
-var errNotLinux = fmt.Errorf("the RM driver needs Linux (NVIDIA's kernel driver, /dev/nvidiactl), not %s", runtime.GOOS)
+// OS is not Linux of 64-bit addresses: NVIDIA's RM is reached through the
+// ioctls of its Linux kernel driver only, for 64-bit processes, so Open
+// fails at the first file it opens.
+var errNotLinux = fmt.Errorf("the RM driver needs 64-bit Linux (NVIDIA's kernel driver, /dev/nvidiactl), not %s/%s", runtime.GOOS, runtime.GOARCH)
 
 func sysIoctl(int, uintptr, unsafe.Pointer) syscall.Errno { return syscall.EINVAL }
 

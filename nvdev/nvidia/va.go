@@ -181,7 +181,7 @@ func reserveHost() (uintptr, uint64, error) {
 			last = err
 		}
 	}
-	return 0, 0, fmt.Errorf("nvidia: no room for %d GiB of host-visible addresses between 0x%x and 0x%x: %w", hostMin>>30, hostBase, hostTop, last)
+	return 0, 0, fmt.Errorf("nvidia: no room for %d GiB of host-visible addresses between 0x%x and 0x%x: %w", hostMin>>30, uint64(hostBase), uint64(hostTop), last)
 }
 
 // roundUp rounds n up to a multiple of align, a power of two.
