@@ -33,7 +33,7 @@ type debt struct {
 // the points owed, and loses d where one of them will never be reached.
 // d's submit lock is held; it allocates only at d's first wait on a
 // device.
-func (d *Device) owe(owed []Point, v uint64) {
+func (d *Device) owe(owed []Point, v uint64) error {
 	for _, p := range owed {
 		if dt := d.debtTo(p, v); dt != nil {
 			if device.AtLeast(p.v, dt.upTo.Load()) {
@@ -44,16 +44,16 @@ func (d *Device) owe(owed []Point, v uint64) {
 	}
 	for _, p := range owed {
 		if err := p.d.passedAnswer(p.v); err != nil {
-			d.loseRead(owedCause(v, p, err), nil, func() uint64 {
+			return d.loseRead(owedCause(v, p, err), nil, func() uint64 {
 				reached := d.read()
 				if device.AtLeast(reached, v) {
 					reached = v - 1
 				}
 				return reached
 			})
-			return
 		}
 	}
+	return nil
 }
 
 // debtTo returns d's debt to p's device, or adds one of p for d's value v

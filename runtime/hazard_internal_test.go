@@ -2,6 +2,8 @@ package rig
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,4 +145,27 @@ func TestWaitCommitsOther(t *testing.T) {
 		t.Fatalf("a committed again: %v", fa.commits)
 	}
 	fa.complete(pa.v)
+}
+
+// TestOwedLossReturned: where the device that a submission waits on, on
+// the device side, is lost between the hazards' look at its point and the
+// debt's record, the waiting device is lost, and its Submit returns that
+// loss with the point, as a failed Submit does, rather than nil.
+func TestOwedLossReturned(t *testing.T) {
+	fa, fb := newFake(), newFake()
+	fa.held, fa.peer, fb.peer = true, true, true
+	a, b := openFake(t, "OA", fa), openFake(t, "OB", fb)
+	x, _ := a.Alloc(device.DeviceMemory, 64)
+	pa := submit(t, launchOn(t, a, Write(0, 0)), x)
+	fb.mu.Lock()
+	fb.onSubmit = func() { a.lose("lost for the test", nil) }
+	fb.mu.Unlock()
+	p, err := launchOn(t, b, Read(0, 0)).Take().Submit(context.Background(), x)
+	var le *LostError
+	if !errors.As(err, &le) || le.Device != b.name || !strings.Contains(err.Error(), a.name) {
+		t.Fatalf("Submit on b, whose work waits on a's point %d, lost meanwhile: point %v, error %v; want b's loss naming a", pa.v, p, err)
+	}
+	if werr := p.Wait(context.Background()); !errors.Is(werr, ErrLost) {
+		t.Fatalf("the point's Wait: %v, want b's loss", werr)
+	}
 }

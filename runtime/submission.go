@@ -595,17 +595,19 @@ func (r *Run) try(d *Device, sample bool) attempt {
 	r.unlockBuffers()
 	a := d.drv.Submit(&r.sub)
 	d.last.Store(v)
-	if len(r.owed) > 0 {
-		d.owe(r.owed, v)
-	}
 	var lost error
+	if len(r.owed) > 0 {
+		lost = d.owe(r.owed, v)
+	}
 	switch a.Kind {
 	case device.Committed:
 		d.committed.Store(v)
 	case device.Failed:
 		// v's work did not all run: the loss's reached value stays below
 		// v and at the last value committed (failedReached).
-		lost = d.loseRead(a.Reason, &device.Fault{Why: a.Reason}, func() uint64 { return d.failedReached(v - 1) })
+		if le := d.loseRead(a.Reason, &device.Fault{Why: a.Reason}, func() uint64 { return d.failedReached(v - 1) }); lost == nil {
+			lost = le
+		}
 	}
 	if r.sub.Timed {
 		if err := d.observe(&r.sub); err != nil && lost == nil {
