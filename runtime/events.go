@@ -15,7 +15,10 @@ var logger atomic.Pointer[slog.Logger]
 // losses with their cause, closes once everything was given back, and
 // rounds of reclamation. nil (the default) reports nothing. Any goroutine
 // may call it; events are logged from the goroutine that met them, which
-// then holds no lock that submissions or waits take. A logger whose
+// then holds no lock that submissions or waits take. That goroutine may
+// be a device's supervisor (losses, closes): a handler must return, and
+// must not close a device or wait for its points, or the device waits
+// for it; select on Lost to act on a loss. A logger whose
 // handler panics is set aside, the panic recovered and written to the
 // process's standard error, and rig logs nothing more until SetLogger is
 // called again: the device whose event it was goes on as if it had logged.
