@@ -13,7 +13,7 @@ import (
 func TestRMDisown(t *testing.T) {
 	f := newFakeRM(t)
 	var sink faultSink
-	m := newRM(f.conn(&sink), Release)
+	m := newRM(f.conn(&sink), Release, nil)
 	dev, _ := m.Alloc(m.Client(), ClassDevice, Bytes(&DeviceAllocParams{}))
 	tsg, err := m.Alloc(dev, ClassChannelGroup, Bytes(&ChannelGroupAllocParams{EngineType: EngineGraphics}))
 	if err != nil {
@@ -34,5 +34,38 @@ func TestRMDisown(t *testing.T) {
 	}
 	if !errors.Is(err, ErrRefused) {
 		t.Errorf("the fake's refusal answered %v", err)
+	}
+}
+
+// TestStopAfterGroupFreedElsewhere: a channel group that a path disowned
+// and another path of the client freed, with the channels under it, is
+// forgotten with them by both: the first path's Stop frees nothing more,
+// and answers nil.
+func TestStopAfterGroupFreedElsewhere(t *testing.T) {
+	f := newFakeRM(t)
+	var sa, sb faultSink
+	var objs objects
+	ra, rb := newRM(f.conn(&sa), Release, &objs), newRM(f.conn(&sb), Release, &objs)
+	dev, err := ra.Alloc(ra.Client(), ClassDevice, Bytes(&DeviceAllocParams{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsg, err := ra.Alloc(dev, ClassChannelGroup, Bytes(&ChannelGroupAllocParams{EngineType: EngineGraphics}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra.Disown(tsg)
+	ch, err := ra.Alloc(tsg, 0xc86f, Bytes(&ChannelAllocParams{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The group goes through path b's RM; the RM frees its channel with it.
+	if err := rb.Free(dev, tsg); err != nil {
+		t.Fatal(err)
+	}
+	delete(f.objs, ch)
+	p := &Client{rm: ra, channels: map[Handle]span{}, gpuState: &gpuState{gpu: GPU{Generation: Generation{Channel: 0xc86f}}}}
+	if err := p.Stop(); err != nil {
+		t.Errorf("Stop after the disowned group and its channel were freed: %v (the path still lists %x)", err, ra.made(ClassChannelGroup, 0xc86f))
 	}
 }

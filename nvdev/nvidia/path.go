@@ -137,6 +137,10 @@ type Client struct {
 	mu       sync.Mutex // guards what follows; held for bookkeeping only, never across a call of the driver
 	live     int        // memories given and not freed, and Registers in flight
 	channels map[Handle]span
+	// leaving holds the channels an Unregister is ending the registration
+	// of, each with a channel closed once it returned, for an Unregister of
+	// the same channel to wait on.
+	leaving  map[Handle]chan struct{}
 	stopped  bool
 	closed   bool
 	released bool
@@ -183,7 +187,7 @@ func Open(index int, opts *Options) (_ *Client, err error) {
 	}
 	p.r = rm{conn: conn{ioctl: s.ioctl, sink: &p.sink}, ctl: s.ctl, client: s.client}
 	p.u = uvm{conn: p.r.conn, fd: s.uvm.fd}
-	p.rm = newRM(p.r, s.release)
+	p.rm = newRM(p.r, s.release, &s.objects)
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, p.teardown())
@@ -968,24 +972,50 @@ func (p *Client) drop() error {
 	return nil
 }
 
+// errNotRegistered is the error of an Unregister of a channel that is not
+// registered.
+var errNotRegistered = errors.New("not registered")
+
 // Unregister gives back what Register took, before the device frees the
-// channel. After Close it returns the error of a closed path: the path's
+// channel. An Unregister of a channel that another is unregistering waits
+// for it, and then answers as the channel stands. After Close it returns the error of a closed path: the path's
 // release, at the latest the system's close, ends the registrations.
 func (p *Client) Unregister(channel Handle) (err error) {
 	p.mu.Lock()
+	// An Unregister of the channel under way ends first: its answer
+	// decides whether the channel is still registered.
+	for {
+		busy, ok := p.leaving[channel]
+		if !ok {
+			break
+		}
+		p.mu.Unlock()
+		<-busy
+		p.mu.Lock()
+	}
 	s, ok := p.channels[channel]
 	closed := p.closed
+	var done chan struct{}
 	if ok && !closed {
 		p.live++ // the path's release waits for the call
+		done = make(chan struct{})
+		if p.leaving == nil {
+			p.leaving = map[Handle]chan struct{}{}
+		}
+		p.leaving[channel] = done
 	}
 	p.mu.Unlock()
 	if closed {
 		return errStopped
 	}
 	if !ok {
-		return fmt.Errorf("nvidia: channel 0x%x is not registered", channel)
+		return fmt.Errorf("nvidia: channel 0x%x: %w", channel, errNotRegistered)
 	}
 	defer func() {
+		p.mu.Lock()
+		delete(p.leaving, channel)
+		p.mu.Unlock()
+		close(done)
 		if derr := p.drop(); derr != nil {
 			err = errors.Join(err, derr)
 		}
@@ -1038,15 +1068,14 @@ func (p *Client) Stop() error {
 	p.mu.Unlock()
 	var errs []error
 	for _, c := range chans {
-		if err := p.Unregister(c); err != nil {
+		// A channel that another call unregistered meanwhile is no
+		// longer registered, which is what Stop wants.
+		if err := p.Unregister(c); err != nil && !errors.Is(err, errNotRegistered) {
 			errs = append(errs, err)
 		}
 	}
 	for _, h := range p.rm.made(ClassChannelGroup, p.gpu.Channel) {
-		p.rm.mu.Lock()
-		parent := p.rm.objs[h].parent
-		p.rm.mu.Unlock()
-		if err := p.rm.Free(parent, h); err != nil {
+		if err := p.rm.Free(p.rm.parentOf(h), h); err != nil {
 			errs = append(errs, err)
 		}
 	}

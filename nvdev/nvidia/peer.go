@@ -99,7 +99,9 @@ func (p *Client) MapPeer(m *Memory) (*Memory, error) {
 		return nil, fmt.Errorf("nvidia: map_peer of memory at 0x%x that no nvidia path gave: %w", m.Address, device.ErrNever)
 	}
 	rec.path.mu.Lock()
-	freed := rec.freed
+	// The host pointer with the mark: the owner's Free clears it under
+	// the same lock.
+	freed, host := rec.freed, rec.hostPtr
 	rec.path.mu.Unlock()
 	if freed {
 		return nil, fmt.Errorf("nvidia: map_peer of memory at 0x%x that its path freed: %w", m.Address, device.ErrNever)
@@ -113,7 +115,7 @@ func (p *Client) MapPeer(m *Memory) (*Memory, error) {
 	case m.Kind == device.PinnedMemory && m.Host != 0:
 		v, err = p.mapHost(m.Host, m.Size)
 	case (m.Kind == device.DeviceMemory || m.Kind == device.MappedMemory) && rec.gpu != nil:
-		v, err = p.mapPeerVidmem(m, rec)
+		v, err = p.mapPeerVidmem(m, rec, host)
 	default:
 		err = fmt.Errorf("nvidia: map_peer of %v memory at 0x%x that is neither host pages nor a GPU's: %w", m.Kind, m.Address, device.ErrNever)
 	}
@@ -123,8 +125,9 @@ func (p *Client) MapPeer(m *Memory) (*Memory, error) {
 	return v, err
 }
 
-// mapPeerVidmem maps the GPU memory m, whose record is rec, for this GPU.
-func (p *Client) mapPeerVidmem(m *Memory, rec *memRecord) (_ *Memory, err error) {
+// mapPeerVidmem maps the GPU memory m, whose record is rec and host view
+// host, for this GPU.
+func (p *Client) mapPeerVidmem(m *Memory, rec *memRecord, host unsafe.Pointer) (_ *Memory, err error) {
 	owner := rec.gpu
 	what := fmt.Sprintf("a view for GPU %d of %d bytes of %v memory of GPU %d at 0x%x", p.index, m.Size, m.Kind, owner.index, m.Address)
 	enabled := false
@@ -165,7 +168,7 @@ func (p *Client) mapPeerVidmem(m *Memory, rec *memRecord) (_ *Memory, err error)
 			}
 		}
 	}()
-	view := &memRecord{va: va, length: rec.length, page: rec.page, pool: pl, gpu: owner, hostPtr: rec.hostPtr, path: p}
+	view := &memRecord{va: va, length: rec.length, page: rec.page, pool: pl, gpu: owner, hostPtr: host, path: p}
 	cr := uvmCreateExternalRangeParams{Base: va, Length: rec.length}
 	if err := uvmCall(u, "UVM_CREATE_EXTERNAL_RANGE", uvmCreateExternalRange, &cr, &cr.RMStatus); err != nil {
 		return nil, peerError(what, err)

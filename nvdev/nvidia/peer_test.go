@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
@@ -384,7 +385,7 @@ func TestMapPeerRefusals(t *testing.T) {
 func TestMapPeerEndsPath(t *testing.T) {
 	f, a, b := peerRig(t, nvlinkCaps)
 	m := peerVidmem(t, b, device.DeviceMemory, 4096, 0xbeef)
-	a.rm = newRM(a.r, 580)
+	a.rm = newRM(a.r, 580, nil)
 	a.gpuState.devFD = -1 // the fake's files are no files
 	f.on = map[string]func(){"RM_DUP_OBJECT": func() {
 		if err := a.Close(); err != nil {
@@ -462,5 +463,65 @@ func TestFreeOtherPath(t *testing.T) {
 	}
 	if len(f.calls) != calls {
 		t.Fatalf("a MapPeer of freed memory called the RM: %v", f.calls[calls:])
+	}
+}
+
+// statelessOK is a stateless fake of the RM and UVM: every call succeeds, an
+// allocation is named 0xcaf00001, a duplicate 0xcaf00002, and the P2P
+// capabilities are NVLink's. It keeps no state, so it adds no
+// synchronisation of its own between the goroutines that call it.
+func statelessOK(fd int, req uintptr, arg unsafe.Pointer) syscall.Errno {
+	if fd == 43 {
+		switch req {
+		case uvmCreateExternalRange, uvmMapExternalAlloc, uvmFree, uvmRegisterChannel, uvmUnregisterChannel, uvmEnablePeerAccess:
+			return 0
+		}
+		return syscall.ENOTTY
+	}
+	nr := req & 0xff
+	switch nr {
+	case escRMAlloc:
+		a := (*rmAllocParams)(arg)
+		if a.ObjectNew == 0 {
+			a.ObjectNew = 0xcaf00001
+		}
+	case escRMFree, escRMAllocMemory:
+	case escRMDupObject:
+		(*rmDupObjectParams)(arg).Object = 0xcaf00002
+	case escRMControl:
+		c := (*rmControlParams)(arg)
+		if c.Cmd == CtrlSystemGetP2PCapsV2 {
+			q := (*P2PCapsV2Params)(unsafe.Pointer(&mem(c.Params, c.ParamsSize)[0]))
+			q.P2PCaps = nvlinkCaps
+		}
+	case escExportToDMABufFD & 0xff:
+		(*exportDMABufParams)(arg).FD = 1000
+	default:
+		return syscall.ENOTTY
+	}
+	return 0
+}
+
+// TestMapPeerBesideFree: a MapPeer of memory whose owner path frees it at
+// the same time reads the memory's host view under the lock the owner's
+// Free writes it under (the race detector sees it otherwise).
+func TestMapPeerBesideFree(t *testing.T) {
+	f, a, b := peerRig(t, nvlinkCaps)
+	b.r.ioctl = statelessOK // b's calls meet no lock of a's fake
+	b.u.conn = b.r.conn
+	m := peerVidmem(t, b, device.DeviceMemory, 4096, 0xbeef)
+	done := make(chan error, 1)
+	f.on = map[string]func(){"RM_DUP_OBJECT": func() {
+		// b frees m while a's MapPeer, past its check of the freed mark,
+		// duplicates the object; a continues a moment later.
+		go func() { done <- b.Free(m) }()
+		time.Sleep(200 * time.Millisecond)
+	}}
+	v, err := a.MapPeer(m)
+	if ferr := <-done; ferr != nil {
+		t.Errorf("b's Free: %v", ferr)
+	}
+	if err == nil {
+		_ = a.Free(v)
 	}
 }

@@ -3,8 +3,10 @@ package nvidia
 import (
 	"errors"
 	"github.com/rig-go/rig/device"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -52,7 +54,7 @@ func regRig(t *testing.T) (*regFake, *Client) {
 	f := &regFake{peerFake: &peerFake{t: t, statuses: map[string][]uint32{}}, registered: map[Handle]bool{}}
 	a.r.ioctl = f.ioctl
 	a.u.conn = a.r.conn
-	a.rm = newRM(a.r, 580)
+	a.rm = newRM(a.r, 580, nil)
 	a.gpuState.refs++
 	a.sys.refs = 2
 	return f, a
@@ -138,5 +140,46 @@ func TestRegisterThenStop(t *testing.T) {
 	}
 	if _, err := a.Alloc(device.PinnedMemory, 4096); !errors.Is(err, ErrClosed) {
 		t.Errorf("Alloc after Close answered %v, want an error matching ErrClosed", err)
+	}
+}
+
+// TestStopBesideUnregister: an Unregister of a channel that Stop is
+// unregistering at the same time (any goroutine may call the path's
+// methods) waits for Stop's, rather than ask UVM a second time, and Stop
+// answers nil: the channel was unregistered and nothing of the device
+// runs.
+func TestStopBesideUnregister(t *testing.T) {
+	f, a := regRig(t)
+	const ch = Handle(0xc0de00a1)
+	free := a.sys.host.freeBytes()
+	if err := a.Register(ch); err != nil {
+		t.Fatal(err)
+	}
+	inner := f.ioctl
+	var unregisters atomic.Int32
+	devErr := make(chan error, 1)
+	a.r.ioctl = func(fd int, req uintptr, arg unsafe.Pointer) syscall.Errno {
+		if fd == 43 && req == uvmUnregisterChannel && unregisters.Add(1) == 1 {
+			// The device's own Unregister of the channel comes while
+			// Stop's is in UVM.
+			go func() { devErr <- a.Unregister(ch) }()
+			time.Sleep(50 * time.Millisecond)
+		}
+		return inner(fd, req, arg)
+	}
+	a.u.conn = a.r.conn
+	err := a.Stop()
+	derr := <-devErr
+	if n := unregisters.Load(); n != 1 {
+		t.Errorf("UVM was asked %d times to unregister the channel", n)
+	}
+	if f.registered[ch] || len(a.channels) != 0 || a.sys.host.freeBytes() != free {
+		t.Fatalf("after Stop: registered %v, channels %v, %x bytes free of %x", f.registered, a.channels, a.sys.host.freeBytes(), free)
+	}
+	if err != nil {
+		t.Errorf("Stop with the channel unregistered and nothing left running: %v", err)
+	}
+	if !errors.Is(derr, errNotRegistered) {
+		t.Errorf("the device's Unregister after Stop's: %v, want an error saying the channel is not registered", derr)
 	}
 }

@@ -197,7 +197,7 @@ func TestAllocCopiesParams(t *testing.T) {
 func TestRMRecord(t *testing.T) {
 	f := newFakeRM(t)
 	var sink faultSink
-	m := newRM(f.conn(&sink), Release)
+	m := newRM(f.conn(&sink), Release, nil)
 	if m.Release() != 580 || m.Client() != 0xc1d00001 {
 		t.Errorf("release %d client 0x%x", m.Release(), m.Client())
 	}

@@ -17,19 +17,36 @@ import (
 type RM struct {
 	r       rm
 	release int
+	objs    *objects // the objects made through Alloc, alive, of every RM of the client
+}
 
-	mu   sync.Mutex        // guards objs
-	objs map[Handle]object // the objects made through Alloc, alive
+// objects are the objects made through the Alloc of the RMs of one client,
+// alive: a Free through any of them frees an object's descendants made
+// through the others, and forgets them for all.
+type objects struct {
+	mu sync.Mutex
+	m  map[Handle]object
 }
 
 // object is an object made through RM.Alloc.
 type object struct {
 	parent Handle
 	class  uint32
+	by     *RM // the RM whose Alloc made it
 }
 
-func newRM(r rm, release int) *RM {
-	return &RM{r: r, release: release, objs: map[Handle]object{}}
+// newRM is an RM of the client of r, whose objects are recorded in objs
+// with those of the client's other RMs; nil objs records them apart.
+func newRM(r rm, release int, objs *objects) *RM {
+	if objs == nil {
+		objs = &objects{}
+	}
+	objs.mu.Lock()
+	if objs.m == nil {
+		objs.m = map[Handle]object{}
+	}
+	objs.mu.Unlock()
+	return &RM{r: r, release: release, objs: objs}
 }
 
 // Release is the release of the RM's interface, such as 580, which sets the
@@ -47,9 +64,9 @@ func (m *RM) Alloc(parent Handle, class uint32, params []byte) (Handle, error) {
 	if err != nil {
 		return 0, asFault(err)
 	}
-	m.mu.Lock()
-	m.objs[h] = object{parent: parent, class: class}
-	m.mu.Unlock()
+	m.objs.mu.Lock()
+	m.objs.m[h] = object{parent: parent, class: class, by: m}
+	m.objs.mu.Unlock()
 	return h, nil
 }
 
@@ -63,29 +80,30 @@ func (m *RM) Free(parent, object Handle) error {
 	return nil
 }
 
-// forget drops object and its descendants from the objects made.
+// forget drops object and its descendants from the objects made, through
+// any RM of the client.
 func (m *RM) forget(object Handle) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.objs.mu.Lock()
+	defer m.objs.mu.Unlock()
 	gone := map[Handle]bool{object: true}
-	delete(m.objs, object)
+	delete(m.objs.m, object)
 	for changed := true; changed; {
 		changed = false
-		for h, o := range m.objs {
+		for h, o := range m.objs.m {
 			if gone[o.parent] {
 				gone[h] = true
-				delete(m.objs, h)
+				delete(m.objs.m, h)
 				changed = true
 			}
 		}
 	}
 }
 
-// made lists the objects made through Alloc, alive, of the classes in
+// made lists the objects made through m's Alloc, alive, of the classes in
 // classes, that no other such object is an ancestor of.
 func (m *RM) made(classes ...uint32) []Handle {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.objs.mu.Lock()
+	defer m.objs.mu.Unlock()
 	of := func(c uint32) bool {
 		for _, x := range classes {
 			if x == c {
@@ -95,13 +113,13 @@ func (m *RM) made(classes ...uint32) []Handle {
 		return false
 	}
 	var hs []Handle
-	for h, o := range m.objs {
-		if !of(o.class) {
+	for h, o := range m.objs.m {
+		if o.by != m || !of(o.class) {
 			continue
 		}
 		top := true
 		for p := o.parent; ; {
-			po, ok := m.objs[p]
+			po, ok := m.objs.m[p]
 			if !ok {
 				break
 			}
@@ -151,11 +169,18 @@ func (m *RM) ScheduleChannel(channel Handle, p *ScheduleParams) error {
 
 // Disown forgets object, made through Alloc, without freeing it: the
 // path's Stop leaves it, and the caller frees it (Free, through any path
-// of the client). The objects under it stay the path's.
+// of the client). The objects under it stay the path's until then.
 func (m *RM) Disown(object Handle) {
-	m.mu.Lock()
-	delete(m.objs, object)
-	m.mu.Unlock()
+	m.objs.mu.Lock()
+	delete(m.objs.m, object)
+	m.objs.mu.Unlock()
+}
+
+// parentOf is the parent of object, made through Alloc and alive.
+func (m *RM) parentOf(object Handle) Handle {
+	m.objs.mu.Lock()
+	defer m.objs.mu.Unlock()
+	return m.objs.m[object].parent
 }
 
 // Boost raises the clocks of the GPU of subdevice to their maximum, at

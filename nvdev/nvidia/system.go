@@ -42,6 +42,8 @@ type system struct {
 	kept     spanSet    // host-visible ranges of freed held memory, zeroed, never given back
 	stuck    [][]byte   // Go memory at addresses of ranges UVM kept after a failed map
 	handle   Handle     // the last handle the package named itself
+
+	objects objects // the RM objects the paths made, alive
 }
 
 // systemLock guards theSystem.
