@@ -112,8 +112,8 @@ type Config struct {
 	NoOwnRelease bool
 	// CopyKernels chooses where a copy or a fill of one row of at least
 	// 256 KiB within the device's Device memory runs: 0 as the driver's
-	// kernel on the compute channel on sm_80, sm_86, sm_87 and sm_89,
-	// and on sm_90, where it ran 20 times as fast as the copy
+	// kernel on the compute channel on sm_80, sm_86 and sm_89, and on
+	// sm_90, where it ran 20 times as fast as the copy
 	// engine (docs/nvdev.md); > 0 as the kernel wherever a cubin of kernels/
 	// runs; < 0 on the copy engine.
 	CopyKernels int

@@ -90,7 +90,8 @@ func (d *Device) passedSettled(v uint64) bool {
 	return device.AtLeast(d.committed.Load(), v) || d.loss.Load() != nil || d.stopped.Load()
 }
 
-// WaitAll waits until every point is reached, and returns the first error.
+// WaitAll waits for the points in order, and returns nil once every one
+// is reached, or the first error at once, without waiting for the rest.
 func WaitAll(ctx context.Context, points ...Point) error {
 	for _, p := range points {
 		if err := p.Wait(ctx); err != nil {
