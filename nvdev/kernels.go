@@ -62,7 +62,7 @@ func (d *gpu) loadCopyKernels() (*copyKernels, error) {
 	switch {
 	case d.cfg.CopyKernels < 0:
 		return nil, nil
-	case d.cfg.CopyKernels == 0 && sm != 80 && sm != 86 && sm != 87 && sm != 89 && sm != 90:
+	case d.cfg.CopyKernels == 0 && sm != 80 && sm != 86 && sm != 89 && sm != 90:
 		return nil, nil
 	}
 	for _, k := range kernelSMs {
