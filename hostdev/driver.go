@@ -401,16 +401,20 @@ func goPages(size int) []byte {
 
 // makeBytes is make([]byte, n), n positive, or nil where n is past the
 // largest array Go makes (or overflowed), for which make panics.
-func makeBytes(n int) (b []byte) {
+func makeBytes(n int) []byte { return makeOf[byte](n) }
+
+// makeOf is make([]T, n), n positive, or nil where n is past the largest
+// array of T Go makes, for which make panics.
+func makeOf[T any](n int) (s []T) {
 	if n <= 0 {
 		return nil
 	}
 	defer func() {
 		if recover() != nil {
-			b = nil
+			s = nil
 		}
 	}()
-	return make([]byte, n)
+	return make([]T, n)
 }
 
 // region is r as a region of d, or an error naming why it is not one.

@@ -198,3 +198,43 @@ func TestAllocPastHostRAM(t *testing.T) {
 		}
 	}
 }
+
+// limits.params states no parameter count: a launch of it passes all its
+// parameter bytes (Entry.Params 0).
+func init() { Register("limits.params", func(*Ctx) {}) }
+
+// TestGrowPastLargestArray asks Grow for a bytes arena past the largest
+// array Go makes, on a device whose budget lets it through: Grow answers
+// a *device.Short and keeps none of the budget, as Alloc answers
+// ErrNoMemory, rather than panic in the submitter's goroutine. The
+// launches share one parameter slice, so the submission itself is small.
+func TestGrowPastLargestArray(t *testing.T) {
+	d, _ := newDev(t, Config{Budget: math.MaxInt64}, 0)
+	e := entry(t, d, "limits.params")
+	params := make([]byte, 1<<30)
+	const n = 1<<17 + 1 // n << 30 > 2^47: the arena of twice that passes 2^48
+	parts := make([]device.Part, n)
+	for i := range parts {
+		parts[i] = launch(e, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, params)
+	}
+	s := &device.Submission{Value: 1, Parts: parts}
+	if a := d.Room(s); a.Kind != device.RoomGrow {
+		t.Fatalf("room answered %+v, want RoomGrow", a)
+	}
+	used := d.used.Load()
+	var err error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Errorf("Grow panicked: %v", v)
+			}
+		}()
+		err = d.Grow()
+	}()
+	if u := d.used.Load(); u != used {
+		t.Errorf("the budget counts %d bytes after Grow, %d before", u, used)
+	}
+	if _, ok := err.(*device.Short); !ok {
+		t.Errorf("Grow of an arena past the largest array: %v, want a *device.Short", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/internal/hostram"
 	"github.com/rig-go/rig/internal/latest"
 	"golang.org/x/sys/cpu"
 )
@@ -449,8 +450,9 @@ func swapArena[T any](q *queues, a *arena[T], buf []T, charge int64, k int) {
 
 // Grow makes arenas that hold twice what the submission that Room last
 // refused with RoomGrow needs, at least doubling each arena it grows, and
-// takes their bytes from the budget: a *device.Short where it lacks them.
-// The next Room puts them into the ring.
+// takes their bytes from the budget: a *device.Short where it lacks them,
+// or where they are more than the host's memory or than Go makes into
+// one array. The next Room puts them into the ring.
 func (d *dev) Grow() error {
 	q := &d.q
 	var g growth
@@ -464,7 +466,10 @@ func (d *dev) Grow() error {
 		if need == 0 {
 			continue
 		}
-		c := max(int64(1)<<bits.Len64(uint64(2*need-1)), 2*q.caps[k].Load())
+		c := max(int64(1)<<min(bits.Len64(uint64(2*need-1)), 62), 2*q.caps[k].Load())
+		if c > math.MaxInt64/sizes[k] || c > math.MaxInt || total > math.MaxInt64-c*sizes[k] {
+			return &device.Short{N: math.MaxInt64}
+		}
 		n[k] = int(c)
 		g.charge[k] = c * sizes[k]
 		total += g.charge[k]
@@ -472,17 +477,19 @@ func (d *dev) Grow() error {
 	if total == 0 {
 		return nil
 	}
+	if ram := hostram.Bytes(); ram > 0 && uint64(total) > ram {
+		// No budget gives more than the host's memory, and Go would
+		// end the process where the OS refused it.
+		return &device.Short{N: total}
+	}
 	if !d.charge(total) {
 		return &device.Short{N: total}
 	}
-	if n[arParts] > 0 {
-		g.parts = make([]part, n[arParts])
-	}
-	if n[arWaits] > 0 {
-		g.waits = make([]device.Wait, n[arWaits])
-	}
-	if n[arBytes] > 0 {
-		g.bytes = make([]byte, n[arBytes])
+	g.parts, g.waits, g.bytes = makeOf[part](n[arParts]), makeOf[device.Wait](n[arWaits]), makeOf[byte](n[arBytes])
+	if (n[arParts] > 0 && g.parts == nil) || (n[arWaits] > 0 && g.waits == nil) || (n[arBytes] > 0 && g.bytes == nil) {
+		// Past the largest array Go makes.
+		d.used.Add(-total)
+		return &device.Short{N: total}
 	}
 	for k := range n {
 		// A need that a Room recorded meanwhile stays for the next Grow.

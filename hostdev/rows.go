@@ -25,19 +25,18 @@ func (d *dev) copyRows(p *part) {
 		// the last row ends within the regions, so rows*n fits.
 		rows, n = 1, rows*n
 	}
-	if rows == 1 && !p.filling && n > 0 {
-		if src, dst := p.src.bytes(p.srcOff, n), p.dst.bytes(p.dstOff, n); startsWithin(dst, src) {
-			// A copy onto bytes above its source within them moves as
-			// one memmove would: from its end, so that no piece reads
-			// bytes an earlier piece wrote.
-			d.copyDown(dst, src)
-			return
-		}
-	}
 	since := uint64(0) // bytes counted since the last look
 	for r := range rows {
-		for off := uint64(0); off < n; {
-			k := min(n-off, rowsPiece-since)
+		// A row copied onto bytes above its source within them moves as
+		// one memmove would: from its end, so that no piece reads bytes
+		// an earlier piece wrote, wherever the looks split the row.
+		down := !p.filling && n > 0 && startsWithin(p.dst.bytes(p.dstOff+r*dstPitch, n), p.src.bytes(p.srcOff+r*srcPitch, n))
+		for done := uint64(0); done < n; {
+			k := min(n-done, rowsPiece-since)
+			off := done
+			if down {
+				off = n - done - k
+			}
 			b := p.dst.bytes(p.dstOff+r*dstPitch+off, k)
 			switch {
 			case !p.filling:
@@ -51,7 +50,7 @@ func (d *dev) copyRows(p *part) {
 					b[j] = p.fillByte
 				}
 			}
-			off += k
+			done += k
 			since += max(k, rowCost)
 			if since >= rowsPiece {
 				since = 0
@@ -85,23 +84,4 @@ func fillWords(b []byte, off uint64, v uint32) {
 func startsWithin(dst, src []byte) bool {
 	s, t := uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
 	return t > s && t-s < uintptr(len(src))
-}
-
-// copyDown copies src to dst, of one length, from the end in pieces of
-// rowsPiece bytes, looking at whether the device's work ended after each
-// as copyRows does.
-func (d *dev) copyDown(dst, src []byte) {
-	for end := len(src); end > 0; {
-		start := max(end-rowsPiece, 0)
-		copy(dst[start:end], src[start:end])
-		end = start
-		if end > 0 {
-			if h := d.rowsLook.Load(); h != nil {
-				(*h)()
-			}
-			if d.dead() {
-				return
-			}
-		}
-	}
 }

@@ -159,3 +159,31 @@ func TestCopyWithinRegion(t *testing.T) {
 		})
 	}
 }
+
+// TestRowsWithinThemselves copies rows of 1000 bytes one byte up within
+// themselves (pitch 2000): each row moves as one memmove would, as a
+// single row does (TestCopyWithinRegion), also a row that a look at the
+// stop (every rowsPiece bytes counted) splits in two pieces.
+func TestRowsWithinThemselves(t *testing.T) {
+	const rowBytes, pitch, rows = 1000, 2000, 1024
+	d, _ := newDev(t, Config{}, 0)
+	r, m := alloc(t, d, pitch*rows+pitch)
+	for i := range m {
+		m[i] = byte(i % 251)
+	}
+	want := append([]byte(nil), m...)
+	for row := 0; row < rows; row++ {
+		o := row * pitch
+		copy(want[o+1:o+1+rowBytes], want[o:o+rowBytes])
+	}
+	p := device.Part{Kind: device.CopyRows, Queue: device.Copy, Src: r, Dst: r,
+		SrcOffset: 0, DstOffset: 1, RowBytes: rowBytes, Rows: rows, SrcPitch: pitch, DstPitch: pitch}
+	if err := reach(t, d, submit(t, d, p)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if m[i] != want[i] {
+			t.Fatalf("byte %d (row %d, byte %d of it) reads %d, want %d as a memmove of the row", i, i/pitch, i%pitch, m[i], want[i])
+		}
+	}
+}
