@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -262,5 +263,22 @@ func TestRealIoctlRefused(t *testing.T) {
 	}
 	if _, ok := device.AsFault(asFault(err)); ok {
 		t.Error("a refusal became a fault")
+	}
+}
+
+// TestOpenRefusesOtherPages: a host whose pages are not of 4 KiB (an
+// arm64 kernel of 64 KiB pages) is refused at the system's open, naming
+// the pages, before any file is opened.
+func TestOpenRefusesOtherPages(t *testing.T) {
+	defer func(f func() int) { hostPage = f }(hostPage)
+	hostPage = func() int { return 64 << 10 }
+	calls := 0
+	s, err := openSystem(func(int, uintptr, unsafe.Pointer) syscall.Errno { calls++; return syscall.EINVAL })
+	if err == nil {
+		_ = s.close()
+		t.Fatal("the system opened on a host of 64 KiB pages")
+	}
+	if !strings.Contains(err.Error(), "65536") || calls != 0 {
+		t.Fatalf("open on a host of 64 KiB pages: %v after %d calls, want an error naming the pages and no call", err, calls)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,9 +96,17 @@ func openDevice(name string) (int, error) {
 	return fd, nil
 }
 
+// hostPage is the host's page size (os.Getpagesize; a test's otherwise).
+var hostPage = os.Getpagesize
+
 // openSystem opens /dev/nvidiactl and /dev/nvidia-uvm, makes the root
-// client, reads the driver's release and its GPUs.
+// client, reads the driver's release and its GPUs. It refuses a host
+// whose pages are not of 4 KiB: the path maps host memory and sizes its
+// ranges in those pages.
 func openSystem(ioctl ioctlFunc) (_ *system, err error) {
+	if n := hostPage(); n != pageSize {
+		return nil, fmt.Errorf("nvidia: the host's pages are of %d bytes; the path maps host memory in pages of %d", n, pageSize)
+	}
 	s := &system{uvmMM: -1, gpus: map[int]*gpuState{}}
 	s.rm = rm{conn: conn{ioctl: ioctl, sink: &s.sink}, ctl: -1}
 	s.uvm = uvm{conn: s.rm.conn, fd: -1}
