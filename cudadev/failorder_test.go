@@ -3,6 +3,7 @@
 package cudadev
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -161,5 +162,155 @@ func TestEndJoinRefused(t *testing.T) {
 				t.Fatalf("Stop's writes passed work (%q), or wrote %v, keeping work that raises the word: %v; want no write, and the word raised by the kept work", bad, written, kept)
 			}
 		})
+	}
+}
+
+// waitCall is one stream call the fake table saw.
+type waitCall struct {
+	name   string
+	stream uintptr
+	value  uint64
+}
+
+// waitRecorder records the word's writes and the waits on words, by
+// stream, and refuses the calls refuse picks.
+type waitRecorder struct {
+	mu     sync.Mutex
+	calls  []waitCall
+	refuse func(name string, n int) bool // n: the how-many-th call of name
+	count  map[string]int
+}
+
+func (m *waitRecorder) fn(name string, stream func(a [6]uintptr) uintptr, value func(a [6]uintptr) uint64) fakeFn {
+	return func(a [6]uintptr) result {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.count == nil {
+			m.count = map[string]int{}
+		}
+		m.count[name]++
+		if m.refuse != nil && m.refuse(name, m.count[name]) {
+			return errInvalidValue
+		}
+		c := waitCall{name: name, stream: stream(a)}
+		if value != nil {
+			c.value = value(a)
+		}
+		m.calls = append(m.calls, c)
+		return 0
+	}
+}
+
+func (m *waitRecorder) fns() map[string]fakeFn {
+	a0 := func(a [6]uintptr) uintptr { return a[0] }
+	return map[string]fakeFn{
+		"cuStreamWaitValue64_v2":  m.fn("wait", a0, func(a [6]uintptr) uint64 { return uint64(a[2]) }),
+		"cuStreamBatchMemOp_v2":   m.fn("batch", a0, func(a [6]uintptr) uint64 { return uint64(a[1]) }),
+		"cuStreamWriteValue64_v2": m.fn("write", a0, func(a [6]uintptr) uint64 { return uint64(a[2]) }),
+	}
+}
+
+func (m *waitRecorder) writes() []waitCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var w []waitCall
+	for _, c := range m.calls {
+		if c.name == "write" {
+			w = append(w, c)
+		}
+	}
+	return w
+}
+
+// writtenAfterWaits fails t where a write of the word on a stream does not
+// follow, on that stream, waits that cover all n of the value's waits in
+// the calls just before it (a wait, or batches of waits).
+func writtenAfterWaits(t *testing.T, m *waitRecorder, n int) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, c := range m.calls {
+		if c.name != "write" {
+			continue
+		}
+		covered := uint64(0)
+		for j := i - 1; j >= 0 && covered < uint64(n); j-- {
+			p := m.calls[j]
+			if p.stream != c.stream {
+				continue
+			}
+			switch p.name {
+			case "wait":
+				covered++
+			case "batch":
+				covered += p.value
+			default:
+				j = -1
+			}
+		}
+		if covered != uint64(n) {
+			t.Fatalf("value %d written on stream %#x after %d of its %d waits (calls %+v)", c.value, c.stream, covered, n, m.calls)
+		}
+	}
+}
+
+// TestFailedWaitsWrittenAfter has CUDA refuse, with an error of the call
+// alone, a value's wait on another device's word (one wait, refused each
+// time; or the second batch of 300, once): the failed value is written
+// only after all its waits are on the stream, or not at all, so that the
+// word never shows it before the words it waits on show theirs.
+func TestFailedWaitsWrittenAfter(t *testing.T) {
+	for _, n := range []int{1, 300} {
+		t.Run(fmt.Sprint(n, " waits"), func(t *testing.T) {
+			m := &waitRecorder{refuse: func(name string, k int) bool {
+				return name == "wait" || name == "batch" && k == 2
+			}}
+			tab := fakeTable(t, m.fns())
+			d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+			d.arrayDev = 0x7000000
+			other := make([]uint64, n)
+			waits := make([]device.Wait, n)
+			for i := range waits {
+				waits[i] = device.Wait{Word: &other[i], Value: 5}
+			}
+			s := &device.Submission{Value: 1, Waits: waits, Parts: []device.Part{copyOn(device.Compute)}}
+			if a := d.Submit(s); a.Kind != device.Failed {
+				t.Fatalf("the submit answered %v", a.Kind)
+			}
+			writtenAfterWaits(t, m, n)
+		})
+	}
+}
+
+// TestStartJoinRefusedWaitsFirst has CUDA refuse the order of a value's
+// start stream after the stream the last value ended on, for a value that
+// waits on another word: the failed value is written on the stream the
+// last value ended on, after its wait.
+func TestStartJoinRefusedWaitsFirst(t *testing.T) {
+	m := &waitRecorder{}
+	fns := m.fns()
+	fns["cuStreamWaitEvent"] = func([6]uintptr) result { return errInvalidValue }
+	tab := fakeTable(t, fns)
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	d.arrayDev = 0x7000000
+	d.end = device.Compute
+	var other uint64
+	s := &device.Submission{Value: 1, Waits: []device.Wait{{Word: &other, Value: 5}},
+		Parts: []device.Part{copyOn(device.Copy)}}
+	if a := d.Submit(s); a.Kind != device.Failed {
+		t.Fatalf("the submit answered %v", a.Kind)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	waited := map[uintptr]bool{}
+	for _, c := range m.calls {
+		switch c.name {
+		case "wait", "batch":
+			waited[c.stream] = true
+		case "write":
+			if !waited[c.stream] {
+				t.Fatalf("value %d written on stream %#x, on which none of its waits was enqueued (calls %+v)", c.value, c.stream, m.calls)
+			}
+		}
 	}
 }

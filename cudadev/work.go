@@ -343,11 +343,12 @@ func (d *gpu) submit(f *frame, s *device.Submission) device.SubmitAnswer {
 		// the values before: the value is written behind that work, on
 		// the stream they ended on, where it enqueued nothing.
 		if r := d.join(f, e, start); r != 0 {
-			return d.failSubmit(f, s, doOrder, r, 1<<e, e)
+			return d.failBeforeWaits(f, s, doOrder, r, e)
 		}
 	}
 	if r := d.waitWords(f, start, s.Waits); r != 0 {
-		return d.failSubmit(f, s, doWait, r, 1<<start, start)
+		// None of the waits, or some of them, are on the stream.
+		return d.failBeforeWaits(f, s, doWait, r, start)
 	}
 	var st *stamp
 	if s.Timed {
@@ -605,17 +606,37 @@ func (d *gpu) copy(f *frame, p *device.Part, stream uintptr) result {
 	return 0
 }
 
-// failSubmit records the failure of a submit: what it was doing and CUDA's
-// error. Unless the context failed, it writes the value after the work the
-// submit enqueued on the streams of used, ending on stream z.
+// failSubmit records the failure of a submit whose waits are on its
+// streams: what it was doing and CUDA's error. Unless the context failed,
+// it writes the value after the work the submit enqueued on the streams of
+// used, ending on stream z.
 func (d *gpu) failSubmit(f *frame, s *device.Submission, what string, r result, used, z int) device.SubmitAnswer {
+	return d.failWith(f, s, what, r, func() { d.closeValue(f, used, z, s.Value) })
+}
+
+// failBeforeWaits is failSubmit for a failure before the value's waits
+// were all on a stream: it writes the value on stream z after the waits
+// and every earlier value, as a submit after a failure does, and nothing
+// where CUDA refuses a wait, so that the word never shows the value before
+// the words it waits for show theirs.
+func (d *gpu) failBeforeWaits(f *frame, s *device.Submission, what string, r result, z int) device.SubmitAnswer {
+	return d.failWith(f, s, what, r, func() {
+		if d.waitWords(f, z, s.Waits) == 0 {
+			d.closeValue(f, 1<<z, z, s.Value)
+		}
+	})
+}
+
+// failWith records the failure and, unless the context failed, runs
+// write, which writes the value.
+func (d *gpu) failWith(f *frame, s *device.Submission, what string, r result, write func()) device.SubmitAnswer {
 	why := d.t.text(r)
 	d.failed = what + ": " + why
 	if r.sticky() {
 		d.ctxFailed = true
 		d.noteFault(why)
 	} else {
-		d.closeValue(f, used, z, s.Value)
+		write()
 	}
 	return device.SubmitAnswer{Kind: device.Failed, Reason: d.failed}
 }
