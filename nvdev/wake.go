@@ -192,8 +192,13 @@ type waker struct {
 }
 
 // openEvents makes the device's event where the path gives one; a refusal
-// leaves the device to poll, with the reason in evErr.
+// leaves the device to poll, with the reason in evErr. The protocol's
+// values start at the word's, so that they compare with the values
+// submitted in circular order wherever the word starts.
 func (d *gpu) openEvents() {
+	d.wk.intrV, d.wk.quietV = d.base, d.base
+	d.wk.quiet.Store(d.base)
+	d.wk.last.Store(d.base)
 	if ep, ok := d.p.(eventPath); ok {
 		ev, err := ep.NonStallEvent(nonStallNotifier)
 		if err != nil {

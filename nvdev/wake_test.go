@@ -441,3 +441,23 @@ func TestWakeBudgetPlanAgain(t *testing.T) {
 		t.Errorf("the budget counts %d interrupts given, want 1", got)
 	}
 }
+
+// TestWakeInterruptFromAnyWord: the interrupt protocol's values start at
+// the word's value at make, so that a value submitted with waiters parked
+// and nothing in flight raises the interrupt wherever the word starts,
+// also at or past 2^63, where a start at 0 lay ahead of the word in
+// circular order and no value ever raised it.
+func TestWakeInterruptFromAnyWord(t *testing.T) {
+	for _, base := range []uint64{100, 1<<63 + 100, ^uint64(0) - 100} {
+		r := openRawAt(t, Config{}, base)
+		withEvent(r)
+		m := r.alloc(device.PinnedMemory, 4096)
+		parkWaiters(r)
+		v := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+		r.wait(v)
+		if got := r.d.wk.intrs.Load(); got != 1 {
+			t.Errorf("word made at %#x: value %#x, submitted with waiters parked and nothing in flight, raised %d interrupts, want 1",
+				base, v, got)
+		}
+	}
+}
