@@ -799,7 +799,9 @@ func (s *Service) recover(b *backend) {
 		return
 	}
 	if b.dev.Err() == nil || s.closed.Load() {
-		s.reopenMu.Unlock()
+		// Every exit that held the lock looks again (unlockReopen): a
+		// loss whose recover found the lock held was left to it.
+		s.unlockReopen()
 		return
 	}
 	if s.spare.CompareAndSwap(b, nil) {
@@ -817,7 +819,7 @@ func (s *Service) recover(b *backend) {
 	// A request that met the loss may ask after the replacement serves:
 	// only the lost backend that requests still use is replaced.
 	if s.cur.Load() != b {
-		s.reopenMu.Unlock()
+		s.unlockReopen()
 		return
 	}
 	s.log.Error("device lost", "device", b.dev.Name(), "err", b.dev.Err())
