@@ -27,8 +27,9 @@ type Facts struct {
 	// does while a stream is full.
 	MayBlock bool
 	// HangMs bounds progress: rig loses the device once its word has not
-	// moved for HangMs milliseconds while work is pending. 0 is None:
-	// nothing of rig's bounds the work.
+	// moved for HangMs milliseconds while work is pending, also where that
+	// work waits for another device's point (the loss's cause then names
+	// that device). 0 is None: nothing of rig's bounds the work.
 	HangMs int
 	// MapsHost is true iff MapHost maps host memory.
 	MapsHost bool

@@ -56,6 +56,25 @@ func (d *Device) owe(owed []Point, v uint64) error {
 	return nil
 }
 
+// waitedFor names, for a hang's cause, the other devices whose points the
+// work of d past cur waits for on the device side and that have not
+// reached them: the word may stand still behind them rather than behind
+// d's own work. It returns "" where there are none. Only d's supervisor
+// calls it.
+func (d *Device) waitedFor(cur uint64) string {
+	ds := d.debts.Load()
+	if ds == nil {
+		return ""
+	}
+	s := ""
+	for _, dt := range *ds {
+		if up, to := dt.up, dt.upTo.Load(); !up.reaped.Load() && !device.AtLeast(cur, dt.at.Load()) && !device.AtLeast(up.read(), to) {
+			s += fmt.Sprintf("; its work waits for value %d of device %s, which reads %d", to, up.name, up.read())
+		}
+	}
+	return s
+}
+
 // debtTo returns d's debt to p's device, or adds one of p for d's value v
 // and returns nil where d owed that device nothing yet. d's submit lock is
 // held: it is the only writer of d.debts.

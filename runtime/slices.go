@@ -25,8 +25,8 @@ type Element interface {
 // with a submission on the device. A cancelled ctx returns ctx.Err(), with
 // dst's range left partly written or not at all; it ends the staging too,
 // and the rounds of reclamation its allocation may run. Once dst's device is
-// closed it returns an error matching ErrClosed, whatever dst's kind of
-// memory, and after Free of dst, also a Free while it waits, one matching
+// closed it returns an error matching ErrClosed, and once it is lost the
+// loss, whatever dst's kind of memory; after Free of dst, also a Free while it waits, one matching
 // ErrFreed, also for an empty src, which waits for nothing. Where work of
 // another device that uses dst was dropped by that device's Close, it
 // returns an error matching ErrClosed that names that device.
@@ -60,7 +60,7 @@ func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error
 // dst (as many bytes as dst holds), and returns once they are there. It
 // first waits for the last work that writes src. Where the host addresses
 // src it copies directly; otherwise it stages through Pinned memory, as
-// Upload does, and returns the same errors for a closed device or a freed
+// Upload does, and returns the same errors for a closed or lost device or a freed
 // buffer, also for an empty dst. Download allocates: see Upload for the
 // hot path.
 func Download[T Element](ctx context.Context, dst []T, src *Buffer, off int) error {
@@ -180,10 +180,16 @@ func (s *bufState) freedErr() error {
 }
 
 // closed returns an error matching ErrClosed where the buffer's device was
-// closed: its buffers are given back, and no copy to or from them succeeds.
+// closed: its buffers are given back, and no copy to or from them succeeds;
+// and the device's loss where it was lost.
 func (s *bufState) closed() error {
 	if s.d.closing.Load() {
 		return fmt.Errorf("rig: a buffer of %d bytes of device %s, used after its device closed: %w", s.n, s.d.name, ErrClosed)
+	}
+	if le := s.d.loss.Load(); le != nil {
+		// Later calls of a lost device fail at once, whatever the
+		// buffer's kind of memory.
+		return le
 	}
 	return nil
 }

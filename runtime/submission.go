@@ -944,7 +944,12 @@ func (d *Device) waitOther(ctx context.Context, p Point) error {
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() == nil {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The wait's context ended: the caller's, whose error the
+		// caller gets, or d's close or loss, whose error it gets.
+		if e := ctx.Err(); e != nil {
+			return e
+		}
 		if e := d.usable(); e != nil {
 			return e
 		}

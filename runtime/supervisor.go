@@ -133,7 +133,13 @@ func (s *supervisor) cancel(w *waiter) {
 	if !w.state.CompareAndSwap(waitSent, waitCancelled) && w.state.CompareAndSwap(waitHeld, waitCancelled) {
 		s.count.Add(-1)
 	}
-	_ = s.box.Send(context.Background(), message{kind: msgCancel, w: w})
+	// Without waiting for room: where thousands of waits end at once the
+	// box fills, and a wait would return only once the supervisor took
+	// the cancellations before it. A cancellation the full box refuses
+	// leaves the waiter in the heap, cancelled: the supervisor's answer
+	// passes it by once its value is reached or the device stops, and the
+	// collector takes it.
+	_ = s.box.TrySend(message{kind: msgCancel, w: w})
 }
 
 // dropCancelled takes a cancelled waiter out of the heap and back into
@@ -314,7 +320,7 @@ func (s *supervisor) run() {
 		if hang > 0 {
 			left := hang - now.Sub(moved)
 			if left <= 0 {
-				d.lose(fmt.Sprintf("no progress for %d ms", d.facts.HangMs), nil)
+				d.lose(fmt.Sprintf("no progress for %d ms%s", d.facts.HangMs, d.waitedFor(cur)), nil)
 				continue
 			}
 			still = min(still, left)
