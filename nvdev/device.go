@@ -210,7 +210,12 @@ type channel struct {
 	seg0     *nvidia.Memory // the segment ring make allocated
 	segMem   *nvidia.Memory // the segment ring a growth made, or nil
 	segPos   uint64         // words placed, monotonic
-	base     uint64         // bits 56:40 the ring's segments run at
+	// tail is where the words after the last release on the channel begin
+	// (a value's non-stall interrupt and yield): the words before it are
+	// read once the word shows that value, and the words from it to
+	// segPos only once a later release shows the channel went past them.
+	tail uint64
+	base uint64 // bits 56:40 the ring's segments run at
 
 	registered bool
 }
@@ -397,6 +402,7 @@ func (d *gpu) setup(chs [2]*channel, wait bool) error {
 		ch.marks++
 		b = hw.Release(b, d.gen, ch.markGPU, ch.marks)
 		ch.segPos = uint64(len(b))
+		ch.tail = ch.segPos
 		if err := ch.appendSegment(d.gen, 0, uint32(len(b))); err != nil {
 			return err
 		}
@@ -465,7 +471,7 @@ func chsFault(chs [2]*channel) string {
 func (d *gpu) record() record {
 	var r record
 	for q, ch := range d.ch {
-		r.put[q], r.seg[q] = ch.put, ch.segPos
+		r.put[q], r.seg[q] = ch.put, ch.tail
 	}
 	r.launch = d.launchPos
 	return r

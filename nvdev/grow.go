@@ -205,6 +205,7 @@ func (d *gpu) install(w uint64) {
 		ch.seg = hostWords(g, 0, g.Size/4)
 		ch.segGPU = g.Address
 		ch.segPos = roundUp(ch.segPos, uint64(len(ch.seg)))
+		ch.tail = ch.segPos
 		for u := w; ; u++ {
 			d.recs[u%records].seg[q] = ch.segPos
 			if u == d.last {
@@ -229,13 +230,16 @@ func (d *gpu) install(w uint64) {
 	}
 }
 
-// retire keeps m until the word reaches the last value submitted and the
-// copy channel's mark the last image upload: an upload's words follow the
-// last value's in the copy channel's segment ring, and the copy channel
-// may read them after the word reached that value. The caller holds mu.
+// retire keeps m until the word reaches the value after the last one
+// submitted and the copy channel's mark the last image upload: the last
+// value's words after its release (channel.tail), and an upload's words,
+// which follow the last value's in the copy channel's segment ring, may be
+// read after the word reached that value; the next value's release, on
+// the new ring, shows that the channel went past them. The caller holds
+// mu.
 func (d *gpu) retire(m *nvidia.Memory) {
 	d.retMu.Lock()
-	d.retired = append(d.retired, retired{m: m, until: d.last, mark: d.upMark})
+	d.retired = append(d.retired, retired{m: m, until: d.last + 1, mark: d.upMark})
 	d.retMu.Unlock()
 }
 

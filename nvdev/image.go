@@ -163,6 +163,7 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 				return fmt.Errorf("nvdev: lay: %w", err)
 			}
 			ch.segPos = pos + k
+			ch.tail = ch.segPos // the upload ends with its mark's release
 			d.upMark, d.layPending = ch.marks, true
 			d.icache.Store(true)
 			d.retMu.Lock()

@@ -64,6 +64,7 @@ type cursor struct {
 	used     bool
 	segPos   uint64 // the next word (Submit: monotonic; Room: from 0)
 	segStart uint64 // the open segment's first word
+	tail     uint64 // where the words after the value's release begin
 	put      uint64 // the next entry, monotonic
 	base     uint64 // the extended base the ring's segments run at
 	marks    uint64 // the channel's last mark
@@ -148,12 +149,18 @@ func (d *gpu) room(s *device.Submission) device.RoomAnswer {
 		return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
 	}
 	r := d.recs[w%records]
-	if device.AtLeast(w, d.last) && (!d.layPending || device.AtLeast(atomic.LoadUint64(d.ch[qCopy].mark), d.upMark)) {
+	fresh := device.AtLeast(w, d.last) && (!d.layPending || device.AtLeast(atomic.LoadUint64(d.ch[qCopy].mark), d.upMark))
+	if fresh {
 		// The channels consumed everything: the rings start over at their
 		// beginning, so that a reservation that fits a ring never waits
-		// on its place in it.
+		// on its place in it; but a ring whose last words after a release
+		// may be unread keeps them, and its reservation goes on after
+		// them (or to a new ring: below).
 		for _, ch := range d.ch {
-			ch.segPos = roundUp(ch.segPos, uint64(len(ch.seg)))
+			if ch.tail == ch.segPos {
+				ch.segPos = roundUp(ch.segPos, uint64(len(ch.seg)))
+				ch.tail = ch.segPos
+			}
 		}
 		d.launchPos = roundUp(d.launchPos, uint64(len(d.launchHost)))
 		r = d.record()
@@ -203,6 +210,16 @@ func (d *gpu) room(s *device.Submission) device.RoomAnswer {
 			pos += size - off
 		}
 		if pos+n-r.seg[q] > size || ch.put+e-r.put[q] > ch.entries-1 {
+			if fresh && ch.tail != ch.segPos && pos+n-r.seg[q] > size {
+				// Nothing is in flight to read the last words after
+				// its release: a ring of the reservation's size, fresh,
+				// takes it, and this one goes once a later value ran.
+				var g need
+				g.seg[q] = n
+				d.need.add(g)
+				p.s = nil
+				return device.RoomAnswer{Kind: device.RoomGrow, Part: -1}
+			}
 			return device.RoomAnswer{Kind: device.RoomLater, Part: -1}
 		}
 	}
@@ -393,7 +410,7 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 		if !c.used {
 			continue
 		}
-		ch.segPos, ch.put, ch.base, ch.marks = c.segPos, c.put, c.base, c.marks
+		ch.segPos, ch.tail, ch.put, ch.base, ch.marks = c.segPos, c.tail, c.put, c.base, c.marks
 		ch.published()
 	}
 	if w.cur[qCompute].used {
@@ -477,6 +494,12 @@ func (w *walk) run() {
 	}
 	if !w.own {
 		w.release(w.ender, d.wordGPU, s.Value)
+	}
+	for c := range w.cur {
+		// The release above, or on the other channel the mark its
+		// ender acquired, is the channel's last: what follows is read
+		// only later (channel.tail).
+		w.cur[c].tail = w.cur[c].segPos
 	}
 	if w.intr {
 		w.interrupt(w.ender)
