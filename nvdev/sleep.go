@@ -294,13 +294,13 @@ func (d *gpu) debugLines() []string {
 // to stop. Where the RM freed every channel group, or else the path
 // stopped (either leaves none of the device's work running), it writes
 // the last value given to Submit into the word (a value whose Submit
-// failed too) and gives the memory the device
-// holds itself back to the path; where neither did, that memory stays,
-// the word reaches the value as the channels end (Stop writes it where
-// both channels' notifiers hold an error, since the RM stopped them), and
-// Stop returns a *device.Fault with the path's refusal, since the
-// device's work may still run. Where the RM freed the channel groups, the path's refusal is
-// not returned (docs/nvdev.md: Stop does not check the path's Unknown).
+// failed too) and gives the memory the device holds itself back to the
+// path; where neither did, that memory stays, the word reaches the value
+// as the channels end (Stop writes it where both channels' notifiers hold
+// an error, since the RM stopped them), and Stop returns a *device.Fault
+// with the path's refusal, since the device's work may still run. Where
+// the RM freed the channel groups, the path's refusal is not returned
+// (docs/nvdev.md: Stop does not check the path's Unknown).
 // The path closes once rig has freed the regions it holds.
 func (d *gpu) Stop(string) error {
 	d.mu.Lock()
