@@ -210,18 +210,6 @@ func (m *waitRecorder) fns() map[string]fakeFn {
 	}
 }
 
-func (m *waitRecorder) writes() []waitCall {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var w []waitCall
-	for _, c := range m.calls {
-		if c.name == "write" {
-			w = append(w, c)
-		}
-	}
-	return w
-}
-
 // writtenAfterWaits fails t where a write of the word on a stream does not
 // follow, on that stream, waits that cover all n of the value's waits in
 // the calls just before it (a wait, or batches of waits).
