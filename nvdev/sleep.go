@@ -24,9 +24,10 @@ func (d *gpu) Signaled() uint64 { return atomic.LoadUint64(d.word) }
 // then on raise no interrupt; so they do after a return with every value
 // submitted reached. Otherwise it marks waiters parked, spins on the word
 // for spinFor, then blocks on the device's non-stall event (wake.go):
-// until still where every value in flight raises the interrupt, at most
-// bridgeFor at a time while one that raises none is in flight. A device
-// without an event sleeps pollFor at a time.
+// until still where every value in flight raises the interrupt and it
+// holds a place in the GPU's budget for the next, at most bridgeFor at a
+// time while one that raises none is in flight or the budget has no place
+// to hold. A device without an event sleeps pollFor at a time.
 func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	if f := d.fault.Load(); f != nil {
 		return f
@@ -48,6 +49,7 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	if d.wk.ev != nil && !d.wk.parked.Load() {
 		d.wk.parked.Store(true)
 	}
+	defer d.releaseInterrupt()
 	t0 := time.Now()
 	spinEnd := spinFor
 	var pace yield.Pacer
@@ -82,8 +84,11 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 			continue
 		}
 		wait := still - el
-		if !device.AtLeast(w, d.wk.quiet.Load()) {
-			wait = min(wait, bridgeFor)
+		// A value planned from here on finds the place held, or Sleep
+		// reads it in quiet (wake.go).
+		if wait > bridgeFor && (!device.AtLeast(w, d.wk.quiet.Load()) || !d.holdInterrupt() ||
+			!device.AtLeast(w, d.wk.quiet.Load())) {
+			wait = bridgeFor
 		}
 		fired, err := d.wk.ev.Wait(wait)
 		if err != nil {

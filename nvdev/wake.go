@@ -36,28 +36,35 @@ import (
 // interrupts besides (intrBudget): a value raises the interrupt only where
 // the budget has one left, at most interruptBurst at once and
 // interruptRate a second in the long run; a value refused one is quiet,
-// and Sleep bridges to it as to any other. The GPU raises every non-stall
-// interrupt on one vector, which the guest of the H200 serves on one
-// processor: four timelines of two goroutines each, copying 16 MiB (70 µs
-// a copy), raised 35,000 interrupts a second with one in flight a
-// timeline, and every timeline's waits stood still for 191 ms at once (a
-// stop of the world waits for every processor, that one among them); with
-// the supervisors never spinning, 29,000 a second kept that processor in
-// the interrupts' handling all the time and waits stood still up to 1.7
-// s. At 14,000 a second (one timeline, 64 MiB copies) none stood still.
+// and Sleep bridges to it as to any other. A Sleep that would block on the
+// event for longer than bridgeFor first takes one interrupt from the
+// budget and holds it (held) for the next value Room plans with the
+// interrupt, so that the budget cannot refuse that value once Sleep
+// blocks; where the budget has none to hold, Sleep blocks bridgeFor at a
+// time. Sleep gives a place it still holds back to the budget as it
+// returns. The GPU raises every non-stall interrupt on one vector, which
+// the guest of the H200 serves on one processor: four timelines of two
+// goroutines each, copying 16 MiB (70 µs a copy), raised 35,000 interrupts
+// a second with one in flight a timeline, and every timeline's waits stood
+// still for 191 ms at once (a stop of the world waits for every processor,
+// that one among them); with the supervisors never spinning, 29,000 a
+// second kept that processor in the interrupts' handling all the time and
+// waits stood still up to 1.7 s. At 14,000 a second (one timeline, 64 MiB
+// copies) none stood still.
 //
 // Sleep sets parked as it starts with waiters, and clears it as it
 // returns with every value submitted reached (the supervisor then parks
 // without calling Sleep) or when no one waits.
 //
 // The two sides meet as in Dekker's exclusion: Room stores the value it
-// plans into quiet before it reads parked; Sleep stores parked before it
-// reads quiet. Either Room sees parked, and the value raises the
-// interrupt, or Sleep sees the value in quiet and does not block on the
-// event alone until the word reaches it: it waits on the event at most
-// bridgeFor at a time. Submit puts quiet back to the last value that
-// really went without an interrupt (quietV); so does a Room that returns
-// other than RoomOK.
+// plans into quiet before it reads parked and held; Sleep stores parked
+// and held before it reads quiet. Either Room sees parked and the place
+// Sleep holds, and the value raises the interrupt (or an earlier value's
+// interrupt in flight wakes Sleep), or Sleep sees the value in quiet and
+// does not block on the event alone until the word reaches it: it waits on
+// the event at most bridgeFor at a time. Submit puts quiet back to the
+// last value that really went without an interrupt (quietV); so does a
+// Room that returns other than RoomOK.
 
 // nonStallNotifier is the subdevice notifier whose non-stall interrupts
 // wake the device: that of the graphics engine, whose runlist serves both
@@ -180,7 +187,10 @@ type waker struct {
 	ev    events // nil where the path gives none
 	evErr error  // the path's refusal of the event, if any
 
-	parked atomic.Bool   // set by Sleep while waiters are parked
+	parked atomic.Bool // set by Sleep while waiters are parked
+	// held is set by Sleep where it took a place in the budget for the
+	// next value with the interrupt; whoever clears it owns the place.
+	held   atomic.Bool
 	quiet  atomic.Uint64 // the last value that may raise no interrupt
 	quietV uint64        // under mu: the last value submitted without one
 	intrV  uint64        // under mu: the last value submitted with one
@@ -223,8 +233,31 @@ func (d *gpu) planInterrupt(v uint64) bool {
 		// failed): its place goes back to the budget.
 		d.budget.give()
 	}
-	d.wk.planned = d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) && d.budget.take()
+	d.wk.planned = d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) &&
+		(d.wk.held.Load() && d.wk.held.Swap(false) || d.budget.take())
 	return d.wk.planned
+}
+
+// holdInterrupt is Sleep's reservation before it blocks on the event for
+// longer than bridgeFor: it reports whether a place in the budget is held
+// for the next value with the interrupt, taking one where none is held.
+func (d *gpu) holdInterrupt() bool {
+	if d.wk.held.Load() {
+		return true
+	}
+	if !d.budget.take() {
+		return false
+	}
+	d.wk.held.Store(true)
+	return true
+}
+
+// releaseInterrupt gives the place Sleep holds, if Room has not used it,
+// back to the budget.
+func (d *gpu) releaseInterrupt() {
+	if d.wk.held.Load() && d.wk.held.Swap(false) {
+		d.budget.give()
+	}
 }
 
 // unplanInterrupt undoes planInterrupt for a value Room did not admit:

@@ -461,3 +461,101 @@ func TestWakeInterruptFromAnyWord(t *testing.T) {
 		}
 	}
 }
+
+// TestWakeBudgetHeldForBlockedSleep: a Sleep that blocks on the event
+// with nothing in flight holds a place in the GPU's budget, so that
+// another timeline that takes the budget's last place meanwhile cannot
+// leave the next value quiet: that value raises the interrupt and wakes
+// the Sleep, which a quiet value would have left blocked for the rest of
+// its hour.
+func TestWakeBudgetHeldForBlockedSleep(t *testing.T) {
+	r := openRaw(t, Config{})
+	ev := withEvent(r)
+	var now int64
+	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	m := r.alloc(device.PinnedMemory, 4096)
+	parkWaiters(r)
+	done := sleepAsync(r, r.d.Signaled(), time.Hour)
+	select {
+	case w := <-ev.waits:
+		if w < time.Minute {
+			t.Fatalf("Sleep with nothing in flight waited on the event for %v, not the rest of its hour", w)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sleep never waited on the event")
+	}
+	other := r.d.budget.take() // another timeline of the GPU
+	v := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Sleep still blocked 5 s after value %d (another timeline took the budget's place: %v); %d values raised the interrupt",
+			v, other, r.d.wk.intrs.Load())
+	}
+	if got := r.d.wk.intrs.Load(); got != 1 {
+		t.Errorf("%d values with the interrupt, want 1", got)
+	}
+	if other {
+		t.Error("another timeline took the place the blocked Sleep held")
+	}
+}
+
+// TestWakeBudgetNoneToHold: where the GPU's budget has no place for a
+// Sleep to hold, it blocks on the event at most bridgeFor at a time, and
+// returns once a value the budget left quiet moves the word.
+func TestWakeBudgetNoneToHold(t *testing.T) {
+	r := openRaw(t, Config{})
+	ev := withEvent(r)
+	var now int64
+	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	m := r.alloc(device.PinnedMemory, 4096)
+	if !r.d.budget.take() {
+		t.Fatal("a fresh budget refused its first place")
+	}
+	parkWaiters(r)
+	done := sleepAsync(r, r.d.Signaled(), time.Hour)
+	for range 3 {
+		select {
+		case w := <-ev.waits:
+			if w > bridgeFor {
+				t.Fatalf("Sleep waited on the event for %v with no place in the budget; want at most %v", w, bridgeFor)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Sleep never waited on the event")
+		}
+	}
+	r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Sleep did not return after a quiet value moved the word")
+	}
+	if got := r.d.wk.intrs.Load(); got != 0 {
+		t.Errorf("%d values with the interrupt from an empty budget, want 0", got)
+	}
+}
+
+// TestWakeBudgetHeldGivenBack: a Sleep that held a place in the budget
+// and returns without a value using it gives the place back.
+func TestWakeBudgetHeldGivenBack(t *testing.T) {
+	r := openRaw(t, Config{})
+	withEvent(r)
+	var now int64
+	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	parkWaiters(r)
+	if err := r.d.Sleep(r.d.Signaled(), 2*bridgeFor+spinFor); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.d.budget.taken.Load(); got != 0 {
+		t.Errorf("the budget counts %d places taken after Sleep returned, want 0", got)
+	}
+	if !r.d.budget.take() {
+		t.Error("the budget had no place after Sleep returned: Sleep kept the one it held")
+	}
+}
