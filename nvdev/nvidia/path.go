@@ -81,7 +81,8 @@ type Memory struct {
 	Data any
 }
 
-// Bytes is the memory as the host sees it, or nil for Device memory and
+// Bytes is the memory as the host sees it, or nil for Device memory, for
+// host memory MapHost mapped (the caller's own slice is its view), and
 // for memory that Free gave back whose host view went with it (all but
 // AllocHeld's). Mapped memory is write-combined for the host: reads of it
 // are slow.
@@ -140,7 +141,10 @@ type Client struct {
 	// leaving holds the channels an Unregister is ending the registration
 	// of, each with a channel closed once it returned, for an Unregister of
 	// the same channel to wait on.
-	leaving  map[Handle]chan struct{}
+	leaving map[Handle]chan struct{}
+	// joining holds the channels a Register is registering, so that a
+	// Register of the same channel beside it is refused.
+	joining  map[Handle]bool
 	stopped  bool
 	closed   bool
 	released bool
@@ -910,13 +914,20 @@ func (p *Client) Free(m *Memory) error {
 // to run: UVM maps the channel's buffers in 64 MiB of the path's addresses
 // (UVM_REGISTER_CHANNEL). A refusal is an error; a lost GPU a
 // *device.Fault. A Register that Stop or Close overtakes ends the
-// registration it made and returns the error of a stopped path.
+// registration it made and returns the error of a stopped path. A
+// Register of a channel that is registered, or that another Register is
+// registering, returns an error.
 func (p *Client) Register(channel Handle) (err error) {
 	p.mu.Lock()
 	_, dup := p.channels[channel]
+	dup = dup || p.joining[channel]
 	stopped := p.stopped || p.closed
 	if !stopped && !dup {
 		p.live++ // the path's release waits for the call
+		if p.joining == nil {
+			p.joining = map[Handle]bool{}
+		}
+		p.joining[channel] = true
 	}
 	p.mu.Unlock()
 	if stopped {
@@ -926,6 +937,9 @@ func (p *Client) Register(channel Handle) (err error) {
 		return fmt.Errorf("nvidia: channel 0x%x is registered already", channel)
 	}
 	defer func() {
+		p.mu.Lock()
+		delete(p.joining, channel)
+		p.mu.Unlock()
 		if derr := p.drop(); derr != nil {
 			err = errors.Join(err, derr)
 		}

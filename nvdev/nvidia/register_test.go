@@ -183,3 +183,38 @@ func TestStopBesideUnregister(t *testing.T) {
 		t.Errorf("the device's Unregister after Stop's: %v, want an error saying the channel is not registered", derr)
 	}
 }
+
+// A Register of a channel that another Register is registering is
+// refused: UVM registers the channel once, and once it is unregistered
+// every address its registration took is back in the pool.
+func TestRegisterBesideRegister(t *testing.T) {
+	f, a := regRig(t)
+	const ch = Handle(0xc0de0005)
+	free := a.sys.host.freeBytes()
+	var beside error
+	f.during = func() { beside = a.Register(ch) }
+	if err := a.Register(ch); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	if beside == nil {
+		t.Error("a Register of the channel beside another answered nil")
+	}
+	n := 0
+	for _, c := range f.calls {
+		if c == "UVM_REGISTER_CHANNEL" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("UVM registered the channel %d times (calls %v), want once", n, f.calls)
+	}
+	if err := a.Unregister(ch); err != nil {
+		t.Fatalf("Unregister: %v", err)
+	}
+	if got := a.sys.host.freeBytes(); got != free {
+		t.Errorf("host-visible pool has %d bytes free after Unregister, %d before the Registers", got, free)
+	}
+	if err := a.Register(ch); err != nil {
+		t.Errorf("Register after Unregister: %v", err)
+	}
+}
