@@ -8,6 +8,11 @@
 //	c := rigprom.NewCollector(func() []*rig.Device { return []*rig.Device{dev} })
 //	prometheus.MustRegister(c)
 //	http.Handle("/metrics", promhttp.Handler())
+//
+// A server that opens devices between scrapes, as one that reopens a lost
+// device does, gives each to Collector.Watch as it opens, so that a
+// device lost before a scrape returned it counts in
+// rig_device_losses_total.
 package rigprom
 
 import (
@@ -34,10 +39,11 @@ type Collector struct {
 	// often the devices function leaves it out, and its entry goes once
 	// the garbage collector freed it.
 	seen map[weak.Pointer[rig.Device]]struct{}
-	// watched is the devices a scrape returned that are neither counted
-	// lost nor done closing, by name: a device lost and replaced before
-	// the next scrape, which the devices function no longer returns, is
-	// counted from here. A device leaves it once lost or done.
+	// watched is the devices a scrape returned or Watch was given that
+	// are neither counted lost nor done closing, by name: a device lost
+	// and replaced before the next scrape, which the devices function no
+	// longer returns, or never returned, is counted from here. A device
+	// leaves it once lost or done.
 	watched map[*rig.Device]string
 }
 
@@ -48,10 +54,42 @@ type Collector struct {
 // under its name), the first is published, and the losses of each are
 // counted. A device that a scrape returned is counted lost also where it
 // is lost and left out before the next scrape, as a service that reopens
-// a lost device at once leaves it out. A panic of devices is recovered
-// and fails that scrape with an error that names it.
+// a lost device at once leaves it out. A device that no scrape returned,
+// opened and lost between two scrapes (the replacement of a lost device,
+// lost in turn), is counted only where it was given to Watch. A panic of
+// devices is recovered and fails that scrape with an error that names it.
 func NewCollector(devices func() []*rig.Device) *Collector {
 	return &Collector{devices: devices, losses: map[string]float64{}, seen: map[weak.Pointer[rig.Device]]struct{}{}, watched: map[*rig.Device]string{}}
+}
+
+// Watch counts the loss of d in rig_device_losses_total whether or not a
+// scrape returns d, and publishes d's name from 0 meanwhile. The devices
+// function shows only the devices of the moment of each scrape: a device
+// opened after one scrape and lost before the next (a replacement of a
+// lost device, lost in turn) is in none of its answers, and its loss is
+// counted only where its opener gave it to Watch as it opened. The
+// collector holds d until a scrape or a later Watch finds it lost,
+// counting the loss, or done closing. It costs d nothing: the loss is
+// read at those times, as a scrape reads it. Any goroutine may call it; a
+// nil d is ignored.
+func (c *Collector) Watch(d *rig.Device) {
+	if d == nil {
+		return
+	}
+	n := labelValue(d.Name())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.losses[n]; !ok {
+		c.losses[n] = 0
+	}
+	if d.Err() != nil {
+		c.countLoss(d, n)
+	} else {
+		c.watched[d] = n
+	}
+	// The devices that ended since the last scrape go now, so that
+	// opens without scrapes do not accumulate them.
+	c.sweep()
 }
 
 var (
@@ -129,6 +167,31 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	// stops reading must not hold up the collector's other scrapes.
 	var ms []prometheus.Metric
 	c.mu.Lock()
+	c.sweep()
+	watchedNames := make(map[string]bool, len(c.watched))
+	for _, n := range c.watched {
+		watchedNames[n] = true
+	}
+	for n, v := range c.losses {
+		if v == 0 && !names[n] && !watchedNames[n] {
+			// A name no device has now, watched or listed, and that
+			// never lost one: its zero series ends with it, so that
+			// short-lived names do not accumulate.
+			delete(c.losses, n)
+			continue
+		}
+		ms = append(ms, prometheus.MustNewConstMetric(losses, prometheus.CounterValue, v, n))
+	}
+	c.mu.Unlock()
+	for _, m := range ms {
+		ch <- m
+	}
+}
+
+// sweep counts the losses of the watched devices that are lost, drops
+// those done closing without a loss, and forgets the counted devices the
+// garbage collector freed. The caller holds c.mu.
+func (c *Collector) sweep() {
 	for d, n := range c.watched {
 		// Done is read before the loss, so that a loss recorded
 		// before the device was done closing is counted.
@@ -148,24 +211,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if w.Value() == nil {
 			delete(c.seen, w) // a lost device the garbage collector freed
 		}
-	}
-	watchedNames := make(map[string]bool, len(c.watched))
-	for _, n := range c.watched {
-		watchedNames[n] = true
-	}
-	for n, v := range c.losses {
-		if v == 0 && !names[n] && !watchedNames[n] {
-			// A name no device has now, watched or listed, and that
-			// never lost one: its zero series ends with it, so that
-			// short-lived names do not accumulate.
-			delete(c.losses, n)
-			continue
-		}
-		ms = append(ms, prometheus.MustNewConstMetric(losses, prometheus.CounterValue, v, n))
-	}
-	c.mu.Unlock()
-	for _, m := range ms {
-		ch <- m
 	}
 }
 

@@ -50,7 +50,7 @@ func run(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	svc, err := service.NewService(ctx, service.Config{Open: open, Driver: driver, Slots: o.slots, Debug: o.debug, Standby: o.standby, Log: log})
+	svc, metrics, err := newService(ctx, service.Config{Open: open, Driver: driver, Slots: o.slots, Debug: o.debug, Standby: o.standby, Log: log})
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func run(o options, log *slog.Logger) error {
 	// body and treats one as the service's paths other than /saxpy do
 	// (Service.Bodiless).
 	rig.SetLogger(log)
-	prometheus.MustRegister(rigprom.NewCollector(svc.Devices))
+	prometheus.MustRegister(metrics)
 	srv := newServer(o.addr, handler(svc))
 	served := make(chan error, 1)
 	go func() { served <- srv.ListenAndServe() }()
@@ -94,6 +94,25 @@ func run(o options, log *slog.Logger) error {
 		log.Info("stopped")
 	}
 	return err
+}
+
+// newService opens the service of c and a collector of its devices'
+// metrics, which is given each device the service opens
+// (Config.Opened), so that a device lost between two scrapes (a
+// replacement lost in turn before a scrape saw it) counts in
+// rig_device_losses_total.
+func newService(ctx context.Context, c service.Config) (*service.Service, *rigprom.Collector, error) {
+	var svc *service.Service
+	// The collector is made before the service, whose first open it
+	// watches; a scrape reads the service only once it is registered,
+	// after the service is made.
+	metrics := rigprom.NewCollector(func() []*rig.Device { return svc.Devices() })
+	c.Opened = metrics.Watch
+	svc, err := service.NewService(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, metrics, nil
 }
 
 // handler serves the service's paths and /metrics, every request but

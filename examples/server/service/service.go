@@ -38,6 +38,7 @@ const MaxElements = 16384
 type Service struct {
 	log     *slog.Logger
 	open    func(ctx context.Context, seat int) (*rig.Device, error)
+	opened  func(dev *rig.Device)
 	driver  string
 	slots   int
 	debug   bool
@@ -64,6 +65,10 @@ type Service struct {
 	// open under way rather than waiting for its bound.
 	life context.Context
 	stop context.CancelFunc
+	// reopenErr is the error of the last failed open of a replacement
+	// of the lost serving device, nil once one opens: /healthz gives it
+	// with the loss while no device serves.
+	reopenErr atomic.Pointer[error]
 }
 
 // backend is one open device and what the service made on it.
@@ -102,6 +107,14 @@ type Config struct {
 	// Open that returns devices of one name for both seats gets the
 	// second order.
 	Open func(ctx context.Context, seat int) (*rig.Device, error)
+	// Opened, where set, is given each device Open returns, at once,
+	// before the service loads anything on it: the first, each
+	// replacement after a loss, each standby. It is for a collector of
+	// the devices' metrics to watch them (rigprom's Collector.Watch), so
+	// that a device lost between two of its scrapes, which Service.Devices
+	// returned to none of them, still counts. It runs on the goroutine
+	// that opened the device, and must return.
+	Opened func(dev *rig.Device)
 	// Driver is the device's driver: "host", "cuda" or "nv".
 	Driver string
 	// Slots bounds the requests whose work is on the device at once: 0
@@ -176,7 +189,7 @@ func NewService(ctx context.Context, c Config) (*Service, error) {
 	if c.SlotWait <= 0 {
 		c.SlotWait = time.Second
 	}
-	s := &Service{log: c.Log, open: c.Open, driver: c.Driver, slots: c.Slots, debug: c.Debug,
+	s := &Service{log: c.Log, open: c.Open, opened: c.Opened, driver: c.Driver, slots: c.Slots, debug: c.Debug,
 		standby: c.Standby && c.Driver != "cuda", ioTimeout: c.IOTimeout, slotWait: c.SlotWait}
 	s.life, s.stop = context.WithCancel(context.Background())
 	b, err := s.start(ctx, 0)
@@ -227,6 +240,9 @@ func (s *Service) start(ctx context.Context, seat int) (*backend, error) {
 	dev, err := s.open(ctx, seat)
 	if err != nil {
 		return nil, err
+	}
+	if s.opened != nil {
+		s.opened(dev)
 	}
 	b, err := s.prepare(dev, seat)
 	if err != nil {
@@ -296,7 +312,11 @@ func (b *backend) newSlot() (*slot, error) {
 //
 //	POST /saxpy?a=A   A a finite float32; body: x then y, n little-endian
 //	                  float32 each; answer: a*x + y, n float32
-//	GET  /healthz     200 while the process can serve, 500 once it cannot
+//	GET  /healthz     200 while a device serves; 503 while none does (the
+//	                  serving device is lost and no replacement opened
+//	                  yet, as while its reopens fail), with the loss and
+//	                  the last reopen's error; 500 once the process
+//	                  cannot serve (a CUDA fault)
 //	GET  /readyz      200 while a device serves, 503 otherwise
 //	POST /debug/spin?us=U                with Config.Debug only
 //	POST /debug/fault?kind=address|trap  with Config.Debug only: a kernel
@@ -318,6 +338,10 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if !s.healthy.Load() {
 			http.Error(w, "unhealthy: "+s.lossText(), http.StatusInternalServerError)
+			return
+		}
+		if why := s.unserved(); why != "" {
+			http.Error(w, "unhealthy: "+why, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
@@ -388,6 +412,25 @@ func (s *Service) Bodiless(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.ioTimeout))
 	})
+}
+
+// unserved says why no device serves, "" while one does: the serving
+// device is lost and no replacement is open yet, with the error of the
+// last open of one that failed.
+func (s *Service) unserved() string {
+	b := s.cur.Load()
+	if b == nil {
+		return "no device"
+	}
+	err := b.dev.Err()
+	if err == nil {
+		return ""
+	}
+	why := "no device serves: " + err.Error()
+	if e := s.reopenErr.Load(); e != nil {
+		why += "; reopening: " + (*e).Error()
+	}
+	return why
 }
 
 func (s *Service) lossText() string {
@@ -855,6 +898,7 @@ func (s *Service) recover(b *backend) {
 		nb, err := s.startWithin(seat)
 		if err != nil {
 			s.log.Error("opening a replacement beside the lost device", "err", err)
+			s.failedReopen(err)
 			closeLost(b)
 			lostClosed = true
 			for wait := time.Millisecond; !s.closed.Load(); wait = min(2*wait, time.Second) {
@@ -862,6 +906,7 @@ func (s *Service) recover(b *backend) {
 					break
 				}
 				s.log.Error("reopening the device", "err", err)
+				s.failedReopen(err)
 				select {
 				case <-time.After(wait):
 				case <-s.life.Done():
@@ -870,6 +915,7 @@ func (s *Service) recover(b *backend) {
 		}
 		if nb != nil {
 			s.cur.Store(nb)
+			s.reopenErr.Store(nil)
 			s.log.Info("device reopened after a loss", "device", nb.dev.Name(), "took", time.Since(start))
 			if s.closed.Load() {
 				_ = nb.dev.Close()
@@ -920,6 +966,10 @@ func (s *Service) unlockReopen() {
 		s.recover(b)
 	}
 }
+
+// failedReopen records err, the error of an open of a replacement of the
+// lost serving device, for /healthz.
+func (s *Service) failedReopen(err error) { s.reopenErr.Store(&err) }
 
 // startWithin is start with 10 s to open the device, or until Close.
 func (s *Service) startWithin(seat int) (*backend, error) {
