@@ -30,7 +30,8 @@ type baseline struct {
 // newBaseline makes the baseline of the run's workload that -baseline
 // picks, or returns why there is none: on the host driver, a bare
 // goroutine pipeline (pipeline, the default) or the driver alone (driver);
-// on the GPU drivers, the driver alone.
+// on the GPU drivers, the driver alone. A baseline that there is but that
+// does not open returns a *baselineError.
 func newBaseline(e *env) (*baseline, error) {
 	drv := e.devs[0].spec.Driver
 	for _, o := range e.devs {
@@ -51,6 +52,20 @@ func newBaseline(e *env) (*baseline, error) {
 	return rawBaseline(e)
 }
 
+// baselineError says that the run's baseline, which exists, did not
+// open before the run: rigbench then ends with it, as where rig's own
+// devices or lanes do not open, rather than running with a note. Where
+// the baseline opens in its first round instead (exclusive drivers), its
+// failure is an error of its run (runRounds).
+type baselineError struct {
+	name string
+	err  error
+}
+
+func (e *baselineError) Error() string { return fmt.Sprintf("%s did not open: %v", e.name, e.err) }
+
+func (e *baselineError) Unwrap() error { return e.err }
+
 // rigSide is rig's side of the rounds: its lanes on the open devices, and,
 // for an exclusive baseline, how to close the devices and open them again
 // with fresh lanes.
@@ -61,12 +76,12 @@ type rigSide struct {
 }
 
 // rounds is what the rounds measured: rig's measure and the baseline's,
-// nil where the baseline did not run, and why it did not where it failed
-// to start; and the rounds planned and those each side ran, fewer than
-// planned where a round met errors or the end of the run's context.
+// nil where the baseline had no round (there is none, rig's first round
+// met errors, or the run's context ended first); and the rounds planned
+// and those each side ran, fewer than planned where a round met errors or
+// the end of the run's context.
 type rounds struct {
 	m, bm           *measure
-	baseErr         error
 	planned         int
 	rigRan, baseRan int
 }
@@ -83,7 +98,10 @@ func failed(err error) *measure {
 // of -duration and -n, drawing progress on w. For an exclusive baseline it
 // closes rig's devices before each of the baseline's rounds and opens
 // them again before rig's next. A round that meets errors or the end of
-// ctx ends the rounds.
+// ctx ends the rounds. A baseline's round that does not start or end, in
+// the first round as in a later one, is an error of the baseline's run,
+// as rig's devices that do not open again are of rig's: the run exits 1,
+// and its report names the baseline and the error.
 func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w io.Writer) rounds {
 	n := 1
 	if base != nil {
@@ -100,8 +118,7 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 	lv, blv := &live{}, &live{}
 	baseFail := func(err error) {
 		if out.bm == nil {
-			out.baseErr = err
-			return
+			out.bm = newMeasure()
 		}
 		out.bm.add(failed(err))
 	}
@@ -143,7 +160,7 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 		}
 		blanes, err := base.start()
 		if err != nil {
-			baseFail(err)
+			baseFail(fmt.Errorf("starting the baseline's round %d: %w", i+1, err))
 			break
 		}
 		pg = startProgress(w, base.name, blv)
@@ -155,7 +172,7 @@ func runRounds(ctx context.Context, cfg *config, rs *rigSide, base *baseline, w 
 		out.bm.add(b)
 		out.baseRan++
 		if err := base.finish(); err != nil {
-			baseFail(err)
+			baseFail(fmt.Errorf("ending the baseline's round %d: %w", i+1, err))
 			break
 		}
 		if b.errors > 0 || ctx.Err() != nil {

@@ -65,12 +65,16 @@
 // it, and -trace leaves out the baseline.
 //
 // rigbench exits with 2 on a bad flag (two of the output flags naming one
-// file among them), a device that does not open, or an output file
+// file among them), a device that does not open (rig's, or with -compare
+// the baseline's where it opens before the run), or an output file
 // (-cpuprofile, -memprofile, -gotrace, -slowtrace, -plot, -trace) that
 // cannot be created, before the run; 1 where the run met errors (rig's,
-// or with -compare the baseline's, and no ratio then compares the two) or
-// an output file could not be written in full, its write or its close
-// failing (the message names the flag and the file); and 0 otherwise.
+// or with -compare the baseline's, a round of it that did not start or
+// end among them, and no ratio then compares the two), where a baseline
+// that exists did not set up before the run, or where an output file
+// could not be written in full, its write or its close failing (the
+// message names the flag and the file); and 0 otherwise, a -compare whose
+// workload or devices have no baseline included (the report says why).
 // Ctrl-C stops the run, which still reports what it measured.
 package main
 
@@ -302,19 +306,32 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 	}
 
 	code := 0
+	var base *baseline
+	if cfg.Compare {
+		base, err = newBaseline(e)
+		var be *baselineError
+		switch {
+		case errors.As(err, &be):
+			// A baseline that did not open ends the run before it, as
+			// rig's devices and lanes do: 2 where a device is not
+			// available, 1 otherwise.
+			fmt.Fprintf(stderr, "rigbench: -compare: %v\n", err)
+			var ue *unavailableError
+			if errors.As(err, &ue) {
+				return nil, 2
+			}
+			return nil, 1
+		case err != nil:
+			rep.BaselineNote = err.Error()
+		default:
+			defer base.stop()
+		}
+	}
 	var prof *profile.Profile
 	if cfg.Trace != "" {
 		if prof, err = profile.Start(rigDevs...); err != nil {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)
 			return nil, 1
-		}
-	}
-	var base *baseline
-	if cfg.Compare {
-		if base, err = newBaseline(e); err != nil {
-			rep.BaselineNote = err.Error()
-		} else {
-			defer base.stop()
 		}
 	}
 	before := statsOf(rigDevs)
@@ -343,8 +360,6 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 		}
 	}
 	switch {
-	case base != nil && bm == nil && rr.baseErr != nil:
-		rep.BaselineNote = fmt.Sprintf("%s did not run: %v", base.name, rr.baseErr)
 	case base != nil && bm == nil && m.errors > 0:
 		rep.BaselineNote = "rig's run met errors before the baseline ran"
 	case base != nil && bm == nil:

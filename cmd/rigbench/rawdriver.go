@@ -400,7 +400,7 @@ func rawBaseline(e *env) (*baseline, error) {
 	b.stop = func() { _ = rb.close() }
 	if !exclusive {
 		if err := rb.open(); err != nil {
-			return nil, err
+			return nil, &baselineError{rawName, err}
 		}
 	}
 	return b, nil

@@ -79,7 +79,7 @@ func newPerDevice() *perDeviceStats { return &perDeviceStats{devs: map[string]*d
 // shard of its device's histogram of its own, where the devices' shards
 // stay within maxShards in all (one a device past maxShards devices);
 // past that, the lanes of a device share its shards in turn (-timelines
-// 64 -c 128 would otherwise hold 8,192 shards of about 230 KB).
+// 64 -c 128 would otherwise hold 8,192 shards of about 440 KB).
 func (p *perDeviceStats) wrap(lanes []lane[rig.Point]) []lane[rig.Point] {
 	out := make([]lane[rig.Point], len(lanes))
 	of := map[string]int{} // lanes of each device
