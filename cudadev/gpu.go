@@ -486,14 +486,20 @@ const pushed = ^uintptr(0)
 // enterCtx locks the goroutine to its thread and makes ctx current on it
 // (cuCtxPushCurrent), answering what leaveCtx needs to restore the
 // thread's previous context. Where CUDA refuses the push, it sets ctx
-// current and returns the previous context.
+// current and returns the previous context, as cuCtxGetCurrent read it;
+// where CUDA refuses that too, the previous context is unknown: it
+// returns ctx, so that leaveCtx restores none, rather than whatever an
+// earlier call left in the frame (another GPU's context, say).
 func enterCtx(t *table, f *frame, ctx uintptr) uintptr {
 	lockThread()
 	if f.c1(t.cuCtxPushCurrent, ctx) == 0 {
 		return pushed
 	}
 	switches.Add(1)
-	f.c1(t.cuCtxGetCurrent, uintptr(unsafe.Pointer(&f.cur)))
+	if f.c1(t.cuCtxGetCurrent, uintptr(unsafe.Pointer(&f.cur))) != 0 {
+		f.c1(t.cuCtxSetCurrent, ctx)
+		return ctx
+	}
 	prev := uintptr(f.cur)
 	if prev != ctx {
 		f.c1(t.cuCtxSetCurrent, ctx)
@@ -501,7 +507,10 @@ func enterCtx(t *table, f *frame, ctx uintptr) uintptr {
 	return prev
 }
 
-// leaveCtx restores the thread's previous context and unlocks the thread.
+// leaveCtx restores the thread's previous context, prev, as enterCtx
+// answered it: it pops the context enterCtx pushed, sets back the one
+// enterCtx read, and restores none where prev is ctx. It unlocks the
+// thread.
 func leaveCtx(t *table, f *frame, ctx, prev uintptr) {
 	switch prev {
 	case pushed:

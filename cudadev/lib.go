@@ -170,7 +170,7 @@ func load() (*table, error) {
 		return lib, nil
 	}
 	loads++
-	t, err := openLib()
+	t, err := openLib(sysLoader)
 	if err != nil {
 		return nil, err
 	}
@@ -178,20 +178,52 @@ func load() (*table, error) {
 	return t, nil
 }
 
-func openLib() (*table, error) {
+// loader is the dynamic loader as openLib uses it: open opens the first
+// library of names that loads, sym resolves a symbol of a library that
+// open opened, and close gives back a library that open opened.
+type loader struct {
+	open  func(names []string) (uintptr, error)
+	sym   func(h uintptr, name string) (uintptr, error)
+	close func(h uintptr) error
+}
+
+// sysLoader is the system's dynamic loader.
+var sysLoader = loader{open: dlopenFirst, sym: dlsym, close: dlclose}
+
+// openLib opens libcuda with ld and returns its table, with CUDA
+// initialised. Where any step after the open fails (a missing symbol,
+// cuInit refused, the version refused or older than 12.4), it closes the
+// library before it returns the error: a failed load keeps no reference
+// to the library, and the next load opens it anew. After a cuInit that
+// CUDA took, the close drops the load's reference and libcuda stays
+// mapped (driver 580), and the next load's cuInit runs again.
+func openLib(ld loader) (*table, error) {
 	if err := osSupported(); err != nil {
 		return nil, err
 	}
-	h, err := dlopenFirst(libNames)
+	h, err := ld.open(libNames)
 	if err != nil {
 		return nil, err
 	}
+	t, err := startLib(ld, h)
+	if err != nil {
+		if cerr := ld.close(h); cerr != nil {
+			err = fmt.Errorf("%w; closing the CUDA library: %v", err, cerr)
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// startLib resolves the symbols of the library h and initialises CUDA,
+// returning the table.
+func startLib(ld loader, h uintptr) (*table, error) {
 	t := &table{handle: h}
 	var missing []string
 	for _, s := range symbols {
 		var addr uintptr
 		for _, n := range s.names {
-			if a, err := dlsym(h, n); err == nil && a != 0 {
+			if a, err := ld.sym(h, n); err == nil && a != 0 {
 				addr = a
 				break
 			}

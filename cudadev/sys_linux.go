@@ -20,6 +20,9 @@ func dlopen(name string) (uintptr, error) {
 // dlsym returns the address of the symbol name of the library h.
 func dlsym(h uintptr, name string) (uintptr, error) { return purego.Dlsym(h, name) }
 
+// dlclose gives back the library h that dlopen opened.
+func dlclose(h uintptr) error { return purego.Dlclose(h) }
+
 // napTime is Sleep's nanosleep: its timespec lives in the device, so a
 // nap allocates nothing.
 type napTime struct{ ts unix.Timespec }

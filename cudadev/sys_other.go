@@ -15,10 +15,12 @@ func osSupported() error {
 	return fmt.Errorf("cudadev: the CUDA driver runs on 64-bit Linux only (it loads libcuda.so), not on %s/%s", runtime.GOOS, runtime.GOARCH)
 }
 
-// dlopen and dlsym are never reached where osSupported fails.
+// dlopen, dlsym and dlclose are never reached where osSupported fails.
 func dlopen(string) (uintptr, error) { return 0, osSupported() }
 
 func dlsym(uintptr, string) (uintptr, error) { return 0, osSupported() }
+
+func dlclose(uintptr) error { return osSupported() }
 
 // napTime is Sleep's nap where osSupported fails.
 type napTime struct{}

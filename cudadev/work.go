@@ -611,7 +611,7 @@ func (d *gpu) copy(f *frame, p *device.Part, stream uintptr) result {
 // it writes the value after the work the submit enqueued on the streams of
 // used, ending on stream z.
 func (d *gpu) failSubmit(f *frame, s *device.Submission, what string, r result, used, z int) device.SubmitAnswer {
-	return d.failWith(f, s, what, r, func() { d.closeValue(f, used, z, s.Value) })
+	return d.failWith(f, s, what, r, func() result { return d.closeValue(f, used, z, s.Value) })
 }
 
 // failBeforeWaits is failSubmit for a failure before the value's waits
@@ -620,23 +620,21 @@ func (d *gpu) failSubmit(f *frame, s *device.Submission, what string, r result, 
 // where CUDA refuses a wait, so that the word never shows the value before
 // the words it waits for show theirs.
 func (d *gpu) failBeforeWaits(f *frame, s *device.Submission, what string, r result, z int) device.SubmitAnswer {
-	return d.failWith(f, s, what, r, func() {
-		if d.waitWords(f, z, s.Waits) == 0 {
-			d.closeValue(f, 1<<z, z, s.Value)
-		}
-	})
+	return d.failWith(f, s, what, r, func() result { return d.writeAfterWaits(f, s, z) })
 }
 
 // failWith records the failure and, unless the context failed, runs
-// write, which writes the value.
-func (d *gpu) failWith(f *frame, s *device.Submission, what string, r result, write func()) device.SubmitAnswer {
+// write, which writes the value and returns CUDA's refusal of it: where
+// that is a fault of the context's work, the context failed with it
+// (lostWith).
+func (d *gpu) failWith(f *frame, s *device.Submission, what string, r result, write func() result) device.SubmitAnswer {
 	why := d.t.text(r)
 	d.failed = what + ": " + why
 	if r.sticky() {
 		d.ctxFailed = true
 		d.noteFault(why)
 	} else {
-		write()
+		d.lostWith(write())
 	}
 	return device.SubmitAnswer{Kind: device.Failed, Reason: d.failed}
 }
@@ -651,35 +649,66 @@ func (d *gpu) failWith(f *frame, s *device.Submission, what string, r result, wr
 // write leaves the value unwritten): the stream follows all the work, so
 // later writes go there. Where CUDA refuses both joins, no stream follows
 // all the work: it writes nothing, and d.split makes each later write
-// join both streams first.
-func (d *gpu) closeValue(f *frame, used, z int, v uint64) {
+// join both streams first. Where CUDA refuses a join with a fault of the
+// context's work, it stops there: the context runs nothing more. It
+// returns CUDA's last refusal, of a join or of the write, or 0 where CUDA
+// took the write.
+func (d *gpu) closeValue(f *frame, used, z int, v uint64) result {
 	if d.split {
 		used = 3
 	}
-	if used == 3 && d.join(f, 1-z, z) != 0 {
-		if d.join(f, z, 1-z) != 0 {
-			d.split = true
-			return
+	if used == 3 {
+		if r := d.join(f, 1-z, z); r.sticky() {
+			return r
+		} else if r != 0 {
+			if r := d.join(f, z, 1-z); r != 0 {
+				d.split = true
+				return r
+			}
+			z = 1 - z
 		}
-		z = 1 - z
 	}
 	d.end, d.split = z, false
-	if f.c4(d.t.cuStreamWriteValue64, d.streams[z], uintptr(d.wordDev), uintptr(v), 0) == 0 {
+	r := f.c4(d.t.cuStreamWriteValue64, d.streams[z], uintptr(d.wordDev), uintptr(v), 0)
+	if r == 0 {
 		d.written = v
+	}
+	return r
+}
+
+// writeAfterWaits writes s's value on stream z after s's waits and all
+// the work enqueued, and nothing where CUDA refuses a wait, so that the
+// word never shows the value before the words it waits for show theirs.
+// It returns CUDA's refusal, of a wait or of the write (closeValue), or 0.
+func (d *gpu) writeAfterWaits(f *frame, s *device.Submission, z int) result {
+	if r := d.waitWords(f, z, s.Waits); r != 0 {
+		return r
+	}
+	return d.closeValue(f, 1<<z, z, s.Value)
+}
+
+// lostWith takes r, CUDA's answer to a call that writes a failed value:
+// where r is a fault of the context's work (a sticky error), the context
+// failed with it, as where the submit's own call met it, and the device
+// is lost with the fault (Sleep returns it); any other refusal is of the
+// call alone.
+func (d *gpu) lostWith(r result) {
+	if r.sticky() {
+		d.ctxFailed = true
+		d.noteFault(d.t.text(r))
 	}
 }
 
 // afterFailure is a submit after a failure: it enqueues none of the parts,
 // and writes the value after its waits and all the work enqueued, unless
-// a fault ended the context.
+// a fault ended the context. Where CUDA refuses a wait or the write with
+// a fault of the context's work, the context failed with it (lostWith),
+// and later submits call CUDA no more.
 func (d *gpu) afterFailure(f *frame, s *device.Submission) {
 	if d.ctxFailed {
 		return
 	}
-	if d.waitWords(f, d.end, s.Waits) != 0 {
-		return
-	}
-	d.closeValue(f, 1<<d.end, d.end, s.Value)
+	d.lostWith(d.writeAfterWaits(f, s, d.end))
 }
 
 // Commit writes the last value submitted into the word after its work,
