@@ -511,7 +511,7 @@ func TestGPUWaits(t *testing.T) {
 		// A mark no value of the device's reaches, in a dst that no
 		// earlier value's fill left a mark in: the device's values start
 		// where its word's slot was left.
-		mark := uint64(1<<62 + i)
+		mark := 1<<62 + uint64(i)
 		clear(dst.bytes())
 		waits := []device.Wait{{Word: w, Value: c.wait}, {Word: w, Value: c.wait - 1}}
 		if i%2 == 1 {
