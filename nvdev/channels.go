@@ -357,6 +357,9 @@ func setMemory(set *chanSet) []*nvidia.Memory {
 		if ch.segMem != nil {
 			ms = append(ms, ch.segMem)
 		}
+		if ch.oldSeg != nil {
+			ms = append(ms, ch.oldSeg)
+		}
 	}
 	return ms
 }

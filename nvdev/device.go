@@ -216,6 +216,10 @@ type channel struct {
 	// segPos only once a later release shows the channel went past them.
 	tail uint64
 	base uint64 // bits 56:40 the ring's segments run at
+	// oldSeg is the segment ring a growth replaced while the words after
+	// the channel's last release on it may be unread: the next value
+	// submitted on the channel shows it read them, and retires it.
+	oldSeg *nvidia.Memory
 
 	registered bool
 }

@@ -21,8 +21,11 @@ import (
 // positions start over at the new ring's first byte, and the records of the
 // values in flight count nothing of it as used, since none of them wrote
 // there. The ring it replaces goes back at the device's next growth or
-// allocation once the word has reached the last value submitted before the
-// switch; the rings the device opened with stay until Stop.
+// allocation once the word has reached the value after the last one
+// submitted before the switch, and a segment ring whose channel may not
+// have read the words after its last release there once the word has
+// reached a value submitted on that channel after the switch; the rings
+// the device opened with stay until Stop.
 //
 // A channel's own ring (its GPFIFO entries) cannot grow in place, since the
 // RM fixes its entries when it allocates the channel: a regrowth opens two
@@ -104,7 +107,11 @@ func (d *gpu) Grow() error {
 	if err := d.awaitGrown(); err != nil {
 		return err
 	}
+	// The need goes, whatever the growth's outcome: a submission that
+	// still needs it asks again at its next Room, and one that gave up
+	// leaves no growth the path cannot make to later ones.
 	n := d.need
+	d.need = need{}
 	if n.entries != [2]uint64{} {
 		if err := d.regrow(n.entries); err != nil {
 			return err
@@ -168,7 +175,6 @@ func (d *gpu) Grow() error {
 			return err
 		}
 	}
-	d.need = need{}
 	return nil
 }
 
@@ -198,7 +204,14 @@ func (d *gpu) install(w uint64) {
 			continue
 		}
 		d.grown.seg[q] = nil
-		if ch.segMem != nil {
+		switch {
+		case ch.segMem == nil:
+		case ch.tail != ch.segPos:
+			// A value of the other channel alone may come next,
+			// whose release shows nothing of this one: Submit retires
+			// the ring with the next value on this channel.
+			ch.oldSeg = ch.segMem
+		default:
 			d.retire(ch.segMem)
 		}
 		ch.segMem = g

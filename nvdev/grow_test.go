@@ -176,6 +176,10 @@ func TestRegrow(t *testing.T) {
 	if n := r.f.objectsOf(r.f.gpu.Channel); n != chans {
 		t.Fatalf("%d channels after a failed regrowth, want %d", n, chans)
 	}
+	// Room again, as rig does after a Short, then Grow.
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room of 100 entries on rings of 64 after a Short: %+v", a)
+	}
 	if err := r.d.Grow(); err != nil {
 		t.Fatal(err)
 	}

@@ -412,6 +412,12 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 		}
 		ch.segPos, ch.tail, ch.put, ch.base, ch.marks = c.segPos, c.tail, c.put, c.base, c.marks
 		ch.published()
+		if ch.oldSeg != nil {
+			// The value's words on the channel follow those after its
+			// last release on the replaced ring.
+			d.retire(ch.oldSeg)
+			ch.oldSeg = nil
+		}
 	}
 	if w.cur[qCompute].used {
 		if w.icache {

@@ -199,6 +199,9 @@ type waker struct {
 	planned bool
 	last    atomic.Uint64 // the last value submitted
 	intrs   atomic.Uint64 // values submitted with an interrupt, for tests
+	// fromHeld is set, under mu, with planned where the plan took the
+	// place Sleep held.
+	fromHeld bool
 }
 
 // openEvents makes the device's event where the path gives one; a refusal
@@ -230,12 +233,28 @@ func (d *gpu) planInterrupt(v uint64) bool {
 	d.wk.quiet.Store(v)
 	if d.wk.planned {
 		// An earlier plan whose value was never submitted (its Submit
-		// failed): its place goes back to the budget.
+		// failed): its place goes back.
+		d.givePlanned()
+	}
+	if d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) {
+		d.wk.fromHeld = d.wk.held.Load() && d.wk.held.Swap(false)
+		d.wk.planned = d.wk.fromHeld || d.budget.take()
+	}
+	return d.wk.planned
+}
+
+// givePlanned gives the place of a plan whose value was not submitted
+// back where it came from, under mu: to the Sleep that held it, which
+// still blocks on the next value's interrupt (a Sleep that returned
+// meanwhile leaves it to the next Sleep, or to the next value planned with
+// the interrupt), or to the budget.
+func (d *gpu) givePlanned() {
+	if d.wk.fromHeld {
+		d.wk.held.Store(true)
+	} else {
 		d.budget.give()
 	}
-	d.wk.planned = d.wk.parked.Load() && device.AtLeast(atomic.LoadUint64(d.word), d.wk.intrV) &&
-		(d.wk.held.Load() && d.wk.held.Swap(false) || d.budget.take())
-	return d.wk.planned
+	d.wk.planned, d.wk.fromHeld = false, false
 }
 
 // holdInterrupt is Sleep's reservation before it blocks on the event for
@@ -266,8 +285,7 @@ func (d *gpu) unplanInterrupt() {
 	if d.wk.ev != nil {
 		d.wk.quiet.Store(d.wk.quietV)
 		if d.wk.planned {
-			d.wk.planned = false
-			d.budget.give()
+			d.givePlanned()
 		}
 	}
 }
@@ -279,7 +297,7 @@ func (d *gpu) submittedInterrupt(v uint64, intr bool) {
 		return
 	}
 	d.wk.last.Store(v)
-	d.wk.planned = false
+	d.wk.planned, d.wk.fromHeld = false, false
 	if intr {
 		d.wk.intrV = v
 		d.wk.intrs.Add(1)

@@ -559,3 +559,52 @@ func TestWakeBudgetHeldGivenBack(t *testing.T) {
 		t.Error("the budget had no place after Sleep returned: Sleep kept the one it held")
 	}
 }
+
+// TestWakeBudgetHeldPastRoomGrow: the place a blocked Sleep holds, which
+// Room's plan for the next value took, goes back to the Sleep where that
+// Room does not admit the value (here RoomGrow), not to the GPU's
+// budget: another timeline that takes the budget's place before Grow and
+// the next Room cannot leave the value quiet and the Sleep blocked for
+// the rest of its hour.
+func TestWakeBudgetHeldPastRoomGrow(t *testing.T) {
+	r := openRaw(t, Config{SegmentBytes: 4096})
+	ev := withEvent(r)
+	var now int64
+	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	m := r.alloc(device.PinnedMemory, 4096)
+	var parts []device.Part
+	for i := range 200 {
+		parts = append(parts, fillPart(qCopy, m, uint64(i), 1, byte(i)))
+	}
+	parkWaiters(r)
+	done := sleepAsync(r, r.d.Signaled(), time.Hour)
+	select {
+	case w := <-ev.waits:
+		if w < time.Minute {
+			t.Fatalf("Sleep with nothing in flight waited on the event for %v, not the rest of its hour", w)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sleep never waited on the event")
+	}
+	s := device.Submission{Value: r.v + 1, Parts: parts}
+	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+		t.Fatalf("room of 200 fills on a segment ring of a page: %+v", a)
+	}
+	other := r.d.budget.take() // another timeline of the GPU
+	v := r.submit(nil, parts...)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Sleep still blocked 5 s after value %d (another timeline took a place of the budget after its first Room: %v); %d values raised the interrupt",
+			v, other, r.d.wk.intrs.Load())
+	}
+	if got := r.d.wk.intrs.Load(); got != 1 {
+		t.Errorf("%d values with the interrupt, want 1", got)
+	}
+	if other {
+		t.Error("another timeline took the place the blocked Sleep held")
+	}
+}
