@@ -18,20 +18,8 @@ func TestRetiredRingKeptPastOtherChannelsValue(t *testing.T) {
 	r := openRaw(t, Config{SegmentBytes: 4096})
 	withEvent(r)
 	m := r.alloc(device.PinnedMemory, 4096)
-	fills := func(k int) []device.Part {
-		var ps []device.Part
-		for i := range k {
-			ps = append(ps, fillPart(qCompute, m, uint64(8*(i%64)), 8, byte(i)))
-		}
-		return ps
-	}
-	// A first growth: the compute channel's segment ring is one of a
-	// growth's, which the next growth retires.
-	r.wait(r.submit(nil, fills(150)...))
-	first := r.d.ch[qCompute].segMem
-	if first == nil {
-		t.Fatal("no growth of the compute channel's segment ring")
-	}
+	fills := func(k int) []device.Part { return computeFills(m, k) }
+	first := grownSegRing(t, r, m)
 	parkWaiters(r)
 	r.f.pause()
 	kc := fakeChanOf(t, r.f, r.d.ch[qCompute])

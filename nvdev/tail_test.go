@@ -9,6 +9,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev/hw"
+	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
 // The words after a value's release. The fake decodes a whole entry's
@@ -189,19 +190,8 @@ func TestRetiredRingKeepsWordsAfterRelease(t *testing.T) {
 	r := openRaw(t, Config{SegmentBytes: 4096})
 	withEvent(r)
 	m := r.alloc(device.PinnedMemory, 4096)
-	fills := func(k int) []device.Part {
-		var ps []device.Part
-		for i := range k {
-			ps = append(ps, fillPart(qCompute, m, uint64(8*(i%64)), 8, byte(i)))
-		}
-		return ps
-	}
-	// A first growth: the segment ring is one of a growth's.
-	r.wait(r.submit(nil, fills(150)...))
-	first := r.d.ch[qCompute].segMem
-	if first == nil {
-		t.Fatal("no growth of the compute channel's segment ring")
-	}
+	fills := func(k int) []device.Part { return computeFills(m, k) }
+	first := grownSegRing(t, r, m)
 	parkWaiters(r)
 	r.f.pause()
 	c := fakeChanOf(t, r.f, r.d.ch[qCompute])
@@ -276,4 +266,26 @@ func TestLargeValueBesideWordsAfterRelease(t *testing.T) {
 	if got := hostOf(m)[0]; got != 2 {
 		t.Errorf("the large value's fills wrote %d, want 2", got)
 	}
+}
+
+// computeFills is k fills of 8 bytes of m on the compute channel.
+func computeFills(m *nvidia.Memory, k int) []device.Part {
+	var ps []device.Part
+	for i := range k {
+		ps = append(ps, fillPart(qCompute, m, uint64(8*(i%64)), 8, byte(i)))
+	}
+	return ps
+}
+
+// grownSegRing submits enough fills that the compute channel's segment
+// ring grows, and returns the ring, one of a growth's, which the next
+// growth replaces.
+func grownSegRing(t *testing.T, r *raw, m *nvidia.Memory) *nvidia.Memory {
+	t.Helper()
+	r.wait(r.submit(nil, computeFills(m, 150)...))
+	first := r.d.ch[qCompute].segMem
+	if first == nil {
+		t.Fatal("no growth of the compute channel's segment ring")
+	}
+	return first
 }

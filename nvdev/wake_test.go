@@ -474,6 +474,16 @@ func TestWakeBudgetHeldForBlockedSleep(t *testing.T) {
 	var now int64
 	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
 	m := r.alloc(device.PinnedMemory, 4096)
+	done := blockedSleep(t, r, ev)
+	other := r.d.budget.take() // another timeline of the GPU
+	v := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	wokenByInterrupt(t, r, done, v, other)
+}
+
+// blockedSleep parks r's waiters and returns the answer of a Sleep of an
+// hour, once it blocks on ev with nothing in flight.
+func blockedSleep(t *testing.T, r *raw, ev *fakeEvent) chan error {
+	t.Helper()
 	parkWaiters(r)
 	done := sleepAsync(r, r.d.Signaled(), time.Hour)
 	select {
@@ -484,15 +494,22 @@ func TestWakeBudgetHeldForBlockedSleep(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Sleep never waited on the event")
 	}
-	other := r.d.budget.take() // another timeline of the GPU
-	v := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
+	return done
+}
+
+// wokenByInterrupt checks that the blocked Sleep answering on done
+// returned after value v, which raised the interrupt with the place it
+// held, though another timeline asked the budget for one (other: its
+// answer) meanwhile.
+func wokenByInterrupt(t *testing.T, r *raw, done chan error, v uint64, other bool) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatalf("Sleep still blocked 5 s after value %d (another timeline took the budget's place: %v); %d values raised the interrupt",
+		t.Fatalf("Sleep still blocked 5 s after value %d (another timeline took a place of the budget: %v); %d values raised the interrupt",
 			v, other, r.d.wk.intrs.Load())
 	}
 	if got := r.d.wk.intrs.Load(); got != 1 {
@@ -576,35 +593,12 @@ func TestWakeBudgetHeldPastRoomGrow(t *testing.T) {
 	for i := range 200 {
 		parts = append(parts, fillPart(qCopy, m, uint64(i), 1, byte(i)))
 	}
-	parkWaiters(r)
-	done := sleepAsync(r, r.d.Signaled(), time.Hour)
-	select {
-	case w := <-ev.waits:
-		if w < time.Minute {
-			t.Fatalf("Sleep with nothing in flight waited on the event for %v, not the rest of its hour", w)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Sleep never waited on the event")
-	}
+	done := blockedSleep(t, r, ev)
 	s := device.Submission{Value: r.v + 1, Parts: parts}
 	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
 		t.Fatalf("room of 200 fills on a segment ring of a page: %+v", a)
 	}
-	other := r.d.budget.take() // another timeline of the GPU
+	other := r.d.budget.take() // another timeline of the GPU, after the first Room
 	v := r.submit(nil, parts...)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("Sleep still blocked 5 s after value %d (another timeline took a place of the budget after its first Room: %v); %d values raised the interrupt",
-			v, other, r.d.wk.intrs.Load())
-	}
-	if got := r.d.wk.intrs.Load(); got != 1 {
-		t.Errorf("%d values with the interrupt, want 1", got)
-	}
-	if other {
-		t.Error("another timeline took the place the blocked Sleep held")
-	}
+	wokenByInterrupt(t, r, done, v, other)
 }
