@@ -464,11 +464,11 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 		case attemptSubmitted:
 			// A Kicker's device sees the value only once kicked: every
 			// value whose Submit did not fail is kicked, that of a
-			// submission whose observer panicked among them.
-			if k, ok := d.drv.(device.Kicker); ok {
-				if _, failed := a.lost.(*LostError); !failed {
-					d.kicks.kick(k, a.v)
-				}
+			// submission whose observer panicked among them, and that
+			// of one whose debt lost the device (owe), whose word then
+			// reaches it as other devices' reaping waits for.
+			if k, ok := d.drv.(device.Kicker); ok && !a.failed {
+				d.kicks.kick(k, a.v)
 			}
 			d.sup.submitted()
 			if !t0.IsZero() {
@@ -534,12 +534,15 @@ const (
 
 // attempt is how an attempt to submit a run ended.
 type attempt struct {
-	kind  attemptKind
-	v     uint64
-	lost  error
-	err   error
-	other Point
-	room  device.RoomAnswer
+	kind attemptKind
+	// failed says that the driver's Submit of v answered Failed: v is
+	// not kicked.
+	failed bool
+	v      uint64
+	lost   error
+	err    error
+	other  Point
+	room   device.RoomAnswer
 }
 
 // try makes one attempt to submit r, with the device's submit lock held:
@@ -599,10 +602,12 @@ func (r *Run) try(d *Device, sample bool) attempt {
 	if len(r.owed) > 0 {
 		lost = d.owe(r.owed, v)
 	}
+	failed := false
 	switch a.Kind {
 	case device.Committed:
 		d.committed.Store(v)
 	case device.Failed:
+		failed = true
 		// v's work did not all run: the loss's reached value stays below
 		// v and at the last value committed (failedReached).
 		if le := d.loseRead(a.Reason, &device.Fault{Why: a.Reason}, func() uint64 { return d.failedReached(v - 1) }); lost == nil {
@@ -617,7 +622,7 @@ func (r *Run) try(d *Device, sample bool) attempt {
 	if sample {
 		d.mu.held(time.Since(held))
 	}
-	return attempt{kind: attemptSubmitted, v: v, lost: lost}
+	return attempt{kind: attemptSubmitted, failed: failed, v: v, lost: lost}
 }
 
 // bind resolves the run's buffers for its device: their regions, the
