@@ -84,8 +84,10 @@ func (d *Device) Timed() bool { return d.timed.Load() }
 // lock, and returns an *ObserverPanicError where the observer panicked.
 // An observer that panics or calls runtime.Goexit is removed; at a Goexit,
 // which no recover stops, observe releases the submit lock itself, since
-// the submitting goroutine ends before its Submit returns.
-func (d *Device) observe(s *device.Submission) (err error) {
+// the submitting goroutine ends before its Submit returns, and kicks the
+// value unless the driver's Submit of it failed (failed), as Submit would
+// have.
+func (d *Device) observe(s *device.Submission, failed bool) (err error) {
 	b := d.observer.Load()
 	if b == nil {
 		return nil
@@ -102,7 +104,7 @@ func (d *Device) observe(s *device.Submission) (err error) {
 			// submitted: a Kicker's device sees it only once kicked,
 			// as Submit would have done after the lock.
 			d.unlockSubmit()
-			if k, ok := d.drv.(device.Kicker); ok && d.loss.Load() == nil {
+			if k, ok := d.drv.(device.Kicker); ok && !failed {
 				d.kicks.kick(k, s.Value)
 			}
 			d.sup.submitted()

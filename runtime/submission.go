@@ -615,7 +615,7 @@ func (r *Run) try(d *Device, sample bool) attempt {
 		}
 	}
 	if r.sub.Timed {
-		if err := d.observe(&r.sub); err != nil && lost == nil {
+		if err := d.observe(&r.sub, failed); err != nil && lost == nil {
 			lost = err
 		}
 	}
