@@ -37,8 +37,10 @@
 //
 // libcuda is loaded by its standard name (libcuda.so.1, then libcuda.so)
 // at the first call of Count, Buses or an opener's make; a load that fails
-// after dlopen closes the library (dlclose), a failed load is tried again
-// at the next call, and its error gives dlopen's reason for each name.
+// before cuInit closes the library (dlclose), one that fails after it keeps
+// a single reference for the process's life (libcuda's teardown at a close
+// after cuInit can crash), a failed load is tried again at the next call,
+// and its error gives dlopen's reason for each name.
 // dlerror's message belongs to the OS thread, so the load locks
 // the goroutine to its thread from dlopen to dlerror. Every function of CUDA 12.4 the driver
 // calls is resolved once, by its exported, versioned name

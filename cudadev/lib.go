@@ -191,12 +191,13 @@ type loader struct {
 var sysLoader = loader{open: dlopenFirst, sym: dlsym, close: dlclose}
 
 // openLib opens libcuda with ld and returns its table, with CUDA
-// initialised. Where any step after the open fails (a missing symbol,
-// cuInit refused, the version refused or older than 12.4), it closes the
-// library before it returns the error: a failed load keeps no reference
-// to the library, and the next load opens it anew. After a cuInit that
-// CUDA took, the close drops the load's reference and libcuda stays
-// mapped (driver 580), and the next load's cuInit runs again.
+// initialised. Where a symbol is missing, cuInit has not run and it closes
+// the library before it returns the error. Where a later step fails
+// (cuInit refused, the version refused or older than 12.4), cuInit has
+// run, and libcuda's own teardown at a close after it can crash the
+// process: it keeps one reference to the library for the process's life
+// (keptLib), and closes the references of later failed loads, which leave
+// the library mapped behind that one.
 func openLib(ld loader) (*table, error) {
 	if err := osSupported(); err != nil {
 		return nil, err
@@ -205,19 +206,34 @@ func openLib(ld loader) (*table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := startLib(ld, h)
+	t, inited, err := startLib(ld, h)
 	if err != nil {
-		if cerr := ld.close(h); cerr != nil {
-			err = fmt.Errorf("%w; closing the CUDA library: %v", err, cerr)
+		keptLib.Lock()
+		keep := inited && !keptLib.held
+		if keep {
+			keptLib.held = true
+		}
+		keptLib.Unlock()
+		if !keep {
+			if cerr := ld.close(h); cerr != nil {
+				err = fmt.Errorf("%w; closing the CUDA library: %v", err, cerr)
+			}
 		}
 		return nil, err
 	}
 	return t, nil
 }
 
+// keptLib records that a failed load after cuInit kept its reference to
+// the library, which no load closes.
+var keptLib struct {
+	sync.Mutex
+	held bool
+}
+
 // startLib resolves the symbols of the library h and initialises CUDA,
-// returning the table.
-func startLib(ld loader, h uintptr) (*table, error) {
+// returning the table, and whether cuInit ran.
+func startLib(ld loader, h uintptr) (*table, bool, error) {
 	t := &table{handle: h}
 	var missing []string
 	for _, s := range symbols {
@@ -234,12 +250,12 @@ func startLib(ld loader, h uintptr) (*table, error) {
 		*s.at(t) = addr
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("cudadev: the CUDA library lacks %s, of CUDA 12.4 (driver 550) or later", strings.Join(missing, ", "))
+		return nil, false, fmt.Errorf("cudadev: the CUDA library lacks %s, of CUDA 12.4 (driver 550) or later", strings.Join(missing, ", "))
 	}
 	if err := t.start(); err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return t, nil
+	return t, true, nil
 }
 
 // start initialises CUDA and checks its version. A CUDA that sees no GPU

@@ -59,10 +59,21 @@ func (l *fakeLoader) loader() loader {
 
 // TestLoadFailureClosesLibrary fails a load of libcuda after its open, at
 // each step: a symbol missing, cuInit refused, cuDriverGetVersion refused,
-// a CUDA older than 12.4. Each failed load closes the library it opened,
-// keeping no reference to it, and a later load opens it again and
-// succeeds, keeping its one reference.
+// a CUDA older than 12.4. A load that failed before cuInit closes the
+// library it opened; the first that failed after cuInit keeps its
+// reference (libcuda's teardown at a close after cuInit can crash), and
+// later ones close theirs, so that failed loads keep one reference in all;
+// a later load opens the library again and succeeds, keeping its own.
 func TestLoadFailureClosesLibrary(t *testing.T) {
+	keptLib.Lock()
+	kept := keptLib.held
+	keptLib.held = false
+	keptLib.Unlock()
+	t.Cleanup(func() {
+		keptLib.Lock()
+		keptLib.held = kept
+		keptLib.Unlock()
+	})
 	var version int32
 	var refuseInit, refuseVersion bool
 	tab := fakeTable(t, map[string]fakeFn{
@@ -87,19 +98,21 @@ func TestLoadFailureClosesLibrary(t *testing.T) {
 		lacking                   string
 		refuseInit, refuseVersion bool
 		version                   int32
+		kept                      int // the handles failed loads keep open after it
 	}{
 		{name: "missing symbol", lacking: "cuFuncLoad", version: minVersion},
-		{name: "cuInit refused", refuseInit: true, version: minVersion},
-		{name: "version refused", refuseVersion: true, version: minVersion},
-		{name: "version too old", version: 12030},
+		{name: "cuInit refused", refuseInit: true, version: minVersion, kept: 1},
+		{name: "version refused", refuseVersion: true, version: minVersion, kept: 1},
+		{name: "version too old", version: 12030, kept: 1},
+		{name: "missing symbol again", lacking: "cuFuncLoad", version: minVersion, kept: 1},
 	} {
 		l.lacking, refuseInit, refuseVersion, version = c.lacking, c.refuseInit, c.refuseVersion, c.version
-		opens, left := l.opens, len(l.open)
+		opens := l.opens
 		if _, err := openLib(ld); err == nil {
 			t.Fatalf("%s: the load answered no error", c.name)
 		}
-		if l.opens != opens+1 || len(l.open) != left {
-			t.Errorf("%s: %d opens, %d handles left open; want 1 open, none left open", c.name, l.opens-opens, len(l.open)-left)
+		if l.opens != opens+1 || len(l.open) != c.kept {
+			t.Errorf("%s: %d opens, %d handles left open; want 1 open, %d left open", c.name, l.opens-opens, len(l.open), c.kept)
 		}
 	}
 	l.lacking, refuseInit, refuseVersion, version = "", false, false, 13000
@@ -107,8 +120,8 @@ func TestLoadFailureClosesLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the load after the failed ones: %v", err)
 	}
-	if len(l.open) != 1 || !l.open[got.handle] || got.version != 13000 {
-		t.Fatalf("the load keeps %d handles open (its own: %v), version %d; want its one, version 13000", len(l.open), l.open[got.handle], got.version)
+	if len(l.open) != 2 || !l.open[got.handle] || got.version != 13000 {
+		t.Fatalf("the loads keep %d handles open (its own: %v), version %d; want its one and the failed loads' one, version 13000", len(l.open), l.open[got.handle], got.version)
 	}
 	if len(l.bad) != 0 {
 		t.Fatalf("the loads misused the loader: %q", l.bad)
