@@ -188,14 +188,21 @@ func TestKeptWithoutEvents(t *testing.T) {
 	if err := settleOpen(tab, g, 1); err != nil {
 		t.Fatal(err)
 	}
-	if g.fault != "" {
-		t.Fatalf("the GPU is taken as faulted: %s", g.fault)
+	// Stop's watcher settles the kept work beside the test, under g.mu.
+	g.mu.Lock()
+	fault := g.fault
+	g.mu.Unlock()
+	if fault != "" {
+		t.Fatalf("the GPU is taken as faulted: %s", fault)
 	}
 	ended.Store(true)
 	if err := settleOpen(tab, g, 0); err != nil {
 		t.Fatalf("an open once the work ended: %v", err)
 	}
-	if n := len(g.kept); n != 0 {
+	g.mu.Lock()
+	n := len(g.kept)
+	g.mu.Unlock()
+	if n != 0 {
 		t.Fatalf("%d kept once the work ended", n)
 	}
 }
@@ -253,7 +260,10 @@ func TestKeptOwnWordFreed(t *testing.T) {
 		}()
 		_ = settleOpen(tab, g, 1)
 	}()
-	if g.fault == "" {
+	g.mu.Lock()
+	fault := g.fault
+	g.mu.Unlock()
+	if fault == "" {
 		t.Fatal("the fault of the kept work is not the GPU's")
 	}
 }
