@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/rig-go/rig/device"
-	"github.com/rig-go/rig/nvdev/hw"
 )
 
 // TestRetiredRingKeptPastOtherChannelsValue: a segment ring a growth
@@ -56,13 +55,7 @@ func TestRetiredRingKeptPastOtherChannelsValue(t *testing.T) {
 		t.Errorf("the replaced segment ring was freed once the word reached value %d, of the copy channel alone, with the %d words after value %d's release unread by the compute channel",
 			v2, len(rest.snap), v1)
 	} else {
-		ws, err := hw.Decode(rest.now(r.f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.f.mu.Lock()
-		kc.pending, kc.pi = ws, 0
-		r.f.mu.Unlock()
+		rest.readBy(t, r.f, kc)
 	}
 	r.f.resume()
 	r.wait(r.v)

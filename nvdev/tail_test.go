@@ -100,6 +100,19 @@ func stepToRelease(t *testing.T, f *fake, c *fakeChan, addr, v uint64) stepRest 
 	}
 }
 
+// readBy has channel c of the paused fake read the rest's words as they
+// are now, next, as a PBDMA that had not fetched them does.
+func (r stepRest) readBy(t *testing.T, f *fake, c *fakeChan) {
+	t.Helper()
+	ws, err := hw.Decode(r.now(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	c.pending, c.pi = ws, 0
+	f.mu.Unlock()
+}
+
 // now is what the rest's words hold now.
 func (r stepRest) now(f *fake) []uint32 {
 	f.mu.Lock()
@@ -254,13 +267,7 @@ func TestLargeValueBesideWordsAfterRelease(t *testing.T) {
 	if got := rest.now(r.f); !slices.Equal(got, rest.snap) {
 		t.Fatalf("the next value stored over the %d words after the release of %d: was %08x, now %08x", len(got), v1, rest.snap, got)
 	}
-	ws, err := hw.Decode(rest.now(r.f))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.f.mu.Lock()
-	c.pending, c.pi = ws, 0
-	r.f.mu.Unlock()
+	rest.readBy(t, r.f, c)
 	r.f.resume()
 	r.wait(r.v)
 	if got := hostOf(m)[0]; got != 2 {

@@ -52,14 +52,8 @@ rig_device_losses_total{device="rigprom-seat/1"} 1
 				}
 				prev = d
 			}
-			want := `
-# HELP rig_device_losses_total Losses of devices of this name seen by the collector.
-# TYPE rig_device_losses_total counter
-` + strings.TrimPrefix(tc.want, "\n")
 			for range 2 {
-				if err := testutil.CollectAndCompare(c, strings.NewReader(want), "rig_device_losses_total"); err != nil {
-					t.Fatal(err)
-				}
+				compareLosses(t, c, tc.want)
 			}
 		})
 	}
@@ -74,24 +68,16 @@ func TestWatchedNeverScraped(t *testing.T) {
 	d := open(t, "rigprom-watch-only")
 	c.Watch(d)
 	c.Watch(d)
-	if err := testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP rig_device_losses_total Losses of devices of this name seen by the collector.
-# TYPE rig_device_losses_total counter
+	compareLosses(t, c, `
 rig_device_losses_total{device="rigprom-watch-only"} 0
-`), "rig_device_losses_total"); err != nil {
-		t.Fatal(err)
-	}
+`)
 	if err := launch(t, d, "panic"); err == nil {
 		t.Fatal("a kernel that panics did not lose the device")
 	}
 	c.Watch(d)
-	if err := testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP rig_device_losses_total Losses of devices of this name seen by the collector.
-# TYPE rig_device_losses_total counter
+	compareLosses(t, c, `
 rig_device_losses_total{device="rigprom-watch-only"} 1
-`), "rig_device_losses_total"); err != nil {
-		t.Fatal(err)
-	}
+`)
 	c.Watch(nil)
 }
 
@@ -113,5 +99,18 @@ func TestWatchWithoutScrapes(t *testing.T) {
 	defer c.mu.Unlock()
 	if len(c.watched) != 1 || len(c.seen) != 0 {
 		t.Fatalf("the collector holds %d devices and %d lost ones, want the one open and none lost", len(c.watched), len(c.seen))
+	}
+}
+
+// compareLosses checks that c gathers the rig_device_losses_total series
+// lines, and those alone.
+func compareLosses(t *testing.T, c *Collector, lines string) {
+	t.Helper()
+	want := `
+# HELP rig_device_losses_total Losses of devices of this name seen by the collector.
+# TYPE rig_device_losses_total counter
+` + strings.TrimPrefix(lines, "\n")
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "rig_device_losses_total"); err != nil {
+		t.Fatal(err)
 	}
 }
