@@ -214,13 +214,15 @@
 // stopped device's kept work to raise. Sleep reads the word, yielding, for
 // 20 µs, then blocks through CUDA's blocking primitives: it records an
 // event made with CU_EVENT_BLOCKING_SYNC behind each stream's work, and a
-// helper goroutine per stream, locked to its OS thread with the context
-// current, waits for it in cuEventSynchronize, which sleeps in the kernel
-// until the GPU's interrupt; Sleep still returns after its bound where the
-// work runs longer. Where no recorded work is left that would move the
-// word, it looks at the word in nanosleeps of 20 µs (time.Sleep sleeps a
-// millisecond or more when the runtime has nothing else to run). The
-// helpers end at Stop, once the synchronisation in flight returns.
+// helper goroutine per stream waits for it in cuEventSynchronize, which
+// sleeps in the kernel until the GPU's interrupt (the helper holds its
+// thread, with the context current where CUDA needs one, for the call
+// alone, so that the supervisor it wakes runs on the thread the interrupt
+// woke); Sleep still returns after its bound where the work runs longer.
+// Where no recorded work is left that would move the word, it looks at
+// the word in nanosleeps of 20 µs (time.Sleep sleeps a millisecond or
+// more when the runtime has nothing else to run). The helpers end at
+// Stop, once the synchronisation in flight returns.
 //
 // Stop does not wait for the work: where it ended (both streams idle, or a
 // fault ended the context's work) it writes the last value into the word;
