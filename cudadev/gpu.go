@@ -343,29 +343,49 @@ func open(i int, c Config, word *uint64) (*gpu, error) {
 	return d, nil
 }
 
+// carryDepth bounds the contexts streamsCarryCtx takes off a thread's
+// stack: with more pushed, it answers false.
+const carryDepth = 16
+
 // streamsCarryCtx reports whether CUDA runs the device's stream calls on a
-// thread where the device's context is not current: it makes none current
-// on a locked thread, records an event on one stream, has the other wait
-// for it and queries the first, then restores the thread's context.
+// thread where the device's context is not current: on a locked thread it
+// pops every context of the thread's stack, so that none is current,
+// records an event on one stream, has the other wait for it and queries
+// the first, then pushes the contexts back in their order. (Setting none
+// current would take the top of the stack alone off it, and setting the
+// previous one back would then replace the context below it.)
 func (d *gpu) streamsCarryCtx() bool {
 	t := d.t
 	f := getFrame()
 	defer putFrame(f)
 	lockThread()
 	defer unlockThread()
-	if f.c1(t.cuCtxGetCurrent, uintptr(unsafe.Pointer(&f.cur))) != 0 {
-		return false
-	}
-	prev := uintptr(f.cur)
-	if f.c1(t.cuCtxSetCurrent, 0) != 0 {
-		return false
+	var held [carryDepth]uintptr
+	n := 0
+	defer func() {
+		for n > 0 {
+			n--
+			f.c1(t.cuCtxPushCurrent, held[n])
+		}
+	}()
+	for {
+		if f.c1(t.cuCtxGetCurrent, uintptr(unsafe.Pointer(&f.cur))) != 0 {
+			return false
+		}
+		if f.cur == 0 {
+			break
+		}
+		if n == len(held) || f.c1(t.cuCtxPopCurrent, uintptr(unsafe.Pointer(&f.cur))) != 0 {
+			return false
+		}
+		held[n] = uintptr(f.cur)
+		n++
 	}
 	ok := f.c2(t.cuEventRecord, d.joins[0], d.streams[0]) == 0 &&
 		f.c3(t.cuStreamWaitEvent, d.streams[1], d.joins[0], 0) == 0
 	if r := f.c1(t.cuStreamQuery, d.streams[1]); r != 0 && r != errNotReady {
 		ok = false
 	}
-	f.c1(t.cuCtxSetCurrent, prev)
 	return ok
 }
 

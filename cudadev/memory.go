@@ -47,9 +47,10 @@ type gpu struct {
 
 	// bare: the stream calls of Submit, Commit and Sleep run without the
 	// context made current, since each names a stream, which names the
-	// context (make checks it; a call refused for want of a context
-	// clears it). Written by make, and cleared under rig's submit lock;
-	// read by the supervisor too.
+	// context (open checks it; a call refused for want of a context
+	// clears it). Set by open; cleared by the goroutine whose call CUDA
+	// refused: a submitter under rig's submit lock, the supervisor in
+	// Sleep, or a Sleep helper.
 	bare atomic.Bool
 
 	// The hot path's state, which rig's submit lock guards (Room, Submit
