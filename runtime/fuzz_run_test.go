@@ -989,12 +989,13 @@ func fuzzRound(t *testing.T, ctx context.Context, fr *fuzzRig, s *rig.Submission
 }
 
 // fuzzRowsEnd is one past the last byte of rows rows of n bytes, pitch
-// apart, from off, and whether it lies within 2^64; 0 for no bytes. It
+// apart, from off, and whether it lies within 2^64; off for no bytes, as
+// the runtime checks an empty copy's offset against its buffer. It
 // counts in big integers, apart from the runtime's own arithmetic, which
 // the model checks.
 func fuzzRowsEnd(off, rows, pitch, n uint64) (uint64, bool) {
 	if rows == 0 || n == 0 {
-		return 0, true
+		return off, true
 	}
 	u := func(v uint64) *big.Int { return new(big.Int).SetUint64(v) }
 	end := u(rows - 1)

@@ -107,10 +107,11 @@ func (b *Buffer) checkRange(what string, off, n int) error {
 
 // waitUses waits for the points of the work that uses the buffer: its last
 // write, and where writing, the reads since too. It returns an error
-// matching ErrClosed where the buffer's device was closed, before the wait
-// or during it, and one matching ErrFreed for a buffer of an open device
-// freed before the wait or during it, whose memory may have gone back as
-// the wait ended.
+// matching ErrClosed where the buffer's device was closed, and the loss
+// where it was lost, before the wait or during it, which the close or
+// loss ends, also a wait for another device's work; and one matching
+// ErrFreed for a buffer of an open device freed before the wait or during
+// it, whose memory may have gone back as the wait ended.
 func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 	s := b.s
 	var fixed [4]Point
@@ -128,12 +129,22 @@ func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 		points = append(points, s.reads...)
 	}
 	s.mu.Unlock()
+	what := fmt.Sprintf("a copy to or from a buffer of %d bytes of %s", s.n, s.d.name)
 	for _, p := range points {
-		if err := p.Wait(ctx); err != nil {
+		var err error
+		if p.d != nil && p.d != s.d {
+			// The buffer's device's close or loss ends a wait for
+			// another device's work, as its supervisor ends a wait for
+			// its own.
+			err = s.d.waitOther(ctx, p, what)
+		} else if err = p.Wait(ctx); err != nil {
+			err = closedWait(what, p, err)
+		}
+		if err != nil {
 			if cerr := s.closed(); cerr != nil {
 				return cerr
 			}
-			return closedWait(fmt.Sprintf("a copy to or from a buffer of %d bytes of %s", s.n, s.d.name), p, err)
+			return err
 		}
 	}
 	return s.usable()

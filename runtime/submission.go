@@ -495,7 +495,7 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 				return Point{}, closedWait("a submission on "+d.name, a.other, ErrClosed)
 			}
 		case attemptHostWait:
-			if err := d.waitOther(ctx, a.other); err != nil {
+			if err := d.waitOther(ctx, a.other, "a submission on "+d.name); err != nil {
 				return Point{}, err
 			}
 		case attemptLater:
@@ -929,12 +929,18 @@ func (d *Device) progress(ctx context.Context) error {
 	return Point{d: d, v: cur + min(ahead, d.last.Load()-cur)}.Wait(ctx)
 }
 
-// waitOther waits on the host for p, a point of another device that d's
-// driver cannot wait for itself, ahead of a submission on d. d's close or
-// loss ends the wait, since the submission could then only fail: it
-// returns d's error. The host wait is the rare path (drivers wait for
-// each other's words on the device), so its goroutine costs little.
-func (d *Device) waitOther(ctx context.Context, p Point) error {
+// waitOther waits on the host for p, a point of another device, ahead of
+// what, work of d: a submission on d whose driver cannot wait for p
+// itself, or a copy to or from a buffer of d. d's close or loss ends the
+// wait, since what could then only fail: it returns d's error. A close of
+// p's device before it reached p returns an error that names that device
+// (closedWait). The host wait is the rare path (drivers wait for each
+// other's words on the device), so its goroutine costs little.
+func (d *Device) waitOther(ctx context.Context, p Point, what string) error {
+	if p.passed() && (p.d == nil || p.d.passedSettled(p.v)) {
+		// Settled already, as Wait would answer at once: no goroutine.
+		return closedWait(what, p, p.Wait(ctx))
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -959,7 +965,7 @@ func (d *Device) waitOther(ctx context.Context, p Point) error {
 			return e
 		}
 	}
-	return closedWait("a submission on "+d.name, p, err)
+	return closedWait(what, p, err)
 }
 
 // grow asks the driver to grow its queues, running a round of reclamation
