@@ -96,6 +96,9 @@ func lacks(err error) bool {
 }
 
 // Grow makes the rings the submission whose Room returned RoomGrow needs.
+// A ring the path lacks memory for leaves the others to be made: the need
+// may hold another submission's, whose rings the path has memory for. It
+// then returns a Short of the bytes it lacked.
 func (d *gpu) Grow() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -112,13 +115,23 @@ func (d *gpu) Grow() error {
 	// leaves no growth the path cannot make to later ones.
 	n := d.need
 	d.need = need{}
+	var lacked int64 // bytes the path had no memory for
+	short := func(err error) bool {
+		var sh *device.Short
+		if !errors.As(err, &sh) {
+			return false
+		}
+		lacked += sh.N
+		return true
+	}
 	if n.entries != [2]uint64{} {
 		if err := d.regrow(n.entries); err != nil {
-			return err
-		}
-		// The channels just opened, so that the next Room switches to
-		// them rather than ask for growth again.
-		if err := d.awaitGrown(); err != nil {
+			if !short(err) {
+				return err
+			}
+		} else if err := d.awaitGrown(); err != nil {
+			// The channels just opened, so that the next Room switches
+			// to them rather than ask for growth again.
 			return err
 		}
 	}
@@ -143,7 +156,10 @@ func (d *gpu) Grow() error {
 		}
 		if m == nil {
 			if m, err = d.p.Alloc(device.PinnedMemory, size); err != nil {
-				return shortOf(err, size)
+				if !short(shortOf(err, size)) {
+					return err
+				}
+				continue
 			}
 		}
 		d.grown.seg[q] = m
@@ -163,17 +179,21 @@ func (d *gpu) Grow() error {
 				}
 			}
 			if m == nil {
-				if m, err = d.p.Alloc(device.PinnedMemory, size); err != nil {
-					return shortOf(err, size)
+				m, err = d.p.Alloc(device.PinnedMemory, size)
+				if err != nil && !short(shortOf(err, size)) {
+					return err
 				}
 			}
 			d.grown.launch = m
 		}
 	}
 	if n.stamps {
-		if err := d.growStamps(); err != nil {
+		if err := d.growStamps(); err != nil && !short(err) {
 			return err
 		}
+	}
+	if lacked > 0 {
+		return &device.Short{N: lacked}
 	}
 	return nil
 }

@@ -190,6 +190,8 @@ type waker struct {
 	parked atomic.Bool // set by Sleep while waiters are parked
 	// held is set by Sleep where it took a place in the budget for the
 	// next value with the interrupt; whoever clears it owns the place.
+	// It stands for one place: whoever finds it set as it would set it
+	// gives its own place to the budget.
 	held   atomic.Bool
 	quiet  atomic.Uint64 // the last value that may raise no interrupt
 	quietV uint64        // under mu: the last value submitted without one
@@ -247,11 +249,10 @@ func (d *gpu) planInterrupt(v uint64) bool {
 // back where it came from, under mu: to the Sleep that held it, which
 // still blocks on the next value's interrupt (a Sleep that returned
 // meanwhile leaves it to the next Sleep, or to the next value planned with
-// the interrupt), or to the budget.
+// the interrupt), or to the budget, also where that Sleep holds another
+// place by now.
 func (d *gpu) givePlanned() {
-	if d.wk.fromHeld {
-		d.wk.held.Store(true)
-	} else {
+	if !d.wk.fromHeld || !d.wk.held.CompareAndSwap(false, true) {
 		d.budget.give()
 	}
 	d.wk.planned, d.wk.fromHeld = false, false
@@ -267,7 +268,11 @@ func (d *gpu) holdInterrupt() bool {
 	if !d.budget.take() {
 		return false
 	}
-	d.wk.held.Store(true)
+	if !d.wk.held.CompareAndSwap(false, true) {
+		// A plan Room did not admit gave its place back to hold meanwhile:
+		// the flag stands for that one, and this one goes back.
+		d.budget.give()
+	}
 	return true
 }
 

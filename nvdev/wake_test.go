@@ -1,6 +1,7 @@
 package nvdev
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -601,4 +602,68 @@ func TestWakeBudgetHeldPastRoomGrow(t *testing.T) {
 	other := r.d.budget.take() // another timeline of the GPU, after the first Room
 	v := r.submit(nil, parts...)
 	wokenByInterrupt(t, r, done, v, other)
+}
+
+// TestWakeHeldPlaceGivenBackOnce: Room's plan takes the place a Sleep
+// holds, and does not admit its value (RoomLater, RoomGrow), while the
+// Sleep, which runs without the device's lock, holds a place again: the
+// Sleep and the plan each had a place of the GPU's budget, and the one
+// flag that says a place is held cannot stand for both. Whichever stores
+// it second gives its place back to the budget, so that once the Sleep
+// returns the budget counts none taken, in either order.
+func TestWakeHeldPlaceGivenBackOnce(t *testing.T) {
+	for _, sleepFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sleep first %v", sleepFirst), func(t *testing.T) {
+			r := openRaw(t, Config{})
+			withEvent(r)
+			var now int64
+			var during func() // runs inside the budget's next look at its clock
+			r.d.budget = newIntrBudget(1000, 4, func() int64 {
+				if f := during; f != nil {
+					during = nil
+					f()
+				}
+				return now
+			})
+			parkWaiters(r)
+			if !r.d.holdInterrupt() {
+				t.Fatal("Sleep found no place to hold in a fresh budget")
+			}
+			// Room's plan takes the place the Sleep holds.
+			r.d.mu.Lock()
+			planned := r.d.planInterrupt(r.v + 1)
+			r.d.mu.Unlock()
+			if !planned || !r.d.wk.fromHeld {
+				t.Fatalf("the plan did not take the place the Sleep held (planned %v, from it %v)", planned, r.d.wk.fromHeld)
+			}
+			// Room does not admit the value: its place goes back to the
+			// Sleep, as the Sleep looks for one to hold again.
+			unplan := func() {
+				r.d.mu.Lock()
+				r.d.unplanInterrupt()
+				r.d.mu.Unlock()
+			}
+			if sleepFirst {
+				if !r.d.holdInterrupt() {
+					t.Fatal("Sleep found no place to hold")
+				}
+				unplan()
+			} else {
+				during = unplan // between the Sleep's look at the flag and its store
+				if !r.d.holdInterrupt() {
+					t.Fatal("Sleep found no place to hold")
+				}
+				if during != nil {
+					t.Fatal("Sleep took no place of the budget")
+				}
+			}
+			if !r.d.wk.held.Load() {
+				t.Fatal("no place held after the Room gave its place back")
+			}
+			r.d.releaseInterrupt() // the Sleep returns
+			if got := r.d.budget.taken.Load(); got != 0 {
+				t.Errorf("the budget counts %d places taken after the Sleep returned, want 0: a place was lost", got)
+			}
+		})
+	}
 }
