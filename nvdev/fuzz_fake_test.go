@@ -527,11 +527,11 @@ func (x *fuzzRun) rigPart(p *fuzzPart) rig.Part {
 }
 
 // end is one past the last byte of rows of n bytes pitch apart from off,
-// and whether it lies within 2^64, as rig computes it: 0 where the rows
-// hold no byte.
+// and whether it lies within 2^64, as rig computes it: off where the rows
+// hold no byte, since rig refuses an empty copy or fill past its buffer.
 func fuzzEnd(off, rows, pitch, n uint64) (uint64, bool) {
 	if rows == 0 || n == 0 {
-		return 0, true
+		return off, true
 	}
 	if pitch == 0 {
 		pitch = n
