@@ -70,6 +70,9 @@ type live struct {
 	start atomic.Int64 // unix nanoseconds of the first round's start
 }
 
+// noneDue marks a lane of an open loop that took no arrival.
+const noneDue = math.MinInt64
+
 // errTimeout is the cause of a wait that the watchdog ended.
 var errTimeout = errors.New("wait timed out")
 
@@ -227,8 +230,15 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	looks := runnableLooks(stopLooks)
 	start := mono()
 	var pace *pacer
+	// lastDue is when each lane's last arrival was due, in open loop, or
+	// noneDue where the lane took none: the run spans their slots.
+	var lastDue []int64
 	if cfg.Rate > 0 {
 		pace = newPacer(start, cfg.Rate, len(lanes))
+		lastDue = make([]int64, len(lanes))
+		for i := range lastDue {
+			lastDue[i] = noneDue
+		}
 		pace.resume(int64(cfg.paceFrom))
 		if cfg.Duration > 0 && int64(cfg.Duration) <= math.MaxInt64-start {
 			// The run asks for the arrivals before its end: R×D of
@@ -315,6 +325,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 						if intended, ok = pace.wait(runCtx, i, k); !ok {
 							return
 						}
+						lastDue[i] = intended
 						m.late.record(i, mono()-intended)
 					}
 					t, b, err := l.submit(runCtx)
@@ -353,6 +364,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 					if intended, ok = pace.wait(runCtx, i, k); !ok {
 						return
 					}
+					lastDue[i] = intended
 					m.late.record(i, mono()-intended)
 				}
 				select {
@@ -386,6 +398,30 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	}
 	wg.Wait()
 	end := mono()
+	if pace != nil && runCtx.Err() == nil {
+		// An open loop that ran out of -n (a round of -compare too)
+		// spans the slot of each arrival it took, a period from when it
+		// was due, the last one's too, and not past -duration's end, as
+		// a run that -duration ends does: it would otherwise end with
+		// its last arrival's latency, and N arrivals at R a second read
+		// as N over (N-1)/R seconds and that latency. A run that an
+		// error or Ctrl-C stopped ends there. It waits for that end, so
+		// that the run's time is time that passed.
+		slots := end
+		for _, due := range lastDue {
+			if due != noneDue {
+				slot := due + int64(math.Ceil(pace.period))
+				if pace.end != 0 {
+					slot = min(slot, pace.end)
+				}
+				slots = max(slots, slot)
+			}
+		}
+		if slots > end {
+			time.Sleep(time.Duration(slots - end))
+			end = max(mono(), slots)
+		}
+	}
 	m.cpu = cpuTime() - cpu0
 	close(stopLooks)
 	m.runnable = <-looks

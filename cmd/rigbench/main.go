@@ -43,9 +43,12 @@
 // wake up to a millisecond late where the process has nothing else to
 // run), yields for the rest, and releases together every arrival due by
 // then; the report states its lateness, from intended send time to when
-// the submitter took the arrival up. Without
-// -rate each submitter keeps -depth submissions in flight, and latency
-// counts from the call of Submit.
+// the submitter took the arrival up. A run that -n ends lasts until the
+// slot of its last arrival ends, 1/R after it was due, or its last
+// submission's point is reached, whichever is later, so that N arrivals
+// at R a second read as R a second. Without -rate each submitter keeps
+// -depth submissions in flight, and latency counts from the call of
+// Submit.
 //
 // -compare runs the same workload through a baseline in the same process,
 // and prints rig's figures over the baseline's. The baseline of the GPU

@@ -159,6 +159,34 @@ func TestRunRate(t *testing.T) {
 	}
 }
 
+// TestRunRateWithN: an open loop bounded by -n reads at its -rate, not
+// above it: its run spans the slot of each arrival it took, the last one's
+// too, as a run bounded by -duration does. Five arrivals at 100/s span
+// 50 ms, not the 40 ms from the first to the last plus the last one's
+// latency; and in rounds of one arrival each (-compare), a round spans its
+// arrival's 10 ms, not the arrival's latency, which read as thousands a
+// second and made the ratio of the two sides' rates that of their
+// latencies.
+func TestRunRateWithN(t *testing.T) {
+	for _, args := range [][]string{
+		{"-device", "host", "-rate", "100", "-n", "5"},
+		{"-device", "host", "-rate", "100", "-n", "5", "-depth", "1", "-c", "2"},
+		{"-device", "host", "-rate", "100", "-n", "5", "-compare", "-rounds", "5"},
+	} {
+		r := runJSON(t, context.Background(), args...)
+		sides := []Result{r.Rig}
+		if r.Baseline != nil {
+			sides = append(sides, *r.Baseline)
+		}
+		for _, x := range sides {
+			if x.Submissions != 5 || x.Errors != 0 || x.PerSecond > 100*1.001 {
+				t.Errorf("%q: %s sent %d submissions in %v with %d errors: %.1f/s, want 5 at 100/s at most",
+					args, x.Name, x.Submissions, time.Duration(x.ElapsedNs), x.Errors, x.PerSecond)
+			}
+		}
+	}
+}
+
 // TestRunLevels runs two -c levels: a report of each, in order, each with
 // the CPU time the process used.
 func TestRunLevels(t *testing.T) {

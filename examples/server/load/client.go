@@ -25,10 +25,11 @@ type client struct {
 	timeout time.Duration // bounds a request, from its write to its response's last byte
 }
 
-// requestTimeout bounds each request of a client, as vegeta's client's
-// default does: a service that never answers fails the request rather
-// than holding the load test past its duration.
-const requestTimeout = 30 * time.Second
+// requestTimeout bounds each request of a client, and of vegeta's
+// (attackVegeta), as vegeta's own client's default does: a service that
+// never answers fails the request rather than holding the load test past
+// its duration.
+var requestTimeout = 30 * time.Second
 
 // newClient returns a client that sends req, a whole HTTP/1.1 request, to
 // addr; it dials at its first request.

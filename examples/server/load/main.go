@@ -512,7 +512,10 @@ func attack(kind string, rate int, addr string, body, want []byte, c int, durati
 // in all, or as fast as they answer where rate is 0.
 func attackVegeta(addr string, body []byte, c, rate int, duration time.Duration, pid int) result {
 	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: "http://" + addr + "/saxpy?a=2", Body: body})
-	hc := &http.Client{Transport: &http.Transport{
+	// vegeta.Client replaces the attacker's client whole, its timeout
+	// included: without one, a request that the service never answers
+	// holds its worker, and the level, for good.
+	hc := &http.Client{Timeout: requestTimeout, Transport: &http.Transport{
 		MaxIdleConnsPerHost: c,
 		MaxConnsPerHost:     c,
 		DisableCompression:  true,

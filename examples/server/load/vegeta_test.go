@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -33,5 +35,35 @@ func TestVegetaResult(t *testing.T) {
 	// 117, 118, 120, 121 µs. p50 is the 8th, p99 the 15th.
 	if r.p50 != 111*time.Microsecond || r.p99 != 121*time.Microsecond || r.max != 121*time.Microsecond {
 		t.Errorf("p50 %v, p99 %v, max %v; want 111µs, 121µs, 121µs", r.p50, r.p99, r.max)
+	}
+}
+
+// TestVegetaRequestTimeout: a level driven by vegeta against a service
+// that never answers ends once its requests time out, as the raw client's
+// do, rather than waiting on them for as long as the service holds them.
+func TestVegetaRequestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	old := requestTimeout
+	requestTimeout = 200 * time.Millisecond
+	defer func() { requestTimeout = old }()
+	done := make(chan result, 1)
+	go func() {
+		done <- attackVegeta(srv.Listener.Addr().String(), []byte("body"), 2, 0, 50*time.Millisecond, os.Getpid())
+	}()
+	select {
+	case r := <-done:
+		if r.n != 0 || r.failed == 0 {
+			t.Errorf("%d served, %d failed; want none served and the timed-out requests failed", r.n, r.failed)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a level of 50ms still waited on a service that never answers 10 s later")
 	}
 }
