@@ -19,9 +19,11 @@
 // Start also makes the profile each device's observer (Device.SetObserver),
 // which sees every timed submission as the driver got it and keeps a copy
 // of the parts' kinds, queues, names and sizes, and of the waits; Stop
-// removes it. A wait names another device by its word (Device.Word), so
-// that waits on a device outside the profile, or on one that keeps a word
-// of its own, are left out.
+// removes it. A wait names another device by its word (Device.Word), as
+// the wait is submitted, so that waits on a device outside the profile, or
+// on one that keeps a word of its own, are left out; a device of the
+// profile that has given back everything it held (Device.Done) names no
+// later wait, since a device opened after it may have taken its word.
 //
 // WriteTrace exports spans as Chrome's trace event JSON, which Perfetto
 // (ui.perfetto.dev) and chrome://tracing open: a process per device, a
@@ -212,7 +214,7 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 	p.before = make([]uint64, len(devs))
 	for i, d := range devs {
 		p.words[i] = d.Word()
-		p.observers[i] = &recorder{}
+		p.observers[i] = &recorder{words: p.words, devs: p.devs}
 		d.SetObserver(p.observers[i])
 		// Stamps of values before the profile are not its own.
 		p.scratch, _ = d.Settle(p.scratch[:0])
@@ -396,7 +398,8 @@ func (p *Profile) stopFirst(ctx context.Context) error {
 	return nil
 }
 
-// sortSpans orders spans by start, then device and value.
+// sortSpans orders spans by start, then device and value, values in the
+// timeline's circular order (device.AtLeast).
 func sortSpans(s []Span) {
 	sort.SliceStable(s, func(i, j int) bool {
 		a, b := &s[i], &s[j]
@@ -406,7 +409,7 @@ func sortSpans(s []Span) {
 		if a.Device != b.Device {
 			return a.Device < b.Device
 		}
-		return a.Value < b.Value
+		return !device.AtLeast(a.Value, b.Value)
 	})
 }
 
@@ -460,19 +463,6 @@ func (p *Profile) materialize() []Span {
 	}
 	sortSpans(spans)
 	return spans
-}
-
-// deviceOf names the profile's device whose word is w, or returns "".
-func (p *Profile) deviceOf(w *uint64) string {
-	if w == nil {
-		return ""
-	}
-	for i, dw := range p.words {
-		if dw == w {
-			return p.devs[i].Name()
-		}
-	}
-	return ""
 }
 
 // Devices names the profile's devices, in the order Start was given them;

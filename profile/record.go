@@ -21,6 +21,12 @@ type recorder struct {
 	waits []waitRec
 	last  uint64 // the value of the last record, where seen
 	seen  bool
+
+	// words and devs are the profile's devices' words and the devices,
+	// beside each other, set before the recorder observes a submission
+	// and not changed after: a wait names its device as it is submitted.
+	words []*uint64
+	devs  []*rig.Device
 }
 
 var _ rig.Observer = (*recorder)(nil)
@@ -35,9 +41,10 @@ type record struct {
 	parts, waits [2]int // [from, to) in recorder.parts and recorder.waits
 }
 
-// waitRec is a wait as the submission named it: the word and the value.
+// waitRec is a wait on a device of the profile: the device's index and
+// the value.
 type waitRec struct {
-	word  *uint64
+	dev   int
 	value uint64
 }
 
@@ -66,12 +73,35 @@ func (r *recorder) Submitted(_ *rig.Device, s *device.Submission) {
 	rec.parts[1] = len(r.parts)
 	rec.waits[0] = len(r.waits)
 	for _, w := range s.Waits {
-		r.waits = append(r.waits, waitRec{word: w.Word, value: w.Value})
+		if dev := r.deviceOf(w.Word); dev >= 0 {
+			r.waits = append(r.waits, waitRec{dev: dev, value: w.Value})
+		}
 	}
 	rec.waits[1] = len(r.waits)
 	r.recs = append(r.recs, rec)
 	r.last, r.seen = s.Value, true
 	r.mu.Unlock()
+}
+
+// deviceOf is the index of the profile's device whose word is w, or -1
+// where none is. A device that has given back everything it held (Done)
+// holds no word: a device opened since may have taken it, and a wait on it
+// is on that device, which the profile does not name.
+func (r *recorder) deviceOf(w *uint64) int {
+	if w == nil {
+		return -1
+	}
+	for i, dw := range r.words {
+		if dw != w {
+			continue
+		}
+		select {
+		case <-r.devs[i].Done():
+		default:
+			return i
+		}
+	}
+	return -1
 }
 
 // reset empties the records, keeping their memory. r.mu is held.
@@ -143,8 +173,7 @@ func (r *recorder) release(last uint64) {
 
 // take fills in the parts and waits of batch, the spans of the recorder's
 // device in value order, from the records, adding them to the stores, and
-// drops the records of values before the last span's. A wait on a device
-// outside p is left out. p.mu is held.
+// drops the records of values before the last span's. p.mu is held.
 func (r *recorder) take(batch []spanRec, p *Profile) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -165,10 +194,8 @@ func (r *recorder) take(batch []spanRec, p *Profile) {
 		sp.nparts = rec.parts[1] - rec.parts[0]
 		sp.waits = p.waits.len()
 		for _, w := range r.waits[rec.waits[0]:rec.waits[1]] {
-			if dev := p.deviceOf(w.word); dev != "" {
-				p.waits.add(Wait{Device: dev, Value: w.value})
-				sp.nwaits++
-			}
+			p.waits.add(Wait{Device: p.devs[w.dev].Name(), Value: w.value})
 		}
+		sp.nwaits = rec.waits[1] - rec.waits[0]
 	}
 }
