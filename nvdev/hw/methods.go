@@ -121,7 +121,7 @@ func Decode(words []uint32) ([]Write, error) {
 		if h.Op != OpInc && h.Op != OpNonInc && h.Op != OpOneInc {
 			return out, fmt.Errorf("push buffer: word %d: header %#08x of SEC_OP %d", i-1, words[i-1], h.Op)
 		}
-		if uint32(len(words)-i) < h.Count {
+		if uint64(len(words)-i) < uint64(h.Count) {
 			return out, fmt.Errorf("push buffer: header at word %d announces %d words, %d follow", i-1, h.Count, len(words)-i)
 		}
 		for k := uint32(0); k < h.Count; k++ {

@@ -99,9 +99,14 @@ func (p *Client) MapPeer(m *Memory) (*Memory, error) {
 		return nil, fmt.Errorf("nvidia: map_peer of memory at 0x%x that no nvidia path gave: %w", m.Address, device.ErrNever)
 	}
 	rec.path.mu.Lock()
-	// The host pointer with the mark: the owner's Free clears it under
-	// the same lock.
-	freed, host := rec.freed, rec.hostPtr
+	// The host pointer only while the memory is not freed: the owner's
+	// Free sets the mark under the same lock, and only then clears the
+	// pointer, outside it.
+	freed := rec.freed
+	var host unsafe.Pointer
+	if !freed {
+		host = rec.hostPtr
+	}
 	rec.path.mu.Unlock()
 	if freed {
 		return nil, fmt.Errorf("nvidia: map_peer of memory at 0x%x that its path freed: %w", m.Address, device.ErrNever)

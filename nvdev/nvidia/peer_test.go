@@ -525,3 +525,28 @@ func TestMapPeerBesideFree(t *testing.T) {
 		_ = a.Free(v)
 	}
 }
+
+// TestMapPeerAfterFreeMark: a MapPeer that meets the freed mark while the
+// owner's Free is still giving the memory back does not read the host view
+// that Free clears outside the lock (the race detector sees it otherwise),
+// and refuses the memory.
+func TestMapPeerAfterFreeMark(t *testing.T) {
+	f, a, b := peerRig(t, nvlinkCaps)
+	m := peerVidmem(t, b, device.DeviceMemory, 4096, 0xbeef)
+	done := make(chan error, 1)
+	f.on = map[string]func(){"UVM_FREE": func() {
+		// b's Free has marked m freed and goes on to clear its host view
+		// once this returns; a's MapPeer runs meanwhile.
+		go func() {
+			_, err := a.MapPeer(m)
+			done <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+	}}
+	if err := b.Free(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, device.ErrNever) || !strings.Contains(err.Error(), "freed") {
+		t.Fatalf("a MapPeer of memory being freed answered %v", err)
+	}
+}
