@@ -94,10 +94,14 @@ type Item interface {
 
 // Deferred holds items until they are due.
 type Deferred struct {
-	mu        sync.Mutex
-	items     []Item
-	n         atomic.Int64 // len(items)
-	releasing atomic.Int64 // items a Sweep took whose Release has not returned
+	mu    sync.Mutex
+	items []Item
+	n     atomic.Int64 // len(items)
+	// live counts the items held and those a Sweep took whose Release has
+	// not returned, in one word that Len loads once: two loads, one of each
+	// count, could miss an item added between them while another's
+	// Release returned.
+	live atomic.Int64
 }
 
 // Add defers it until it is due.
@@ -105,13 +109,14 @@ func (d *Deferred) Add(it Item) {
 	d.mu.Lock()
 	d.items = append(d.items, it)
 	d.n.Store(int64(len(d.items)))
+	d.live.Add(1)
 	d.mu.Unlock()
 }
 
 // Len is the number of items not yet released: those held, and those a
 // Sweep took whose Release has not returned. Drain's items are its
 // caller's and count no more.
-func (d *Deferred) Len() int { return int(d.n.Load() + d.releasing.Load()) }
+func (d *Deferred) Len() int { return int(d.live.Load()) }
 
 // Sweep releases every due item and returns how many it released.
 // Release runs with no lock of the Deferred held. A panic of an item's Due
@@ -132,13 +137,13 @@ func (d *Deferred) Sweep() int {
 			d.mu.Lock()
 			d.items = append(d.items, due[i+1:]...)
 			d.n.Store(int64(len(d.items)))
-			d.releasing.Add(-int64(len(due) - i))
+			d.live.Add(-1)
 			d.mu.Unlock()
 		}
 	}()
 	for ; i < len(due); i++ {
 		due[i].Release()
-		d.releasing.Add(-1)
+		d.live.Add(-1)
 	}
 	return len(due)
 }
@@ -155,11 +160,10 @@ func (d *Deferred) takeDue() (due []Item) {
 			// place.
 			d.items = append(kept, append(due, d.items[j:]...)...)
 		} else {
+			// The due items stay in live as they leave items, until
+			// their Release returns.
 			clear(d.items[len(kept):])
 			d.items = kept
-			// Len counts the due items on as they leave items, until
-			// their Release returns.
-			d.releasing.Add(int64(len(due)))
 		}
 		d.n.Store(int64(len(d.items)))
 		d.mu.Unlock()
@@ -180,6 +184,7 @@ func (d *Deferred) Drain() []Item {
 	its := d.items
 	d.items = nil
 	d.n.Store(0)
+	d.live.Add(-int64(len(its)))
 	d.mu.Unlock()
 	return its
 }

@@ -332,3 +332,50 @@ func TestCollectRunsCleanups(t *testing.T) {
 		t.Fatal("the cleanup of an unreachable object did not run")
 	}
 }
+
+// chainItem is due at once, and its Release adds the next item of the
+// chain before it returns, so that one item or more is always held or
+// releasing.
+type chainItem struct {
+	d    *Deferred
+	left *atomic.Int64
+}
+
+func (c *chainItem) Due() bool { return true }
+func (c *chainItem) Release() {
+	if c.left.Add(-1) > 0 {
+		c.d.Add(&chainItem{d: c.d, left: c.left})
+	}
+}
+
+// TestDeferredLenHandOff sweeps a chain of items, each added by the
+// Release of the one before, while another goroutine reads Len: one item
+// or more is never released throughout, so Len is never 0.
+func TestDeferredLenHandOff(t *testing.T) {
+	var d Deferred
+	var left atomic.Int64
+	left.Store(1 << 62)
+	d.Add(&chainItem{d: &d, left: &left})
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			d.Sweep()
+		}
+	}()
+	zero := 0
+	for end := time.Now().Add(time.Second); time.Now().Before(end) && zero == 0; {
+		for range 1000 {
+			if d.Len() == 0 {
+				zero++
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if zero > 0 {
+		t.Errorf("Len read 0 %d times while an item was held or releasing", zero)
+	}
+}
