@@ -127,7 +127,7 @@ func (d *gpu) openChannels(minEntries int, marks [2]uint64, what string, wait bo
 	} else {
 		// The GPU's shared group: the set's own context share and
 		// channels in it, which the undo frees one by one.
-		g, err := joinGroup(p, rm, set, what)
+		g, err := joinGroup(p, rm, set, what, d.grp)
 		if err != nil {
 			return nil, err
 		}
@@ -445,6 +445,7 @@ func (d *gpu) switchChannels(w uint64) bool {
 		d.retired = append(d.retired, retired{m: s.m, until: d.last})
 	}
 	d.staging = d.staging[:0]
+	clear(d.laying)
 	d.ch = set.ch
 	// No Kick touches the old set from here on: regrowth frees it.
 	d.kickMu.Lock()

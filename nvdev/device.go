@@ -111,11 +111,15 @@ type gpu struct {
 	upMark, upAcquired uint64
 	layPending         bool
 
-	// retMu guards retired and staging: rings a growth replaced and
-	// uploads' staging memory, which go back once the GPU is past them.
+	// retMu guards retired, staging and laying: rings a growth replaced
+	// and uploads' staging memory, which go back once the GPU is past
+	// them, and the regions of rig's that uploads write, by the copy
+	// channel's mark of the last upload into each, which Free holds in
+	// staging until that mark passes.
 	retMu   sync.Mutex
 	retired []retired
 	staging []retired
+	laying  map[*nvidia.Memory]uint64
 
 	prof profile
 

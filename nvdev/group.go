@@ -61,10 +61,19 @@ var groups struct {
 // which it makes where there is none, and counts set in it. A group that
 // faulted is not shared again: the RM stopped its channels, and a
 // timeline opened while the group's lost timelines are still open gets a
-// new group, and a fault domain of its own.
-func joinGroup(p path, rm rmAPI, set *chanSet, what string) (*sharedGroup, error) {
+// new group, and a fault domain of its own. A regrowth's set joins own,
+// the group of its device, whose fault domain the device names: where own
+// faulted, joinGroup returns a *device.Fault.
+func joinGroup(p path, rm rmAPI, set *chanSet, what string, own *sharedGroup) (*sharedGroup, error) {
 	groups.mu.Lock()
 	defer groups.mu.Unlock()
+	if own != nil {
+		if own.faulted {
+			return nil, &device.Fault{Why: fmt.Sprintf("nvdev: %s: the channel group of fault domain %q faulted", what, own.domain)}
+		}
+		own.sets[set] = p
+		return own, nil
+	}
 	for _, g := range groups.list {
 		if g.faulted {
 			continue

@@ -25,7 +25,9 @@ import (
 // before its parts, then invalidates the compute engine's instruction and
 // constant caches, since an image may load where another one's code was.
 // The staging buffer goes back at the device's next growth, allocation or
-// lay once the mark passed it, or at Stop. A lay of no region (a test's)
+// lay once the mark passed it, or at Stop; so does rig's region where rig
+// frees it before the mark passed (an image unloaded before any launch),
+// since the copy channel may still write it. A lay of no region (a test's)
 // writes the image into memory of the device's own that the host writes
 // through the BAR (Mapped, or Pinned where the BAR had no room), which
 // Unload frees.
@@ -105,7 +107,7 @@ func (d *gpu) lay(c *hw.Cubin, r device.Region) (device.Image, error) {
 		return nil, fmt.Errorf("nvdev: lay: a staging buffer of %d bytes: %w", len(img), err)
 	}
 	copy(hostBytes(st, 0, len(img)), img)
-	if err := d.upload(st, addr, uint64(len(img))); err != nil {
+	if err := d.upload(st, dst, addr, uint64(len(img))); err != nil {
 		_ = d.p.Free(st)
 		return nil, err
 	}
@@ -116,9 +118,10 @@ func (d *gpu) lay(c *hw.Cubin, r device.Region) (device.Image, error) {
 const uploadTimeout = 10 * time.Second
 
 // upload has the copy channel copy n bytes of the staging buffer st to
-// the GPU address dst, between values, then release its mark, which the
-// compute channel's next submission acquires.
-func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
+// the GPU address dst in rig's region to, between values, then release its
+// mark, which the compute channel's next submission acquires. Free keeps
+// the region until that mark passes (laying).
+func (d *gpu) upload(st, to *nvidia.Memory, dst, n uint64) error {
 	rows := hw.Rows{Src: st.Address, Dst: dst, SrcPitch: n, DstPitch: n, RowBytes: n, Rows: 1}
 	l, err := rows.Launches()
 	if err != nil {
@@ -168,6 +171,10 @@ func (d *gpu) upload(st *nvidia.Memory, dst, n uint64) error {
 			d.icache.Store(true)
 			d.retMu.Lock()
 			d.staging = append(d.staging, retired{m: st, until: ch.marks})
+			if d.laying == nil {
+				d.laying = map[*nvidia.Memory]uint64{}
+			}
+			d.laying[to] = ch.marks
 			d.retMu.Unlock()
 			ch.published()
 			d.kickMu.Lock()

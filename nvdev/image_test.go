@@ -8,6 +8,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev/hw"
+	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
 // TestUpload lays an image into a region of Device memory, as rig does:
@@ -171,6 +172,63 @@ func TestUploadsWithoutValues(t *testing.T) {
 				}
 				r.imgs = append(r.imgs, img)
 				r.f.pump()
+			}
+		})
+	}
+}
+
+// TestUploadFreeWaits frees rig's region of an image right after its lay,
+// as rig does for an image it unloads before any launch: the region stays
+// the path's until the copy channel completed the upload into it, and goes
+// back after that at the next allocation, or at Stop.
+func TestUploadFreeWaits(t *testing.T) {
+	for _, stop := range []bool{false, true} {
+		t.Run(map[bool]string{false: "reaped", true: "stopped"}[stop], func(t *testing.T) {
+			r := openRaw(t, Config{})
+			code, err := r.d.Image(cubin(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := r.d.Alloc(device.DeviceMemory, code.Place)
+			if err != nil {
+				t.Fatal(err)
+			}
+			region := g.(*nvidia.Memory)
+			r.f.pause()
+			img, err := code.Lay(region)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.d.Unload(img); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.d.Free(region); err != nil {
+				t.Fatal(err)
+			}
+			if r.f.mem(region.Address, 1) == nil {
+				t.Fatal("the region went back while the copy channel's upload into it was pending")
+			}
+			if stop {
+				if err := r.d.Stop(""); err != nil {
+					t.Fatal(err)
+				}
+				if r.f.mem(region.Address, 1) != nil {
+					t.Error("the region stayed after Stop")
+				}
+				return
+			}
+			r.f.resume()
+			c, _ := hw.Parse(cubin(t))
+			want, err := c.Lay(region.Address)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.f.mem(region.Address, uint64(len(want))); !bytes.Equal(got, want) {
+				t.Error("the region does not hold the relocated image")
+			}
+			r.alloc(device.PinnedMemory, 4096)
+			if r.f.mem(region.Address, 1) != nil {
+				t.Error("the region stayed after the upload completed and an allocation")
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
@@ -100,7 +101,9 @@ func goPages(size int) []byte {
 // the path's mapping, which the path gives back. The Go memory of Pinned
 // memory goes to the garbage collector once the path unmapped it; where
 // the path failed to, it stays held, so that the GPU never reaches memory
-// Go reuses.
+// Go reuses. A region an image's upload may still write goes back once
+// the copy channel completed the upload (with the staging buffers), or at
+// Stop.
 func (d *gpu) Free(r device.Region) error {
 	m, ok := r.(*nvidia.Memory)
 	if !ok || m == nil {
@@ -109,6 +112,16 @@ func (d *gpu) Free(r device.Region) error {
 	if _, view := m.Data.(peerView); view {
 		return nil
 	}
+	d.retMu.Lock()
+	if mark, ok := d.laying[m]; ok {
+		delete(d.laying, m)
+		if !d.stopped.Load() && !device.AtLeast(atomic.LoadUint64(d.live.Load().ch[qCopy].mark), mark) {
+			d.staging = append(d.staging, retired{m: m, until: mark})
+			d.retMu.Unlock()
+			return nil
+		}
+	}
+	d.retMu.Unlock()
 	err := d.p.Free(m)
 	if err == nil {
 		goPinned.Delete(m)

@@ -52,8 +52,19 @@ const maxDone = records
 // stampRec is a timed value Settle has not converted yet.
 type stampRec struct {
 	v     uint64
-	ender int
+	queue int   // the queue it ended on (endQueue)
 	used  uint8 // the channels its work entered
+}
+
+// endQueue is the queue the timed value s ended on, whose last part's
+// channel is ender: the last part's queue, which is not its channel where
+// a copy of COPY:0 runs as the driver's kernel, or ender where s has no
+// parts.
+func endQueue(s *device.Submission, ender int) int {
+	if n := len(s.Parts); n > 0 {
+		return s.Parts[n-1].Queue
+	}
+	return ender
 }
 
 // profile is the device's stamps and its clock's measures.
@@ -118,8 +129,8 @@ func (w *walk) stamp(c, i int) {
 
 // timed records a timed value at Submit, before the channels see its
 // words: its slot's payloads read unwritten, and a Settle to come converts
-// it.
-func (d *gpu) timed(v uint64, ender int, used uint8) {
+// it. queue is the queue it ends on.
+func (d *gpu) timed(v uint64, queue int, used uint8) {
 	p := &d.prof
 	m := p.mem.Load()
 	st := p.stamps(m, v)
@@ -141,7 +152,7 @@ func (d *gpu) timed(v uint64, ender int, used uint8) {
 		atomic.StoreUint64(&st[2*i], ^v)
 		atomic.StoreUint64(&st[2*i+1], 0)
 	}
-	p.pend[p.head%records] = stampRec{v: v, ender: ender, used: used}
+	p.pend[p.head%records] = stampRec{v: v, queue: queue, used: used}
 	p.head++
 }
 
@@ -158,7 +169,7 @@ func (p *profile) toHost(t uint64) int64 {
 // convert is the stamp of r, if its work wrote every stamp of it.
 func (p *profile) convert(m *nvidia.Memory, r stampRec) (device.Stamp, bool) {
 	st := p.stamps(m, r.v)
-	s := device.Stamp{Value: r.v, Queue: r.ender}
+	s := device.Stamp{Value: r.v, Queue: r.queue}
 	var start uint64
 	found := false
 	for c := range 2 {

@@ -154,3 +154,38 @@ func TestSettleAfterStop(t *testing.T) {
 		t.Errorf("settle after stop converted %+v", got)
 	}
 }
+
+// TestStampsKernelQueue times values whose last part, a copy or a fill of
+// COPY:0, runs as the driver's kernel on the compute channel: the stamp
+// names the queue the value ended on, COPY:0, not the channel.
+func TestStampsKernelQueue(t *testing.T) {
+	r := openRaw(t, Config{})
+	if r.d.copyK == nil {
+		t.Fatal("no copy kernels")
+	}
+	kernels := 0
+	r.copyKernelsOn(&kernels)
+	const n = 256 << 10
+	a := r.alloc(device.DeviceMemory, n)
+	b := r.alloc(device.DeviceMemory, n)
+	vs := []uint64{
+		r.submitTimed(true, nil, copyPart(qCopy, a, b, 0, 0, n)),
+		r.submitTimed(true, nil, fillPart(qCompute, a, 0, 8, 1), fillPart(qCopy, b, 0, n, 2)),
+	}
+	r.wait(r.v)
+	if kernels != 2 {
+		t.Fatalf("%d kernels ran, want 2", kernels)
+	}
+	got, err := r.d.Settle(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(vs) {
+		t.Fatalf("%d stamps, want %d: %+v", len(got), len(vs), got)
+	}
+	for i, st := range got {
+		if st.Value != vs[i] || st.Queue != qCopy {
+			t.Errorf("stamp %d: value %d queue %d, want %d %d", i, st.Value, st.Queue, vs[i], qCopy)
+		}
+	}
+}

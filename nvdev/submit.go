@@ -401,7 +401,7 @@ func (d *gpu) Submit(s *device.Submission) device.SubmitAnswer {
 				used |= 1 << q
 			}
 		}
-		d.timed(s.Value, p.ender, used)
+		d.timed(s.Value, endQueue(s, p.ender), used)
 	}
 	w.run()
 	p.s, d.planned = nil, false

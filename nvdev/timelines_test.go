@@ -316,3 +316,28 @@ func TestTimelinesFaultDomain(t *testing.T) {
 		})
 	}
 }
+
+// TestTimelinesRegrowAfterFault regrows a timeline of the shared group
+// after another timeline of the group kept a fault: the RM stopped the
+// group's channels, so the regrowth fails with a fault rather than open
+// the timeline's channels in another group, outside the fault domain its
+// device names.
+func TestTimelinesRegrowAfterFault(t *testing.T) {
+	f := newFake()
+	a := rawOn(t, f, Config{RingEntries: regrowRing, SharedGroup: true})
+	defer a.close()
+	b := rawOn(t, f, Config{Timeline: 1, RingEntries: regrowRing, SharedGroup: true})
+	defer b.close()
+	b.d.keep(&device.Fault{Why: "a fault of timeline 1"})
+	a.d.mu.Lock()
+	err := a.d.regrow([2]uint64{2 * regrowRing, 2 * regrowRing})
+	set := a.d.grown.set
+	a.d.mu.Unlock()
+	if set != nil && set.grp != a.d.grp {
+		t.Fatalf("the regrowth opened channels in another group (domain %q), the device names %q",
+			set.grp.domain, a.d.facts.FaultDomain)
+	}
+	if _, ok := device.AsFault(err); !ok {
+		t.Errorf("a regrowth in a faulted group: %v, want a fault", err)
+	}
+}
