@@ -396,7 +396,12 @@ func (img *image) drop() error {
 	img.gone = true
 	modules.mu.Lock()
 	for _, fn := range img.funcs {
-		delete(modules.byFun, fn)
+		// Once CUDA unloaded the module, a load may get the handle of
+		// one of its functions for a function of its own, and record it
+		// before this one forgets it.
+		if modules.byFun[fn] == img {
+			delete(modules.byFun, fn)
+		}
 	}
 	modules.mu.Unlock()
 	return nil

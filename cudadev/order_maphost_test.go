@@ -137,6 +137,7 @@ func TestMapHostAcrossRanges(t *testing.T) {
 		"cuPointerGetAttribute": func([6]uintptr) result { return errInvalidValue },
 	})
 	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	d.facts.MapsHost = true
 	var regs []*region
 	defer func() {
 		for _, r := range regs {
