@@ -211,9 +211,8 @@ func (d *gpu) startHelpers() {
 // cuEventSynchronize returns, it hands the answer over from a thread of
 // the scheduler's, which then runs the supervisor it readied. A thread
 // locked throughout has to wake another thread for the supervisor, a
-// second wake-up after the GPU's interrupt; on the H200 that put 10 to
-// 40 µs on the median wait for a 1 ms kernel, and up to 0.4 ms on its
-// slowest.
+// second wake-up after the GPU's interrupt; on the H200 that put 20 to
+// 40 µs on the median wait for a 1 ms kernel.
 func (d *gpu) help(h *helper, ready chan<- result) {
 	t := d.t
 	f := new(frame)
