@@ -30,26 +30,7 @@ func (p shortFake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 // of its need behind: a later submission's growth, which the path can
 // make, is made, rather than fail on the given-up one's each time.
 func TestGrowNeedOfGivenUpSubmission(t *testing.T) {
-	f := newFake()
-	slot, w, err := timeline.Take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := makeDevice(w, shortFake{f, 64 << 10}, fakeRM{f}, Config{SegmentBytes: 4096, LaunchBytes: 4096, RingEntries: 1024, CopyKernels: -1})
-	if err != nil {
-		timeline.Give(slot)
-		t.Fatal(err)
-	}
-	r := &raw{t: t, f: f, d: d, slot: slot, v: atomic.LoadUint64(w)}
-	t.Cleanup(r.close)
-	m := r.alloc(device.PinnedMemory, 4096)
-	fills := func(q, k int) []device.Part {
-		var ps []device.Part
-		for i := range k {
-			ps = append(ps, fillPart(q, m, uint64(8*(i%64)), 8, byte(i)))
-		}
-		return ps
-	}
+	r, fills := shortGrowth(t)
 	// A submission of a segment beyond what the path gives: its growth
 	// is Short, and it gives up.
 	huge := device.Submission{Value: r.v + 1, Parts: fills(qCompute, 4000)}
@@ -95,26 +76,7 @@ func TestGrowNeedOfGivenUpSubmission(t *testing.T) {
 // again each time the other submission asks anew, until rig gives it up
 // for want of memory the path had.
 func TestGrowShortLeavesOthersNeed(t *testing.T) {
-	f := newFake()
-	slot, w, err := timeline.Take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := makeDevice(w, shortFake{f, 64 << 10}, fakeRM{f}, Config{SegmentBytes: 4096, LaunchBytes: 4096, RingEntries: 1024, CopyKernels: -1})
-	if err != nil {
-		timeline.Give(slot)
-		t.Fatal(err)
-	}
-	r := &raw{t: t, f: f, d: d, slot: slot, v: atomic.LoadUint64(w)}
-	t.Cleanup(r.close)
-	m := r.alloc(device.PinnedMemory, 4096)
-	fills := func(q, k int) []device.Part {
-		var ps []device.Part
-		for i := range k {
-			ps = append(ps, fillPart(q, m, uint64(8*(i%64)), 8, byte(i)))
-		}
-		return ps
-	}
+	r, fills := shortGrowth(t)
 	huge := device.Submission{Value: r.v + 1, Parts: fills(qCompute, 4000)}
 	small := device.Submission{Value: r.v + 1, Parts: fills(qCopy, 150)}
 	for range 3 {
@@ -143,4 +105,31 @@ func TestGrowShortLeavesOthersNeed(t *testing.T) {
 	}
 	r.d.Kick(r.v)
 	r.wait(r.v)
+}
+
+// shortGrowth opens a device on a path that gives 64 KiB of memory, with
+// segment rings of a page, and returns it with fills(q, k): k fills of 8
+// bytes on queue q into a page of Pinned memory.
+func shortGrowth(t *testing.T) (r *raw, fills func(q, k int) []device.Part) {
+	t.Helper()
+	f := newFake()
+	slot, w, err := timeline.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := makeDevice(w, shortFake{f, 64 << 10}, fakeRM{f}, Config{SegmentBytes: 4096, LaunchBytes: 4096, RingEntries: 1024, CopyKernels: -1})
+	if err != nil {
+		timeline.Give(slot)
+		t.Fatal(err)
+	}
+	r = &raw{t: t, f: f, d: d, slot: slot, v: atomic.LoadUint64(w)}
+	t.Cleanup(r.close)
+	m := r.alloc(device.PinnedMemory, 4096)
+	return r, func(q, k int) []device.Part {
+		var ps []device.Part
+		for i := range k {
+			ps = append(ps, fillPart(q, m, uint64(8*(i%64)), 8, byte(i)))
+		}
+		return ps
+	}
 }
