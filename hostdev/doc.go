@@ -8,7 +8,8 @@
 // # Model
 //
 // Memory is the host's: Device memory an anonymous mapping (mmap) that
-// Free unmaps, Pinned and Mapped memory a page-aligned array of Go's heap
+// Free unmaps on Unix, and a page-aligned array of Go's heap elsewhere;
+// Pinned and Mapped memory a page-aligned array of Go's heap
 // that the garbage collector frees once neither the region nor a slice of
 // it is reachable, so that a slice of it never faults nor aliases another
 // region after Free. Each allocation's whole pages are taken from the
