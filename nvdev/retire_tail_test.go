@@ -14,13 +14,8 @@ import (
 // took its value), the word reaching it does not show that the channel
 // read them: the ring stays until a value ran on its channel.
 func TestRetiredRingKeptPastOtherChannelsValue(t *testing.T) {
-	r := openRaw(t, Config{SegmentBytes: 4096})
-	withEvent(r)
-	m := r.alloc(device.PinnedMemory, 4096)
+	r, m, first := pausedAfterGrowth(t)
 	fills := func(k int) []device.Part { return computeFills(m, k) }
-	first := grownSegRing(t, r, m)
-	parkWaiters(r)
-	r.f.pause()
 	kc := fakeChanOf(t, r.f, r.d.ch[qCompute])
 	cc := fakeChanOf(t, r.f, r.d.ch[qCopy])
 	v1 := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))

@@ -200,13 +200,8 @@ func TestWordsAfterReleaseKept(t *testing.T) {
 // interrupt), which the channel may read after the word shows the value:
 // the ring goes back only once a later value ran, not at the next Alloc.
 func TestRetiredRingKeepsWordsAfterRelease(t *testing.T) {
-	r := openRaw(t, Config{SegmentBytes: 4096})
-	withEvent(r)
-	m := r.alloc(device.PinnedMemory, 4096)
+	r, m, first := pausedAfterGrowth(t)
 	fills := func(k int) []device.Part { return computeFills(m, k) }
-	first := grownSegRing(t, r, m)
-	parkWaiters(r)
-	r.f.pause()
 	c := fakeChanOf(t, r.f, r.d.ch[qCompute])
 	v1 := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
 	rest := stepToRelease(t, r.f, c, r.d.wordGPU, v1)
@@ -282,6 +277,21 @@ func computeFills(m *nvidia.Memory, k int) []device.Part {
 		ps = append(ps, fillPart(qCompute, m, uint64(8*(i%64)), 8, byte(i)))
 	}
 	return ps
+}
+
+// pausedAfterGrowth opens a device with segment rings of a page and a
+// page of Pinned memory m, grows the compute channel's ring
+// (grownSegRing), parks waiters and pauses the fake's channels. It
+// returns the grown ring as first.
+func pausedAfterGrowth(t *testing.T) (r *raw, m, first *nvidia.Memory) {
+	t.Helper()
+	r = openRaw(t, Config{SegmentBytes: 4096})
+	withEvent(r)
+	m = r.alloc(device.PinnedMemory, 4096)
+	first = grownSegRing(t, r, m)
+	parkWaiters(r)
+	r.f.pause()
+	return r, m, first
 }
 
 // grownSegRing submits enough fills that the compute channel's segment

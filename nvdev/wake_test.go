@@ -8,6 +8,7 @@ import (
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/nvdev/hw"
+	"github.com/rig-go/rig/nvdev/nvidia"
 )
 
 // fakeEvent is the device's non-stall event on the fake: the fake's
@@ -357,10 +358,7 @@ func TestIntrBudgetConcurrent(t *testing.T) {
 // it is quiet, so that Sleep bridges to it, and the next value once the
 // budget refilled raises it again.
 func TestWakeBudget(t *testing.T) {
-	r := openRaw(t, Config{})
-	withEvent(r)
-	var now int64
-	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	r, _, now := budgetOfOne(t, Config{})
 	m := r.alloc(device.PinnedMemory, 4096)
 	parkWaiters(r)
 	v1 := r.submit(nil, fillPart(qCompute, m, 0, 8, 1))
@@ -374,7 +372,7 @@ func TestWakeBudget(t *testing.T) {
 		t.Errorf("quiet %d, want %d, the value the budget refused", q, v2)
 	}
 	r.wait(v2)
-	now += int64(time.Millisecond)
+	*now += int64(time.Millisecond)
 	parkWaiters(r)
 	v3 := r.submit(nil, fillPart(qCompute, m, 0, 8, 3))
 	r.wait(v3)
@@ -388,15 +386,9 @@ func TestWakeBudget(t *testing.T) {
 // the budget, a value whose first Room returns RoomGrow still raises it
 // once Grow has made the rings and Room admits it.
 func TestWakeBudgetRoomGrow(t *testing.T) {
-	r := openRaw(t, Config{SegmentBytes: 4096})
-	withEvent(r)
-	var now int64
-	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	r, _, _ := budgetOfOne(t, Config{SegmentBytes: 4096})
 	m := r.alloc(device.PinnedMemory, 4096)
-	var parts []device.Part
-	for i := range 200 {
-		parts = append(parts, fillPart(qCopy, m, uint64(i), 1, byte(i)))
-	}
+	parts := byteFills(m, 200)
 	parkWaiters(r)
 	s := device.Submission{Value: r.v + 1, Parts: parts}
 	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
@@ -417,10 +409,7 @@ func TestWakeBudgetRoomGrow(t *testing.T) {
 // back to the budget, so that the value submitted raises the interrupt,
 // and the budget counts one interrupt given.
 func TestWakeBudgetPlanAgain(t *testing.T) {
-	r := openRaw(t, Config{})
-	withEvent(r)
-	var now int64
-	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	r, _, _ := budgetOfOne(t, Config{})
 	m := r.alloc(device.PinnedMemory, 4096)
 	parkWaiters(r)
 	s := device.Submission{Value: r.v + 1, Parts: []device.Part{fillPart(qCopy, m, 0, 1, 7)}}
@@ -470,10 +459,7 @@ func TestWakeInterruptFromAnyWord(t *testing.T) {
 // the Sleep, which a quiet value would have left blocked for the rest of
 // its hour.
 func TestWakeBudgetHeldForBlockedSleep(t *testing.T) {
-	r := openRaw(t, Config{})
-	ev := withEvent(r)
-	var now int64
-	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	r, ev, _ := budgetOfOne(t, Config{})
 	m := r.alloc(device.PinnedMemory, 4096)
 	done := blockedSleep(t, r, ev)
 	other := r.d.budget.take() // another timeline of the GPU
@@ -525,10 +511,7 @@ func wokenByInterrupt(t *testing.T, r *raw, done chan error, v uint64, other boo
 // Sleep to hold, it blocks on the event at most bridgeFor at a time, and
 // returns once a value the budget left quiet moves the word.
 func TestWakeBudgetNoneToHold(t *testing.T) {
-	r := openRaw(t, Config{})
-	ev := withEvent(r)
-	var now int64
-	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	r, ev, _ := budgetOfOne(t, Config{})
 	m := r.alloc(device.PinnedMemory, 4096)
 	if !r.d.budget.take() {
 		t.Fatal("a fresh budget refused its first place")
@@ -562,10 +545,7 @@ func TestWakeBudgetNoneToHold(t *testing.T) {
 // TestWakeBudgetHeldGivenBack: a Sleep that held a place in the budget
 // and returns without a value using it gives the place back.
 func TestWakeBudgetHeldGivenBack(t *testing.T) {
-	r := openRaw(t, Config{})
-	withEvent(r)
-	var now int64
-	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	r, _, _ := budgetOfOne(t, Config{})
 	parkWaiters(r)
 	if err := r.d.Sleep(r.d.Signaled(), 2*bridgeFor+spinFor); err != nil {
 		t.Fatal(err)
@@ -585,15 +565,9 @@ func TestWakeBudgetHeldGivenBack(t *testing.T) {
 // the next Room cannot leave the value quiet and the Sleep blocked for
 // the rest of its hour.
 func TestWakeBudgetHeldPastRoomGrow(t *testing.T) {
-	r := openRaw(t, Config{SegmentBytes: 4096})
-	ev := withEvent(r)
-	var now int64
-	r.d.budget = newIntrBudget(1000, 1, func() int64 { return now })
+	r, ev, _ := budgetOfOne(t, Config{SegmentBytes: 4096})
 	m := r.alloc(device.PinnedMemory, 4096)
-	var parts []device.Part
-	for i := range 200 {
-		parts = append(parts, fillPart(qCopy, m, uint64(i), 1, byte(i)))
-	}
+	parts := byteFills(m, 200)
 	done := blockedSleep(t, r, ev)
 	s := device.Submission{Value: r.v + 1, Parts: parts}
 	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
@@ -666,4 +640,26 @@ func TestWakeHeldPlaceGivenBackOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// budgetOfOne opens a device whose Sleep blocks on a fake event, with a
+// budget of one interrupt (1,000 a second) on a clock that stands at
+// *now until the test moves it.
+func budgetOfOne(t *testing.T, c Config) (r *raw, ev *fakeEvent, now *int64) {
+	t.Helper()
+	r = openRaw(t, c)
+	ev = withEvent(r)
+	now = new(int64)
+	r.d.budget = newIntrBudget(1000, 1, func() int64 { return *now })
+	return r, ev, now
+}
+
+// byteFills is n fills of one byte each on COPY:0, into bytes 0 to n-1
+// of m, byte i with i.
+func byteFills(m *nvidia.Memory, n int) []device.Part {
+	var parts []device.Part
+	for i := range n {
+		parts = append(parts, fillPart(qCopy, m, uint64(i), 1, byte(i)))
+	}
+	return parts
 }

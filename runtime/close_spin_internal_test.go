@@ -118,14 +118,7 @@ func TestHostWaitingSubmitWokenByClose(t *testing.T) {
 				t.Fatalf("b's Submit returned before a's write was reached: %v", err)
 			case <-time.After(30 * time.Millisecond):
 			}
-			var want error = ErrClosed
-			if how == "close" {
-				if err := b.Close(); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				want = b.lose("lost for the test", nil)
-			}
+			want := endDevice(t, b, how)
 			select {
 			case err := <-errc:
 				if !errors.Is(err, want) {
@@ -138,4 +131,18 @@ func TestHostWaitingSubmitWokenByClose(t *testing.T) {
 			}
 		})
 	}
+}
+
+// endDevice closes d where how is "close", and loses it otherwise, and
+// returns what a wait that d's end cuts short matches: ErrClosed, or the
+// loss.
+func endDevice(t *testing.T, d *Device, how string) error {
+	t.Helper()
+	if how != "close" {
+		return d.lose("lost for the test", nil)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return ErrClosed
 }

@@ -43,14 +43,7 @@ func TestCopyWaitWokenByClose(t *testing.T) {
 					t.Fatalf("the %s returned before a's write was reached: %v", dir, err)
 				case <-time.After(30 * time.Millisecond):
 				}
-				var want error = ErrClosed
-				if how == "close" {
-					if err := b.Close(); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					want = b.lose("lost for the test", nil)
-				}
+				want := endDevice(t, b, how)
 				select {
 				case err := <-errc:
 					if !errors.Is(err, want) || !strings.Contains(err.Error(), b.name) {
