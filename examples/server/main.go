@@ -73,25 +73,59 @@ func run(o options, log *slog.Logger) error {
 	// Graceful shutdown: answer 503 at /readyz for -drain while still
 	// serving, so that a load balancer stops sending; then stop accepting,
 	// let the requests in flight end, close the device and wait until it
-	// gave everything back. A second signal ends the drain.
+	// gave everything back. A second signal ends the drain; a signal after
+	// the drain ends the wait for the requests and the device.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	svc.Drain()
 	log.Info("shutting down", "drain", o.drain)
 	if o.drain > 0 {
-		again, stopAgain := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		select {
-		case <-time.After(o.drain):
-		case <-again.Done():
-		}
-		stopAgain()
+		dctx, cancel := untilSignal(sig, o.drain)
+		<-dctx.Done()
+		cancel()
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	if cerr := svc.Close(sctx); err == nil {
-		err = cerr
-	}
+	err = stopServing(srv, svc, sig, shutdownBound)
 	if errors.Is(<-served, http.ErrServerClosed) {
 		log.Info("stopped")
+	}
+	return err
+}
+
+// shutdownBound bounds the wait for the requests in flight and for the
+// device's close at shutdown.
+const shutdownBound = 30 * time.Second
+
+// untilSignal returns a context that ends after bound or at the next value
+// received from sig, whichever comes first. Its cancel function ends it
+// and the goroutine that watches sig.
+func untilSignal(sig <-chan os.Signal, bound time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// closer is what stopServing closes after the server: the service.
+type closer interface {
+	Close(ctx context.Context) error
+}
+
+// stopServing shuts srv down, waiting for its requests in flight, then
+// closes svc, waiting until it gave its devices back; both waits end after
+// bound or at the next signal received from sig. It returns the first
+// error of the two, the context's where a wait was cut short.
+func stopServing(srv *http.Server, svc closer, sig <-chan os.Signal, bound time.Duration) error {
+	ctx, cancel := untilSignal(sig, bound)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if cerr := svc.Close(ctx); err == nil {
+		err = cerr
 	}
 	return err
 }
