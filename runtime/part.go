@@ -133,12 +133,16 @@ type Rows struct {
 }
 
 // Copy copies n bytes from buffer src at srcOff to buffer dst at dstOff,
-// on "COPY:0".
+// on "COPY:0". The bytes read and the bytes written must not overlap:
+// where they do (src and dst the same buffer), the bytes the copy leaves
+// are undefined, as the GPUs' copy engines and kernels move them in no set
+// order.
 func Copy(src int, srcOff uint64, dst int, dstOff uint64, n uint64) Part {
 	return CopyRows(Rows{Src: src, Dst: dst, SrcOffset: srcOff, DstOffset: dstOff, RowBytes: n, Rows: 1})
 }
 
-// CopyRows copies rows between two buffers, on "COPY:0".
+// CopyRows copies rows between two buffers, on "COPY:0". As Copy's, the
+// rows read and the rows written must not overlap.
 func CopyRows(r Rows) Part {
 	if r.SrcPitch == 0 {
 		r.SrcPitch = r.RowBytes

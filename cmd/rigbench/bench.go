@@ -220,7 +220,6 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 	}
 	go watchdog(states, cfg.Timeout, &drainBy, watchStop, watchDone)
 
-	var issued atomic.Int64
 	var done, moved atomic.Int64
 
 	var before runtime.MemStats
@@ -248,6 +247,25 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 		paceCtx, stopPace := context.WithCancel(runCtx)
 		defer stopPace()
 		go pace.run(paceCtx)
+	}
+	// issued counts the submissions the lanes took of -n in closed loop.
+	// An open loop's -n is its arrivals 0 to N-1, each its own lane's
+	// (pacer): a lane takes its k-th arrival only where that is one of
+	// them. A shared count would hand the N to whichever lanes came first,
+	// whose arrivals may lie far past N-1 where -n is below -c (or a lane
+	// runs ahead of the others at -depth 1), so that N arrivals at R a
+	// second spanned up to -c periods and read as a fraction of R.
+	var issued atomic.Int64
+	take := func(lane int, k int64) bool {
+		switch {
+		case cfg.N == 0:
+			return true
+		case pace != nil:
+			// Arrival k*lanes+lane below N, in a division that does not
+			// overflow.
+			return int64(lane) < cfg.N && k <= (cfg.N-1-int64(lane))/int64(len(lanes))
+		}
+		return issued.Add(1) <= cfg.N
 	}
 	lv.start.CompareAndSwap(0, time.Now().UnixNano())
 	if cfg.Duration > 0 {
@@ -318,7 +336,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 			go func() {
 				defer wg.Done()
 				defer flush()
-				for k := int64(0); runCtx.Err() == nil && (cfg.N == 0 || issued.Add(1) <= cfg.N); k++ {
+				for k := int64(0); runCtx.Err() == nil && take(i, k); k++ {
 					intended := mono()
 					if pace != nil {
 						var ok bool
@@ -355,7 +373,7 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 				if runCtx.Err() != nil {
 					return
 				}
-				if cfg.N > 0 && issued.Add(1) > cfg.N {
+				if !take(i, k) {
 					return
 				}
 				var intended int64

@@ -187,6 +187,20 @@ func TestRunRateWithN(t *testing.T) {
 	}
 }
 
+// TestRunRateWithFewN: an open loop of -n below -c takes arrivals 0 to
+// N-1, each its own lane's, and reads at its -rate. Where the lanes that
+// came first took the N, their arrivals lay up to -c periods in: two
+// arrivals at 20/s over 32 lanes spanned up to 1.6 s and read as 1.25/s.
+func TestRunRateWithFewN(t *testing.T) {
+	for _, depth := range []string{"1", "8"} {
+		r := runJSON(t, context.Background(), "-device", "host", "-rate", "20", "-n", "2", "-c", "32", "-depth", depth)
+		if x := r.Rig; x.Submissions != 2 || x.Errors != 0 || x.PerSecond < 20*0.8 || x.PerSecond > 20*1.001 {
+			t.Errorf("-depth %s: %d submissions in %v with %d errors: %.2f/s, want 2 at 20/s",
+				depth, x.Submissions, time.Duration(x.ElapsedNs), x.Errors, x.PerSecond)
+		}
+	}
+}
+
 // TestRunLevels runs two -c levels: a report of each, in order, each with
 // the CPU time the process used.
 func TestRunLevels(t *testing.T) {

@@ -166,7 +166,8 @@ func CopyRows(b []uint32, g *Generation, r Rows) []uint32 {
 
 // fillPieces splits a fill of n bytes at dst, where dst+n does not pass
 // 2^64, into its head and tail bytes (at most three each) and its body of
-// four-byte components from the first multiple of 4 of dst.
+// four-byte components from the first multiple of 4 of dst. Where no
+// four-byte component fits, all n bytes are the head (at most six).
 func fillPieces(dst, n uint64) (head, body, tail uint64) {
 	head = -dst & 3 // the bytes up to the first multiple of 4 of dst
 	if n <= head {

@@ -216,8 +216,11 @@ func readELF(b []byte) (*elfFile, error) {
 // readSymbols reads the symbol table s, whose names add up to no more
 // than total bytes.
 func (f *elfFile) readSymbols(s *elfSection, total uint64) error {
-	if s.entsize != symSize || s.size%symSize != 0 {
-		return malformed("symbol table entries of %d bytes", s.entsize)
+	if s.entsize != symSize {
+		return malformed("symbol table entries of %d bytes, not %d", s.entsize, symSize)
+	}
+	if s.size%symSize != 0 {
+		return malformed("symbol table of %d bytes, not a whole number of its %d-byte entries", s.size, symSize)
 	}
 	if int(s.link) >= len(f.sections) || elf.SectionType(f.sections[s.link].typ) != elf.SHT_STRTAB {
 		return malformed("symbol table's string table %d", s.link)
