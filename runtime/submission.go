@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rig-go/rig/device"
+	"github.com/rig-go/rig/reclaim"
 )
 
 // Submission is a reusable template of work for one device: its parts and
@@ -440,7 +441,7 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 		return Point{}, err
 	}
 	r.order()
-	grows := 0
+	shorts := 0 // the Shorts of the driver's Grow, each followed by a round
 	for {
 		if err := ctx.Err(); err != nil {
 			return Point{}, err
@@ -503,10 +504,9 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 				return Point{}, err
 			}
 		case attemptGrow:
-			if err := d.grow(ctx, grows); err != nil {
+			if err := d.grow(ctx, &shorts); err != nil {
 				return Point{}, err
 			}
-			grows++
 		case attemptSelf:
 		default:
 			kind := device.PartKind(0)
@@ -970,8 +970,10 @@ func (d *Device) waitOther(ctx context.Context, p Point, what string) error {
 
 // grow asks the driver to grow its queues, running a round of reclamation
 // after a Short, which ends its wait for the device's work where ctx
-// ends; ask is the number of asks before this one.
-func (d *Device) grow(ctx context.Context, ask int) error {
+// ends. shorts counts the Shorts that the submission's growths met before
+// this one, and this one's: a growth that succeeded uses up no round, and
+// a Short once every round ran returns an *OutOfMemoryError.
+func (d *Device) grow(ctx context.Context, shorts *int) error {
 	if err := d.begin(); err != nil {
 		return err
 	}
@@ -984,10 +986,11 @@ func (d *Device) grow(ctx context.Context, ask int) error {
 		return nil
 	}
 	if sh, ok := err.(*device.Short); ok {
-		if ask >= 4 {
+		if *shorts >= reclaim.Rounds {
 			return &OutOfMemoryError{Device: d.name, What: "the growth of its queues", Lacking: sh.N}
 		}
-		d.reclaimRoundCtx(ctx, ask)
+		d.reclaimRoundCtx(ctx, *shorts)
+		*shorts++
 		return nil
 	}
 	return fmt.Errorf("rig: growing the queues of %s: %w", d.name, d.fault(err))
