@@ -352,3 +352,22 @@ func TestBudgetCountsWhatTheDriverTakes(t *testing.T) {
 		t.Errorf("after the frees the budget counts %d bytes", used)
 	}
 }
+
+// TestSubmitNamesFreedBuffer: a submission given a freed buffer returns an
+// error matching ErrFreed that names the buffer's index and device.
+func TestSubmitNamesFreedBuffer(t *testing.T) {
+	d := host(t, hostdev.Config{})
+	a := alloc(t, d, device.DeviceMemory, 4096)
+	b := alloc(t, d, device.DeviceMemory, 4096)
+	s := sub(t, d, rig.Copy(0, 0, 1, 0, 4096))
+	if err := b.Free(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Take().Submit(context.Background(), a, b)
+	if !errors.Is(err, rig.ErrFreed) {
+		t.Fatalf("a copy into a freed buffer: %v, want ErrFreed", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "buffer 1 ") || !strings.Contains(msg, d.Name()) {
+		t.Errorf("a copy into buffer 1, freed: %q names neither its index nor its device", msg)
+	}
+}

@@ -477,6 +477,10 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			}
 			return Point{d: d, v: a.v}, a.lost
 		case attemptFailed:
+			var fe *freedBufferError
+			if errors.As(a.err, &fe) {
+				return Point{}, fe.named(buffers)
+			}
 			return Point{}, a.err
 		case attemptCommitFirst:
 			// A device-side wait ends only once the other device writes
@@ -789,6 +793,27 @@ func (r *Run) unlockBuffers() {
 	}
 }
 
+// freedBufferError is hazards' error for a buffer of the run freed before
+// its submission; the run's goroutine names the buffer's index (named).
+type freedBufferError struct{ s *bufState }
+
+func (e *freedBufferError) Error() string {
+	return fmt.Sprintf("rig: a buffer of %d bytes of %s, freed before the submission", e.s.n, e.s.d.name)
+}
+
+func (e *freedBufferError) Unwrap() error { return ErrFreed }
+
+// named returns the error naming the first index of buffers that holds the
+// freed buffer, and matching ErrFreed.
+func (e *freedBufferError) named(buffers []*Buffer) error {
+	for i, b := range buffers {
+		if b != nil && b.s == e.s {
+			return fmt.Errorf("rig: buffer %d (%d bytes of %s) was freed before the submission: %w", i, e.s.n, e.s.d.name, ErrFreed)
+		}
+	}
+	return e
+}
+
 // hazards fills r.waits with the device-side waits the run's buffers need
 // on d, or returns a point to wait for on the host first. The buffers'
 // locks and d's submit lock are held.
@@ -804,7 +829,7 @@ func (r *Run) hazards(d *Device) (Point, error) {
 			return Point{}, b.closedFor(d)
 		}
 		if b.freed {
-			return Point{}, fmt.Errorf("rig: a buffer of %d bytes: %w", b.n, ErrFreed)
+			return Point{}, &freedBufferError{s: b}
 		}
 		if p := b.lastWrite; p.d != nil && p.d != d {
 			if hw := r.waitFor(d, p); hw.d != nil {
