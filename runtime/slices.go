@@ -31,6 +31,9 @@ type Element interface {
 // another device that uses dst was dropped by that device's Close, it
 // returns an error matching ErrClosed that names that device.
 //
+// Where the device is timed and its Observer panics as it sees the staging
+// copy, Upload returns the *ObserverPanicError once the copy completed.
+//
 // Upload is a convenience for setup and tests: it allocates. A hot path
 // keeps a Pinned or Mapped buffer and writes its Bytes, or submits its own
 // Copy parts.
@@ -61,7 +64,8 @@ func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error
 // first waits for the last work that writes src. Where the host addresses
 // src it copies directly; otherwise it stages through Pinned memory, as
 // Upload does, and returns the same errors for a closed or lost device or a freed
-// buffer, also for an empty dst. Download allocates: see Upload for the
+// buffer, also for an empty dst, and an Observer's panic once the bytes are
+// in dst. Download allocates: see Upload for the
 // hot path.
 func Download[T Element](ctx context.Context, dst []T, src *Buffer, off int) error {
 	b := asBytes(dst)
@@ -234,8 +238,11 @@ func (b *Buffer) stage(ctx context.Context, off int, host []byte, in bool) error
 	if err != nil {
 		return err
 	}
+	// A copy whose observer panicked was submitted all the same: it
+	// completes, then returns the panic.
 	p, err := s.Take().Submit(ctx, st, b)
-	if err != nil {
+	var observed *ObserverPanicError
+	if err != nil && !errors.As(err, &observed) {
 		return err
 	}
 	if err := p.Wait(ctx); err != nil {
@@ -244,5 +251,5 @@ func (b *Buffer) stage(ctx context.Context, off int, host []byte, in bool) error
 	if !in {
 		copy(host, sb)
 	}
-	return nil
+	return err
 }

@@ -3,6 +3,7 @@ package rig_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +189,50 @@ func TestEmptyUploadDownload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStagedCopyObserverPanics: an Upload or Download that stages through
+// Pinned memory, whose copy's observer panics, completes the copy and
+// returns the observer's *ObserverPanicError: the bytes are in place.
+func TestStagedCopyObserverPanics(t *testing.T) {
+	ctx := context.Background()
+	d := host(t, hostdev.Config{})
+	b := alloc(t, d, device.DeviceMemory, 4096)
+	if b.Bytes() != nil {
+		t.Fatal("the host driver's Device memory is addressed by the host: no staging to test")
+	}
+	in := make([]uint32, 1024)
+	for i := range in {
+		in[i] = uint32(i)*7 + 1
+	}
+	panicking := func() {
+		d.SetTimed(true)
+		d.SetObserver(observerFunc(func(*rig.Device, *device.Submission) { panic("observer") }))
+	}
+	panicking()
+	var ope *rig.ObserverPanicError
+	if err := rig.Upload(ctx, b, 0, in); !errors.As(err, &ope) {
+		t.Fatalf("an upload whose observer panicked returned %v, want an *ObserverPanicError", err)
+	}
+	d.SetTimed(false)
+	out := make([]uint32, len(in))
+	if err := rig.Download(ctx, out, b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out, in) {
+		t.Fatal("the upload whose observer panicked left other bytes in the buffer")
+	}
+	in[0], in[1023] = 99, 98
+	if err := rig.Upload(ctx, b, 0, in); err != nil {
+		t.Fatal(err)
+	}
+	panicking()
+	clear(out)
+	if err := rig.Download(ctx, out, b, 0); !errors.As(err, &ope) {
+		t.Fatalf("a download whose observer panicked returned %v, want an *ObserverPanicError", err)
+	}
+	if !slices.Equal(out, in) {
+		t.Fatal("the download whose observer panicked left other bytes in the slice")
+	}
+	d.SetTimed(false)
 }
