@@ -17,9 +17,10 @@ var logger atomic.Pointer[slog.Logger]
 // may call it. The goroutine that met an event, which then holds no lock
 // that submissions or waits take, waits while the handler logs it on a
 // goroutine of its own. That goroutine may be a device's supervisor
-// (losses, closes): a handler must return, and must not close a device or
-// wait for its points, or the device waits for it; select on Lost to act
-// on a loss. A logger whose handler panics or calls runtime.Goexit is set
+// (losses, closes) or a goroutine in a device's call (rounds of
+// reclamation): a handler must return, and must not close, allocate on or
+// submit to a device, or wait for its points, or the device waits for it;
+// select on Lost to act on a loss. A logger whose handler panics or calls runtime.Goexit is set
 // aside, the panic recovered and written to the process's standard error,
 // and rig logs nothing more until SetLogger is called again: the device
 // whose event it was goes on as if it had logged.

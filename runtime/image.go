@@ -211,8 +211,10 @@ func (im *Image) Prepare(names ...string) error {
 // unloaded once its point is reached. Where no work of the image is left
 // to run, Unload unloads it at once, and returns the driver's refusal if
 // the driver refuses; an unload the driver refuses, then or later, leaves
-// the image loaded until the device closes, which unloads it. A second
-// Unload does nothing; on a nil Image it returns an error matching
+// the image loaded until the device closes, which unloads it. On a device
+// closed or lost, Unload leaves the image to the device's reaping, which
+// unloads it once the device's work is given back, and returns nil. A
+// second Unload does nothing; on a nil Image it returns an error matching
 // ErrInvalid.
 func (im *Image) Unload() error {
 	if im == nil || im.s == nil {
