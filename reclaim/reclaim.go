@@ -2,8 +2,9 @@
 // deferred frees keyed by points, and the rounds an allocation runs before
 // it gives up.
 //
-// An allocation, an entry that returns No_memory n, or a growth that
-// returns Short n runs up to Rounds rounds (Retry). Before each retry the
+// An allocation, an entry that returns a *device.NoMemory (No_memory n),
+// or a growth that returns a *device.Short (Short n) runs up to Rounds
+// rounds (Retry). Before each retry the
 // caller's round runs: free what is reached; wait for in-flight work that
 // holds deferred frees; collect garbage so that unreachable buffers'
 // cleanups give their memory back (Collect); and retry once more. After the
