@@ -440,12 +440,20 @@ func (d *gpu) switchChannels(w uint64) bool {
 	d.oldSets = append(d.oldSets, d.live.Load())
 	d.setsOld.Store(true)
 	// The staging of uploads is past: it goes back with the next reap.
+	// So are the uploads that rings retired before were kept for: their
+	// marks, of the old copy channel, give way to the new channel's
+	// mark its first words released, which it reached (ready), where the
+	// new channel's marks, counted on from the old one's as the
+	// regrowth opened it, could stay below them until later uploads.
 	d.retMu.Lock()
 	for _, s := range d.staging {
 		d.retired = append(d.retired, retired{m: s.m, until: d.last})
 	}
 	d.staging = d.staging[:0]
 	clear(d.laying)
+	for i := range d.retired {
+		d.retired[i].mark = set.ch[qCopy].marks
+	}
 	d.ch = set.ch
 	// No Kick touches the old set from here on: regrowth frees it.
 	d.kickMu.Lock()
