@@ -43,31 +43,10 @@ func TestRegrowRetiredAfterUploads(t *testing.T) {
 	r.d.mu.Lock()
 	r.d.retire(ring)
 	r.d.mu.Unlock()
-	for i := 0; ; i++ {
-		a := r.d.Room(&s)
-		if a.Kind == device.RoomOK {
-			break
-		}
-		if a.Kind != device.RoomLater && a.Kind != device.RoomGrow || i > 10000 {
-			t.Fatalf("room on the grown channels: %+v", a)
-		}
-		if a.Kind == device.RoomGrow {
-			if err := r.d.Grow(); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		r.pump()
-	}
+	r.wait(r.submit(nil, s.Parts...))
 	if r.d.grown.set != nil {
-		t.Fatal("the room did not switch to the new channels")
+		t.Fatal("the submission did not switch to the new channels")
 	}
-	r.v++
-	if a := r.d.Submit(&s); a.Kind != device.Committed {
-		t.Fatalf("submit: %+v", a)
-	}
-	r.d.Kick(r.v)
-	r.wait(r.v)
 	r.d.reap()
 	r.d.retMu.Lock()
 	left := len(r.d.retired)

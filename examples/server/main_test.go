@@ -19,17 +19,8 @@ func TestIdleConnectionClosed(t *testing.T) {
 	}
 	// A shorter timeout, so that the test runs in a moment.
 	srv.IdleTimeout = min(srv.IdleTimeout, 200*time.Millisecond)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		_ = srv.Close()
-		<-served
-	}()
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	addr := serve(t, srv)
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,4 +34,21 @@ func TestIdleConnectionClosed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the idle connection was still open 5 s after its answer (%q): %v", b, err)
 	}
+}
+
+// serve serves srv on a port of the loopback until the test ends, and
+// returns its address.
+func serve(t *testing.T, srv *http.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-served
+	})
+	return ln.Addr().String()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"syscall"
@@ -30,18 +29,9 @@ func TestStopServingEndsAtSignal(t *testing.T) {
 		started <- struct{}{}
 		<-release
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		_ = srv.Close()
-		<-served
-	}()
+	addr := serve(t, srv)
 	go func() {
-		resp, err := http.Get("http://" + ln.Addr().String() + "/")
+		resp, err := http.Get("http://" + addr + "/")
 		if err == nil {
 			resp.Body.Close()
 		}
