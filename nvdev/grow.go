@@ -286,7 +286,7 @@ func (d *gpu) reap() {
 	keep := d.retired[:0]
 	for _, r := range d.retired {
 		if device.AtLeast(w, r.until) && device.AtLeast(mark, r.mark) {
-			_ = d.p.Free(r.m)
+			_ = d.free(r.m)
 			continue
 		}
 		keep = append(keep, r)
@@ -296,7 +296,7 @@ func (d *gpu) reap() {
 	ups := d.staging[:0]
 	for _, s := range d.staging {
 		if device.AtLeast(mark, s.until) {
-			_ = d.p.Free(s.m)
+			_ = d.free(s.m)
 			continue
 		}
 		ups = append(ups, s)

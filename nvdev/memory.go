@@ -122,6 +122,13 @@ func (d *gpu) Free(r device.Region) error {
 		}
 	}
 	d.retMu.Unlock()
+	return d.free(m)
+}
+
+// free gives m back to the path, and lets go of the Go memory of Pinned
+// memory once the path unmapped it: a region Free kept while an upload
+// may write it goes back here too (reap, Stop).
+func (d *gpu) free(m *nvidia.Memory) error {
 	err := d.p.Free(m)
 	if err == nil {
 		goPinned.Delete(m)

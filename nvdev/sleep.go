@@ -372,7 +372,7 @@ func (d *gpu) Stop(string) error {
 			mems = append(mems, d.array)
 		}
 		for _, m := range mems {
-			if err := d.p.Free(m); err != nil {
+			if err := d.free(m); err != nil {
 				errs = append(errs, err)
 			}
 		}
