@@ -212,8 +212,9 @@ func (im *Image) Prepare(names ...string) error {
 // to run, Unload unloads it at once, and returns the driver's refusal if
 // the driver refuses; an unload the driver refuses, then or later, leaves
 // the image loaded until the device closes, which unloads it. On a device
-// closed or lost, Unload leaves the image to the device's reaping, which
-// unloads it once the device's work is given back, and returns nil. A
+// closed or lost, Unload leaves the image to the device's supervisor,
+// which unloads it once no work of the image is left to run, or as the
+// device's close gives everything back, and returns nil. A
 // second Unload does nothing; on a nil Image it returns an error matching
 // ErrInvalid.
 func (im *Image) Unload() error {
