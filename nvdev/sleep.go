@@ -313,6 +313,14 @@ func (d *gpu) Stop(string) error {
 	if d.stopped.Swap(true) {
 		return nil
 	}
+	// The places the device holds in the GPU's budget of interrupts go
+	// back to the GPU's other devices: that of a plan no Submit raised,
+	// and that held for a Sleep (a Sleep in flight gives back the place
+	// it holds as it returns).
+	if d.wk.planned {
+		d.givePlanned()
+	}
+	d.releaseInterrupt()
 	// A Settle in flight ends before the path stops (its timer reads
 	// the usermode page) and the stamp ring goes back, and a later one
 	// finds the device stopped.

@@ -42,7 +42,8 @@ import (
 // interrupt, so that the budget cannot refuse that value once Sleep
 // blocks; where the budget has none to hold, Sleep blocks bridgeFor at a
 // time. Sleep gives a place it still holds back to the budget as it
-// returns. The GPU raises every non-stall interrupt on one vector, which
+// returns; Stop gives back the place of a plan no Submit raised and one
+// still held. The GPU raises every non-stall interrupt on one vector, which
 // the guest of the H200 serves on one processor: four timelines of two
 // goroutines each, copying 16 MiB (70 µs a copy), raised 35,000 interrupts
 // a second with one in flight a timeline, and every timeline's waits stood
