@@ -238,6 +238,7 @@ type region struct {
 	charge  int64   // bytes of the budget it takes
 	of      *region // the region a peer view shows
 	freed   atomic.Bool
+	copies  atomic.Int32 // copies of rows that hold the memory (rows.go)
 }
 
 // bytes is the n bytes at offset off of r, which lie within r.
@@ -434,7 +435,9 @@ func (d *dev) region(r device.Region, call string) (*region, error) {
 // the garbage collector (which frees it once no slice of it is left, and
 // the own word once the device is unreachable, so that Signaled reads it
 // after its Free), and forgets a mapping of MapHost or MapPeer, whose
-// memory stays. It works after Stop too.
+// memory stays. It works after Stop too. Before it unmaps Device memory,
+// it waits for a copy of rows amid a piece of it, which then faults the
+// device at its next look rather than writing memory mapped again.
 func (d *dev) Free(r device.Region) error {
 	x, err := d.region(r, "free")
 	if err != nil {
@@ -447,6 +450,9 @@ func (d *dev) Free(r device.Region) error {
 		d.delist(x)
 	}
 	if x.mapping != nil {
+		// A copy of rows may be amid a piece of this memory: the host
+		// could map the pages again for another region at once.
+		x.waitCopies()
 		if err := unmapPages(x.mapping); err != nil {
 			return fmt.Errorf("hostdev: unmapping %d bytes at %#x: %w", len(x.mapping), x.addr, err)
 		}

@@ -448,17 +448,6 @@ func (d *dev) runPart(p *part, w *worker, q int) {
 		if p.rows == 0 || p.rowBytes == 0 {
 			return
 		}
-		if !p.dst.live() || (!p.filling && !p.src.live()) {
-			// Freed Go memory stays reachable through the part, so no
-			// copy would fault: fault the device as a GPU's MMU would.
-			f := device.Faultf("copying rows: a region was freed before the copy ran")
-			f.Detail = append(f.Detail, fmt.Sprintf("destination %#x", p.dst.addr))
-			if !p.filling {
-				f.Detail = append(f.Detail, fmt.Sprintf("source %#x", p.src.addr))
-			}
-			d.faultWith(f)
-			return
-		}
 		d.copyRows(p)
 	case device.Fill:
 		returned := false
