@@ -33,6 +33,11 @@ type Fault struct {
 	// for Sleep, the value rig passed as seen.
 	Reached    uint64
 	HasReached bool
+	// Alone, where true, says that the fault is the device's own, found on
+	// the host's side (such as a failed read of its own stamps), and stops
+	// no work that the other devices of its fault domain share: rig loses
+	// the device and none of the others.
+	Alone bool
 }
 
 // Faultf makes a *Fault.

@@ -50,7 +50,10 @@
 // address space), and a timeline waits for another's value on the GPU,
 // with a semaphore acquire on its word. The RM stops every channel of a
 // group that faults: the timelines of a group name its fault domain and
-// rig loses them together; a device of a group of its own names none.
+// rig loses them together; a device of a group of its own names none. A
+// fault found on the host's side alone (a settle that finds a reached
+// value's stamps unwritten, or cannot read the GPU's timer) stops no
+// channel, and loses its timeline alone (device.Fault.Alone).
 //
 // # Submitting
 //

@@ -239,7 +239,7 @@ func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	}
 	if !d.stopped.Load() {
 		if err := d.remeasure(); err != nil {
-			return into, d.keep(&device.Fault{Why: fmt.Sprintf("settle: reading the GPU's timer: %v", err)})
+			return into, d.keep(&device.Fault{Why: fmt.Sprintf("settle: reading the GPU's timer: %v", err), Alone: true})
 		}
 	}
 	m := p.mem.Load()
@@ -266,7 +266,8 @@ func (d *gpu) stampSlot(v uint64) []byte {
 }
 
 // unwritten is the fault of a reached value whose stamps its work did not
-// write.
+// write: the device's alone, as the RM stopped no channel (a notifier's
+// error would say so), so that it loses no other timeline of the group.
 func unwritten(v uint64) *device.Fault {
-	return &device.Fault{Why: fmt.Sprintf("settle: value %d is reached and its work did not write its stamps", v)}
+	return &device.Fault{Why: fmt.Sprintf("settle: value %d is reached and its work did not write its stamps", v), Alone: true}
 }

@@ -102,13 +102,14 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 
 // keep keeps the device's first fault, which Sleep raises from then on,
 // and marks the device's shared group faulted, so that no timeline opened
-// later joins it.
+// later joins it, unless the fault is the device's alone (a settle's, on
+// the host's side), which stopped none of the group's channels.
 func (d *gpu) keep(f *device.Fault) *device.Fault {
 	if f == nil {
 		return nil
 	}
 	if d.fault.CompareAndSwap(nil, f) {
-		if d.grp != nil {
+		if d.grp != nil && !f.Alone {
 			d.grp.fault()
 		}
 		return f

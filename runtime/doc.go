@@ -57,7 +57,8 @@
 // returns Failed, or a word unmoved for the device's HangMs while work is
 // pending loses the device: every waiter wakes with a *LostError, which
 // matches ErrLost and names the cause, later calls fail at once, and the
-// fault goes to the supervisors of the devices of its fault domain. A
+// fault goes to the supervisors of the devices of its fault domain, unless
+// the driver marked it the device's alone (device.Fault.Alone). A
 // device whose submitted work waits on the device side for a point that
 // another device, lost or closed, will never reach is lost too, with a
 // cause that names the other device and its error; a submission that

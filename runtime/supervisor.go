@@ -466,7 +466,8 @@ func (s *supervisor) wakeAll(err error) {
 }
 
 // onLoss acts on the device's loss: it wakes every waiter with the loss's
-// error and sends a fault to the other devices of the fault domain.
+// error and sends a fault to the other devices of the fault domain, unless
+// the fault is the device's alone (device.Fault.Alone).
 func (s *supervisor) onLoss(le *LostError) {
 	s.lost = le
 	s.wakeAll(le)
@@ -476,9 +477,11 @@ func (s *supervisor) onLoss(le *LostError) {
 	if le.Fault == nil {
 		return
 	}
-	cause := fmt.Sprintf("a fault of device %s in fault domain %q: %s", s.d.name, s.d.facts.FaultDomain, le.Cause)
-	for _, o := range s.d.domainPeers() {
-		go func() { _ = o.sup.box.Send(context.Background(), message{kind: msgFault, cause: cause}) }()
+	if !le.Fault.Alone {
+		cause := fmt.Sprintf("a fault of device %s in fault domain %q: %s", s.d.name, s.d.facts.FaultDomain, le.Cause)
+		for _, o := range s.d.domainPeers() {
+			go func() { _ = o.sup.box.Send(context.Background(), message{kind: msgFault, cause: cause}) }()
+		}
 	}
 	// What the driver reads of the fault after the loss: its waiters and
 	// the devices of its domain know of the loss already.
