@@ -133,16 +133,16 @@ func (b *Buffer) waitUses(ctx context.Context, writing bool) error {
 		points = append(points, s.reads...)
 	}
 	s.mu.Unlock()
-	what := fmt.Sprintf("a copy to or from a buffer of %d bytes of %s", s.n, s.d.name)
+	what := func() string { return fmt.Sprintf("a copy to or from a buffer of %d bytes of %s", s.n, s.d.name) }
 	for _, p := range points {
 		var err error
 		if p.d != nil && p.d != s.d {
 			// The buffer's device's close or loss ends a wait for
 			// another device's work, as its supervisor ends a wait for
 			// its own.
-			err = s.d.waitOther(ctx, p, what)
+			err = s.d.waitOther(ctx, p, what())
 		} else if err = p.Wait(ctx); err != nil {
-			err = closedWait(what, p, err)
+			err = closedWait(what(), p, err)
 		}
 		if err != nil {
 			if cerr := s.closed(); cerr != nil {

@@ -477,8 +477,7 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			}
 			return Point{d: d, v: a.v}, a.lost
 		case attemptFailed:
-			var fe *freedBufferError
-			if errors.As(a.err, &fe) {
+			if fe, ok := a.err.(*freedBufferError); ok {
 				return Point{}, fe.named(buffers)
 			}
 			return Point{}, a.err
