@@ -230,7 +230,10 @@ func (k *Kernel) checkParams() error {
 			k.Name, k.ParamOffset, k.ParamBytes, k.Bank0Bytes)
 	}
 	for _, p := range k.Params {
-		if p.Offset+p.Size > k.ParamBytes {
+		// A size of EIATTR_KPARAM_INFO_V2 is a 32-bit word, which an int
+		// of 32 bits holds as a negative number past 2^31: the bound is
+		// taken so that no sum of it can wrap.
+		if p.Size < 0 || p.Offset < 0 || p.Size > k.ParamBytes-p.Offset {
 			return malformed("%s: parameter %d at %d of %d bytes past the %d parameter bytes",
 				k.Name, p.Ordinal, p.Offset, p.Size, k.ParamBytes)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -298,7 +299,7 @@ func TestMakeLaunchRefusals(t *testing.T) {
 		"negative registers":    {Hopper, func(k *Kernel) { k.Registers = -1 }, testImage},
 		"negative shared":       {Hopper, func(k *Kernel) { k.Shared = -1 << 20 }, testImage},
 		"stack of 16 MiB":       {Hopper, func(k *Kernel) { k.MaxStack = 16 << 20 }, testImage},
-		"stack of 4 GiB":        {Hopper, func(k *Kernel) { k.MinStack = 1<<32 - 1 }, testImage},
+		"stack of 4 GiB":        {Hopper, func(k *Kernel) { k.MinStack = min(1<<32-1, math.MaxInt) }, testImage},
 		"negative stack":        {Hopper, func(k *Kernel) { k.FrameSize, k.MinStack, k.MaxStack = -1<<20, -1<<20, -1<<20 }, testImage},
 	} {
 		kk := *k
@@ -422,7 +423,7 @@ func TestMaxThreadsByRegisters(t *testing.T) {
 		t.Errorf("launch bounds: %d", got)
 	}
 	// Launch bounds whose product overflows an int bound nothing.
-	for _, bounds := range [][3]int{{1 << 22, 1 << 22, 1 << 20}, {1<<32 - 1, 1<<32 - 1, 1}, {1 << 32, 1 << 32, 1 << 32}} {
+	for _, bounds := range [][3]int{{1 << 22, 1 << 22, 1 << 20}, {min(1<<32-1, math.MaxInt), min(1<<32-1, math.MaxInt), 1}, {min(1<<32, math.MaxInt), min(1<<32, math.MaxInt), min(1<<32, math.MaxInt)}} {
 		if got := maxThreads(Hopper, &Kernel{Registers: 8, MaxThreadsAttr: bounds}); got != 1024 {
 			t.Errorf("launch bounds %v: %d threads, want 1024", bounds, got)
 		}
