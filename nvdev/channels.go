@@ -34,7 +34,9 @@ import (
 // rings take the larger's entries), from 262,144 entries to at most 2^31,
 // so a device keeps at most 13 replaced sets (the bound is 26). A path
 // or RM that lacks the memory returns Short, and the device keeps its
-// channels.
+// channels. A failed regrowth whose undo the RM refuses (a channel group
+// it does not free) keeps what it could not undo, with the memory made
+// before it, until Stop, which gives it back once the path has stopped.
 
 // chanSet is a channel group, its two channels and its debugger: a
 // group of its own (tsg), or its context share in the GPU's shared group
@@ -370,12 +372,19 @@ func setMemory(set *chanSet) []*nvidia.Memory {
 // channel group the RM keeps keeps its channels, which name their rings,
 // USERD and notifiers). It returns nil where every step undid its part.
 func undoAll(undo []func() error) error {
+	_, err := undoUntil(undo)
+	return err
+}
+
+// undoUntil is undoAll that also returns the steps that stay undone: the
+// step that failed and those of what was made before it.
+func undoUntil(undo []func() error) ([]func() error, error) {
 	for i := len(undo) - 1; i >= 0; i-- {
 		if err := undo[i](); err != nil {
-			return fmt.Errorf("%w, and what was made before it", err)
+			return undo[:i+1], fmt.Errorf("%w, and what was made before it", err)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // regrowEntries is the entries of the channels a regrowth opens for parts
@@ -408,8 +417,11 @@ func (d *gpu) regrow(need [2]uint64) error {
 	var undo []func() error
 	set, err := d.openChannels(entries, [2]uint64{d.ch[0].marks, d.ch[1].marks}, "growing the channels", false, &undo)
 	if err != nil {
-		if u := undoAll(undo); u != nil {
+		if left, u := undoUntil(undo); u != nil {
 			err = fmt.Errorf("%w; what stays: %w", err, u)
+			// What the RM kept names the memory made before it: it
+			// goes back at Stop, once the path has stopped.
+			d.undone = append(d.undone, left...)
 		}
 		if _, ok := device.AsFault(err); ok {
 			return err

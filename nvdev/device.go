@@ -153,6 +153,10 @@ type gpu struct {
 	oldSets []*chanSet
 	setsOld atomic.Bool // oldSets is not empty
 	live    atomic.Pointer[chanSet]
+	// undone is the steps a failed regrowth could not undo (under mu):
+	// an object the RM refused to free, and what was made before it,
+	// which it may name. Stop runs them once the path has stopped.
+	undone []func() error
 	// liveReaders counts the goroutines that read a set they loaded from
 	// live without mu (liveSet): while it is not 0, reapSets gives back
 	// none. The supervisor adds to it at each look of its Sleep, so it has

@@ -52,8 +52,9 @@
 // group that faults: the timelines of a group name its fault domain and
 // rig loses them together; a device of a group of its own names none. A
 // fault found on the host's side alone (a settle that finds a reached
-// value's stamps unwritten, or cannot read the GPU's timer) stops no
-// channel, and loses its timeline alone (device.Fault.Alone).
+// value's stamps unwritten, or cannot read the GPU's timer where the path
+// reports no fault of the GPU) stops no channel, and loses its timeline
+// alone (device.Fault.Alone).
 //
 // # Submitting
 //

@@ -1,6 +1,7 @@
 package nvdev
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/rig-go/rig/device"
@@ -35,6 +36,45 @@ func TestKeepAloneLeavesGroup(t *testing.T) {
 			groups.mu.Unlock()
 			if faulted != c.faulted {
 				t.Fatalf("the group faulted %v, want %v", faulted, c.faulted)
+			}
+		})
+	}
+}
+
+// TestSettleTimerFault: a settle whose read of the GPU's timer fails on
+// the host's side loses its timeline alone and leaves the shared group to
+// the others; one the path reports as a fault of the GPU (a timer that
+// reads all ones: the GPU is off the bus) is no fault of the timeline
+// alone, and faults the group.
+func TestSettleTimerFault(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		err     error
+		alone   bool
+		faulted bool
+	}{
+		{"the host's side", errors.New("the usermode page's timer reads 0"), true, false},
+		{"the GPU off the bus", &device.Fault{Why: "the GPU's timer reads all ones: the GPU is off the bus"}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := openRaw(t, Config{SharedGroup: true})
+			r.wait(r.submitTimed(true, nil))
+			r.f.mu.Lock()
+			r.f.timerErr = c.err
+			r.f.mu.Unlock()
+			_, err := r.d.Settle(nil)
+			f, ok := device.AsFault(err)
+			if !ok {
+				t.Fatalf("settle with the timer failing: %v, want a *device.Fault", err)
+			}
+			if f.Alone != c.alone {
+				t.Errorf("the settle's fault is alone %v, want %v: %v", f.Alone, c.alone, f)
+			}
+			groups.mu.Lock()
+			faulted := r.d.grp.faulted
+			groups.mu.Unlock()
+			if faulted != c.faulted {
+				t.Errorf("the group faulted %v, want %v", faulted, c.faulted)
 			}
 		})
 	}

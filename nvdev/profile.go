@@ -32,7 +32,9 @@ import (
 // re-measures at most every 62.5 ms; a re-measure wider than 10 µs is
 // dropped, and the first within 10 µs replaces a measure at make that was
 // wider. A stamp that a reached value's work did not write, or a failed read
-// of the timer, fails Settle with a *device.Fault that loses the device. A
+// of the timer, fails Settle with a *device.Fault that loses the device,
+// and the device alone, but where the path reports the read's failure as
+// a fault of the GPU. A
 // Submit that would reuse the slot of a timed value not yet settled
 // converts that value first (it is reached: at most 32,768 values are in
 // flight), along the latest line; where nobody settles, the latest maxDone
@@ -239,7 +241,7 @@ func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 	}
 	if !d.stopped.Load() {
 		if err := d.remeasure(); err != nil {
-			return into, d.keep(&device.Fault{Why: fmt.Sprintf("settle: reading the GPU's timer: %v", err), Alone: true})
+			return into, d.keep(timerFault(err))
 		}
 	}
 	m := p.mem.Load()
@@ -263,6 +265,18 @@ func (d *gpu) Settle(into []device.Stamp) ([]device.Stamp, error) {
 func (d *gpu) stampSlot(v uint64) []byte {
 	m := d.prof.mem.Load()
 	return unsafe.Slice((*byte)(ptrAt(m.Host+uintptr(v%records)*stampBytes)), stampBytes)
+}
+
+// timerFault is the fault of Settle's failed read of the GPU's timer,
+// err: the device's alone, where the read failed on the host's side; a
+// fault the path reports (a GPU off the bus) is the GPU's, and stays so,
+// so that it loses the device's fault domain and faults its group.
+func timerFault(err error) *device.Fault {
+	f := &device.Fault{Why: fmt.Sprintf("settle: reading the GPU's timer: %v", err), Alone: true}
+	if pf, ok := device.AsFault(err); ok {
+		f.Alone = pf.Alone
+	}
+	return f
 }
 
 // unwritten is the fault of a reached value whose stamps its work did not

@@ -361,6 +361,15 @@ func (d *gpu) Stop(string) error {
 		// memory stays.
 		atomic.StoreUint64(d.word, d.given)
 	}
+	if perr == nil {
+		// The path stopped, which freed the objects a failed regrowth
+		// could not: the steps it left undone go back, the last made
+		// first, past the refusals of what the path freed.
+		for i := len(d.undone) - 1; i >= 0; i-- {
+			_ = d.undone[i]()
+		}
+		d.undone = nil
+	}
 	if clean || perr == nil {
 		atomic.StoreUint64(d.word, d.given)
 		var mems []*nvidia.Memory

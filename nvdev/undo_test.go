@@ -1,6 +1,7 @@
 package nvdev
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/rig-go/rig/device"
@@ -57,5 +58,64 @@ func TestMakeFailureKeepsHeldMemory(t *testing.T) {
 	}
 	if f.live() == 0 {
 		t.Errorf("the RM kept the channel group and its channels, yet make gave back all their memory (%v)", err)
+	}
+}
+
+// TestRegrowFailureHeldUntilStop: what a failed regrowth could not undo
+// (a channel group the RM refused to free, and the memory its channels
+// name) goes back at Stop once the path has stopped, in a group of its
+// own and in the shared group, where the set also leaves the group; where
+// the path did not stop, it stays.
+func TestRegrowFailureHeldUntilStop(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cfg    Config
+		refuse uint32 // the class whose free the RM refuses
+		stop   error  // the path's Stop's answer
+		left   bool   // memory stays after Stop
+	}{
+		{"own group", Config{RingEntries: 16}, nvidia.ClassChannelGroup, nil, false},
+		{"shared group", Config{RingEntries: 16, SharedGroup: true}, nvidia.ClassContextShare, nil, false},
+		{"path not stopped", Config{RingEntries: 16}, nvidia.ClassChannelGroup, errors.New("the RM kept a group"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := openRaw(t, c.cfg)
+			s := device.Submission{Value: r.v + 1, Parts: []device.Part{{Kind: device.Words, Queue: qCompute, Words: make([]uint32, 2*20)}}}
+			if a := r.d.Room(&s); a.Kind != device.RoomGrow {
+				t.Fatalf("room of 20 entries on a ring of 16: %+v", a)
+			}
+			r.f.mu.Lock()
+			r.f.refuse[r.f.gpu.Copy] = true
+			r.f.refuseFree = map[uint32]bool{c.refuse: true}
+			r.f.mu.Unlock()
+			if err := r.d.Grow(); err == nil {
+				t.Fatal("grow succeeded with the copy class refused")
+			}
+			r.f.mu.Lock()
+			r.f.refuse[r.f.gpu.Copy] = false
+			r.f.refuseFree = nil
+			r.f.stopErr = c.stop
+			r.f.mu.Unlock()
+			var grp *sharedGroup
+			if c.cfg.SharedGroup {
+				grp = r.d.grp
+			}
+			// The RM freed the device's own sets: Stop reports no
+			// fault, whatever the path answers.
+			if err := r.d.Stop(""); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			if got := r.f.live(); (got != 0) != c.left {
+				t.Errorf("%d memories left after stop, want left %v", got, c.left)
+			}
+			if grp != nil {
+				groups.mu.Lock()
+				n := len(grp.sets)
+				groups.mu.Unlock()
+				if n != 0 {
+					t.Errorf("%d channel sets counted in the shared group after stop", n)
+				}
+			}
+		})
 	}
 }
