@@ -115,3 +115,31 @@ func TestOpenWithNoMake(t *testing.T) {
 	}
 	openFake(t, name, newFake())
 }
+
+// TestZeroSubmission: a run of a nil or zero Submission, which
+// NewSubmission did not make, is refused by Submit and Do with an error
+// matching ErrInvalid, and Release does nothing, rather than panicking.
+func TestZeroSubmission(t *testing.T) {
+	for name, s := range map[string]*Submission{"nil": nil, "zero": new(Submission)} {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Errorf("a run of a %s Submission panicked: %v", name, v)
+				}
+			}()
+			if p, err := s.Take().Submit(context.Background()); !errors.Is(err, ErrInvalid) || p != (Point{}) {
+				t.Errorf("Submit of a run of a %s Submission: %v, %v; want the zero Point and ErrInvalid", name, p, err)
+			}
+			if _, err := s.Take().Do(context.Background()); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Do of a run of a %s Submission: %v, want ErrInvalid", name, err)
+			}
+			r := s.Take()
+			r.Groups(0, 1, 1, 1)
+			r.Release()
+			r.Release()
+			if _, err := r.Submit(context.Background()); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Submit of a released run of a %s Submission: %v, want ErrInvalid", name, err)
+			}
+		}()
+	}
+}

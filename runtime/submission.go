@@ -241,8 +241,13 @@ type Run struct {
 }
 
 // Take hands out a run of the submission, its groups and threads 1 along
-// each axis, no dynamic shared memory, and its parameters zero.
+// each axis, no dynamic shared memory, and its parameters zero. A nil or
+// zero Submission, which NewSubmission did not make, hands out a run whose
+// Submit returns an error matching ErrInvalid.
 func (s *Submission) Take() *Run {
+	if s == nil || s.d == nil {
+		return &Run{s: s, held: true, err: errZeroSubmission}
+	}
 	r := s.take()
 	r.err = nil
 	for i := range r.sub.Parts {
@@ -361,10 +366,17 @@ func (r *Run) Params(i int) []byte {
 func (r *Run) Release() {
 	if r.held {
 		r.held = false
+		if r.s == nil || r.s.d == nil {
+			// A run of a nil or zero Submission goes to no pool.
+			return
+		}
 		r.forget()
 		r.s.give(r)
 	}
 }
+
+// errZeroSubmission is the error of a run of a nil or zero Submission.
+var errZeroSubmission = fmt.Errorf("rig: a run of a nil or zero Submission, which NewSubmission did not make: %w", ErrInvalid)
 
 // forget drops the run's references to what its last submission used
 // (buffers, regions, other devices' points and answers), before the run
@@ -421,6 +433,10 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 		return Point{}, fmt.Errorf("rig: submit of a run that went back to its pool (a run is submitted or released once): %w", ErrInvalid)
 	}
 	r.held = false
+	if r.s == nil || r.s.d == nil {
+		// A run of a nil or zero Submission (Take) goes to no pool.
+		return Point{}, errZeroSubmission
+	}
 	defer func() {
 		r.forget()
 		r.s.give(r)
