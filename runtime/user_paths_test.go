@@ -149,53 +149,6 @@ func TestHangCauseNamesDeviceWaitedFor(t *testing.T) {
 	}
 }
 
-// TestMassCancelReturnsSoon: 10,000 goroutines wait on one unreached
-// point and their shared context is cancelled, as a server's shutdown
-// would. Their cancellations go to the supervisor's box without waiting
-// for room in it, so that the waits return ctx.Err() within a bound far
-// below the supervisor's rounds of draining 256 messages between sleeps
-// in the driver (255 to 265 ms when each waited for room).
-func TestMassCancelReturnsSoon(t *testing.T) {
-	const n = 10000
-	d := host(t, hostdev.Config{})
-	x := alloc(t, d, rig.PinnedMemory, 64)
-	id, open := newGate()
-	defer open()
-	p, err := gateRun(gateSub(t, d), id, 64, 1).Submit(context.Background(), x)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := p.Wait(ctx); !errors.Is(err, context.Canceled) {
-				t.Errorf("wait: %v", err)
-			}
-		}()
-	}
-	for end := time.Now().Add(10 * time.Second); d.Waiting() < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("only %d of %d waiters registered", d.Waiting(), n)
-		}
-	}
-	t0 := time.Now()
-	cancel()
-	wg.Wait()
-	took := time.Since(t0)
-	t.Logf("%d parked waiters returned %v after their context was cancelled", n, took)
-	bound := 150 * time.Millisecond
-	if raceEnabled {
-		bound = 200 * time.Millisecond
-	}
-	if took > bound {
-		t.Errorf("%d cancelled waits took %v to return ctx.Err()", n, took)
-	}
-}
-
 // lateCtx is a context whose deadline is the moment expire is called: its
 // Done closes, and Err answers DeadlineExceeded, from the first look at
 // it after expire, so that a test chooses when the deadline passes.
