@@ -424,7 +424,11 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 		// its last arrival's latency, and N arrivals at R a second read
 		// as N over (N-1)/R seconds and that latency. A run that an
 		// error or Ctrl-C stopped ends there. It waits for that end, so
-		// that the run's time is time that passed.
+		// that the run's time is time that passed, and ends exactly
+		// there, not when the timer woke, which may be milliseconds
+		// later on a busy machine. Ctrl-C ends the wait, and the run
+		// then ends when it came: a slot lasts up to 1000 s at the
+		// lowest -rate.
 		slots := end
 		for _, due := range lastDue {
 			if due != noneDue {
@@ -436,8 +440,14 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 			}
 		}
 		if slots > end {
-			time.Sleep(time.Duration(slots - end))
-			end = max(mono(), slots)
+			t := time.NewTimer(time.Duration(slots - end))
+			select {
+			case <-t.C:
+				end = slots
+			case <-ctx.Done():
+				t.Stop()
+				end = min(mono(), slots)
+			}
 		}
 	}
 	m.cpu = cpuTime() - cpu0

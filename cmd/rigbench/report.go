@@ -46,6 +46,8 @@ type Report struct {
 
 // ConfigReport is the run's configuration.
 type ConfigReport struct {
+	// Submitters is -c: the submitting goroutines of each device, and of
+	// the two devices together for the mixed workload.
 	Submitters int     `json:"submitters"`
 	Depth      int     `json:"depth"`
 	Rate       float64 `json:"rate"` // 0: as fast as possible
@@ -197,7 +199,7 @@ func (r *Report) writeText(w io.Writer) error {
 		mode = fmt.Sprintf("open loop at %s/s", rateText(c.Rate))
 	}
 	fmt.Fprintf(&b, "rigbench %s: %s\n", r.Workload, r.What)
-	fmt.Fprintf(&b, "  %d submitter(s) of depth %d, %s, %s, GOMAXPROCS %d\n", c.Submitters, c.Depth, mode, bound(c), c.GOMAXPROCS)
+	fmt.Fprintf(&b, "  %s of depth %d, %s, %s, GOMAXPROCS %d\n", submitters(r), c.Depth, mode, bound(c), c.GOMAXPROCS)
 	for _, d := range r.Devices {
 		fmt.Fprintf(&b, "device %s: %s, arch %s, queues %s, budget %s, completion by %s, waits on %s, alignment %d",
 			d.Spec, d.Name, d.Arch, strings.Join(d.Queues, " "), profile.Bytes(uint64(max(d.Budget, 0))), d.Completion, orNone(d.Waits), d.Alignment)
@@ -234,6 +236,18 @@ func (r *Report) writeText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// submitters says how many goroutines submitted in the run of r:
+// Config.Submitters is -c, the submitters of each device, and of all of
+// them for the mixed workload, which spans its two devices: "2
+// submitter(s)", or "2 submitter(s) on each of 4 devices (8 in all)".
+func submitters(r *Report) string {
+	c, n := r.Config.Submitters, len(r.Devices)
+	if n < 2 || r.Workload == "mixed" {
+		return fmt.Sprintf("%d submitter(s)", c)
+	}
+	return fmt.Sprintf("%d submitter(s) on each of %d devices (%d in all)", c, n, c*n)
 }
 
 // bound says what ends a run of c: "for 3s", "for 1000 submissions",
