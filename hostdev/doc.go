@@ -12,7 +12,8 @@
 // Pinned and Mapped memory a page-aligned array of Go's heap
 // that the garbage collector frees once neither the region nor a slice of
 // it is reachable, so that a slice of it never faults nor aliases another
-// region after Free. Each allocation's whole pages are taken from the
+// region after Free, and reads the bytes the region held when it was
+// freed. Each allocation's whole pages are taken from the
 // device's budget (Config.Budget). A region's device address is its host
 // address, and so is its handle; Location.Host is set for Pinned and
 // Mapped memory and MapHost's mappings, and is 0 for Device memory, with
