@@ -1,6 +1,7 @@
 package nvdev
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -245,9 +246,36 @@ func hostBytes(m *nvidia.Memory, off, n int) []byte {
 // ptrAt is the pointer to host address a, which lies outside Go's heap.
 func ptrAt(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
 
+// leftError is a failed make's error where its undo stopped at an object
+// the RM refused to free: left is the steps that did not run, the last
+// made last, which closeMade runs once the path has stopped.
+type leftError struct {
+	err  error
+	left []func() error
+}
+
+func (e *leftError) Error() string { return e.err.Error() }
+func (e *leftError) Unwrap() error { return e.err }
+
+// closeMade closes p after a make that failed with err. Where the make
+// left steps undone, it stops the path first, which frees the objects the
+// RM kept, then runs them, the last made first, so that the memory they
+// name goes back and the path is released; a path that did not stop keeps
+// them, as their objects may still name that memory.
+func closeMade(p path, err error) {
+	var le *leftError
+	if errors.As(err, &le) && p.Stop() == nil {
+		for i := len(le.left) - 1; i >= 0; i-- {
+			_ = le.left[i]()
+		}
+	}
+	_ = p.Close()
+}
+
 // makeDevice makes the device of the GPU p reaches, whose
 // timeline word is the 8 bytes at word. A failed make frees what it
-// allocated; p stays the caller's.
+// allocated, but what an object the RM refused to free names (the error
+// is then a *leftError, for closeMade); p stays the caller's.
 func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	if c.RingEntries == 0 {
 		c.RingEntries = defaultRingEntries
@@ -283,8 +311,10 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 		if err == nil {
 			return
 		}
-		if u := undoAll(undo); u != nil {
-			err = fmt.Errorf("%w; what stays: %w", err, u)
+		if left, u := undoUntil(undo); u != nil {
+			// What the RM kept names the memory made before it: the
+			// caller gives it back once the path has stopped (closeMade).
+			err = &leftError{err: fmt.Errorf("%w; what stays: %w", err, u), left: left}
 		}
 	}()
 	alloc := func(k device.Memory, n int) (*nvidia.Memory, error) {

@@ -79,3 +79,23 @@ func TestSettleTimerFault(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepGroupFaultAfterAlone: a fault of the group that follows a fault
+// of the device's alone is not the one kept, and still marks the group
+// faulted.
+func TestKeepGroupFaultAfterAlone(t *testing.T) {
+	r := openRaw(t, Config{SharedGroup: true})
+	first := unwritten(7)
+	if got := r.d.keep(first); got != first {
+		t.Fatalf("keep returned %v, want the fault kept", got)
+	}
+	if got := r.d.keep(&device.Fault{Why: "a channel's notifier holds an error"}); got != first {
+		t.Fatalf("keep of a later fault returned %v, want the first", got)
+	}
+	groups.mu.Lock()
+	faulted := r.d.grp.faulted
+	groups.mu.Unlock()
+	if !faulted {
+		t.Fatal("a fault of the group after a fault of the device's alone left the group unfaulted")
+	}
+}

@@ -225,7 +225,7 @@ func Open(i int, c Config) device.Opener {
 		}
 		d, err := makeDevice(word, p, p.RM(), c)
 		if err != nil {
-			_ = p.Close()
+			closeMade(p, err)
 			return nil, err
 		}
 		return d, nil

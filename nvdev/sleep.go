@@ -100,18 +100,19 @@ func (d *gpu) Sleep(seen uint64, still time.Duration) error {
 	}
 }
 
-// keep keeps the device's first fault, which Sleep raises from then on,
-// and marks the device's shared group faulted, so that no timeline opened
-// later joins it, unless the fault is the device's alone (a settle's, on
-// the host's side), which stopped none of the group's channels.
+// keep keeps the device's first fault, which Sleep raises from then on.
+// A fault that is not the device's alone (a settle's, on the host's side,
+// stops none of the group's channels) marks the device's shared group
+// faulted, so that no timeline opened later joins it, whether or not a
+// fault was kept before it.
 func (d *gpu) keep(f *device.Fault) *device.Fault {
 	if f == nil {
 		return nil
 	}
+	if d.grp != nil && !f.Alone {
+		d.grp.fault()
+	}
 	if d.fault.CompareAndSwap(nil, f) {
-		if d.grp != nil && !f.Alone {
-			d.grp.fault()
-		}
 		return f
 	}
 	return d.fault.Load()

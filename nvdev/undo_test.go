@@ -119,3 +119,40 @@ func TestRegrowFailureHeldUntilStop(t *testing.T) {
 		})
 	}
 }
+
+// TestMakeFailureGivenBackAtClose: what a failed make could not undo (a
+// channel group the RM refused to free, and the memory its channels name)
+// goes back as the opener closes the path, once the path has stopped;
+// where the path did not stop, it stays.
+func TestMakeFailureGivenBackAtClose(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		stop error // the path's Stop's answer
+		left bool  // memory stays after the close
+	}{
+		{"own group", Config{}, nil, false},
+		{"path not stopped", Config{}, errors.New("the RM kept a group"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake()
+			f.refuse[f.gpu.Copy] = true
+			f.refuseFree = map[uint32]bool{nvidia.ClassChannelGroup: true}
+			_, err := f.open(new(uint64), c.cfg)
+			if err == nil {
+				t.Fatal("make succeeded with the copy class refused")
+			}
+			if f.live() == 0 {
+				t.Fatalf("make gave back the memory the kept channel group names (%v)", err)
+			}
+			f.mu.Lock()
+			f.refuseFree = nil
+			f.stopErr = c.stop
+			f.mu.Unlock()
+			closeMade(f, err)
+			if got := f.live(); (got != 0) != c.left {
+				t.Errorf("%d memories left after the close, want left %v", got, c.left)
+			}
+		})
+	}
+}
