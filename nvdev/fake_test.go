@@ -43,6 +43,9 @@ type fake struct {
 	// noRunqueueCompute refuses the compute engine on a channel of the
 	// second runqueue.
 	noRunqueueCompute bool
+	// lacking makes the RM refuse allocations of a class for want of
+	// resources (NV_ERR_INSUFFICIENT_RESOURCES).
+	lacking map[uint32]bool
 	// onLaunch runs a launch: its descriptor and constant bank 0.
 	onLaunch func(q hw.Qmd, bank0 []byte)
 	// launches counts the launches run; trace records each channel's
@@ -288,6 +291,9 @@ func (f *fake) rmAlloc(parent nvidia.Handle, class uint32, params []byte) (nvidi
 	defer f.mu.Unlock()
 	if f.refuse[class] {
 		return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInvalidArgument}
+	}
+	if f.lacking[class] {
+		return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInsufficientResources}
 	}
 	if class == f.gpu.Channel && f.noRunqueue && (*nvidia.ChannelAllocParams)(unsafe.Pointer(&params[0])).Flags&nvidia.ChannelRunqueueOne != 0 {
 		return 0, &nvidia.RMError{Call: fmt.Sprintf("RM_ALLOC 0x%x", class), Status: nvidia.StatusInvalidArgument}

@@ -20,7 +20,8 @@ import (
 // Facts is the device's facts.
 func (d *gpu) Facts() *device.Facts { return &d.facts }
 
-// Alloc is n bytes of memory of kind m, or device.ErrNoMemory.
+// Alloc is n bytes of memory of kind m, or device.ErrNoMemory. It returns
+// an error naming n, having made nothing, where n is below 1.
 //
 // Pinned memory is Go memory (whole pages of Go's heap, of their own) that
 // the path maps for the GPU as it maps the caller's host memory (MapHost):
@@ -31,7 +32,7 @@ func (d *gpu) Facts() *device.Facts { return &d.facts }
 // reads zeros after Free.
 func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("nvdev: alloc of %d bytes", n)
+		return nil, fmt.Errorf("nvdev: alloc of %d bytes of %v memory: a region holds at least one byte", n, m)
 	}
 	d.reap()
 	if d.setsOld.Load() {
@@ -201,13 +202,15 @@ func sharesSpace(p, o path) bool {
 	return ok && s.SharesSpace(o)
 }
 
-// MapHost maps the n bytes of host memory at p for the GPU.
+// MapHost maps the n bytes of host memory at p for the GPU. It answers
+// device.ErrNever where the path maps no host memory, and an error naming
+// n where n is below 1.
 func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 	if !d.p.MapsHost() {
 		return nil, fmt.Errorf("nvdev: the path maps no host memory: %w", device.ErrNever)
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("nvdev: map_host of %d bytes", n)
+		return nil, fmt.Errorf("nvdev: MapHost of %d bytes: a mapping holds at least one byte", n)
 	}
 	m, err := d.p.MapHost(p, n)
 	if err != nil {
