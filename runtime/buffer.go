@@ -461,6 +461,24 @@ func (s *bufState) holdBefore(d *Device) {
 	}
 }
 
+// dropReapedReads drops from reads each read whose work ran on a device
+// that has since closed and given everything back: nothing waits for it
+// any more, and a buffer that is only read, as a model's weights are,
+// would otherwise keep every such device, with its driver and queues,
+// until its next write. A read that the device's Close or loss dropped
+// stays, since writes refuse to follow it. s.mu is held.
+func (s *bufState) dropReapedReads() {
+	k := 0
+	for _, p := range s.reads {
+		if !p.d.reaped.Load() || p.d.passedAnswer(p.v) != nil {
+			s.reads[k] = p
+			k++
+		}
+	}
+	clear(s.reads[k:])
+	s.reads = s.reads[:k]
+}
+
 // addBefore adds p to before where it is a point of another device than d
 // that is not passed, keeping the later of two points of one device.
 func (s *bufState) addBefore(d *Device, p Point) {

@@ -944,6 +944,7 @@ func (r *Run) publish(d *Device, v uint64) {
 			}
 		}
 		if !found {
+			b.dropReapedReads()
 			b.reads = append(b.reads, p)
 		}
 	}
