@@ -210,7 +210,10 @@ func Fill(fn any, arg uintptr, refs ...Ref) Part {
 }
 
 // Words hands ring entries that compiled code wrote to "COMPUTE:0" (nvdev
-// runs them). Its refs state which buffers they use.
+// runs them). Its refs state which buffers they use. The submission
+// keeps words itself, not a copy, and the driver copies them at each
+// Submit: a change to them reaches the submissions made after it, and
+// must not happen while a Submit of the submission runs.
 func Words(words []uint32, refs ...Ref) Part {
 	return Part{kind: device.Words, queue: device.Compute, src: -1, dst: -1, words: words, refs: refs}
 }
