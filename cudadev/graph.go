@@ -464,18 +464,56 @@ func (g *graph) Destroy() error {
 }
 
 type execGraph struct {
-	gs    *graphs
+	gs *graphs
+	// mu guards h and serializes CUDA's calls on the executable graph,
+	// the launches of Submit's fill parts among them: CUDA's graph
+	// objects must not be used from two threads at once, and the devices
+	// of a GPU's timelines, each under its own submit lock, may launch
+	// one executable graph while its owner sets a node.
+	mu    sync.Mutex
 	h     uintptr
 	holds holds
 }
 
-func (x *execGraph) Handle() uintptr { return x.h }
+func (x *execGraph) Handle() uintptr {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.h
+}
 
 func (x *execGraph) gone() error {
-	if x.h == 0 {
-		return errors.New("cudadev: graph: the executable graph is destroyed")
+	if x.Handle() == 0 {
+		return errExecDestroyed
 	}
 	return x.gs.usable()
+}
+
+var errExecDestroyed = errors.New("cudadev: graph: the executable graph is destroyed")
+
+// call calls fn with the executable graph's handle and the device's
+// context current, while no other call of CUDA's on the executable graph
+// runs; where the graph is destroyed it calls nothing and returns false.
+func (x *execGraph) call(fn func(t *table, h uintptr) result) (result, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.h == 0 {
+		return 0, false
+	}
+	h := x.h
+	return x.gs.in(func(t *table) result { return fn(t, h) }), true
+}
+
+// launch enqueues a launch of the executable graph on stream through f,
+// launch being cuGraphLaunch's address, while no other call of CUDA's on
+// the executable graph runs. A destroyed graph is not launched: the answer
+// is CUDA_ERROR_INVALID_VALUE, as CUDA answers a null graph.
+func (x *execGraph) launch(f *frame, launch, stream uintptr) result {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.h == 0 {
+		return errInvalidValue
+	}
+	return f.c2(launch, x.h, stream)
 }
 
 // SetKernel sets a kernel node's launch. It refuses, before CUDA is
@@ -493,10 +531,13 @@ func (x *execGraph) SetKernel(n cuda.Node, k cuda.Kernel) error {
 		return errors.Join(err, x.holds.unhold(img))
 	}
 	kn := newKernelNode(k, params)
-	r := x.gs.in(func(t *table) result {
-		return t.call(t.cuGraphExecKernelNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(&kn.p)))
+	r, ok := x.call(func(t *table, h uintptr) result {
+		return t.call(t.cuGraphExecKernelNodeSetParams, h, uintptr(n), uintptr(unsafe.Pointer(&kn.p)))
 	})
 	runtime.KeepAlive(kn)
+	if !ok {
+		return errors.Join(errExecDestroyed, x.holds.unhold(img))
+	}
 	if r != 0 {
 		return errors.Join(x.gs.err("setting a kernel node", r), x.holds.unhold(img))
 	}
@@ -513,9 +554,13 @@ func (x *execGraph) SetCopy(n cuda.Node, c cuda.Copy) error {
 	if err != nil {
 		return err
 	}
-	if r := x.gs.in(func(t *table) result {
-		return t.call(t.cuGraphExecMemcpyNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(p)), x.gs.d.ctx)
-	}); r != 0 {
+	r, ok := x.call(func(t *table, h uintptr) result {
+		return t.call(t.cuGraphExecMemcpyNodeSetParams, h, uintptr(n), uintptr(unsafe.Pointer(p)), x.gs.d.ctx)
+	})
+	if !ok {
+		return errExecDestroyed
+	}
+	if r != 0 {
 		return x.gs.err("setting a memcpy node", r)
 	}
 	return nil
@@ -531,9 +576,13 @@ func (x *execGraph) SetMemset(n cuda.Node, m cuda.Memset) error {
 	if err != nil {
 		return err
 	}
-	if r := x.gs.in(func(t *table) result {
-		return t.call(t.cuGraphExecMemsetNodeSetParams, x.h, uintptr(n), uintptr(unsafe.Pointer(p)), x.gs.d.ctx)
-	}); r != 0 {
+	r, ok := x.call(func(t *table, h uintptr) result {
+		return t.call(t.cuGraphExecMemsetNodeSetParams, h, uintptr(n), uintptr(unsafe.Pointer(p)), x.gs.d.ctx)
+	})
+	if !ok {
+		return errExecDestroyed
+	}
+	if r != 0 {
 		return x.gs.err("setting a memset node", r)
 	}
 	return nil
@@ -550,7 +599,11 @@ func (x *execGraph) Upload() error {
 	if d.stopped {
 		return errStopped
 	}
-	if r := x.gs.in(func(t *table) result { return t.call(t.cuGraphUpload, x.h, d.streams[0]) }); r != 0 {
+	r, ok := x.call(func(t *table, h uintptr) result { return t.call(t.cuGraphUpload, h, d.streams[0]) })
+	if !ok {
+		return errExecDestroyed
+	}
+	if r != 0 {
 		return x.gs.err("uploading a graph", r)
 	}
 	return nil
@@ -560,12 +613,17 @@ func (x *execGraph) Upload() error {
 // images rig unloaded that it alone held; it returns CUDA's refusal of
 // either.
 func (x *execGraph) Destroy() error {
-	if x.h == 0 {
-		return nil
-	}
+	x.mu.Lock()
 	h := x.h
 	x.h = 0
-	r := x.gs.in(func(t *table) result { return t.call(t.cuGraphExecDestroy, h) })
+	var r result
+	if h != 0 {
+		r = x.gs.in(func(t *table) result { return t.call(t.cuGraphExecDestroy, h) })
+	}
+	x.mu.Unlock()
+	if h == 0 {
+		return nil
+	}
 	err := x.holds.release()
 	if r != 0 {
 		return errors.Join(x.gs.err("destroying an executable graph", r), err)

@@ -501,6 +501,8 @@ func (d *gpu) enqueue(f *frame, p *device.Part, stream uintptr, v uint64) (resul
 		switch fn := p.FillFn.(type) {
 		case uintptr:
 			return f.c3(fn, stream, p.FillArg, uintptr(v)), doFill
+		case *execGraph:
+			return fn.launch(f, t.cuGraphLaunch, stream), doGraph
 		case cuda.Exec:
 			return f.c2(t.cuGraphLaunch, fn.Handle(), stream), doGraph
 		}

@@ -156,6 +156,10 @@ type Graph interface {
 
 // Exec is an executable graph. A rig Fill part whose function is an Exec
 // launches the graph on the part's stream (cuGraphLaunch): rig.Fill(x, 0).
+// The Exec that the record's Graphs make calls CUDA on the executable
+// graph from one goroutine at a time, its launches by submissions on any
+// device included, since CUDA's graph objects must not be used from two
+// threads at once.
 type Exec interface {
 	// Handle is the CUgraphExec.
 	Handle() uintptr
