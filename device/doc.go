@@ -37,12 +37,13 @@
 //
 // # Answers
 //
-// The variant returns are small Go values: [RoomAnswer] (ok, later,
-// grow, never with its reason) and [SubmitAnswer] (committed, pending,
-// failed with its reason) on the hot path, which allocate nothing; and
-// errors elsewhere, where a sentinel or a typed error carries the variant:
-// [ErrNoMemory] for an allocation's None, [ErrAbsent] for an entry's Absent,
-// [*NoMemory] for an entry's No_memory n, [*Short] for a growth's Short n,
-// [ErrNoRoom] and [ErrNever] for a mapping's refusals, and [*Fault] for a
-// fault. Any other error is a refusal of the arguments, which loses nothing.
+// The hot path's answers are small Go values that allocate nothing:
+// [RoomAnswer] (ok, later, grow, or never with its reason) and
+// [SubmitAnswer] (committed, pending, or failed with its reason). Elsewhere
+// a sentinel or a typed error carries the answer: [ErrNoMemory] for an
+// allocation the device has no memory for, [ErrAbsent] for an entry the
+// image lacks, [*NoMemory] for an entry that lacks n bytes, [*Short] for a
+// growth that lacks n bytes, [ErrNoRoom] and [ErrNever] for a mapping's
+// refusals, and [*Fault] for a fault. Any other error is a refusal of the
+// arguments, which loses nothing.
 package device

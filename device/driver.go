@@ -78,11 +78,11 @@ type Driver interface {
 	// values completed before the fault; otherwise rig takes seen.
 	Sleep(seen uint64, still time.Duration) error
 
-	// Stop stops the device without waiting for its work: it
-	// fences the device off so that no later work runs. fault is the cause of a loss, or "" where rig did
-	// not lose the device. rig calls it once, at Close or at an open of the
-	// same name, with no counted call in flight, or at Open where Facts
-	// declares no queues.
+	// Stop stops the device without waiting for its work: it fences the
+	// device off so that no later work runs. fault is the cause of a loss,
+	// or "" where rig did not lose the device. rig calls it once, at Close
+	// or at an open of the same name, with no counted call in flight, or
+	// at Open where Facts declares no queues.
 	Stop(fault string) error
 
 	// Capability is the record compiled code uses, of the type the key in

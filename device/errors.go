@@ -5,16 +5,21 @@ import (
 	"fmt"
 )
 
-// ErrNoMemory is Alloc's None: the device has no memory to give.
+// ErrNoMemory is returned by Alloc where the device has no memory to give.
+// rig's Device.Alloc returns an error matching it, at once, for a kind of
+// memory the device has none of (Facts.Kinds).
 var ErrNoMemory = errors.New("no memory")
 
-// ErrAbsent is Entry's Absent: the image has no such function.
+// ErrAbsent is returned by Entry where the image has no such function.
 var ErrAbsent = errors.New("no such function")
 
-// ErrNoRoom is a mapping's No_room: the device lacked room to map.
+// ErrNoRoom is returned by MapPeer and MapHost where the device lacked
+// room to map the memory now.
 var ErrNoRoom = errors.New("no room to map")
 
-// ErrNever is a mapping's Never: the device never maps that memory.
+// ErrNever is returned by MapPeer and MapHost where the device never maps
+// that memory. rig's Device.MapHost returns an error matching it on a
+// device that maps no host memory (Facts.MapsHost false).
 var ErrNever = errors.New("cannot map")
 
 // Fault reports that the device faulted. A *Fault from a counted call loses
@@ -66,15 +71,15 @@ func AsFault(err error) (*Fault, bool) {
 	return f, ok
 }
 
-// NoMemory is Entry's No_memory n: the device has no memory for the N bytes
-// the function's launches need, and made nothing.
+// NoMemory is returned by Entry where the device has no memory for the N
+// bytes the function's launches need; Entry made nothing.
 type NoMemory struct{ N int64 }
 
 // Error names the bytes lacked.
 func (e *NoMemory) Error() string { return fmt.Sprintf("no memory for %d bytes", e.N) }
 
-// Short is Grow's Short n: the device has no memory for N bytes the growth
-// takes.
+// Short is returned by Grow where the device has no memory for the N bytes
+// the growth takes.
 type Short struct{ N int64 }
 
 // Error names the bytes lacked.

@@ -3,13 +3,27 @@ package rig_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
-	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/hostdev"
 	rig "github.com/rig-go/rig/runtime"
 )
+
+// A program registers its host kernels once, at init. example.scale
+// multiplies the float32 x[i] by a: its parameters are a pointer (8 bytes)
+// and a float (4 bytes), laid out as a C compiler lays out
+//
+//	extern "C" __global__ void scale(float *x, float a);
+//
+// so that a run sets them by index (Run.SetFloat32).
+func init() {
+	hostdev.RegisterArgs("example.scale", func(k *hostdev.Ctx) {
+		x := k.Float32s(k.Uint64(0)+4*uint64(k.Index()), 1)
+		x[0] *= math.Float32frombits(k.Uint32(8))
+	}, 8, 4)
+}
 
 // The example: a kernel twice doubles a buffer x of n floats in
 // place, n a multiple of 256. On a GPU the image is a cubin compiled from
@@ -28,7 +42,7 @@ func Example() {
 	defer g.Close()
 
 	const n = 1024
-	x, err := g.Alloc(device.PinnedMemory, 4*n)
+	x, err := g.Alloc(rig.PinnedMemory, 4*n)
 	if err != nil {
 		panic(err)
 	}
@@ -44,7 +58,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	s, err := rig.NewSubmission(g, rig.Launch(twice, 8, rig.ReadWrite(0, 0)))
+	// Buffer 0 of each run goes into twice's parameter 0; the kernel reads
+	// and writes it.
+	s, err := rig.NewSubmission(g, rig.Kernel(twice, rig.ReadWriteArg(0, 0)))
 	if err != nil {
 		panic(err)
 	}
@@ -73,7 +89,7 @@ func ExampleRun_Do() {
 	}
 	defer g.Close()
 
-	x, err := g.Alloc(device.PinnedMemory, 4*256)
+	x, err := g.Alloc(rig.PinnedMemory, 4*256)
 	if err != nil {
 		panic(err)
 	}
@@ -86,7 +102,7 @@ func ExampleRun_Do() {
 	if err != nil {
 		panic(err)
 	}
-	s, err := rig.NewSubmission(g, rig.Launch(twice, 8, rig.ReadWrite(0, 0)))
+	s, err := rig.NewSubmission(g, rig.Kernel(twice, rig.ReadWriteArg(0, 0)))
 	if err != nil {
 		panic(err)
 	}
@@ -112,7 +128,7 @@ func ExampleFillFloat32() {
 	defer g.Close()
 
 	const rows, cols = 3, 4
-	x, err := g.Alloc(device.DeviceMemory, 4*rows*cols)
+	x, err := g.Alloc(rig.DeviceMemory, 4*rows*cols)
 	if err != nil {
 		panic(err)
 	}
@@ -136,4 +152,275 @@ func ExampleFillFloat32() {
 	// [0 1.5 1.5 1.5]
 	// [0 1.5 1.5 1.5]
 	// [0 1.5 1.5 1.5]
+}
+
+// Open opens a device with a driver's opener; Close stops it, and Done is
+// closed once it has given back everything it held. Calls after Close
+// return an error matching ErrClosed.
+func ExampleOpen() {
+	ctx := context.Background()
+	dev, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-open"}))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(dev.Name(), dev.Arch(), dev.Facts().Queues)
+
+	if err := dev.Close(); err != nil {
+		panic(err)
+	}
+	<-dev.Done()
+	_, err = dev.Alloc(rig.DeviceMemory, 64)
+	fmt.Println(errors.Is(err, rig.ErrClosed))
+	// Output:
+	// example-open host [COMPUTE:0 COPY:0]
+	// true
+}
+
+// Upload and Download copy Go slices into and out of a buffer of any kind
+// of memory, here the device's own, which the host does not address. Each
+// waits for the work that uses the buffer first.
+func ExampleUpload() {
+	ctx := context.Background()
+	dev, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-upload"}))
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	x, err := dev.Alloc(rig.DeviceMemory, 4*4)
+	if err != nil {
+		panic(err)
+	}
+	if err := rig.Upload(ctx, x, 0, []float32{1, 2, 3, 4}); err != nil {
+		panic(err)
+	}
+	// Two floats from byte 8 on.
+	out := make([]float32, 2)
+	if err := rig.Download(ctx, out, x, 8); err != nil {
+		panic(err)
+	}
+	fmt.Println(out, x.Bytes() == nil)
+	// Output: [3 4] true
+}
+
+// Alloc takes memory from the device's budget, and Free gives it back
+// once the work that uses the buffer is done (here at once: none does).
+// Uses of a freed buffer return an error matching ErrFreed; a second Free
+// does nothing.
+func ExampleDevice_Alloc() {
+	ctx := context.Background()
+	dev, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-alloc", Budget: 1 << 20}))
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	b, err := dev.Alloc(rig.PinnedMemory, 100)
+	if err != nil {
+		panic(err)
+	}
+	used, limit := dev.Budget()
+	fmt.Println(b.Len(), b.Kind(), used, limit)
+
+	// More than the whole budget fails at once.
+	_, err = dev.Alloc(rig.DeviceMemory, 2<<20)
+	fmt.Println(errors.Is(err, rig.ErrOutOfMemory))
+
+	if err := b.Free(); err != nil {
+		panic(err)
+	}
+	used, _ = dev.Budget()
+	fmt.Println(used, b.Free(), errors.Is(rig.Upload(ctx, b, 0, []byte{1}), rig.ErrFreed))
+	// Output:
+	// 100 Pinned 4096 1048576
+	// true
+	// 0 <nil> true
+}
+
+// A kernel whose image states its parameters' layout (here a host kernel
+// registered with hostdev.RegisterArgs) takes its buffers by parameter
+// index (ReadWriteArg) and its other parameters from the run's setters,
+// which check each value's size against the parameter's. A setter's error
+// is returned by Submit.
+func ExampleRun_SetFloat32() {
+	ctx := context.Background()
+	dev, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-args"}))
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	img, err := dev.LoadImage(hostdev.ImageOf("example.scale"))
+	if err != nil {
+		panic(err)
+	}
+	scale, err := img.Resolve("example.scale")
+	if err != nil {
+		panic(err)
+	}
+	x, err := dev.Alloc(rig.DeviceMemory, 4*4)
+	if err != nil {
+		panic(err)
+	}
+	if err := rig.Upload(ctx, x, 0, []float32{1, 2, 3, 4}); err != nil {
+		panic(err)
+	}
+	s, err := rig.NewSubmission(dev, rig.Kernel(scale, rig.ReadWriteArg(0, 0)))
+	if err != nil {
+		panic(err)
+	}
+
+	run := s.Take()
+	run.Threads(0, 4, 1, 1)
+	run.SetFloat32(0, 1, 2.5) // a = 2.5
+	if _, err := run.Do(ctx, x); err != nil {
+		panic(err)
+	}
+
+	// Parameter 1 is a float32: an int64 does not fit it.
+	run = s.Take()
+	run.SetInt64(0, 1, 3)
+	_, err = run.Submit(ctx, x)
+	fmt.Println(errors.Is(err, rig.ErrInvalid))
+
+	out := make([]float32, 4)
+	if err := rig.Download(ctx, out, x, 0); err != nil {
+		panic(err)
+	}
+	fmt.Println(out)
+	// Output:
+	// true
+	// [2.5 5 7.5 10]
+}
+
+// Each device is a timeline of its own, and a buffer of one goes into the
+// submissions of another as it is: rig orders the work by the buffers it
+// uses, across devices too. Here a fills x on its timeline, and b's copy
+// of x into y waits for that fill without the host waiting in between.
+// On a GPU the devices would be cudadev.Timeline(0, 0) and
+// cudadev.Timeline(0, 1), or nvdev's, two timelines of one GPU.
+func ExampleWaitAll() {
+	ctx := context.Background()
+	a, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-a"}))
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	b, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-b"}))
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+
+	x, err := a.Alloc(rig.DeviceMemory, 4*4)
+	if err != nil {
+		panic(err)
+	}
+	y, err := b.Alloc(rig.DeviceMemory, 4*4)
+	if err != nil {
+		panic(err)
+	}
+	fill, err := rig.NewSubmission(a, rig.FillFloat32(0, 0, 4, 7))
+	if err != nil {
+		panic(err)
+	}
+	copyXY, err := rig.NewSubmission(b, rig.Copy(0, 0, 1, 0, 4*4))
+	if err != nil {
+		panic(err)
+	}
+
+	pa, err := fill.Take().Submit(ctx, x)
+	if err != nil {
+		panic(err)
+	}
+	pb, err := copyXY.Take().Submit(ctx, x, y)
+	if err != nil {
+		panic(err)
+	}
+	// Points of several devices: WaitAll returns once each is reached.
+	if err := rig.WaitAll(ctx, pa, pb); err != nil {
+		panic(err)
+	}
+	out := make([]float32, 4)
+	if err := rig.Download(ctx, out, y, 0); err != nil {
+		panic(err)
+	}
+	fmt.Println(pa.Device().Name(), pb.Device().Name(), out)
+	// Output: example-a example-b [7 7 7 7]
+}
+
+// A fault of a device's work loses the device: its waiters wake with an
+// error that matches ErrLost, Lost is closed, and later calls fail at once.
+// A server selects on Lost, closes the lost device and opens its name
+// again to go on. The host driver's "panic" kernel injects such a fault.
+func ExampleDevice_Lost() {
+	ctx := context.Background()
+	op := hostdev.Open(hostdev.Config{Name: "example-lost"})
+	dev, err := rig.Open(ctx, op)
+	if err != nil {
+		panic(err)
+	}
+	img, err := dev.LoadImage(hostdev.ImageOf("panic"))
+	if err != nil {
+		panic(err)
+	}
+	fn, err := img.Resolve("panic")
+	if err != nil {
+		panic(err)
+	}
+	s, err := rig.NewSubmission(dev, rig.Kernel(fn))
+	if err != nil {
+		panic(err)
+	}
+	_, err = s.Take().Do(ctx)
+	var le *rig.LostError
+	fmt.Println(errors.Is(err, rig.ErrLost), errors.As(err, &le) && le.Device == "example-lost")
+
+	<-dev.Lost()
+	_, err = dev.Alloc(rig.DeviceMemory, 64)
+	fmt.Println(errors.Is(err, dev.Err()))
+
+	// Close the lost device, and open its name again.
+	_ = dev.Close()
+	<-dev.Done()
+	dev, err = rig.Open(ctx, op)
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+	fmt.Println(dev.Err())
+	// Output:
+	// true true
+	// true
+	// <nil>
+}
+
+// MapHost lends the device host memory without a copy: the device's work
+// writes b itself. The host driver maps host memory where its Config says
+// so, as the GPU drivers do.
+func ExampleDevice_MapHost() {
+	ctx := context.Background()
+	dev, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-maphost", MapsHost: true}))
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	b := make([]byte, 8)
+	buf, err := dev.MapHost(b)
+	if err != nil {
+		panic(err)
+	}
+	s, err := rig.NewSubmission(dev, rig.FillBytes(0, 2, 4, 0xab))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := s.Take().Do(ctx, buf); err != nil {
+		panic(err)
+	}
+	fmt.Printf("% x\n", b)
+	if err := buf.Free(); err != nil {
+		panic(err)
+	}
+	// Output: 00 00 ab ab ab ab 00 00
 }

@@ -16,7 +16,8 @@ import (
 // cubin on nvdev, a manifest of Go kernels on hostdev.
 //
 // An image lives until Unload, which unloads it once no work that runs it
-// can run, or until its device is closed.
+// can run, or until its device is closed. An Image, and each Function of
+// it, is safe for use by any goroutine.
 type Image struct {
 	s *imageState
 }
@@ -58,7 +59,10 @@ type Function struct {
 // LoadImage loads the binary bin on the device. Where the driver asks rig
 // to place the image, rig allocates its Device memory, running the rounds
 // of reclamation, and the driver lays the image there; a place of more
-// bytes than the device's whole budget fails at once, as Alloc does.
+// bytes than the device's whole budget fails at once, as Alloc does. On a
+// closed device it returns an error matching ErrClosed, and on a lost one
+// the loss; a binary the driver refuses returns the driver's reason, which
+// matches none of the package's sentinels, and leaves the device working.
 func (d *Device) LoadImage(bin []byte) (*Image, error) {
 	if err := d.made("image load"); err != nil {
 		return nil, err
@@ -110,7 +114,10 @@ func (d *Device) LoadImage(bin []byte) (*Image, error) {
 // after the last, or the device's loss or close where one comes during
 // the rounds. An image with no such function returns an error
 // matching ErrNoFunction; an image after Unload, one matching ErrFreed;
-// a nil Image, or one no LoadImage made, one matching ErrInvalid.
+// a nil Image, or one no LoadImage made, one matching ErrInvalid. A
+// function resolved before returns at once, also after the device closed
+// or was lost; making a new one then returns the device's ErrClosed or
+// loss. Submissions of a closed or lost device fail at Submit.
 func (im *Image) Resolve(name string) (*Function, error) {
 	if im == nil || im.s == nil {
 		return nil, fmt.Errorf("rig: resolve of a nil image: %w", ErrInvalid)
@@ -176,7 +183,8 @@ func (s *imageState) made(name string) (*Function, error) {
 
 // Prepare starts making the named functions ready to launch, without
 // waiting, so that their Resolve finds them made. After Unload it returns
-// an error matching ErrFreed, and on a nil Image one matching ErrInvalid.
+// an error matching ErrFreed, on a closed device one matching ErrClosed,
+// on a lost one the loss, and on a nil Image one matching ErrInvalid.
 func (im *Image) Prepare(names ...string) error {
 	if im == nil || im.s == nil {
 		return fmt.Errorf("rig: prepare of a nil image: %w", ErrInvalid)

@@ -297,6 +297,8 @@ const spinCheck = 16
 // before it parks: a GPU's round trip of a few microseconds then wakes its
 // waiter with no goroutine handoff, at the cost of that much CPU per wait
 // that outlasts it. Only a few waits spin at once, whatever the spin; the
-// others park at once. 0 parks at once. A spinning wait returns once its
-// context ends or the device is lost, whatever the spin.
+// others park at once. 0, or a negative spin, parks at once; the default
+// is DefaultWaitSpin. Any goroutine may call it, and it applies to the
+// waits that begin after it. A spinning wait returns once its context ends
+// or the device is lost, whatever the spin.
 func (d *Device) SetWaitSpin(spin time.Duration) { d.spin.Store(int64(max(spin, 0))) }

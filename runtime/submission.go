@@ -412,8 +412,13 @@ func (r *Run) forget() {
 // with a *RefusalError. Where Submit finds that the work would wait for
 // a point that another device, lost or closed, never reached, it submits
 // nothing and returns that device's loss, or an error that matches
-// ErrClosed and names that device. A nil ctx panics, as it does in the
-// standard library.
+// ErrClosed and names that device. On a closed device Submit returns an
+// error matching ErrClosed, and on a lost one the loss, which matches
+// ErrLost; a buffer freed before the submission, or a launch of an image
+// unloaded, returns one matching ErrFreed. Where ctx ends before the work
+// is submitted (before the call, or while Submit waits for room, a growth
+// or another device's point), Submit returns ctx.Err() and submits
+// nothing. A nil ctx panics, as it does in the standard library.
 func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	if ctx == nil {
 		panic("rig: Submit with a nil Context")
