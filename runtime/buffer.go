@@ -25,6 +25,11 @@ import (
 // every point of work that uses it is reached. Work of another device uses
 // it through a mapping that rig makes at that device's first use (the
 // driver's MapPeer).
+//
+// A Buffer is safe for use by any goroutine: submissions of several
+// goroutines, and of several devices, may use it at once, and rig orders
+// their work by how each uses it (Ref). Its Bytes are the caller's to
+// order against that work (Point.Wait).
 type Buffer struct {
 	s *bufState
 }
@@ -86,7 +91,7 @@ var bufIDs atomic.Uint64
 // the device has none of (Facts.Kinds) one matching device.ErrNoMemory.
 // An n below 1, or a kind that is no kind of memory, returns an error
 // matching ErrInvalid.
-func (d *Device) Alloc(kind device.Memory, n int) (*Buffer, error) {
+func (d *Device) Alloc(kind Memory, n int) (*Buffer, error) {
 	return d.alloc(context.Background(), kind, n)
 }
 
@@ -284,7 +289,7 @@ func (b *Buffer) Len() int {
 }
 
 // Kind is the buffer's kind of memory; 0 for a nil or zero Buffer.
-func (b *Buffer) Kind() device.Memory {
+func (b *Buffer) Kind() Memory {
 	if b.zero() {
 		return 0
 	}

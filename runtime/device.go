@@ -23,7 +23,9 @@ import (
 // its device was stopped). The methods are for a Device that Open
 // returned. Given a nil or zero Device, Close, Alloc, MapHost, LoadImage
 // and Settle return an error matching ErrInvalid, and NewSubmission does;
-// the accessors (Name, Facts, Stats and the like) panic.
+// the other methods are not for them: on a nil Device they panic, and on a
+// zero one some panic and the others return zero values (Done and Lost a
+// nil channel, which is never closed).
 type Device struct {
 	name string
 	// closed is the error of calls and waits after Close: it matches
@@ -120,8 +122,9 @@ var (
 )
 
 // Open opens a device with op and starts its supervisor. One device of a
-// name is open at a time: Open returns an error while a device of op's
-// name is open. Opening the name of a lost device that was not closed
+// name is open at a time: Open returns an error matching ErrInUse, at
+// once, while a device of op's name is open, or another Open of the name
+// is under way. Opening the name of a lost device that was not closed
 // closes it first; where a closed or lost device of the name has not yet
 // given back what it holds (its work still runs), Open waits for that
 // while ctx allows, and returns an error wrapping ctx's if it ends first.
@@ -182,7 +185,7 @@ func reserveName(ctx context.Context, name string) error {
 	defer regMu.Unlock()
 	for {
 		if opening[name] {
-			return fmt.Errorf("rig: open %q: another open of that name is under way", name)
+			return fmt.Errorf("rig: open %q: another open of that name is under way: %w", name, ErrInUse)
 		}
 		old := names[name]
 		if old == nil {
@@ -191,7 +194,7 @@ func reserveName(ctx context.Context, name string) error {
 		}
 		lost := old.loss.Load() != nil
 		if !lost && !old.closing.Load() {
-			return fmt.Errorf("rig: open %q: a device of that name is open", name)
+			return fmt.Errorf("rig: open %q: a device of that name is open: %w", name, ErrInUse)
 		}
 		regMu.Unlock()
 		if lost {

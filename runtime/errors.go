@@ -37,6 +37,10 @@ var (
 	// device accepts: a nil device or function, an index, length or count
 	// out of its bounds, a run submitted after it went back to its pool.
 	ErrInvalid = errors.New("rig: invalid argument")
+	// ErrInUse is matched by Open's error where a device of the name is
+	// open and neither lost nor closing, or another Open of the name is
+	// under way: Close that device first, or wait for that Open.
+	ErrInUse = errors.New("rig: device name in use")
 )
 
 // closedError is the error of calls and waits on a device after its

@@ -59,8 +59,33 @@ func submit(t *testing.T, s *Submission, bufs ...*Buffer) Point {
 func TestOneDevicePerName(t *testing.T) {
 	f := newFake()
 	d := openFake(t, "once", f)
-	if _, err := Open(context.Background(), newFake().opener("once")); err == nil || !strings.Contains(err.Error(), "is open") {
-		t.Fatalf("second open of a name: %v", err)
+	if _, err := Open(context.Background(), newFake().opener("once")); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "is open") {
+		t.Fatalf("second open of a name: %v, want an error matching ErrInUse", err)
+	}
+	// An open of a name while another open of it is under way.
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := newFake().opener("slow")
+	mk := slow.Make
+	slow.Make = func(w *uint64) (device.Driver, error) {
+		close(entered)
+		<-release
+		return mk(w)
+	}
+	first := make(chan error, 1)
+	go func() {
+		d, err := Open(context.Background(), slow)
+		if err == nil {
+			err = d.Close()
+		}
+		first <- err
+	}()
+	<-entered
+	if _, err := Open(context.Background(), newFake().opener("slow")); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "under way") {
+		t.Errorf("an open of a name during another: %v, want an error matching ErrInUse", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
