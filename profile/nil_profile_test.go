@@ -78,3 +78,32 @@ func TestStartZeroDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartInvalid: StartOptions refuses arguments no device accepts with
+// an error matching rig.ErrInvalid, and starts nothing, so that each
+// device is free for a later profile.
+func TestStartInvalid(t *testing.T) {
+	d := openHost(t, "profile-invalid")
+	for name, c := range map[string]struct {
+		o    Options
+		devs []*rig.Device
+	}{
+		"no device":      {Options{}, nil},
+		"negative Every": {Options{Every: -1}, []*rig.Device{d}},
+		"negative spans": {Options{MaxSpans: -1}, []*rig.Device{d}},
+		"a nil device":   {Options{}, []*rig.Device{d, nil}},
+		"a zero device":  {Options{}, []*rig.Device{d, new(rig.Device)}},
+		"a device twice": {Options{}, []*rig.Device{d, d}},
+	} {
+		if p, err := StartOptions(c.o, c.devs...); !errors.Is(err, rig.ErrInvalid) || p != nil {
+			t.Errorf("%s: %v, %v; want an error matching rig.ErrInvalid", name, p, err)
+		}
+	}
+	p, err := Start(d)
+	if err != nil {
+		t.Fatalf("a profile after the refused ones: %v", err)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -165,13 +165,16 @@ func Start(devs ...*rig.Device) (*Profile, error) { return StartOptions(Options{
 // complete later, sets the profile as each device's observer, turns on
 // stamping and starts the profile's settling goroutine. A device may be in
 // one profile at a time, and the profile replaces any other observer it
-// has until Stop, which leaves it with none.
+// has until Stop, which leaves it with none. It starts nothing, and
+// returns an error matching rig.ErrInvalid, for no devices, negative
+// options, a nil device, a Device that rig.Open did not make or a device
+// named twice; and an error for a device in another profile.
 func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 	if len(devs) == 0 {
-		return nil, errors.New("profile: start on no device")
+		return nil, fmt.Errorf("profile: start on no device: %w", rig.ErrInvalid)
 	}
 	if o.Every < 0 || o.MaxSpans < 0 {
-		return nil, fmt.Errorf("profile: negative options %+v", o)
+		return nil, fmt.Errorf("profile: negative options %+v: %w", o, rig.ErrInvalid)
 	}
 	if o.Every == 0 {
 		o.Every = 50 * time.Millisecond
@@ -184,7 +187,7 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 	for i, d := range devs {
 		if d == nil {
 			takenMu.Unlock()
-			return nil, fmt.Errorf("profile: device %d is nil", i)
+			return nil, fmt.Errorf("profile: device %d is nil: %w", i, rig.ErrInvalid)
 		}
 		if d.Facts() == nil {
 			takenMu.Unlock()
@@ -197,7 +200,7 @@ func StartOptions(o Options, devs ...*rig.Device) (*Profile, error) {
 		for _, e := range devs[:i] {
 			if e == d {
 				takenMu.Unlock()
-				return nil, fmt.Errorf("profile: device %s named twice", d.Name())
+				return nil, fmt.Errorf("profile: device %s named twice: %w", d.Name(), rig.ErrInvalid)
 			}
 		}
 	}
