@@ -44,8 +44,8 @@
 // dlerror's message belongs to the OS thread, so the load locks
 // the goroutine to its thread from dlopen to dlerror. Every function of CUDA 12.4 the driver
 // calls is resolved once, by its exported, versioned name
-// (cuStreamWriteValue64_v2 and its kind), into one table; lib.go is the one
-// place that calls libcuda and turns a CUresult into an *Error, printed
+// (cuStreamWriteValue64_v2 and its kind), into one table; one place calls
+// libcuda and turns a CUresult into an *Error, printed
 // with CUDA's name and text: "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory
 // access was encountered".
 //
@@ -126,7 +126,7 @@
 //	CUresult f(CUstream stream, uintptr_t arg, uint64_t value)
 //
 // with the device's context current, value being the submission's value;
-// or an cuda.Exec, an executable graph of the capability record, which the
+// or a cuda.Exec, an executable graph of the capability record, which the
 // part launches on its stream (cuGraphLaunch): rig.Fill(exec, 0).
 //
 // Submit commits a value (cuStreamWriteValue64 after a system-wide fence,
@@ -187,7 +187,7 @@
 // While rig takes a profile, Submit stamps each value with timing events
 // in 1,024 reusable stamps, and Settle converts them to the host's clock
 // (device.Now) in value order, against a reference event measured at open
-// and again every 8 s of timed submits (profile.go says how). A measure
+// and again every 8 s of timed submits. A measure
 // that CUDA refuses with an error of a call alone leaves the last
 // reference, and the submit goes on; a fault of the context's work found
 // there loses the device.

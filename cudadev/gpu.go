@@ -217,8 +217,8 @@ type Config struct {
 
 	// CurrentContext makes the device's context current for every call
 	// of Submit, Commit and Sleep, as for every other call, instead of
-	// running their stream calls without it (doc.go, Threads and
-	// contexts). For measuring what that saves.
+	// running their stream calls without it (the package documentation,
+	// Threads and contexts). For measuring what that saves.
 	CurrentContext bool
 }
 
@@ -230,9 +230,9 @@ func GPU(i int) device.Opener { return Open(i, Config{}) }
 // Timeline is the opener of the kth timeline of GPU i, a device of its
 // own beside the GPU's other timelines: its own word and its own two
 // streams in the GPU's primary context, sharing the GPU's memory at the
-// same addresses (doc.go, Timelines). Timeline(i, 0) is GPU(i). The kth
-// for k > 0 is named as GPU(i) with "/k" after it: "CUDA/1", "CUDA:2/3".
-// It panics if i < 0 or k < 0.
+// same addresses (the package documentation, Timelines). Timeline(i, 0)
+// is GPU(i). The kth for k > 0 is named as GPU(i) with "/k" after it:
+// "CUDA/1", "CUDA:2/3". It panics if i < 0 or k < 0.
 func Timeline(i, k int) device.Opener { return Open(i, Config{Timeline: k}) }
 
 // Open is GPU's opener with a configuration: the timeline c.Timeline of

@@ -61,7 +61,7 @@ func (d *gpu) Room(s *device.Submission) device.RoomAnswer {
 					return never(i, fmt.Sprintf("a fill of a graph made on GPU %s, not this GPU (%s)", x.gs.d.info.bus, d.info.bus))
 				}
 			default:
-				return never(i, fmt.Sprintf("a fill's function is %T: CUDA runs a C function pointer (uintptr) or an cuda.Exec", p.FillFn))
+				return never(i, fmt.Sprintf("a fill's function is %T: CUDA runs a C function pointer (uintptr) or a cuda.Exec", p.FillFn))
 			}
 		default:
 			return never(i, fmt.Sprintf("CUDA runs launches, copies and fills, not %s parts", p.Kind))

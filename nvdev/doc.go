@@ -44,8 +44,8 @@
 // channel group, each in a subcontext of its own (a context share with a
 // VEID of its own), since the GPU's scheduler time-slices channel groups
 // while the compute engine runs the subcontexts of one group side by side
-// (group.go says why, and what their words change: waits for idle of the
-// subcontext, acquires that yield the group). Memory of the GPU lies at
+// (docs/nvdev.md, Timelines, says why, and what their words change: waits
+// for idle of the subcontext, acquires that yield the group). Memory of the GPU lies at
 // the same addresses for every timeline (the paths of a GPU share its
 // address space), and a timeline waits for another's value on the GPU,
 // with a semaphore acquire on its word. The RM stops every channel of a
@@ -63,7 +63,7 @@
 // their rings, constant banks and descriptors in the launch ring. Kick,
 // which rig calls after its submit lock is released and once for a burst
 // of concurrent submitters, then stores GPPut, reads the path's flush word
-// and rings the doorbell for every value submitted before it (kick.go).
+// and rings the doorbell for every value submitted before it.
 // Each value ends
 // with a 64-bit semaphore release of the word, with a wait for idle, on the
 // channel of its last part, or, for an untimed value of the compute channel
@@ -76,11 +76,10 @@
 //
 // Room returns RoomGrow for words beyond a segment ring, launches beyond the
 // launch ring, entries beyond a channel's ring and the first timed
-// submission; Grow makes the rings anew (grow.go), two channels anew in a new
-// channel group (channels.go) and the stamp ring (profile.go), and Settle
-// converts the stamps
-// of timed values to the host's clock. A copy or fill of one row (or of
-// rows without gaps) of at least 256 KiB within the device's own Device
+// submission; Grow makes the rings anew, two channels anew in a new
+// channel group and the stamp ring (docs/nvdev.md, Images, growth, stamps
+// and local memory), and Settle converts the stamps of timed values to
+// the host's clock. A copy or fill of one row (or of rows without gaps) of at least 256 KiB within the device's own Device
 // memory, or a copy or fill of rows of 1 KiB or more with gaps between
 // them, 256 KiB in all (a copy whose spans read and written meet within
 // one region stays the copy engine's), runs as the driver's own kernel
@@ -97,8 +96,9 @@
 // that a channel stuck on an acquire never holds the other's, and the
 // timelines of the shared group alternate which runqueue their compute
 // channel takes, so that the group's two PBDMAs each feed half their
-// launches (channels.go, docs/nvdev.md). Copies of bytes on COMPUTE:0 run on a copy engine the compute
-// channel binds on subchannel 4 (it ran on the H200);
+// launches (docs/nvdev.md, Timelines). Copies of bytes on COMPUTE:0 run
+// on a copy engine the compute channel binds on subchannel 4 (it ran on
+// the H200);
 // Config.NoComputeCopies refuses them instead.
 //
 // # Launches

@@ -65,7 +65,7 @@ type Config struct {
 	Timeline int
 	// SharedGroup puts the device's channels in the channel group the
 	// GPU's timelines share in the process, each in a subcontext of its
-	// own, whose work the compute engine runs side by side (group.go). By
+	// own, whose work the compute engine runs side by side. By
 	// default a device's channels are in a channel group of their own,
 	// which the GPU's scheduler time-slices against the other groups.
 	// Sharing is opt-in: on the H200 (RM 580) a device that closed in the
@@ -84,12 +84,13 @@ type Config struct {
 	// LaunchBytes those of the launch ring; 0 is 1 MiB each.
 	SegmentBytes, LaunchBytes int
 	// NoComputeCopies leaves the copy engine off the compute channel, so
-	// that the device refuses a copy of bytes on COMPUTE:0. By default the compute channel binds one on subchannel 4 and
-	// runs copies and fills in its queue's order.
+	// that the device refuses a copy of bytes on COMPUTE:0. By default
+	// the compute channel binds one on subchannel 4 and runs copies and
+	// fills in its queue's order.
 	NoComputeCopies bool
 	// PinnedSegments keeps the channels' segment rings in Pinned memory;
-	// by default they are Mapped memory where the BAR has
-	// room, which the channels fetch from faster (docs/nvdev.md).
+	// by default they are Mapped memory where the BAR has room, which the
+	// channels fetch from faster (docs/nvdev.md).
 	PinnedSegments bool
 	// PinnedRings keeps every ring the host writes (the channels' rings
 	// and USERD, the segment and launch rings) and the driver's own kernels
@@ -122,8 +123,9 @@ type Config struct {
 	// copy channel runs on the group's second runqueue where the RM gives
 	// it one (and, for an odd timeline of the shared group, the compute
 	// channel there and the copy channel on the first), so that each
-	// channel's acquires are polled by a PBDMA of its own (channels.go
-	// says why).
+	// channel's acquires are polled by a PBDMA of its own: a PBDMA whose
+	// channels made no progress stays on one channel's acquire until its
+	// timeslice ends (docs/nvdev.md, Channels and rings).
 	// For measuring: on two H200s, two devices of two GPUs that wait on
 	// each other stopped for good with it (docs/nvdev.md).
 	OneRunqueue bool
@@ -186,7 +188,7 @@ func GPU(i int) device.Opener { return Open(i, Config{}) }
 // Timeline is the opener of the kth timeline of GPU i, a device of its
 // own beside the GPU's other timelines: its own word and channels, in a
 // channel group of its own (Open with Config.SharedGroup puts them in a
-// subcontext of the channel group the GPU's timelines share, group.go),
+// subcontext of the channel group the GPU's timelines share),
 // with the GPU's memory at the same addresses as theirs. Timeline(i, 0) is
 // GPU(i). The kth for k > 0 is named as GPU(i) with "/k" after it: "NV/1",
 // "NV:2/3". It panics if i < 0 or k < 0.

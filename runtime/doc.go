@@ -28,12 +28,12 @@
 // device.Kicker, its Submit only stores to memory and its Kick, which makes
 // the device see the value (on nvdev a read across the bus and a doorbell),
 // runs after the lock is released, one for each burst of concurrent
-// submitters (kick.go): Submit returns once a Kick covered its value, or
+// submitters: Submit returns once a Kick covered its value, or
 // once the Kick in flight will: its kicker looks at the values submitted
 // again before it lets the kick go. The submitters of such a device
 // combine: each queues its run, and whoever
 // holds the submit lock makes the queued runs' attempts, in the order they
-// came, before it lets the lock go (combine.go); a run that must wait
+// came, before it lets the lock go; a run that must wait
 // (for room, a growth, another device) goes back to its own goroutine.
 //
 // # Locks
