@@ -35,19 +35,18 @@
 //
 // # Loading
 //
-// libcuda is loaded by its standard name (libcuda.so.1, then libcuda.so)
-// at the first call of Count, Buses or an opener's make; a load that fails
+// libcuda is loaded by its standard name (libcuda.so.1, then libcuda.so) at
+// the first call of Count, Buses or an opener's make; a load that fails
 // before cuInit closes the library (dlclose), one that fails after it keeps
 // a single reference for the process's life (libcuda's teardown at a close
 // after cuInit can crash), a failed load is tried again at the next call,
-// and its error gives dlopen's reason for each name.
-// dlerror's message belongs to the OS thread, so the load locks
-// the goroutine to its thread from dlopen to dlerror. Every function of CUDA 12.4 the driver
-// calls is resolved once, by its exported, versioned name
-// (cuStreamWriteValue64_v2 and its kind), into one table; one place calls
-// libcuda and turns a CUresult into an *Error, printed
-// with CUDA's name and text: "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory
-// access was encountered".
+// and its error gives dlopen's reason for each name. dlerror's message
+// belongs to the OS thread, so the load locks the goroutine to its thread
+// from dlopen to dlerror. Every function of CUDA 12.4 the driver calls is
+// resolved once, by its exported, versioned name (cuStreamWriteValue64_v2
+// and its kind), into one table; one place calls libcuda and turns a
+// CUresult into an *Error, printed with CUDA's name and text:
+// "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered".
 //
 // GPU(i) is the ith GPU by PCI bus address among those CUDA sees, whatever
 // CUDA_DEVICE_ORDER says. Open(i, Config) is the same with a configuration
@@ -226,17 +225,16 @@
 //
 // Stop does not wait for the work: where it ended (both streams idle, or a
 // fault ended the context's work) it writes the last value into the word;
-// otherwise it commits the last value and keeps an event behind the work
-// on each stream (the stream itself where CUDA makes or records no
-// event), which a goroutine of the stopped device's and the GPU's
-// next open read: the next open of the same timeline returns an error
-// while they are pending, and the goroutine, or an open of any timeline,
-// raises the word to the last value where a fault ended the work, or
-// where the work ended and CUDA refused Stop's write of that value, so
-// that rig gives the device's memory back. The goroutine returns once the work
-// ended. Stop then destroys the streams and events it does not keep,
-// which CUDA frees once their work ends. The primary context, and the modules in it,
-// stay for the process.
+// otherwise it commits the last value and keeps an event behind the work on
+// each stream (the stream itself where CUDA makes or records no event),
+// which a goroutine of the stopped device's and the GPU's next open read:
+// the next open of the same timeline returns an error while they are
+// pending, and the goroutine, or an open of any timeline, raises the word to
+// the last value where a fault ended the work, or where the work ended and
+// CUDA refused Stop's write of that value, so that rig gives the device's
+// memory back. The goroutine returns once the work ended. Stop then destroys
+// the streams and events it does not keep, which CUDA frees once their work
+// ends. The primary context, and the modules in it, stay for the process.
 //
 // # Capability
 //

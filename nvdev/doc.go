@@ -38,23 +38,23 @@
 //
 // A GPU holds several devices at once, one per timeline: Timeline(i, k)
 // opens the kth, and GPU(i) is Timeline(i, 0). Each has its own word,
-// channels, rings and submit path, so that submitters of different
-// timelines share no lock. Each has a channel group of its own by default;
-// the timelines of a GPU that ask for it (Config.SharedGroup) share one
-// channel group, each in a subcontext of its own (a context share with a
-// VEID of its own), since the GPU's scheduler time-slices channel groups
-// while the compute engine runs the subcontexts of one group side by side
+// channels, rings and submit path, so that submitters of different timelines
+// share no lock. Each has a channel group of its own by default; the
+// timelines of a GPU that ask for it (Config.SharedGroup) share one channel
+// group, each in a subcontext of its own (a context share with a VEID of its
+// own), since the GPU's scheduler time-slices channel groups while the
+// compute engine runs the subcontexts of one group side by side
 // (docs/nvdev.md, Timelines, says why, and what their words change: waits
-// for idle of the subcontext, acquires that yield the group). Memory of the GPU lies at
-// the same addresses for every timeline (the paths of a GPU share its
-// address space), and a timeline waits for another's value on the GPU,
-// with a semaphore acquire on its word. The RM stops every channel of a
-// group that faults: the timelines of a group name its fault domain and
-// rig loses them together; a device of a group of its own names none. A
-// fault found on the host's side alone (a settle that finds a reached
-// value's stamps unwritten, or cannot read the GPU's timer where the path
-// reports no fault of the GPU) stops no channel, and loses its timeline
-// alone (device.Fault.Alone).
+// for idle of the subcontext, acquires that yield the group). Memory of the
+// GPU lies at the same addresses for every timeline (the paths of a GPU
+// share its address space), and a timeline waits for another's value on the
+// GPU, with a semaphore acquire on its word. The RM stops every channel of a
+// group that faults: the timelines of a group name its fault domain and rig
+// loses them together; a device of a group of its own names none. A fault
+// found on the host's side alone (a settle that finds a reached value's
+// stamps unwritten, or cannot read the GPU's timer where the path reports no
+// fault of the GPU) stops no channel, and loses its timeline alone
+// (device.Fault.Alone).
 //
 // # Submitting
 //
@@ -76,23 +76,23 @@
 //
 // Room returns RoomGrow for words beyond a segment ring, launches beyond the
 // launch ring, entries beyond a channel's ring and the first timed
-// submission; Grow makes the rings anew, two channels anew in a new
-// channel group and the stamp ring (docs/nvdev.md, Images, growth, stamps
-// and local memory), and Settle converts the stamps of timed values to
-// the host's clock. A copy or fill of one row (or of rows without gaps) of at least 256 KiB within the device's own Device
-// memory, or a copy or fill of rows of 1 KiB or more with gaps between
-// them, 256 KiB in all (a copy whose spans read and written meet within
-// one region stays the copy engine's), runs as the driver's own kernel
-// on the compute channel, on the
-// GPUs whose cubins nvdev carries unless Config.CopyKernels says otherwise
-// (kernels.go). Images go into rig's Device region by the
-// copy channel, through a staging buffer (image.go).
+// submission; Grow makes the rings anew, two channels anew in a new channel
+// group and the stamp ring (docs/nvdev.md, Images, growth, stamps and local
+// memory), and Settle converts the stamps of timed values to the host's
+// clock. A copy or fill of one row (or of rows without gaps) of at least 256
+// KiB within the device's own Device memory, or a copy or fill of rows of 1
+// KiB or more with gaps between them, 256 KiB in all (a copy whose spans
+// read and written meet within one region stays the copy engine's), runs as
+// the driver's own kernel on the compute channel, on the GPUs whose cubins
+// nvdev carries unless Config.CopyKernels says otherwise.
+// Images go into rig's Device region by the copy channel, through a staging
+// buffer.
 //
 // Memory of another device: a device of the same GPU is viewed at the
 // same addresses; another GPU's Device and Pinned memory is mapped through
 // UVM where the RM's P2P capabilities say the GPUs reach each other
-// (nvidia/p2p.go). DMA exports Device and Mapped memory as a dma-buf
-// (nvidia/dma.go). Each channel of a device has a runqueue of its own, so
+// (package nvidia). DMA exports Device and Mapped memory as a dma-buf
+// (package nvidia). Each channel of a device has a runqueue of its own, so
 // that a channel stuck on an acquire never holds the other's, and the
 // timelines of the shared group alternate which runqueue their compute
 // channel takes, so that the group's two PBDMAs each feed half their
@@ -125,7 +125,7 @@
 // the channel's semaphore release followed by NON_STALL_INTERRUPT, never
 // with the launch's own release; other values raise nothing, and a Sleep
 // that finds one of them in flight blocks at most 100 µs at a time until
-// the word passes it (wake.go). A device whose path gives no event sleeps
+// the word passes it. A device whose path gives no event sleeps
 // 100 µs at a time. A channel's error raises no interrupt: Sleep reads the
 // notifiers as it wakes, at the latest after its bound.
 //
