@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -78,7 +79,10 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzDecode reads arbitrary words as a push buffer: Decode must never
-// panic, and makes no more writes than the buffer has words.
+// panic, makes no more writes than the buffer has words, and reads the
+// writes it returns back the same from a buffer of one Inc header and
+// data word each. A buffer it reads whole, twice over, makes its writes
+// twice over.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0, 0, 0, 0})
@@ -97,13 +101,24 @@ func FuzzDecode(f *testing.F) {
 		for i := range words {
 			words[i] = le.Uint32(b[4*i:])
 		}
-		w, _ := Decode(words)
+		w, err := Decode(words)
 		if len(w) > len(words) {
 			t.Fatalf("%d words make %d writes", len(words), len(w))
 		}
+		var one []uint32
 		for _, x := range w {
 			if x.Method&^0x3ffc != 0 || x.Subchannel > 7 {
 				t.Fatalf("write %+v", x)
+			}
+			one = append(one, Inc(x.Subchannel, x.Method, 1), x.Value)
+		}
+		if back, err := Decode(one); err != nil || !slices.Equal(back, w) {
+			t.Fatalf("writes %+v, one a header, read back as %+v (%v)", w, back, err)
+		}
+		if err == nil {
+			twice, err := Decode(append(slices.Clone(words), words...))
+			if err != nil || !slices.Equal(twice, append(slices.Clone(w), w...)) {
+				t.Fatalf("%#x twice over: %+v (%v), want %+v twice", words, twice, err, w)
 			}
 		}
 	})

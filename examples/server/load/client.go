@@ -122,9 +122,8 @@ func readHead(br *bufio.Reader) (head, error) {
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
 		return h, fmt.Errorf("a malformed status line %q", line)
 	}
-	if line[7] == '0' {
-		h.close = true
-	} else if line[7] != '1' {
+	http10 := line[7] == '0'
+	if !http10 && line[7] != '1' {
 		return h, fmt.Errorf("a status line of HTTP/1.%c", line[7])
 	}
 	for _, d := range line[9:12] {
@@ -134,6 +133,7 @@ func readHead(br *bufio.Reader) (head, error) {
 		h.code = 10*h.code + int(d-'0')
 	}
 	h.length = -1
+	var closes, keepAlive bool // a Connection field lists close, keep-alive
 	for {
 		line, err := readLine(br)
 		if err != nil {
@@ -157,13 +157,23 @@ func readHead(br *bufio.Reader) (head, error) {
 		case ascii(name, "transfer-encoding"):
 			return h, fmt.Errorf("a Transfer-Encoding (%q): the client reads Content-Length bodies only", value)
 		case ascii(name, "connection"):
-			if ascii(value, "close") {
-				h.close = true
-			} else if ascii(value, "keep-alive") {
-				h.close = false
+			// A list of options, each field's added to the others'.
+			for len(value) > 0 {
+				opt := value
+				if i := bytes.IndexByte(value, ','); i >= 0 {
+					opt, value = value[:i], value[i+1:]
+				} else {
+					value = nil
+				}
+				opt = bytes.TrimSpace(opt)
+				closes = closes || ascii(opt, "close")
+				keepAlive = keepAlive || ascii(opt, "keep-alive")
 			}
 		}
 	}
+	// The server closes the connection where it says close, and under
+	// HTTP/1.0 where it does not say keep-alive.
+	h.close = closes || http10 && !keepAlive
 	if h.length < 0 {
 		return h, errors.New("a response without a Content-Length")
 	}

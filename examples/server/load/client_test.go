@@ -29,6 +29,10 @@ func TestReadHead(t *testing.T) {
 		{"close", "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 3\r\n\r\n", head{400, 3, true}, true},
 		{"HTTP/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n", head{200, 1, true}, true},
 		{"HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\n", head{200, 1, false}, true},
+		{"close in a list", "HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 1\r\n\r\n", head{200, 1, true}, true},
+		{"close, then keep-alive", "HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n", head{200, 1, true}, true},
+		{"HTTP/1.0 keep-alive in a list", "HTTP/1.0 200 OK\r\nConnection: keep-alive , Upgrade\r\nContent-Length: 1\r\n\r\n", head{200, 1, false}, true},
+		{"another option", "HTTP/1.1 200 OK\r\nConnection: closed\r\nContent-Length: 1\r\n\r\n", head{200, 1, false}, true},
 		{"twice the same length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", head{200, 5, false}, true},
 		{"two lengths", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", head{}, false},
 		{"no length", "HTTP/1.1 200 OK\r\n\r\n", head{}, false},
@@ -51,10 +55,15 @@ func TestReadHead(t *testing.T) {
 }
 
 // FuzzReadHead: readHead never panics, and a head it accepts has a
-// status code of three digits and a length within the bound.
+// status code of three digits and a length within the bound. Where
+// net/http reads the same response, it reads the same status code and
+// Content-Length (bar the statuses that have no body), and the same
+// answer to whether the server closes the connection.
 func FuzzReadHead(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n"))
 	f.Add([]byte("HTTP/1.0 503 x\nConnection: close\nContent-Length: 0\n\n"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 1\r\n\r\n"))
+	f.Add([]byte("HTTP/1.0 204 OK\r\nConnection: x,keep-alive\r\nConnection: y\r\nContent-Length: 3\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := readHead(bufio.NewReaderSize(bytes.NewReader(b), 64))
 		if err != nil {
@@ -62,6 +71,14 @@ func FuzzReadHead(f *testing.F) {
 		}
 		if h.code < 0 || h.code > 999 || h.length < 0 || h.length > maxBody {
 			t.Fatalf("accepted %+v from %q", h, b)
+		}
+		r, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(b)), nil)
+		if err != nil {
+			return
+		}
+		body := r.StatusCode/100 != 1 && r.StatusCode != 204 && r.StatusCode != 304
+		if r.StatusCode != h.code || body && r.ContentLength != int64(h.length) || r.Close != h.close {
+			t.Fatalf("%q: readHead reads %+v, net/http status %d, length %d, close %v", b, h, r.StatusCode, r.ContentLength, r.Close)
 		}
 	})
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -312,21 +314,46 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+// FuzzParseHeader: parseHeader never panics and reads a header the same
+// each time. Each field of a struct it reads has a type, an identifier for
+// its name and no negative alignment. A macro named by an identifier that
+// evaluates evaluates as its text in parentheses does, and negated,
+// complemented or with 1 added to the value it has.
 func FuzzParseHeader(f *testing.F) {
 	f.Add(testHeader)
 	f.Add("typedef struct {")
 	f.Add("struct a { NV_DECLARE_ALIGNED(, 8); };")
 	f.Add("#define A (A\ntypedef struct { NvU32 x[A]; } T;")
+	f.Add("#define A (1 << 3) | 2\n#define B A * -A\ntypedef enum { X = B, Y } E;")
 	f.Fuzz(func(t *testing.T, src string) {
 		d := newDecls()
-		if err := d.parseHeader("fuzz.h", src); err != nil {
+		err := d.parseHeader("fuzz.h", src)
+		again := newDecls()
+		if err2 := again.parseHeader("fuzz.h", src); fmt.Sprint(err) != fmt.Sprint(err2) || err == nil && !reflect.DeepEqual(d, again) {
+			t.Fatalf("parsed twice: %v, then %v", err, err2)
+		}
+		if err != nil {
 			return
 		}
-		for name := range d.macros {
-			d.eval(name)
+		for name, text := range d.macros {
+			v, err := d.eval(name)
+			if err != nil || !isIdent(name) { // "#define 0" names a number
+				continue
+			}
+			for _, c := range []struct {
+				expr string
+				want int64
+			}{{"(" + text + ")", v}, {"-" + name, -v}, {"~" + name, ^v}, {name + " + 1", v + 1}} {
+				if got, err := d.eval(c.expr); err != nil || got != c.want {
+					t.Fatalf("%s (%q) is %d; %q evaluates to %d (%v), want %d", name, text, v, c.expr, got, err, c.want)
+				}
+			}
 		}
-		for _, s := range d.structs {
+		for key, s := range d.structs {
 			for _, fl := range s.Fields {
+				if fl.Type == "" || !isIdent(fl.Name) || fl.Align < 0 {
+					t.Fatalf("%s: field %+v", key, fl)
+				}
 				for _, dim := range fl.Dims {
 					d.eval(dim)
 				}
