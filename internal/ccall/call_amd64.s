@@ -1,3 +1,5 @@
+//go:build !windows
+
 #include "textflag.h"
 
 // callC is called by runtime.cgocall on the system stack with the System V

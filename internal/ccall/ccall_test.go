@@ -1,3 +1,7 @@
+//go:build !windows
+
+// purego opens C libraries (Dlopen) on Unix systems only.
+
 package ccall
 
 import (
@@ -37,7 +41,12 @@ func TestCall(t *testing.T) {
 	defer pin.Unpin()
 	pin.Pin(&buf[0])
 	pin.Pin(&format[0])
-	vals := []uintptr{1, 0x22, 0x333, 0x4444, 0x55555, 0xdeadbeef, 0x7777777, 0x123456789, 0xfedcba9876543210}
+	// A uintptr holds each value whole on 64-bit platforms, its low 32
+	// bits on 32-bit ones, where a C long holds as many.
+	var vals []uintptr
+	for _, v := range []uint64{1, 0x22, 0x333, 0x4444, 0x55555, 0xdeadbeef, 0x7777777, 0x123456789, 0xfedcba9876543210} {
+		vals = append(vals, uintptr(v))
+	}
 	f.A[0] = uintptr(unsafe.Pointer(&buf[0]))
 	f.A[1] = uintptr(len(buf))
 	f.A[2] = uintptr(unsafe.Pointer(&format[0]))
@@ -53,7 +62,7 @@ func TestCall(t *testing.T) {
 // TestCallAllocs checks that a call allocates nothing.
 func TestCallAllocs(t *testing.T) {
 	f := &Frame{Fn: libc(t, "labs")}
-	f.A[0] = uintptr(^uint64(41)) // -42
+	f.A[0] = ^uintptr(41) // -42
 	if got := f.Call(); got != 42 {
 		t.Fatalf("labs(-42) = %d", got)
 	}

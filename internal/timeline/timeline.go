@@ -100,7 +100,7 @@ func Contains(w *uint64) bool {
 		return false
 	}
 	p := uintptr(unsafe.Pointer(w))
-	return p >= b && p < b+Bytes && (p-b)%8 == 0
+	return p >= b && p-b < Bytes && (p-b)%8 == 0
 }
 
 // Load reads the word at w with acquire order.

@@ -29,7 +29,7 @@ func TestSlots(t *testing.T) {
 			t.Errorf("Slots %d: the device holds %d slots, want %d", slots, got, want)
 		}
 	}
-	for _, slots := range []int{-1, math.MinInt, MaxSlots + 1, 1 << 40, math.MaxInt} {
+	for _, slots := range []int{-1, math.MinInt, MaxSlots + 1, min(1<<40, math.MaxInt), math.MaxInt} {
 		var opens atomic.Int32
 		host := hostOpener()
 		open := func(ctx context.Context, seat int) (*rig.Device, error) {

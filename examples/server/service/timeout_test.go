@@ -15,10 +15,13 @@ import (
 )
 
 // serveTimeout serves a service of one slot whose requests read their
-// body and write their answer within timeout each.
+// body and write their answer within timeout each, and wait for the slot
+// up to 4 s, past the timeout and within checkServes's 5 s, so that a
+// request that comes while a stalled client holds the slot is served once
+// the timeout frees it however the machine is loaded.
 func serveTimeout(t *testing.T, timeout time.Duration) (string, func(context.Context) (int, []byte, error), *Service) {
 	t.Helper()
-	srv, svc, _ := serveService(t, newServiceConfig(t, Config{Open: hostOpener(), Driver: "host", Slots: 1, IOTimeout: timeout}))
+	srv, svc, _ := serveService(t, newServiceConfig(t, Config{Open: hostOpener(), Driver: "host", Slots: 1, IOTimeout: timeout, SlotWait: 4 * time.Second}))
 	x, y := vectors(64, 3)
 	req := func(ctx context.Context) (int, []byte, error) {
 		return post(ctx, srv.Client(), srv.URL+"/saxpy?a=2", Body(x, y))
@@ -58,7 +61,7 @@ func checkServes(t *testing.T, req func(context.Context) (int, []byte, error)) {
 	code, got, err := req(ctx)
 	x, y := vectors(64, 3)
 	if err != nil || code != 200 || !slices.Equal(floats(got), Saxpy(2, x, y)) {
-		t.Fatalf("a request while a stalled client held the only slot: %d %v", code, err)
+		t.Fatalf("a request while a stalled client held the only slot: %d %v %.200q", code, err, got)
 	}
 }
 
