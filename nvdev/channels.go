@@ -366,18 +366,12 @@ func setMemory(set *chanSet) []*nvidia.Memory {
 	return ms
 }
 
-// undoAll undoes what undo made, the last made first, and stops at the
-// first step that fails, whose error it returns: what was made before
-// that step stays, since the object it could not free may name it (a
-// channel group the RM keeps keeps its channels, which name their rings,
-// USERD and notifiers). It returns nil where every step undid its part.
-func undoAll(undo []func() error) error {
-	_, err := undoUntil(undo)
-	return err
-}
-
-// undoUntil is undoAll that also returns the steps that stay undone: the
-// step that failed and those of what was made before it.
+// undoUntil undoes what undo made, the last made first, and stops at the
+// first step that fails, whose error it returns with the steps that stay
+// undone: that step and those of what was made before it, which stays,
+// since the object it could not free may name it (a channel group the RM
+// keeps keeps its channels, which name their rings, USERD and notifiers).
+// It returns nil, nil where every step undid its part.
 func undoUntil(undo []func() error) ([]func() error, error) {
 	for i := len(undo) - 1; i >= 0; i-- {
 		if err := undo[i](); err != nil {
