@@ -12,48 +12,48 @@ import (
 )
 
 // TestRandomCopies runs the GPU drivers' randomized check of copies and
-// fills (gputest.RandomCopies) on host devices, a few seeds, each on a
+// fills (gputest.RandomCopies) on host devices, a few keys, each on a
 // device of its own configuration: with lent host memory or without, a
 // ring of 2 or 5 values that pushes back on the submissions in flight,
 // and a ring that grows. The host device runs every part it draws, a
 // fill of four-byte words of a buffer whose address is not a multiple of
 // 4 included, so that no submission may be refused.
 //
-// RIG_RANDOM_SEED=s runs seed s alone, and RIG_RANDOM_SEEDS=k seeds 0 to
+// RIG_RANDOM_KEY=s runs key s alone, and RIG_RANDOM_KEYS=k keys 0 to
 // k-1; -short takes fewer steps.
 func TestRandomCopies(t *testing.T) {
-	steps, seeds := 500, []uint64{0, 1, 2, 3}
+	steps, keys := 500, []uint64{0, 1, 2, 3}
 	if testing.Short() {
-		steps, seeds = 150, seeds[:3]
+		steps, keys = 150, keys[:3]
 	}
-	if s := os.Getenv("RIG_RANDOM_SEEDS"); s != "" {
+	if s := os.Getenv("RIG_RANDOM_KEYS"); s != "" {
 		k, err := strconv.Atoi(s)
 		if err != nil {
-			t.Fatalf("RIG_RANDOM_SEEDS=%q: %v", s, err)
+			t.Fatalf("RIG_RANDOM_KEYS=%q: %v", s, err)
 		}
-		seeds = seeds[:0]
+		keys = keys[:0]
 		for i := range k {
-			seeds = append(seeds, uint64(i))
+			keys = append(keys, uint64(i))
 		}
 	}
-	if s := os.Getenv("RIG_RANDOM_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
+	if s := os.Getenv("RIG_RANDOM_KEY"); s != "" {
+		key, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			t.Fatalf("RIG_RANDOM_SEED=%q: %v", s, err)
+			t.Fatalf("RIG_RANDOM_KEY=%q: %v", s, err)
 		}
-		seeds = []uint64{seed}
+		keys = []uint64{key}
 	}
-	for _, seed := range seeds {
+	for _, key := range keys {
 		c := hostdev.Config{
-			Name:     fmt.Sprintf("random-copies-%d", seed),
-			MapsHost: seed%2 == 0,
-			Ring:     []int{0, 2, 5}[seed%3],
-			Grow:     seed%4 == 3,
+			Name:     fmt.Sprintf("random-copies-%d", key),
+			MapsHost: key%2 == 0,
+			Ring:     []int{0, 2, 5}[key%3],
+			Grow:     key%4 == 3,
 		}
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+		t.Run(fmt.Sprintf("key=%d", key), func(t *testing.T) {
 			t.Parallel()
 			dev := testutil.Open(t, hostdev.Open(c))
-			if n := gputest.RandomCopies(t, dev, seed, steps); n != 0 {
+			if n := gputest.RandomCopies(t, dev, key, steps); n != 0 {
 				t.Errorf("the host device refused %d submissions", n)
 			}
 		})

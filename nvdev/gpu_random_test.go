@@ -8,16 +8,16 @@ import (
 )
 
 // TestGPURandomCopies runs the randomized check of copies and fills
-// (gputest.RandomCopies) on GPU 0, a few seeds of 500 steps: uploads,
+// (gputest.RandomCopies) on GPU 0, a few keys of 500 steps: uploads,
 // downloads and submissions of copies and fills of Device, Pinned and
 // Mapped memory and of lent host memory, on both queues, each buffer
 // checked against a copy on the host. The copies and fills that nvdev
-// runs as its own kernels run so by default; the last seed runs them all
+// runs as its own kernels run so by default; the last key runs them all
 // on the copy engines (Config.CopyKernels < 0).
 func TestGPURandomCopies(t *testing.T) {
 	needGPU(t)
 	for _, c := range []struct {
-		seed uint64
+		key uint64
 		cfg  Config
 	}{
 		{1, Config{}},
@@ -25,8 +25,8 @@ func TestGPURandomCopies(t *testing.T) {
 		{3, Config{}},
 		{4, Config{CopyKernels: -1}},
 	} {
-		t.Run(fmt.Sprintf("seed=%d,copykernels=%d", c.seed, c.cfg.CopyKernels), func(t *testing.T) {
-			gputest.RandomCopies(t, openRig(t, c.cfg), c.seed, 500)
+		t.Run(fmt.Sprintf("key=%d,copykernels=%d", c.key, c.cfg.CopyKernels), func(t *testing.T) {
+			gputest.RandomCopies(t, openRig(t, c.cfg), c.key, 500)
 		})
 	}
 }

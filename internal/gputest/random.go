@@ -79,7 +79,7 @@ type randomCopies struct {
 	t        *testing.T
 	ctx      context.Context
 	dev      *rig.Device
-	seed     uint64
+	key     uint64
 	r        *rand.Rand
 	step     int
 	queues   int
@@ -108,7 +108,8 @@ type randomCopies struct {
 // byte to a few MiB (odd ones, and some just over 256 KiB and 1 MiB),
 // and, where dev maps host memory (Facts.MapsHost), lends it two host
 // buffers, one at an address that is not a multiple of 4. It then takes n
-// steps drawn from seed: an Upload or a Download at a random offset and
+// steps drawn from the random sequence that key picks (the same key, the
+// same steps): an Upload or a Download at a random offset and
 // length, as bytes or as elements of 2, 4 or 8 bytes; or a submission of
 // one to four parts, each a Copy, CopyRows, FillBytes, FillRows,
 // FillUint32 or FillFloat32 on a random queue, between buffers or within
@@ -122,7 +123,7 @@ type randomCopies struct {
 // At each wait, and every few dozen steps in full, it downloads each
 // buffer written since its last check and compares it with the host's
 // copy; a Download step compares what it read. A mismatch fails the test
-// naming the seed, the step, the buffer's writes since its last check
+// naming the key, the step, the buffer's writes since its last check
 // (the last of them the operation that failed, with all its arguments)
 // and the first byte that differs. A submission refused with a
 // *RefusalError for a documented reason (a fill of four-byte words of a
@@ -134,13 +135,13 @@ type randomCopies struct {
 //
 // A step's lengths are at most a few MiB, so that n of 300 to 1000 takes
 // a few seconds on a GPU.
-func RandomCopies(t *testing.T, dev *rig.Device, seed uint64, n int) (refused int) {
+func RandomCopies(t *testing.T, dev *rig.Device, key uint64, n int) (refused int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := &randomCopies{
-		t: t, ctx: ctx, dev: dev, seed: seed,
-		r:       rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		t: t, ctx: ctx, dev: dev, key: key,
+		r:       rand.New(rand.NewPCG(key, 0x9e3779b97f4a7c15)),
 		queues:  len(dev.Facts().Queues),
 		refused: map[string]int{},
 	}
@@ -177,17 +178,17 @@ func RandomCopies(t *testing.T, dev *rig.Device, seed uint64, n int) (refused in
 		total += v
 	}
 	sort.Strings(why)
-	t.Logf("%s, seed %d: %d steps in %v, %d buffers: %d uploads, %d downloads, %d submissions (%d of several parts, %d parts with After, %d with a buffer passed twice, %d with a nil buffer), up to %d in flight; parts %d (copies %d, of rows %d, byte fills %d, of rows %d, of uint32 %d, of float32 %d; %d of 256 KiB or more), by queue %v; %d checks of %d bytes; %d refused %v",
-		dev.Name(), seed, n, took.Round(time.Millisecond), len(c.bufs), c.uploads, c.downloads, c.subs, c.multi, c.afters, c.dups, c.nils, c.maxPending,
+	t.Logf("%s, key %d: %d steps in %v, %d buffers: %d uploads, %d downloads, %d submissions (%d of several parts, %d parts with After, %d with a buffer passed twice, %d with a nil buffer), up to %d in flight; parts %d (copies %d, of rows %d, byte fills %d, of rows %d, of uint32 %d, of float32 %d; %d of 256 KiB or more), by queue %v; %d checks of %d bytes; %d refused %v",
+		dev.Name(), key, n, took.Round(time.Millisecond), len(c.bufs), c.uploads, c.downloads, c.subs, c.multi, c.afters, c.dups, c.nils, c.maxPending,
 		c.parts, c.kinds[rcCopy], c.kinds[rcCopyRows], c.kinds[rcFillBytes], c.kinds[rcFillRows], c.kinds[rcFillUint32], c.kinds[rcFillFloat32], c.bigParts,
 		c.onQueue, c.checks, c.checked, total, why)
 	return total
 }
 
-// fatalf fails the test, naming the device, the seed and the step.
+// fatalf fails the test, naming the device, the key and the step.
 func (c *randomCopies) fatalf(format string, args ...any) {
 	c.t.Helper()
-	c.t.Fatalf("%s, seed %d, step %d: %s", c.dev.Name(), c.seed, c.step, fmt.Sprintf(format, args...))
+	c.t.Fatalf("%s, key %d, step %d: %s", c.dev.Name(), c.key, c.step, fmt.Sprintf(format, args...))
 }
 
 // alloc allocates the buffers, each kind's lengths drawn from
