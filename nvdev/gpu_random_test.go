@@ -18,7 +18,7 @@ func TestGPURandomCopies(t *testing.T) {
 	needGPU(t)
 	for _, c := range []struct {
 		key uint64
-		cfg  Config
+		cfg Config
 	}{
 		{1, Config{}},
 		{2, Config{}},

@@ -79,7 +79,7 @@ type randomCopies struct {
 	t        *testing.T
 	ctx      context.Context
 	dev      *rig.Device
-	key     uint64
+	key      uint64
 	r        *rand.Rand
 	step     int
 	queues   int
