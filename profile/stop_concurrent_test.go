@@ -23,7 +23,7 @@ func TestStopConcurrentContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.Take()
-	binary.LittleEndian.PutUint64(r.Params(0), uint64(300*time.Millisecond))
+	binary.LittleEndian.PutUint64(r.Params(0), uint64(2*time.Second))
 	if _, err := r.Submit(bg); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,8 @@ func TestStopConcurrentContext(t *testing.T) {
 	defer cancelStop()
 	began := time.Now()
 	err = p.Stop(ctx)
-	if took := time.Since(began); took > 150*time.Millisecond {
+	// A Stop that waited for the first would wait for the 2 s kernel.
+	if took := time.Since(began); took > time.Second {
 		t.Errorf("a Stop whose context ended after 10ms returned after %v", took)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
