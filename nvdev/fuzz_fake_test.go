@@ -31,9 +31,13 @@ import (
 // (and, on rings of few entries, open the channels anew), and pauses of
 // the fake, under which values pile up in flight. The fake runs the
 // channels in either order, so that a missing wait between the channels
-// shows in the bytes.
+// shows in the bytes. A flag of a submission turns the device's stamps on
+// or off before it, so that timed values, whose stamps add words on each
+// channel they enter, meet the rings' ends as untimed ones do.
 //
-// After each wait every buffer reads (Download) what the model holds. A
+// After each wait every buffer reads (Download) what the model holds, and
+// Settle returns the stamps of the timed values reached, in value order,
+// each ending no sooner than it starts. A
 // submission is refused exactly where the model finds a request out of
 // range: NewSubmission's errors match rig.ErrInvalid (a copy past 2^64
 // bytes, an After index the submission lacks), and Submit's are
@@ -139,8 +143,10 @@ type fuzzRun struct {
 	all    []*rig.Buffer // the model's buffers, then words
 	points []rig.Point
 	paused bool
-	kerr   error // what the fake's kernels found wrong
-	kmu    sync.Mutex
+	// settled is the last value whose stamp Settle returned.
+	settled uint64
+	kerr    error // what the fake's kernels found wrong
+	kmu     sync.Mutex
 }
 
 // fuzzSizes are the buffers' sizes, before the few bytes the input adds.
@@ -702,6 +708,9 @@ func (x *fuzzRun) submit(parts []fuzzPart, flags uint64) {
 			x.resume()
 		}
 	}
+	if flags&0x10 != 0 {
+		x.dev.SetTimed(!x.dev.Timed())
+	}
 	rps := make([]rig.Part, len(parts))
 	for i := range parts {
 		rps[i] = x.rigPart(&parts[i])
@@ -769,6 +778,26 @@ func (x *fuzzRun) waitAndCheck(pick uint64) {
 		}
 	}
 	x.checkAll()
+	x.settle()
+}
+
+// settle checks the stamps Settle returns: in value order, after those it
+// returned before, none ending before it starts.
+func (x *fuzzRun) settle() {
+	x.t.Helper()
+	st, err := x.dev.Settle(nil)
+	if err != nil {
+		x.t.Fatalf("settle: %v", err)
+	}
+	for _, s := range st {
+		if x.settled != 0 && !device.AtLeast(s.Value, x.settled+1) {
+			x.t.Fatalf("settle returned value %d after value %d", s.Value, x.settled)
+		}
+		if s.End < s.Start {
+			x.t.Fatalf("the stamp of value %d ends at %d, before its start at %d", s.Value, s.End, s.Start)
+		}
+		x.settled = s.Value
+	}
 }
 
 // checkAll checks every buffer's bytes against the model.
@@ -1026,7 +1055,7 @@ func (s *fuzzSpell) u24(v uint64) *fuzzSpell { return s.b(v, v>>8, v>>16) }
 
 // The spelled operations: each takes the bytes that follow it.
 const (
-	opParts  = 0 // count byte (1 + c%4 parts), then each part, then flags (1: wait)
+	opParts  = 0 // count byte (1 + c%4 parts), then each part, then flags (1: wait; 0x10: stamps toggled first)
 	opWait   = 3 // pick
 	opUp     = 4 // buffer, offset (3 bytes), length (3 bytes), first byte
 	opDown   = 5 // buffer, offset (3 bytes), length (3 bytes)
@@ -1084,6 +1113,19 @@ func fuzzCorpus() [][]byte {
 	s.b(0, 0, 0, 4, 1, 4)
 	s.b(opBig, 0).u16(300).b(opBig, 1).u16(30).b(opBig, 2).u16(100).b(opBig, 3).u16(200)
 	s.b(opParts, 0).copyOf(0, 0, 1, 0, 0, 4096).b(1)
+	add(s)
+
+	// Timed values on small rings: the stamps on, parts on both queues,
+	// big submissions that grow the rings, the stamps off again.
+	s = &fuzzSpell{}
+	s.b(0, 0, 0, 4, 1, 4)
+	s.b(opParts, 2).fillOf(1, 0, 0, 100, 1).copyOf(3, 0, 1, 0, 0, 64).launchOf(0, 1, 0, 1, 1).b(0x10)
+	for i := range uint64(6) {
+		s.b(opParts, 0).fillOf(1+2*(i%2), 0, i, 50, i).b(0)
+	}
+	s.b(opBig, 3).u16(120)
+	s.b(opParts, 0).launchOf(0, 1, 4, 0, 1).b(0x11)
+	s.b(opParts, 0).copyOf(3, 0, 1, 0, 0, 100).b(1)
 	add(s)
 
 	// Default rings: the copy kernels between two Device buffers of 300

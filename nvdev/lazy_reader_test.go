@@ -287,7 +287,8 @@ func (g *lazyGPU) check() {
 // TestLazyReaderRings drives one timeline, or two of one GPU, on a paused
 // fake whose channels a lazy GPU runs in random steps between the host's
 // calls: random submissions on both channels (fills, copies, the driver's
-// copy kernels, launches, raw entries, values of no parts, timed values,
+// copy kernels, launches of small and large constant banks, raw entries,
+// parts after earlier parts, values of no parts, timed values,
 // waits on the timelines' words), waiters parked and not, uploads of an
 // image, growth of the rings and regrowth of the channels. It holds each
 // ring to what was published: no Room, Submit, Grow or upload stores over
@@ -323,6 +324,9 @@ func lazyRun(t *testing.T, k, ops uint64) {
 		t.Cleanup(r.close)
 		withEvent(r)
 		x := &lazyDev{r: r, e: r.entry("empty"), m: r.alloc(device.PinnedMemory, 1<<16), dm: r.alloc(device.DeviceMemory, 1<<20)}
+		x.big = r.entry("params4000")
+		kf, _ := entryOf(x.big)
+		x.bigParams = make([]byte, kf.l.Kernel.ParamBytes)
 		var err error
 		if x.code, err = r.d.Image(cubin(t)); err != nil {
 			t.Fatal(err)
@@ -358,7 +362,14 @@ func lazyRun(t *testing.T, k, ops uint64) {
 		case 3:
 			// A copy the driver's kernel runs where it runs them.
 			return copyPart(q, x.dm, x.dm, 0, 512<<10, 256<<10)
-		case 4, 5:
+		case 4:
+			return launch(x.e, 1, 32, nil)
+		case 5:
+			if rnd.IntN(2) == 0 {
+				// A constant bank of 4 KiB more: slots of two sizes
+				// meet the launch ring's end.
+				return launch(x.big, 1, 32, x.bigParams)
+			}
 			return launch(x.e, 1, 32, nil)
 		case 6:
 			if rnd.IntN(16) == 0 {
@@ -381,7 +392,11 @@ func lazyRun(t *testing.T, k, ops uint64) {
 			}
 			var ps []device.Part
 			for range n {
-				ps = append(ps, part(x))
+				p := part(x)
+				if len(ps) > 0 && rnd.IntN(6) == 0 {
+					p.After = 1 + rnd.IntN(len(ps))
+				}
+				ps = append(ps, p)
 			}
 			s := device.Submission{Value: r.v + 1, Parts: ps, Timed: rnd.IntN(6) == 0}
 			if rnd.IntN(4) == 0 {
@@ -471,11 +486,15 @@ func lazyRun(t *testing.T, k, ops uint64) {
 
 // lazyDev is a timeline lazyRun drives, and what its submissions use.
 type lazyDev struct {
-	r     *raw
-	e     *device.Entry
-	m, dm *nvidia.Memory
-	code  device.Code
-	place *nvidia.Memory
+	r *raw
+	e *device.Entry
+	// big is a function of 4,000 parameter bytes, and bigParams its
+	// parameters.
+	big       *device.Entry
+	bigParams []byte
+	m, dm     *nvidia.Memory
+	code      device.Code
+	place     *nvidia.Memory
 }
 
 // snapNow records what the host published.
