@@ -81,10 +81,9 @@ func TestWaitAfterCloseSkipsSpin(t *testing.T) {
 	d.SetWaitSpin(time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	start := time.Now()
-	err := p.Wait(ctx)
-	if took := time.Since(start); !errors.Is(err, ErrClosed) || took > 500*time.Millisecond {
-		t.Fatalf("Wait begun after Close on a point the stop left unreached: %v after %v, want ErrClosed at once", err, took)
+	// A wait that spun would spin past ctx's second and return its error.
+	if err := p.Wait(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Wait begun after Close on a point the stop left unreached: %v, want ErrClosed at once", err)
 	}
 }
 
