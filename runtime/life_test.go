@@ -70,7 +70,13 @@ func TestOpenWaitsForRelease(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p := stubborn(t, d, 300*time.Millisecond)
+				// The lost device's launch outlasts its hang bound by far,
+				// so that a busy machine still loses it first.
+				run := 300 * time.Millisecond
+				if c.hang != 0 {
+					run = time.Second
+				}
+				p := stubborn(t, d, run)
 				if c.hang == 0 {
 					_ = d.Close()
 				} else if err := p.Wait(context.Background()); !errors.Is(err, rig.ErrLost) {

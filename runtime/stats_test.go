@@ -83,8 +83,10 @@ func TestStatsWaits(t *testing.T) {
 	// The deadline starts once the run is submitted, and leaves the wait
 	// time to park on a loaded machine: one of a millisecond that began
 	// before the Submit had passed by the Wait in a CI run, which then
-	// returned without parking.
-	long := run(50 * time.Millisecond)
+	// returned without parking; and the run outlasts the deadline by far,
+	// so that a process that got no processor for tens of milliseconds
+	// still finds the deadline passed first.
+	long := run(500 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	if err := long.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a wait past its deadline: %v", err)
