@@ -69,6 +69,22 @@ type fake struct {
 	onFree, onLocate atomic.Pointer[func()]
 }
 
+// holdSleep holds the supervisor in the driver's next Sleep: it returns
+// once the supervisor is held there, and release lets it go on.
+func (f *fake) holdSleep() (release func()) {
+	gate, asleep := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	hold := func(uint64) {
+		if !once.Swap(true) {
+			close(asleep)
+			<-gate
+		}
+	}
+	f.onSleep.Store(&hold)
+	<-asleep
+	return func() { close(gate) }
+}
+
 // hostRegion is a region of Pinned or Mapped memory the host addresses.
 type hostRegion []byte
 

@@ -66,16 +66,7 @@ func TestGrowthRoundHoldsOffStop(t *testing.T) {
 	}
 	// Hold the supervisor in its driver's Sleep, so that the growth's
 	// round, not the supervisor, finds the image due.
-	gate, asleep := make(chan struct{}), make(chan struct{})
-	var once atomic.Bool
-	hold := func(uint64) {
-		if !once.Swap(true) {
-			close(asleep)
-			<-gate
-		}
-	}
-	f.onSleep.Store(&hold)
-	<-asleep
+	release := f.holdSleep()
 	f.rooms = []device.RoomAnswer{{Kind: device.RoomGrow}}
 	f.growth = []error{&device.Short{N: 4096}}
 	f.onGrow = func() { f.complete(p.v) }
@@ -86,7 +77,7 @@ func TestGrowthRoundHoldsOffStop(t *testing.T) {
 		submitted <- err
 	}()
 	<-u.entered
-	close(gate)
+	release()
 	closed := make(chan error, 1)
 	go func() { closed <- d.Close() }()
 	// A Close that does not wait for the Unload stops the driver at

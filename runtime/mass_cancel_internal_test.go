@@ -42,16 +42,7 @@ func TestMassCancelWithSupervisorHeld(t *testing.T) {
 		}
 	}
 	// Hold the supervisor in its next Sleep until every wait returned.
-	gate, asleep := make(chan struct{}), make(chan struct{})
-	var once atomic.Bool
-	hold := func(uint64) {
-		if !once.Swap(true) {
-			close(asleep)
-			<-gate
-		}
-	}
-	f.onSleep.Store(&hold)
-	<-asleep
+	release := f.holdSleep()
 	cancel()
 	returned := make(chan struct{})
 	go func() { wg.Wait(); close(returned) }()
@@ -60,11 +51,11 @@ func TestMassCancelWithSupervisorHeld(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		// A bound on a deadlock, not a measure of speed: the waits that
 		// wait for room in the box return only once the supervisor goes on.
-		close(gate)
+		release()
 		<-returned
 		t.Fatalf("the cancelled waits returned only once the supervisor went on")
 	}
-	close(gate)
+	release()
 	if wrong.Load() != 0 {
 		t.Fatalf("%d waits returned other than ctx.Err()", wrong.Load())
 	}
