@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -857,6 +858,79 @@ func TestOwnRelease(t *testing.T) {
 	}
 	if n := r2.f.ownReleases - releases; n != 3 {
 		t.Errorf("%d of 4 launches across 2^32 released the word, want 3", n)
+	}
+}
+
+// TestOwnReleaseThenLocal: a value whose launch released itself, then a
+// growth of the local memory, then a launch. The launch before may still
+// run in the local memory being replaced, so the compute channel waits for
+// idle before it takes the new local memory, not only before the launch.
+func TestOwnReleaseThenLocal(t *testing.T) {
+	if !ownRelease.on {
+		t.Skip("launches release nothing (NVDEV_RELEASE)")
+	}
+	r := openRaw(t, Config{})
+	e := r.entry("twice")
+	x := r.alloc(device.DeviceMemory, 1024)
+	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))
+	releases := r.f.ownReleases
+	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))
+	if r.f.ownReleases == releases || !r.d.lastOwn {
+		t.Fatal("the launch did not release its own value")
+	}
+	old := r.d.local.Load()
+	if err := r.d.growLocal(old.perThread + 4096); err != nil {
+		t.Fatal(err)
+	}
+	r.f.trace = map[string][]hw.Write{}
+	r.wait(r.submit(nil, launch(e, 1, 32, u64s(x.Address))))
+	got := r.f.trace["channel 0"]
+	wfi, local := -1, -1
+	for i, w := range got {
+		if w.Subchannel == hw.SubHost && w.Method == hw.HostWFI && wfi < 0 {
+			wfi = i
+		}
+		if w.Subchannel == hw.SubCompute && w.Method == hw.ComputeLocalMemoryA && local < 0 {
+			local = i
+		}
+	}
+	if local < 0 || wfi < 0 || wfi > local {
+		t.Fatalf("the wait for idle at write %d, the local memory at write %d: %v", wfi, local, got)
+	}
+	for _, w := range got[local:] {
+		if w.Subchannel == hw.SubHost && w.Method == hw.HostWFI {
+			t.Errorf("a second wait for idle after the local memory: %v", got)
+		}
+	}
+}
+
+// TestLocalCubin reads testdata/local.sm_90.cubin, which
+// TestGPULocalAcrossGrowth runs: local_hold keeps an array of 64 words in
+// each thread's local memory, less than local_mem of the test kernels
+// needs, so that local_mem's entry grows the local memory after it.
+func TestLocalCubin(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "local.sm_90.cubin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := hw.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok := c.Kernel("local_hold")
+	if !ok || k.Stack() != 256 || len(k.Params) != 2 {
+		t.Fatalf("local_hold: %v, %+v", ok, k)
+	}
+	m, err := hw.Parse(cubin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := m.Kernel("local_mem")
+	if !ok {
+		t.Fatal("no local_mem")
+	}
+	if l.Stack() <= k.Stack() {
+		t.Fatalf("local_mem's stack of %d bytes, local_hold's %d", l.Stack(), k.Stack())
 	}
 }
 

@@ -36,9 +36,10 @@ import (
 // before schedules it as it completes). A value of the compute channel
 // alone whose last part is a launch may end with that launch's release of
 // the value (release.go): no wait for idle follows it, so the next value's
-// first part on the compute channel waits for idle first. A copy that runs
-// as the driver's kernel runs on the compute channel whatever its queue,
-// with marks keeping its queue's order (kernels.go).
+// first part on the compute channel waits for idle first, and so does a
+// new local memory, given to the channel before that part. A copy that
+// runs as the driver's kernel runs on the compute channel whatever its
+// queue, with marks keeping its queue's order (kernels.go).
 
 // What a channel ran last within a value, for the barrier before a part.
 const (
@@ -567,6 +568,13 @@ func (w *walk) open(c int) {
 		}
 	}
 	if l := w.local; l != nil && l != d.applied {
+		if cur.prev == prevLaunch {
+			// The last value's launch may still run, in the local
+			// memory being replaced: it completes before the channel
+			// takes the new one.
+			w.wfi(c)
+			cur.prev = prevIdle
+		}
 		if b := w.take(c, localWords); b != nil {
 			w.done(c, hw.LocalMemory(b, d.gen, l.mem.Address, l.perTPC, 0xff), localWords)
 		}

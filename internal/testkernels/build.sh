@@ -8,9 +8,9 @@
 # tests read from that package's testdata to check its cubin parser.
 # cluster.cu, a kernel that requires clusters of groups, as an sm_90
 # cubin of its own.
-# portable.ptx and spin.ptx are written by hand and are not rebuilt here;
-# ptxas assembles spin.ptx into the sm_90 cubin that nvdev's tests read
-# from that package's testdata.
+# portable.ptx, spin.ptx and local.ptx are written by hand and are not
+# rebuilt here; ptxas assembles spin.ptx and local.ptx into the sm_90
+# cubins that nvdev's tests read from that package's testdata.
 set -e
 cd "$(dirname "$0")"
 listings=../../nvdev/hw/testdata
@@ -25,5 +25,6 @@ nvcc -cubin -arch=sm_90 -DNO_DEVICE_LIBRARY -o kernels_nv.sm_90.cubin kernels.cu
 cuobjdump -res-usage kernels_nv.sm_90.cubin > kernels_nv.sm_90.res-usage.txt
 mkdir -p ../../nvdev/testdata
 ptxas -arch=sm_90 -o ../../nvdev/testdata/spin.sm_90.cubin spin.ptx
+ptxas -arch=sm_90 -o ../../nvdev/testdata/local.sm_90.cubin local.ptx
 nvcc -cubin -arch=sm_90 -o cluster.sm_90.cubin cluster.cu
 nvcc --version | tail -2 > NVCC_VERSION
