@@ -212,7 +212,10 @@ type Config struct {
 	// Hang bounds progress: rig loses the device once its word has not
 	// moved for Hang while work is pending. 0 is the default: none where a
 	// display's watchdog bounds the GPU's kernels, 30 s otherwise.
-	// Negative is none.
+	// Negative is none. Facts.HangMs is the bound in whole milliseconds
+	// (device.HangMsOf), 1 for a positive bound below a millisecond; the
+	// opener refuses a bound whose milliseconds do not fit an int, naming
+	// it, which only a 32-bit int allows, where cudadev does not open.
 	Hang time.Duration
 
 	// CurrentContext makes the device's context current for every call
@@ -658,13 +661,15 @@ func (d *gpu) make(c Config, word *uint64) error {
 		Bus:         g.bus,
 		FaultDomain: "cuda",
 	}
-	switch {
-	case c.Hang < 0, c.Hang == 0 && watchdog:
-	case c.Hang == 0:
-		d.facts.HangMs = int(defaultHang / time.Millisecond)
-	default:
-		d.facts.HangMs = max(1, int(c.Hang/time.Millisecond))
+	hang := c.Hang
+	if hang == 0 && !watchdog {
+		hang = defaultHang
 	}
+	hangMs, err := device.HangMsOf(hang)
+	if err != nil {
+		return fmt.Errorf("cudadev: %w", err)
+	}
+	d.facts.HangMs = hangMs
 	if mapsHost && registerArray(t, f) {
 		var dbase uint64
 		if r := t.call(t.cuMemHostGetDevicePointer, uintptr(unsafe.Pointer(&dbase)), array.base, 0); r == 0 {

@@ -1,5 +1,11 @@
 package device
 
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
 // Facts is what a device declares of itself when it opens.
 type Facts struct {
 	// Arch is the multiprocessors' architecture, such as "sm_90", or
@@ -29,7 +35,9 @@ type Facts struct {
 	// HangMs bounds progress: rig loses the device once its word has not
 	// moved for HangMs milliseconds while work is pending, also where that
 	// work waits for another device's point (the loss's cause then names
-	// that device). 0 is None: nothing of rig's bounds the work.
+	// that device). 0 is None: nothing of rig's bounds the work. A
+	// driver's configuration takes the bound as a time.Duration, which
+	// HangMsOf turns into HangMs.
 	HangMs int
 	// MapsHost is true iff MapHost maps host memory.
 	MapsHost bool
@@ -57,6 +65,28 @@ type Facts struct {
 	// FaultDomain names the devices that a fault of this one loses too,
 	// such as "cuda" for every CUDA device of the process; "" for none.
 	FaultDomain string
+}
+
+// HangMsOf returns the HangMs of a driver's hang bound, the rule of every
+// driver here: a positive bound's whole milliseconds, and 1 for one below
+// a millisecond, since HangMs counts whole milliseconds; 0 (None) for a
+// negative bound, or for 0, which a driver replaces by its default first
+// where it has one. It returns an error naming the bound, and no HangMs,
+// where the bound's milliseconds do not fit an int: past about 24.8 days
+// where an int has 32 bits, never where it has 64.
+func HangMsOf(bound time.Duration) (int, error) { return hangMs(bound, math.MaxInt) }
+
+// hangMs is HangMsOf where an int holds at most most, which the tests
+// make small.
+func hangMs(bound time.Duration, most int64) (int, error) {
+	if bound <= 0 {
+		return 0, nil
+	}
+	ms := int64(bound / time.Millisecond)
+	if ms > most {
+		return 0, fmt.Errorf("a hang bound of %v: %d ms, past the %d ms an int holds", bound, ms, most)
+	}
+	return int(max(ms, 1)), nil
 }
 
 // KindSet is a set of kinds of memory.

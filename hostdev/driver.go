@@ -23,10 +23,13 @@ type Config struct {
 	// Budget is the bytes the device's allocations and queue growths may
 	// take; 1 GiB where 0.
 	Budget int64
-	// HangMs is Facts.HangMs: rig loses the device once its word has not
-	// moved for HangMs milliseconds while work is pending; 0 for never,
-	// and at most MaxHangMs.
-	HangMs int
+	// Hang bounds progress: rig loses the device once its word has not
+	// moved for Hang while work is pending. 0 is the default, none, and
+	// negative is none too. Facts.HangMs is the bound in whole
+	// milliseconds (device.HangMsOf), 1 for a positive bound below a
+	// millisecond; Make refuses a bound whose milliseconds do not fit an
+	// int (past about 24.8 days, where an int has 32 bits), naming it.
+	Hang time.Duration
 	// Ring is the values in flight before Room returns RoomLater; 4096
 	// where 0, and at most MaxRing.
 	Ring int
@@ -57,12 +60,6 @@ type Caps struct {
 // (Config.Ring): Make preallocates about 650 bytes for each, outside the
 // budget, and refuses a larger ring with an error.
 const MaxRing = 1 << 20
-
-// MaxHangMs is the largest Config.HangMs: the most milliseconds a
-// time.Duration holds (or an int, where it holds fewer). Make refuses a
-// larger bound with an error, since rig's time.Duration of it would wrap,
-// to a bound of a fraction of a millisecond for some values.
-const MaxHangMs = int(min(math.MaxInt64/int64(time.Millisecond), math.MaxInt))
 
 // Key names the host driver's capability record.
 var Key = device.NewKey[*Caps]("hostdev")
@@ -146,11 +143,12 @@ func open(c Config, word *uint64) (*dev, error) {
 	if uintptr(unsafe.Pointer(word))%8 != 0 {
 		return nil, fmt.Errorf("hostdev: timeline word at %p is not 8-byte aligned", word)
 	}
-	if c.Budget < 0 || c.Ring < 0 || c.HangMs < 0 {
-		return nil, fmt.Errorf("hostdev: negative budget, ring or hang bound in %+v", c)
+	if c.Budget < 0 || c.Ring < 0 {
+		return nil, fmt.Errorf("hostdev: negative budget or ring in %+v", c)
 	}
-	if c.HangMs > MaxHangMs {
-		return nil, fmt.Errorf("hostdev: hang bound of %d ms, over the %d ms a time.Duration holds", c.HangMs, MaxHangMs)
+	hangMs, err := device.HangMsOf(c.Hang)
+	if err != nil {
+		return nil, fmt.Errorf("hostdev: %w", err)
 	}
 	if c.Ring > MaxRing {
 		return nil, fmt.Errorf("hostdev: ring of %d values, over the %d a host device holds", c.Ring, MaxRing)
@@ -173,7 +171,7 @@ func open(c Config, word *uint64) (*dev, error) {
 		Completion:  device.Store,
 		Waits:       device.WaitStores | device.WaitHosts,
 		OnHost:      true,
-		HangMs:      c.HangMs,
+		HangMs:      hangMs,
 		MapsHost:    c.MapsHost,
 		Alignment:   pageSize,
 		Capability:  Key,

@@ -15,7 +15,7 @@ import (
 )
 
 func TestFacts(t *testing.T) {
-	d, w := newDev(t, Config{Name: "h1", HangMs: 5, MapsHost: true, FaultDomain: "hosts"}, 3)
+	d, w := newDev(t, Config{Name: "h1", Hang: 5 * time.Millisecond, MapsHost: true, FaultDomain: "hosts"}, 3)
 	f := d.Facts()
 	if f.Arch != "host" || f.Budget != 1<<30 || len(f.Queues) != 2 || f.Queues[0] != "COMPUTE:0" || f.Queues[1] != "COPY:0" ||
 		f.CopyEngine != 1 || f.Completion != device.Store || !f.Waits.Has(device.WaitStores|device.WaitHosts) || f.MayBlock ||

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/hostram"
@@ -57,29 +59,53 @@ func TestRingLimit(t *testing.T) {
 	}
 }
 
-// TestHangLimit checks that Make refuses a hang bound whose milliseconds
-// a time.Duration does not hold, rather than open a device whose bound
-// wraps (18446744073710 ms wraps to under half a millisecond, which lost
-// the device as soon as a kernel ran), and takes the largest one it holds.
-func TestHangLimit(t *testing.T) {
-	for _, ms := range []int{MaxHangMs + 1, 18446744073710, 1 << 50, math.MaxInt} {
-		drv, err := Open(Config{HangMs: ms}).Make(new(uint64))
-		if err == nil {
-			drv.Stop("")
-			t.Fatalf("make with a hang bound of %d ms succeeded", ms)
+// TestHangBound checks the rule that turns Config.Hang into the
+// Facts.HangMs of the device Make opens: 0 and negative bounds are none,
+// a positive one counts its whole milliseconds and at least 1, and a bound
+// whose milliseconds do not fit an int (past about 24.8 days, where an int
+// has 32 bits) is refused, naming it, rather than wrapped.
+func TestHangBound(t *testing.T) {
+	const intBits = strconv.IntSize
+	for _, tc := range []struct {
+		hang time.Duration
+		want int64 // Facts.HangMs; -1 for a refusal where an int has 32 bits
+	}{
+		{0, 0},
+		{-1, 0},
+		{-time.Hour, 0},
+		{math.MinInt64, 0},
+		{1, 1},
+		{time.Millisecond - 1, 1},
+		{time.Millisecond, 1},
+		{1500 * time.Millisecond, 1500},
+		{1500*time.Millisecond + 999*time.Microsecond, 1500},
+		{math.MaxInt32 * time.Millisecond, math.MaxInt32},
+		{(math.MaxInt32 + 1) * time.Millisecond, -1},
+		{math.MaxInt64, -1},
+	} {
+		want := tc.want
+		if want < 0 && intBits == 64 {
+			want = int64(tc.hang / time.Millisecond)
 		}
-		if !strings.Contains(err.Error(), "hang") {
-			t.Fatalf("make with a hang bound of %d ms answered %v, want an error naming the hang bound", ms, err)
+		drv, err := Open(Config{Hang: tc.hang}).Make(new(uint64))
+		if want < 0 {
+			if err == nil {
+				drv.Stop("")
+				t.Errorf("make with a hang bound of %v succeeded, where an int has %d bits", tc.hang, intBits)
+			} else if !strings.Contains(err.Error(), "hang bound of "+tc.hang.String()) {
+				t.Errorf("make with a hang bound of %v answered %v, want an error naming the bound", tc.hang, err)
+			}
+			continue
 		}
+		if err != nil {
+			t.Errorf("make with a hang bound of %v: %v", tc.hang, err)
+			continue
+		}
+		if got := drv.Facts().HangMs; int64(got) != want {
+			t.Errorf("a hang bound of %v: Facts.HangMs %d, want %d", tc.hang, got, want)
+		}
+		drv.Stop("")
 	}
-	drv, err := Open(Config{HangMs: MaxHangMs}).Make(new(uint64))
-	if err != nil {
-		t.Fatalf("make with a hang bound of %d ms: %v", MaxHangMs, err)
-	}
-	if got := drv.Facts().HangMs; got != MaxHangMs {
-		t.Errorf("Facts.HangMs %d, want %d", got, MaxHangMs)
-	}
-	drv.Stop("")
 }
 
 // TestSpan checks the threads' parts of the built-in copy and fill kernels:

@@ -725,7 +725,7 @@ func TestFaultFreed(t *testing.T) {
 }
 
 func TestHangStop(t *testing.T) {
-	d, w := newDev(t, Config{HangMs: 100}, 0)
+	d, w := newDev(t, Config{Hang: 100 * time.Millisecond}, 0)
 	if d.Facts().HangMs != 100 {
 		t.Fatal("hang bound not in the facts")
 	}

@@ -311,8 +311,8 @@ func TestGPUWaitOtherDevice(t *testing.T) {
 	// buffer x (filled with 0xee) and B's destination (the pattern's
 	// complement).
 	setup := func(t *testing.T) (a, b *rig.Device, src, x, dst *rig.Buffer) {
-		a = openNamed(t, "NV", Config{HangMs: 30000})
-		b = openNamed(t, "NV-B", Config{HangMs: 30000})
+		a = openNamed(t, "NV", Config{Hang: 30 * time.Second})
+		b = openNamed(t, "NV-B", Config{Hang: 30 * time.Second})
 		t.Logf("A's word %p, B's waits %v (GPU-side on other devices' words: %v)", a.Word(), b.Facts().Waits, b.Facts().Waits.Has(device.WaitStores))
 		if a.Word() == nil || !b.Facts().Waits.Has(device.WaitStores) {
 			t.Fatal("B cannot wait on A's word on the GPU")
@@ -435,7 +435,7 @@ func TestGPUWaitOtherDevice(t *testing.T) {
 // example twice. The flag is never written: the stop ends the spin.
 func TestGPUHang(t *testing.T) {
 	needGPU(t)
-	o := Open(0, Config{HangMs: 300})
+	o := Open(0, Config{Hang: 300 * time.Millisecond})
 	dev, err := rig.Open(bg, o)
 	if err != nil {
 		t.Fatal(err)
@@ -517,7 +517,7 @@ func TestGPUFaultKernels(t *testing.T) {
 	for _, name := range []string{"fault_illegal_address", "fault_misaligned", "trap"} {
 		t.Run(name, func(t *testing.T) {
 			// A hang bound, so that a fault no channel reports still ends.
-			dev, err := rig.Open(bg, Open(0, Config{HangMs: 10000}))
+			dev, err := rig.Open(bg, Open(0, Config{Hang: 10 * time.Second}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -1140,27 +1141,71 @@ func TestSharedGroupYields(t *testing.T) {
 	}
 }
 
-// TestHangBound refuses a hang bound below 0 or past MaxHangMs, which
-// rig's time.Duration of it would wrap (2^64 ns and a little more wraps
-// to under a millisecond), naming it, with nothing left made; MaxHangMs
-// itself opens.
+// TestHangBound opens devices on the fake through openPath, as Open does
+// on a GPU, and checks the rule that turns Config.Hang into the path's
+// hang_ms and the device's Facts.HangMs: 0 and negative bounds are none,
+// a positive one counts its whole milliseconds and at least 1, and a bound
+// whose milliseconds do not fit an int (past about 24.8 days, where an int
+// has 32 bits) is refused, naming it, before the path is dialed.
 func TestHangBound(t *testing.T) {
-	for _, ms := range []int{-1, MaxHangMs + 1, 18_446_744_073_710, math.MaxInt} {
+	const intBits = strconv.IntSize
+	for _, tc := range []struct {
+		hang time.Duration
+		want int64 // Facts.HangMs; -1 for a refusal where an int has 32 bits
+	}{
+		{0, 0},
+		{-1, 0},
+		{-time.Hour, 0},
+		{math.MinInt64, 0},
+		{1, 1},
+		{time.Millisecond - 1, 1},
+		{time.Millisecond, 1},
+		{1500 * time.Millisecond, 1500},
+		{1500*time.Millisecond + 999*time.Microsecond, 1500},
+		{math.MaxInt32 * time.Millisecond, math.MaxInt32},
+		{(math.MaxInt32 + 1) * time.Millisecond, -1},
+		{math.MaxInt64, -1},
+	} {
+		want := tc.want
+		if want < 0 && intBits == 64 {
+			want = int64(tc.hang / time.Millisecond)
+		}
 		f := newFake()
-		if _, err := f.open(new(uint64), Config{HangMs: ms}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("hang bound of %d ms", ms)) {
-			t.Errorf("a hang bound of %d ms: %v", ms, err)
+		dialed := false
+		dial := func(o *nvidia.Options) (path, rmAPI, error) {
+			dialed = true
+			f.hangMs = o.HangMs
+			return f, fakeRM{f}, nil
 		}
-		if n := f.live(); n != 0 || len(f.objects) != 0 {
-			t.Errorf("a hang bound of %d ms: %d memories and %d objects left", ms, n, len(f.objects))
+		slot, w, err := timeline.Take()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	wraps := 18_446_744_073_710
-	if d := time.Duration(wraps) * time.Millisecond; d <= 0 || d >= time.Millisecond {
-		t.Errorf("the wrapped bound is %v", d)
-	}
-	r := openRaw(t, Config{HangMs: MaxHangMs})
-	r.wait(r.submit(nil))
-	if _, err := Open(0, Config{HangMs: -1}).Make(new(uint64)); err == nil || !strings.Contains(err.Error(), "hang bound of -1 ms") {
-		t.Errorf("the opener of a hang bound of -1 ms: %v", err)
+		drv, err := openPath(w, Config{Hang: tc.hang}, dial)
+		if want < 0 {
+			switch {
+			case err == nil:
+				(&raw{t: t, f: f, d: drv.(*gpu), slot: slot, v: atomic.LoadUint64(w)}).close()
+				t.Errorf("a hang bound of %v opened, where an int has %d bits", tc.hang, intBits)
+				continue
+			case !strings.Contains(err.Error(), "hang bound of "+tc.hang.String()):
+				t.Errorf("a hang bound of %v answered %v, want an error naming the bound", tc.hang, err)
+			case dialed:
+				t.Errorf("a hang bound of %v dialed the path before its refusal", tc.hang)
+			}
+			timeline.Give(slot)
+			continue
+		}
+		if err != nil {
+			timeline.Give(slot)
+			t.Errorf("a hang bound of %v: %v", tc.hang, err)
+			continue
+		}
+		r := &raw{t: t, f: f, d: drv.(*gpu), slot: slot, v: atomic.LoadUint64(w)}
+		if got := r.d.Facts().HangMs; int64(got) != want {
+			t.Errorf("a hang bound of %v: Facts.HangMs %d, want %d", tc.hang, got, want)
+		}
+		r.wait(r.submit(nil))
+		r.close()
 	}
 }

@@ -294,9 +294,6 @@ func makeDevice(word *uint64, p path, rm rmAPI, c Config) (_ *gpu, err error) {
 	case c.LaunchBytes < 4096 || c.LaunchBytes%4096 != 0:
 		return nil, fmt.Errorf("nvdev: a launch ring of %d bytes", c.LaunchBytes)
 	}
-	if err := checkHang(c.HangMs); err != nil {
-		return nil, err
-	}
 	pg := p.GPU()
 	rec, err := hw.NewGpu(pg.SMVersion, pg.GPCs, pg.TPCsPerGPC, pg.SMsPerTPC, pg.WarpsPerSM)
 	if err != nil {

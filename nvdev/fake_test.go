@@ -34,6 +34,7 @@ type fake struct {
 	paused   bool
 	stopped  bool
 	rings    int
+	hangMs   int // the path's hang_ms, 0 unless a test dials the fake with one
 
 	// refuse makes the RM refuse allocations of a class; noRunqueue
 	// refuses channels on the second runqueue, and noRunqueueCopy the copy
@@ -160,7 +161,7 @@ func (f *fake) GPU() nvidia.GPU                { return f.gpu }
 func (f *fake) Budget() int64                  { return 1 << 34 }
 func (f *fake) CacheBytes() int64              { return 50 << 20 }
 func (f *fake) Bus() string                    { return "0000:00:06.0" }
-func (f *fake) HangMs() int                    { return 0 }
+func (f *fake) HangMs() int                    { return f.hangMs }
 func (f *fake) MapsHost() bool                 { return true }
 func (f *fake) Reaches(i int) bool             { return i == 0 }
 func (f *fake) Flush() *uint32                 { return &f.flush }

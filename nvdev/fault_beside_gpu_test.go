@@ -24,7 +24,7 @@ import (
 // timeline of the GPU serves meanwhile (docs/nvdev.md).
 func TestGPUBesideFault(t *testing.T) {
 	needGPU(t)
-	a := openNamed(t, Name(0, 0), Config{HangMs: 10000})
+	a := openNamed(t, Name(0, 0), Config{Hang: 10 * time.Second})
 	store := resolve(t, a, "store64")[0]
 	word := allocBuf(t, a, device.PinnedMemory, 4096)
 	sa, err := rig.NewSubmission(a, rig.Kernel(store, rig.WriteArg(0, 0)))
@@ -33,7 +33,7 @@ func TestGPUBesideFault(t *testing.T) {
 	}
 	for _, kind := range []string{"fault_illegal_address", "fault_misaligned", "trap"} {
 		t.Run(kind, func(t *testing.T) {
-			b := openNamed(t, Name(0, 1), Config{Timeline: 1, HangMs: 10000})
+			b := openNamed(t, Name(0, 1), Config{Timeline: 1, Hang: 10 * time.Second})
 			fn := resolve(t, b, kind)[0]
 			var refs []rig.Ref
 			var bufs []*rig.Buffer

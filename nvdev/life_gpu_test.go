@@ -25,21 +25,21 @@ func TestGPULifeClosePeer(t *testing.T) {
 func TestGPULifeWaitOnEnded(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		hangMs int
+		hang   time.Duration
 		before bool
 		want   string
 	}{
 		{"closed after", 0, false, "closed"},
-		{"lost after", 300, false, "no progress"},
-		{"lost before", 300, true, "no progress"},
+		{"lost after", 300 * time.Millisecond, false, "no progress"},
+		{"lost before", 300 * time.Millisecond, true, "no progress"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := openNamed(t, "NV-LIFE-A", Config{HangMs: c.hangMs})
+			a := openNamed(t, "NV-LIFE-A", Config{Hang: c.hang})
 			b := openNamed(t, "NV-LIFE-B", Config{})
 			if a.Facts().FaultDomain != "" && a.Facts().FaultDomain == b.Facts().FaultDomain {
 				t.Logf("A and B share fault domain %q", a.Facts().FaultDomain)
 			}
-			lifecheck.WaitOnEnded(t, a, b, resolve(t, a, "spin_until")[0], c.before, lifecheck.Ender(t, a, c.hangMs > 0, 20*time.Second), c.want)
+			lifecheck.WaitOnEnded(t, a, b, resolve(t, a, "spin_until")[0], c.before, lifecheck.Ender(t, a, c.hang > 0, 20*time.Second), c.want)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package nvdev
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/rig-go/rig/device"
@@ -72,11 +71,15 @@ type Config struct {
 	// shared group preempted its siblings' channels, and a regrowth's new
 	// channels waited behind held work of the group (docs/nvdev.md).
 	SharedGroup bool
-	// HangMs is the path's hang_ms: rig loses the device once its word has
-	// not moved for HangMs milliseconds while work is pending. 0 leaves the
-	// GPU's work to the RM's watchdog. It is at most MaxHangMs; the opener
-	// refuses a negative or larger one.
-	HangMs int
+	// Hang bounds progress: rig loses the device once its word has not
+	// moved for Hang while work is pending. 0 is the default, none, which
+	// leaves the GPU's work to the RM's watchdog, and negative is none
+	// too. The path's hang_ms (Facts.HangMs) is the bound in whole
+	// milliseconds (device.HangMsOf), 1 for a positive bound below a
+	// millisecond; the opener refuses a bound whose milliseconds do not
+	// fit an int (past about 24.8 days, where an int has 32 bits), naming
+	// it, before it opens the GPU.
+	Hang time.Duration
 	// RingEntries is the entries of each channel's ring, a power of two;
 	// 0 is 262,144.
 	RingEntries int
@@ -153,19 +156,6 @@ type Config struct {
 	submitKicks bool
 }
 
-// MaxHangMs is the largest Config.HangMs: the most milliseconds a
-// time.Duration holds. rig's time.Duration of a larger bound would wrap,
-// to a bound of a fraction of a millisecond for some values.
-const MaxHangMs = int(min(math.MaxInt64/int64(time.Millisecond), math.MaxInt))
-
-// checkHang returns an error naming a hang bound below 0 or past MaxHangMs.
-func checkHang(ms int) error {
-	if ms < 0 || ms > MaxHangMs {
-		return fmt.Errorf("nvdev: a hang bound of %d ms, outside 0 to %d (the most a time.Duration holds)", ms, MaxHangMs)
-	}
-	return nil
-}
-
 // Bits of Config.pin.
 const (
 	pinRing   = 1 << iota // the channels' rings and USERD
@@ -218,18 +208,34 @@ func Open(i int, c Config) device.Opener {
 	}
 	name := Name(i, c.Timeline)
 	return device.Opener{Name: name, Make: func(word *uint64) (device.Driver, error) {
-		if err := checkHang(c.HangMs); err != nil {
-			return nil, err
-		}
-		p, err := nvidia.Open(i, &nvidia.Options{HangMs: c.HangMs})
-		if err != nil {
-			return nil, fmt.Errorf("nvdev: open GPU %d: %w", i, err)
-		}
-		d, err := makeDevice(word, p, p.RM(), c)
-		if err != nil {
-			closeMade(p, err)
-			return nil, err
-		}
-		return d, nil
+		return openPath(word, c, func(o *nvidia.Options) (path, rmAPI, error) {
+			p, err := nvidia.Open(i, o)
+			if err != nil {
+				return nil, nil, fmt.Errorf("nvdev: open GPU %d: %w", i, err)
+			}
+			return p, p.RM(), nil
+		})
 	}}
+}
+
+// openPath makes the device, whose timeline word is the 8 bytes at word,
+// on the path that dial opens with the options c asks for (nvidia.Open's,
+// or the tests' fake); it closes that path where the make fails. It
+// returns an error naming c's hang bound where HangMsOf refuses it, before
+// it dials.
+func openPath(word *uint64, c Config, dial func(o *nvidia.Options) (path, rmAPI, error)) (device.Driver, error) {
+	hangMs, err := device.HangMsOf(c.Hang)
+	if err != nil {
+		return nil, fmt.Errorf("nvdev: %w", err)
+	}
+	p, rm, err := dial(&nvidia.Options{HangMs: hangMs})
+	if err != nil {
+		return nil, err
+	}
+	d, err := makeDevice(word, p, rm, c)
+	if err != nil {
+		closeMade(p, err)
+		return nil, err
+	}
+	return d, nil
 }

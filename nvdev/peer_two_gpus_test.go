@@ -139,8 +139,8 @@ func peerRaw(t *testing.T, a, b *raw) {
 // map_peer. Run it with RIG_GPU=1 on a machine of two GPUs.
 func TestGPUPeerTwoGPUsRaw(t *testing.T) {
 	needTwoGPUs(t)
-	a := openGPURawAt(t, 0, Config{HangMs: 30000})
-	b := openGPURawAt(t, 1, Config{HangMs: 30000})
+	a := openGPURawAt(t, 0, Config{Hang: 30 * time.Second})
+	b := openGPURawAt(t, 1, Config{Hang: 30 * time.Second})
 	peerRaw(t, a, b)
 }
 
@@ -286,7 +286,7 @@ func TestGPUPeerTwoGPUsRig(t *testing.T) {
 	needTwoGPUs(t)
 	open := func(i int) *rig.Device {
 		t0 := time.Now()
-		d, err := rig.Open(bg, Open(i, Config{HangMs: 30000}))
+		d, err := rig.Open(bg, Open(i, Config{Hang: 30 * time.Second}))
 		if err != nil {
 			t.Fatalf("open GPU %d: %v", i, err)
 		}

@@ -320,7 +320,7 @@ func runRegrow(t *testing.T, env regrowEnv) {
 	ring := regrowRing
 	t0 := time.Now()
 	for {
-		o := env.open(Config{RingEntries: ring, HangMs: 10_000})
+		o := env.open(Config{RingEntries: ring, Hang: 10 * time.Second})
 		mk := o.Make
 		o.Make = func(word *uint64) (device.Driver, error) {
 			drv, err := mk(word)

@@ -279,8 +279,8 @@ func TestGPUTimelinesFault(t *testing.T) {
 	needGPU(t)
 	for _, m := range groupModes {
 		t.Run(m.name, func(t *testing.T) {
-			a := openNamed(t, Name(0, 0), Config{SharedGroup: !m.own, HangMs: 10000})
-			b := openNamed(t, Name(0, 1), Config{Timeline: 1, SharedGroup: !m.own, HangMs: 10000})
+			a := openNamed(t, Name(0, 0), Config{SharedGroup: !m.own, Hang: 10 * time.Second})
+			b := openNamed(t, Name(0, 1), Config{Timeline: 1, SharedGroup: !m.own, Hang: 10 * time.Second})
 			bufA := allocBuf(t, a, device.PinnedMemory, 4096)
 			fn := resolve(t, b, "fault_illegal_address")[0]
 			s, err := rig.NewSubmission(b, rig.Launch(fn, fn.Params(), rig.Write(0, 0)))
@@ -312,7 +312,7 @@ func TestGPUTimelinesFault(t *testing.T) {
 			// Timeline 1 opens again while timeline 0 is still open,
 			// and runs: of the shared group, in a new group with a
 			// fault domain of its own.
-			b2 := openNamed(t, Name(0, 1), Config{Timeline: 1, SharedGroup: !m.own, HangMs: 10000})
+			b2 := openNamed(t, Name(0, 1), Config{Timeline: 1, SharedGroup: !m.own, Hang: 10 * time.Second})
 			if d0, d1 := a.Facts().FaultDomain, b2.Facts().FaultDomain; !m.own && d1 == d0 {
 				t.Errorf("timeline 1 opened after its group's fault names fault domain %q, as timeline 0 does", d1)
 			}

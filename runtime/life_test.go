@@ -60,10 +60,10 @@ func stubborn(t *testing.T, d *rig.Device, ns time.Duration) rig.Point {
 func TestOpenWaitsForRelease(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		hang int // the device's HangMs, which loses it
-	}{{"closed", 0}, {"lost", 20}} {
+		hang time.Duration // the device's hang bound, which loses it
+	}{{"closed", 0}, {"lost", 20 * time.Millisecond}} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := hostdev.Config{Name: "release-" + c.name, HangMs: c.hang}
+			cfg := hostdev.Config{Name: "release-" + c.name, Hang: c.hang}
 			// One open that gives up, one that waits.
 			for _, patient := range []bool{false, true} {
 				d, err := rig.Open(context.Background(), hostdev.Open(cfg))
@@ -273,7 +273,7 @@ func TestCrossDeviceSubmitAllocs(t *testing.T) {
 // and gives it back then.
 func TestCloseWaitsForLostUser(t *testing.T) {
 	const n = 4096
-	a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{HangMs: 20})
+	a, b := host(t, hostdev.Config{}), host(t, hostdev.Config{Hang: 20 * time.Millisecond})
 	x, y := alloc(t, a, device.PinnedMemory, n), alloc(t, b, device.PinnedMemory, n)
 	wait(t, fill(t, a, x, 6, device.Compute))
 	// B's copy of x waits behind a hang, which loses B.

@@ -34,17 +34,17 @@ func TestLifecheckOnHost(t *testing.T) {
 	})
 	for _, c := range []struct {
 		name   string
-		hangMs int
+		hang   time.Duration
 		before bool
 		want   string
 	}{
 		{"closed after", 0, false, "closed"},
-		{"lost after", 100, false, "no progress"},
-		{"lost before", 100, true, "no progress"},
+		{"lost after", 100 * time.Millisecond, false, "no progress"},
+		{"lost before", 100 * time.Millisecond, true, "no progress"},
 	} {
 		t.Run("wait on ended: "+c.name, func(t *testing.T) {
-			a, b := host(t, hostdev.Config{HangMs: c.hangMs}), host(t, hostdev.Config{})
-			lifecheck.WaitOnEnded(t, a, b, fn(t, a, "test_spin_until"), c.before, lifecheck.Ender(t, a, c.hangMs > 0, 10*time.Second), c.want)
+			a, b := host(t, hostdev.Config{Hang: c.hang}), host(t, hostdev.Config{})
+			lifecheck.WaitOnEnded(t, a, b, fn(t, a, "test_spin_until"), c.before, lifecheck.Ender(t, a, c.hang > 0, 10*time.Second), c.want)
 		})
 	}
 }

@@ -88,7 +88,7 @@ func TestLossByFault(t *testing.T) {
 }
 
 func TestLossByHang(t *testing.T) {
-	d := host(t, hostdev.Config{HangMs: 50})
+	d := host(t, hostdev.Config{Hang: 50 * time.Millisecond})
 	stop := busy(t, d, 4)
 	time.Sleep(5 * time.Millisecond)
 	p := submit(t, sub(t, d, rig.Launch(fn(t, d, "hang"), 0)))

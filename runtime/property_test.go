@@ -554,9 +554,9 @@ func (g *gor) image() {
 // Where domain is not empty, the devices share a fault domain. A device
 // that keeps a word of its own (OwnWord) makes the other's work wait for
 // its points on the host.
-func propOpen(t *testing.T, rng *rand.Rand, name, domain string, hangMs int) *rig.Device {
+func propOpen(t *testing.T, rng *rand.Rand, name, domain string, hang time.Duration) *rig.Device {
 	t.Helper()
-	c := hostdev.Config{Name: name, Ring: 8 + rng.IntN(64), Grow: rng.IntN(2) == 0, OwnWord: rng.IntN(4) == 0, FaultDomain: domain, HangMs: hangMs}
+	c := hostdev.Config{Name: name, Ring: 8 + rng.IntN(64), Grow: rng.IntN(2) == 0, OwnWord: rng.IntN(4) == 0, FaultDomain: domain, Hang: hang}
 	d, err := rig.Open(context.Background(), hostdev.Open(c))
 	if err != nil {
 		t.Fatal(err)
@@ -581,11 +581,11 @@ func propRoundRun(t *testing.T, draw uint64, goroutines, each int) {
 	// and is lost for it.
 	hangs := rng.IntN(3) - 1
 	for i := range w.devs {
-		hangMs := 0
+		var hang time.Duration
 		if i == hangs {
-			hangMs = 50 + rng.IntN(100)
+			hang = time.Duration(50+rng.IntN(100)) * time.Millisecond
 		}
-		w.devs[i] = propOpen(t, rng, fmt.Sprintf("prop-%d-%d-%d", draw, i, names.Add(1)), domain, hangMs)
+		w.devs[i] = propOpen(t, rng, fmt.Sprintf("prop-%d-%d-%d", draw, i, names.Add(1)), domain, hang)
 	}
 	defer func() {
 		for i := range w.devs {

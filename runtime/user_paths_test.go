@@ -123,7 +123,7 @@ func TestLostPinnedCopies(t *testing.T) {
 func TestHangCauseNamesDeviceWaitedFor(t *testing.T) {
 	ctx := tctx(t)
 	a := host(t, hostdev.Config{})
-	b := host(t, hostdev.Config{HangMs: 50})
+	b := host(t, hostdev.Config{Hang: 50 * time.Millisecond})
 	x := alloc(t, a, rig.PinnedMemory, 64)
 	id, open := newGate()
 	defer open()
