@@ -222,7 +222,7 @@ func (f *elfFile) readSymbols(s *elfSection, total uint64) error {
 	if s.size%symSize != 0 {
 		return malformed("symbol table of %d bytes, not a whole number of its %d-byte entries", s.size, symSize)
 	}
-	if int(s.link) >= len(f.sections) || elf.SectionType(f.sections[s.link].typ) != elf.SHT_STRTAB {
+	if uint64(s.link) >= uint64(len(f.sections)) || elf.SectionType(f.sections[s.link].typ) != elf.SHT_STRTAB {
 		return malformed("symbol table's string table %d", s.link)
 	}
 	strs := f.names(int(s.link), total)
@@ -251,9 +251,11 @@ func (f *elfFile) sm() int {
 	return int(f.flags & 0xff)
 }
 
-// section is the section of index i, or nil.
+// section is the section of index i, or nil. The index is compared as a
+// 64-bit number: an int of 32 bits holds one past 2^31 as a negative
+// number.
 func (f *elfFile) section(i uint32) *elfSection {
-	if i == 0 || int(i) >= len(f.sections) {
+	if i == 0 || uint64(i) >= uint64(len(f.sections)) {
 		return nil
 	}
 	return f.sections[i]

@@ -158,7 +158,9 @@ func (c *Cubin) kernelInfo(f *elfFile, k *Kernel, attrs []Attribute) error {
 				if !ok {
 					break
 				}
-				if int(s) >= len(f.symbols) {
+				// Compared as 64-bit numbers: an int of 32 bits holds an
+				// index past 2^31 as a negative number.
+				if uint64(s) >= uint64(len(f.symbols)) {
 					return malformed("%s: extern symbol %d of %d", k.Name, s, len(f.symbols))
 				}
 				k.Externs = append(k.Externs, f.symbols[s].name)
@@ -194,7 +196,7 @@ func (c *Cubin) imageInfo(f *elfFile, attrs []Attribute) error {
 		if !ok1 || !ok2 {
 			return malformed(".nv.info: attribute %#x of %d bytes", a.Attr, len(a.Data))
 		}
-		if int(sym) >= len(f.symbols) {
+		if uint64(sym) >= uint64(len(f.symbols)) {
 			return malformed(".nv.info: attribute %#x of symbol %d of %d", a.Attr, sym, len(f.symbols))
 		}
 		k := c.bySymbol[int(sym)]

@@ -63,7 +63,7 @@ var relocationNames = [...]string{
 
 // RelocationName is the name of relocation type t, as cuobjdump prints it.
 func RelocationName(t uint32) string {
-	if int(t) < len(relocationNames) {
+	if uint64(t) < uint64(len(relocationNames)) {
 		return relocationNames[t]
 	}
 	return "R_CUDA_" + strconv.FormatUint(uint64(t), 16) + "h (unknown)"
