@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/rig-go/rig/device"
@@ -24,12 +25,14 @@ type Element interface {
 // directly; otherwise it stages the bytes in Pinned memory and copies them
 // with a submission on the device. A cancelled ctx returns ctx.Err(), with
 // dst's range left partly written or not at all; it ends the staging too,
-// and the rounds of reclamation its allocation may run. Once dst's device is
-// closed it returns an error matching ErrClosed, and once it is lost the
-// loss, whatever dst's kind of memory; after Free of dst, also a Free while it waits, one matching
-// ErrFreed, also for an empty src, which waits for nothing. Where work of
-// another device that uses dst was dropped by that device's Close, it
-// returns an error matching ErrClosed that names that device.
+// and the rounds of reclamation its allocation may run. Once dst's device
+// is closed it returns an error matching ErrClosed, and once it is lost the
+// loss, whatever dst's kind of memory; after Free of dst, also a Free while
+// it waits, one matching ErrFreed, also for an empty src, which waits for
+// nothing. A Free during the copy to host memory gives dst's memory back
+// once the copy ended. Where work of another device that uses dst was
+// dropped by that device's Close, it returns an error matching ErrClosed
+// that names that device.
 //
 // Where the device is timed and its Observer panics as it sees the staging
 // copy, Upload returns the *ObserverPanicError once the copy completed.
@@ -49,12 +52,12 @@ func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error
 		return err
 	}
 	if host := dst.Bytes(); host != nil {
-		copy(host[off:], b)
+		err := dst.s.hostCopy(func() { copy(host[off:], b) })
 		// dst stays reachable until the copy ends: its collection
 		// would free the memory, and a driver that unmaps Mapped
 		// memory at Free leaves the slice on other bytes.
 		runtime.KeepAlive(dst)
-		return nil
+		return err
 	}
 	return dst.stage(ctx, off, b, true)
 }
@@ -79,13 +82,48 @@ func Download[T Element](ctx context.Context, dst []T, src *Buffer, off int) err
 		return err
 	}
 	if host := src.Bytes(); host != nil {
-		copy(b, host[off:off+len(b)])
+		err := src.s.hostCopy(func() { copy(b, host[off:off+len(b)]) })
 		// src stays reachable until the copy ends, as dst does in
 		// Upload: a copy out of memory freed under it reads zeros.
 		runtime.KeepAlive(src)
-		return nil
+		return err
 	}
 	return src.stage(ctx, off, b, false)
+}
+
+// hostCopyHook, where set, runs just before a copy to or from a buffer's
+// host memory: tests' hook.
+var hostCopyHook atomic.Pointer[func()]
+
+// hostCopying runs hostCopyHook, where set.
+func hostCopying() {
+	if h := hostCopyHook.Load(); h != nil {
+		(*h)()
+	}
+}
+
+// hostCopy runs cp, a copy to or from the buffer's host memory, as a
+// counted call that reads the region (use): a Free that comes during the
+// copy gives the region back only once the copy ended, so that the copy
+// never writes bytes that go nowhere, nor reads those a driver's Free puts
+// there (nvdev's Mapped memory reads zeros after Free). It returns the
+// error waitUses returns where the buffer was freed, or its device closed
+// or lost, after waitUses looked, and cp did not run.
+func (s *bufState) hostCopy(cp func()) error {
+	if err := s.d.begin(); err != nil {
+		if cerr := s.closed(); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	defer s.d.end()
+	if !s.use() {
+		return s.freedErr()
+	}
+	defer s.done()
+	hostCopying()
+	cp()
+	return nil
 }
 
 // asBytes is the memory of s as bytes.
