@@ -84,6 +84,8 @@ type Part struct {
 	// CopyRows: Rows rows of RowBytes bytes, from Src at SrcOffset with
 	// SrcPitch bytes between rows, to Dst at DstOffset with DstPitch. When
 	// Filling is true there is no source and each byte is set to Byte.
+	// Every driver refuses (RoomNever) two rows or more with a pitch
+	// under RowBytes on either side.
 	Src, Dst             Region
 	SrcOffset, DstOffset uint64
 	RowBytes, Rows       uint64

@@ -358,6 +358,12 @@ func (q *queues) check(i int, p *device.Part) device.RoomAnswer {
 		if why != "" {
 			return never(i, "part %d copies from %s", i, why)
 		}
+		// Rows read with a pitch under their length overlap: the GPU
+		// drivers refuse them (CUDA's copies of rows do), so the host
+		// driver does too, and a program that runs here runs there.
+		if p.Rows > 1 && p.SrcPitch < p.RowBytes {
+			return never(i, "part %d copies rows of %d bytes with a source pitch of %d", i, p.RowBytes, p.SrcPitch)
+		}
 		if !within(p.SrcOffset, p.Rows, p.RowBytes, p.SrcPitch, src.size) {
 			return never(i, "part %d copies %d rows of %d bytes, pitch %d, from offset %d of a region of %d bytes: past its end", i, p.Rows, p.RowBytes, p.SrcPitch, p.SrcOffset, src.size)
 		}

@@ -33,8 +33,8 @@ func refRows(dst, src []byte, p device.Part) {
 }
 
 // TestRowsAgainstReference runs copies and fills of rows of random shapes
-// (rows of a few bytes to more than two pieces, packed or pitched, source
-// pitches below the row's bytes, offsets anywhere, on either queue)
+// (rows of a few bytes to more than two pieces, packed or pitched,
+// offsets anywhere, on either queue)
 // between two regions, and compares every byte of the destination with
 // refRows.
 func TestRowsAgainstReference(t *testing.T) {
@@ -74,7 +74,7 @@ func TestRowsAgainstReference(t *testing.T) {
 			}
 			return uint64(rng.IntN(int(p.RowBytes) + 1))
 		}
-		p.DstPitch, p.SrcPitch = max(pitch(), p.RowBytes), pitch()
+		p.DstPitch, p.SrcPitch = max(pitch(), p.RowBytes), max(pitch(), p.RowBytes)
 		if p.Fill32 {
 			p.DstPitch = (p.DstPitch + 3) &^ 3
 		}

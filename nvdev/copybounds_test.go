@@ -39,6 +39,8 @@ func TestRoomNeverCopyBounds(t *testing.T) {
 		{"rows past the destination", rows(qCopy, p, p, 0, 0, 8, 3, 8, 2045), "of its destination: past"},
 		{"rows whose bytes wrap", fill(p, 0, 1<<31, 1<<33, 1<<31), "of its destination: past"},
 		{"overlapping rows", rows(qCopy, p, p, 0, 0, 8, 2, 8, 4), "destination pitch of 4 bytes"},
+		{"overlapping rows read", rows(qCopy, p, p, 0, 64, 8, 2, 4, 8), "source pitch of 4 bytes"},
+		{"rows read from one place", rows(qCompute, p, p, 0, 64, 8, 3, 0, 8), "source pitch of 0 bytes"},
 		{"rows of one place", fill(p, 0, 8, 1<<40, 0), "destination pitch of 0 bytes"},
 		{"a kernel's copy past its destination", rows(qCopy, dm, dm, 0, 768<<10, 512<<10, 1, 0, 0), "of its destination: past the region's 1048576 bytes"},
 		{"a kernel's fill past its destination", fill(dm, 1, 1<<20, 1, 0), "of its destination: past"},

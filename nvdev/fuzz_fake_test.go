@@ -378,7 +378,7 @@ func (x *fuzzRun) part(r *fuzzBytes, i, n int) fuzzPart {
 		if p.rows > 1 {
 			ps, pd := r.u8(), r.u8()
 			if ps%4 != 0 {
-				// Source rows may overlap: the copy only reads them.
+				// Source rows may overlap, which the driver refuses.
 				p.srcPitch = max(1, p.rowBytes+ps%16, 4) - 3
 			}
 			if pd%4 != 0 {
@@ -637,6 +637,9 @@ func (x *fuzzRun) verdict(parts []fuzzPart) (invalid bool, refused int) {
 				return false, i
 			}
 		case fpCopy, fpFill:
+			if !p.fill && p.rows > 1 && p.srcPitch != 0 && p.srcPitch < p.rowBytes {
+				return false, i // rows read that overlap
+			}
 			if q == device.Compute && x.cfg.NoComputeCopies && p.rows != 0 && p.rowBytes != 0 && !x.asKernel(p) {
 				return false, i
 			}

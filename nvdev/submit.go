@@ -347,6 +347,11 @@ func checkCopy(p *device.Part) string {
 	if !ok || src == nil {
 		return "a copy from a region this device did not make"
 	}
+	if p.Rows > 1 && p.SrcPitch < p.RowBytes {
+		// Rows read that overlap, as cudadev refuses them: a program
+		// runs alike on every driver.
+		return fmt.Sprintf("a source pitch of %d bytes, under the rows' %d", p.SrcPitch, p.RowBytes)
+	}
 	if end, ok := rowsEnd(p.SrcOffset, p.Rows, p.SrcPitch, p.RowBytes); !ok || end > uint64(src.Size) {
 		return fmt.Sprintf("a copy of %d rows of %d bytes, %d bytes apart, from byte %d of its source: past the region's %d bytes",
 			p.Rows, p.RowBytes, p.SrcPitch, p.SrcOffset, src.Size)

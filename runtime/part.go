@@ -142,7 +142,10 @@ func Copy(src int, srcOff uint64, dst int, dstOff uint64, n uint64) Part {
 }
 
 // CopyRows copies rows between two buffers, on "COPY:0". As Copy's, the
-// rows read and the rows written must not overlap.
+// rows read and the rows written must not overlap. Where there are two
+// rows or more, the drivers refuse a pitch under RowBytes on either side,
+// whose rows overlap (Submit returns a *RefusalError), as CUDA's copies
+// of rows do.
 func CopyRows(r Rows) Part {
 	if r.SrcPitch == 0 {
 		r.SrcPitch = r.RowBytes
