@@ -1,19 +1,32 @@
 package rig
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Do submits the run and waits for its point, for the goroutine that has
 // nothing to do in between, as a server's request often does. It returns
 // what Submit returns where that is an error (the zero Point where
 // nothing was submitted), and otherwise the point with what Wait on it
 // returns, under the same rules for the run, its buffers and ctx. Where
-// the wait ended before the point was reached (ctx ended, the device was
-// lost or closed), the submitted work may still run: the point says when
-// it no longer does, and the host may write the run's buffers again.
-// A nil ctx panics.
+// the device's Observer panicked as it saw the run, which was submitted
+// all the same, Do waits for the point too: it returns the
+// *ObserverPanicError once the point is reached, or what Wait returns
+// where the wait ends first. Where the wait ended before the point was
+// reached (ctx ended, the device was lost or closed), the submitted work
+// may still run: the point says when it no longer does, and the host may
+// write the run's buffers again. A nil ctx panics.
 func (r *Run) Do(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	p, err := r.Submit(ctx, buffers...)
 	if err != nil {
+		var observed *ObserverPanicError
+		if !errors.As(err, &observed) {
+			return p, err
+		}
+		if werr := p.Wait(ctx); werr != nil {
+			return p, werr
+		}
 		return p, err
 	}
 	return p, p.Wait(ctx)

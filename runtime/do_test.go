@@ -153,3 +153,37 @@ func TestDoConcurrent(t *testing.T) {
 		t.Fatalf("%d waiters left", w)
 	}
 }
+
+// TestDoObserverPanics: where the device's observer panics as it sees the
+// run, Do still waits for the run's point, which the work was submitted
+// for, and returns the *ObserverPanicError once it is reached.
+func TestDoObserverPanics(t *testing.T) {
+	f := newFake()
+	f.held = true
+	d := openWith(t, f.opener("do-observer"))
+	s := empty(t, d)
+	d.SetTimed(true)
+	d.SetObserver(observerFn(func(*Device, *device.Submission) { panic("observer") }))
+	v := d.last.Load() + 1
+	ch := make(chan error, 1)
+	go func() {
+		_, err := s.Take().Do(context.Background())
+		ch <- err
+	}()
+	for start := time.Now(); d.last.Load() != v; time.Sleep(50 * time.Microsecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("Do submitted nothing")
+		}
+	}
+	select {
+	case err := <-ch:
+		f.complete(v)
+		t.Fatalf("Do returned %v before its value completed", err)
+	case <-time.After(5 * time.Millisecond):
+	}
+	f.complete(v)
+	var pe *ObserverPanicError
+	if err := <-ch; !errors.As(err, &pe) {
+		t.Fatalf("Do returned %v, want an *ObserverPanicError", err)
+	}
+}

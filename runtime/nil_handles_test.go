@@ -127,6 +127,9 @@ func TestZeroSubmission(t *testing.T) {
 					t.Errorf("a run of a %s Submission panicked: %v", name, v)
 				}
 			}()
+			if d := s.Device(); d != nil {
+				t.Errorf("a %s Submission's device is %v, want nil", name, d)
+			}
 			if p, err := s.Take().Submit(context.Background()); !errors.Is(err, ErrInvalid) || p != (Point{}) {
 				t.Errorf("Submit of a run of a %s Submission: %v, %v; want the zero Point and ErrInvalid", name, p, err)
 			}

@@ -205,8 +205,14 @@ func rowsEnd(off, rows, pitch, n uint64) (uint64, bool) {
 	return end, hi == 0 && c1 == 0 && c2 == 0
 }
 
-// Device is the submission's device.
-func (s *Submission) Device() *Device { return s.d }
+// Device is the submission's device; nil for a nil or zero Submission
+// (what NewSubmission returns beside an error).
+func (s *Submission) Device() *Device {
+	if s == nil {
+		return nil
+	}
+	return s.d
+}
 
 // Run is one use of a submission: its groups, threads, shared memory and
 // parameters, then Submit. A run belongs to the goroutine that took it
