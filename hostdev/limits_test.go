@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/hostram"
+	"github.com/rig-go/rig/internal/testutil"
 )
 
 // TestMapHostPastAddressSpace checks that MapHost refuses a count of bytes
@@ -65,44 +65,23 @@ func TestRingLimit(t *testing.T) {
 // whose milliseconds do not fit an int (past about 24.8 days, where an int
 // has 32 bits) is refused, naming it, rather than wrapped.
 func TestHangBound(t *testing.T) {
-	const intBits = strconv.IntSize
-	for _, tc := range []struct {
-		hang time.Duration
-		want int64 // Facts.HangMs; -1 for a refusal where an int has 32 bits
-	}{
-		{0, 0},
-		{-1, 0},
-		{-time.Hour, 0},
-		{math.MinInt64, 0},
-		{1, 1},
-		{time.Millisecond - 1, 1},
-		{time.Millisecond, 1},
-		{1500 * time.Millisecond, 1500},
-		{1500*time.Millisecond + 999*time.Microsecond, 1500},
-		{math.MaxInt32 * time.Millisecond, math.MaxInt32},
-		{(math.MaxInt32 + 1) * time.Millisecond, -1},
-		{math.MaxInt64, -1},
-	} {
-		want := tc.want
-		if want < 0 && intBits == 64 {
-			want = int64(tc.hang / time.Millisecond)
-		}
-		drv, err := Open(Config{Hang: tc.hang}).Make(new(uint64))
-		if want < 0 {
+	for _, tc := range testutil.HangCases() {
+		drv, err := Open(Config{Hang: tc.Hang}).Make(new(uint64))
+		if tc.Refused {
 			if err == nil {
 				drv.Stop("")
-				t.Errorf("make with a hang bound of %v succeeded, where an int has %d bits", tc.hang, intBits)
-			} else if !strings.Contains(err.Error(), "hang bound of "+tc.hang.String()) {
-				t.Errorf("make with a hang bound of %v answered %v, want an error naming the bound", tc.hang, err)
+				t.Errorf("make with a hang bound of %v succeeded, where an int has %d bits", tc.Hang, strconv.IntSize)
+			} else if !strings.Contains(err.Error(), "hang bound of "+tc.Hang.String()) {
+				t.Errorf("make with a hang bound of %v answered %v, want an error naming the bound", tc.Hang, err)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("make with a hang bound of %v: %v", tc.hang, err)
+			t.Errorf("make with a hang bound of %v: %v", tc.Hang, err)
 			continue
 		}
-		if got := drv.Facts().HangMs; int64(got) != want {
-			t.Errorf("a hang bound of %v: Facts.HangMs %d, want %d", tc.hang, got, want)
+		if got := drv.Facts().HangMs; got != tc.Want {
+			t.Errorf("a hang bound of %v: Facts.HangMs %d, want %d", tc.Hang, got, tc.Want)
 		}
 		drv.Stop("")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/gputest"
 	"github.com/rig-go/rig/internal/testkernels"
+	"github.com/rig-go/rig/internal/testutil"
 	"github.com/rig-go/rig/internal/timeline"
 	"github.com/rig-go/rig/nvdev/hw"
 	"github.com/rig-go/rig/nvdev/nvidia"
@@ -1148,28 +1149,7 @@ func TestSharedGroupYields(t *testing.T) {
 // whose milliseconds do not fit an int (past about 24.8 days, where an int
 // has 32 bits) is refused, naming it, before the path is dialed.
 func TestHangBound(t *testing.T) {
-	const intBits = strconv.IntSize
-	for _, tc := range []struct {
-		hang time.Duration
-		want int64 // Facts.HangMs; -1 for a refusal where an int has 32 bits
-	}{
-		{0, 0},
-		{-1, 0},
-		{-time.Hour, 0},
-		{math.MinInt64, 0},
-		{1, 1},
-		{time.Millisecond - 1, 1},
-		{time.Millisecond, 1},
-		{1500 * time.Millisecond, 1500},
-		{1500*time.Millisecond + 999*time.Microsecond, 1500},
-		{math.MaxInt32 * time.Millisecond, math.MaxInt32},
-		{(math.MaxInt32 + 1) * time.Millisecond, -1},
-		{math.MaxInt64, -1},
-	} {
-		want := tc.want
-		if want < 0 && intBits == 64 {
-			want = int64(tc.hang / time.Millisecond)
-		}
+	for _, tc := range testutil.HangCases() {
 		f := newFake()
 		dialed := false
 		dial := func(o *nvidia.Options) (path, rmAPI, error) {
@@ -1181,29 +1161,29 @@ func TestHangBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		drv, err := openPath(w, Config{Hang: tc.hang}, dial)
-		if want < 0 {
+		drv, err := openPath(w, Config{Hang: tc.Hang}, dial)
+		if tc.Refused {
 			switch {
 			case err == nil:
 				(&raw{t: t, f: f, d: drv.(*gpu), slot: slot, v: atomic.LoadUint64(w)}).close()
-				t.Errorf("a hang bound of %v opened, where an int has %d bits", tc.hang, intBits)
+				t.Errorf("a hang bound of %v opened, where an int has %d bits", tc.Hang, strconv.IntSize)
 				continue
-			case !strings.Contains(err.Error(), "hang bound of "+tc.hang.String()):
-				t.Errorf("a hang bound of %v answered %v, want an error naming the bound", tc.hang, err)
+			case !strings.Contains(err.Error(), "hang bound of "+tc.Hang.String()):
+				t.Errorf("a hang bound of %v answered %v, want an error naming the bound", tc.Hang, err)
 			case dialed:
-				t.Errorf("a hang bound of %v dialed the path before its refusal", tc.hang)
+				t.Errorf("a hang bound of %v dialed the path before its refusal", tc.Hang)
 			}
 			timeline.Give(slot)
 			continue
 		}
 		if err != nil {
 			timeline.Give(slot)
-			t.Errorf("a hang bound of %v: %v", tc.hang, err)
+			t.Errorf("a hang bound of %v: %v", tc.Hang, err)
 			continue
 		}
 		r := &raw{t: t, f: f, d: drv.(*gpu), slot: slot, v: atomic.LoadUint64(w)}
-		if got := r.d.Facts().HangMs; int64(got) != want {
-			t.Errorf("a hang bound of %v: Facts.HangMs %d, want %d", tc.hang, got, want)
+		if got := r.d.Facts().HangMs; got != tc.Want {
+			t.Errorf("a hang bound of %v: Facts.HangMs %d, want %d", tc.Hang, got, tc.Want)
 		}
 		r.wait(r.submit(nil))
 		r.close()
