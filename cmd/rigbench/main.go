@@ -78,7 +78,8 @@
 // could not be written in full, its write or its close failing (the
 // message names the flag and the file); and 0 otherwise, a -compare whose
 // workload or devices have no baseline included (the report says why).
-// Ctrl-C stops the run, which still reports what it measured.
+// Ctrl-C (SIGINT) or SIGTERM stops the run, which still reports what it
+// measured; a second one ends the process at once.
 package main
 
 import (
@@ -91,6 +92,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/rig-go/rig/profile"
@@ -98,13 +100,26 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, _ := signalContext()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// stopSignals are the signals that stop a run, which then reports what
+// it measured: Ctrl-C's, and SIGTERM, which timeout(1), kill and service
+// managers send to stop a command.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
+// signalContext returns a context that ends at the first of stopSignals,
+// after which the signals are the system's again: a second one ends the
+// process at once. Its cancel function ends it and gives the signals
+// back.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	go func() {
-		// A second Ctrl-C ends the process at once.
 		<-ctx.Done()
 		stop()
 	}()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	return ctx, stop
 }
 
 // run is rigbench with its command line, its output and its context, whose
