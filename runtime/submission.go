@@ -242,6 +242,9 @@ type Run struct {
 	// goroutine: a plain bool catches a second Submit or Release without
 	// an atomic operation on the hot path.
 	held bool
+	// afters are the points After added, nafter of them.
+	afters [MaxAfter]Point
+	nafter int
 	// comb is the run's place in its device's combining queue.
 	comb combNode
 }
@@ -368,6 +371,28 @@ func (r *Run) Params(i int) []byte {
 	return r.params[i]
 }
 
+// MaxAfter is the most points After adds to one run.
+const MaxAfter = 8
+
+// After makes the run's work wait for p, a point of any device, as it
+// waits for the points its buffers' hazards name: the work starts once p
+// is reached, on the device where its facts allow a wait on p's device's
+// word, and Submit waits on the host first otherwise. A point of the
+// run's own device, and the zero Point, are passed already when the work
+// starts, as a device's values run in order. Where p's device was lost or
+// closed before reaching p, Submit submits nothing and returns that
+// device's loss, or an error matching ErrClosed that names it. More than
+// MaxAfter points for one run is an error that Submit returns, matching
+// ErrInvalid. After allocates nothing.
+func (r *Run) After(p Point) {
+	if r.nafter == len(r.afters) {
+		r.fail(fmt.Errorf("rig: more than %d points for a run to wait for (After): %w", MaxAfter, ErrInvalid))
+		return
+	}
+	r.afters[r.nafter] = p
+	r.nafter++
+}
+
 // Release hands the run back without submitting it.
 func (r *Run) Release() {
 	if r.held {
@@ -395,6 +420,8 @@ func (r *Run) forget() {
 	r.bufs = r.bufs[:0]
 	clear(r.owed[:cap(r.owed)])
 	r.owed = r.owed[:0]
+	clear(r.afters[:r.nafter])
+	r.nafter = 0
 	for i := range r.sub.Parts {
 		r.sub.Parts[i].Src, r.sub.Parts[i].Dst = nil, nil
 	}
@@ -879,6 +906,15 @@ func (r *Run) hazards(d *Device) (Point, error) {
 						return hw, nil
 					}
 				}
+			}
+		}
+	}
+	// A point of d itself is passed before the run's work starts: d's
+	// values run in order.
+	for _, p := range r.afters[:r.nafter] {
+		if p.d != nil && p.d != d {
+			if hw := r.waitFor(d, p); hw.d != nil {
+				return hw, nil
 			}
 		}
 	}
