@@ -151,8 +151,14 @@ type RefusalError struct {
 	Device string
 	// Part is the index of the refused part, -1 for the whole submission.
 	Part int
-	// Kind is the refused part's kind.
+	// Kind is the refused part's kind: Copy, CopyRows, FillBytes,
+	// FillRows, FillUint32 and FillFloat32 make copies (device.CopyRows),
+	// Fill a fill by a function, Words words, and Kernel and Launch
+	// launches.
 	Kind device.PartKind
+	// Filling is true where the refused copy fills (FillBytes, FillRows,
+	// FillUint32, FillFloat32): Error names it a fill of rows.
+	Filling bool
 	// Reason is the driver's reason.
 	Reason string
 }
@@ -162,7 +168,11 @@ func (e *RefusalError) Error() string {
 	if e.Part < 0 {
 		return fmt.Sprintf("rig: device %s refuses the submission: %s", e.Device, e.Reason)
 	}
-	return fmt.Sprintf("rig: device %s refuses part %d (%s): %s", e.Device, e.Part, e.Kind, e.Reason)
+	kind := e.Kind.String()
+	if e.Filling && e.Kind == device.CopyRows {
+		kind = "fill of rows"
+	}
+	return fmt.Sprintf("rig: device %s refuses part %d (%s): %s", e.Device, e.Part, kind, e.Reason)
 }
 
 // Is matches ErrRefused.

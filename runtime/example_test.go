@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"time"
 
 	"github.com/rig-go/rig/hostdev"
 	rig "github.com/rig-go/rig/runtime"
@@ -423,4 +425,220 @@ func ExampleDevice_MapHost() {
 		panic(err)
 	}
 	// Output: 00 00 ab ab ab ab 00 00
+}
+
+// A server makes one submission at start and shares it: each request, on
+// a goroutine of its own, takes a run of it and waits for its work with the
+// request's context, here one with a deadline. The errors to tell apart
+// are tested with errors.Is: a deadline that passed returns
+// context.DeadlineExceeded itself, a lost device an error matching ErrLost,
+// a closed one ErrClosed.
+func ExampleRun_Submit() {
+	ctx := context.Background()
+	dev, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-server"}))
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	img, err := dev.LoadImage(hostdev.ImageOf("twice"))
+	if err != nil {
+		panic(err)
+	}
+	twice, err := img.Resolve("twice")
+	if err != nil {
+		panic(err)
+	}
+	s, err := rig.NewSubmission(dev, rig.Kernel(twice, rig.ReadWriteArg(0, 0)))
+	if err != nil {
+		panic(err)
+	}
+
+	// request doubles 256 floats of value v in a buffer of its own.
+	request := func(ctx context.Context, v float32) (float32, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		x, err := dev.Alloc(rig.DeviceMemory, 4*256)
+		if err != nil {
+			return 0, err
+		}
+		defer x.Free() // given back once the work that uses x is done
+		in := make([]float32, 256)
+		for i := range in {
+			in[i] = v
+		}
+		if err := rig.Upload(ctx, x, 0, in); err != nil {
+			return 0, err
+		}
+		run := s.Take()
+		run.Threads(0, 256, 1, 1)
+		p, err := run.Submit(ctx, x)
+		if err != nil {
+			return 0, err
+		}
+		if err := p.Wait(ctx); err != nil {
+			return 0, err
+		}
+		out := make([]float32, 1)
+		err = rig.Download(ctx, out, x, 4*255)
+		return out[0], err
+	}
+
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		counts = map[string]int{}
+	)
+	for g := range 64 {
+		wg.Go(func() {
+			got, err := request(ctx, float32(g))
+			var what string
+			switch {
+			case err == nil && got == 2*float32(g):
+				what = "ok"
+			case err == nil:
+				what = "wrong"
+			case errors.Is(err, context.DeadlineExceeded):
+				what = "past its deadline"
+			case errors.Is(err, rig.ErrLost):
+				what = "device lost" // a server reopens it
+			case errors.Is(err, rig.ErrClosed):
+				what = "device closed"
+			default:
+				what = err.Error()
+			}
+			mu.Lock()
+			counts[what]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	fmt.Println(counts)
+	// Output: map[ok:64]
+}
+
+// A wait whose context ends returns ctx.Err() itself, and leaves the work
+// running: its point says when the work is done, and until then the
+// buffers it uses are not the host's to write. Here the host driver's
+// "sleep" kernel runs for 200 ms, past a deadline of 5 ms.
+func ExamplePoint_Wait() {
+	ctx := context.Background()
+	dev, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-deadline"}))
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	img, err := dev.LoadImage(hostdev.ImageOf("sleep"))
+	if err != nil {
+		panic(err)
+	}
+	sleep, err := img.Resolve("sleep")
+	if err != nil {
+		panic(err)
+	}
+	s, err := rig.NewSubmission(dev, rig.Kernel(sleep))
+	if err != nil {
+		panic(err)
+	}
+	run := s.Take()
+	run.SetUint64(0, 0, uint64(200*time.Millisecond)) // the nanoseconds to sleep
+	p, err := run.Submit(ctx)
+	if err != nil {
+		panic(err)
+	}
+
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	err = p.Wait(dctx)
+	fmt.Println(err == context.DeadlineExceeded, p.Reached())
+
+	// The work still runs; a wait with no deadline sees it end.
+	fmt.Println(p.Wait(ctx), p.Reached())
+	// Output:
+	// true false
+	// <nil> true
+}
+
+// Copies of rows move a block of a matrix between two buffers: here the
+// columns 2 to 5 of a 4x8 matrix of bytes on device a, after a fill of
+// rows (FillRows) sets them, into a packed 4x4 block on device b. b's copy
+// reads a buffer that a's fill writes, so it waits for the fill's point on
+// the device, with no wait by the host in between; a point of another
+// device orders work only through the buffers it uses.
+func ExampleCopyRows() {
+	ctx := context.Background()
+	a, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-rows-a"}))
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	b, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-rows-b"}))
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+
+	const rows, cols = 4, 8
+	m, err := a.Alloc(rig.DeviceMemory, rows*cols)
+	if err != nil {
+		panic(err)
+	}
+	in := make([]byte, rows*cols)
+	for i := range in {
+		in[i] = byte(i)
+	}
+	if err := rig.Upload(ctx, m, 0, in); err != nil {
+		panic(err)
+	}
+	block, err := b.Alloc(rig.DeviceMemory, rows*4)
+	if err != nil {
+		panic(err)
+	}
+
+	// On a: bytes 2 to 3 of each row (pitch cols) set to 0xff.
+	fill, err := rig.NewSubmission(a, rig.FillRows(0, 2, 2, rows, cols, 0xff))
+	if err != nil {
+		panic(err)
+	}
+	// On b: 4 rows of 4 bytes from byte 2 of buffer 0, rows cols bytes
+	// apart, into buffer 1, rows packed (DstPitch 0 is RowBytes).
+	copyBlock, err := rig.NewSubmission(b, rig.CopyRows(rig.Rows{
+		Src: 0, Dst: 1, SrcOffset: 2, RowBytes: 4, Rows: rows, SrcPitch: cols,
+	}))
+	if err != nil {
+		panic(err)
+	}
+	pa, err := fill.Take().Submit(ctx, m)
+	if err != nil {
+		panic(err)
+	}
+	pb, err := copyBlock.Take().Submit(ctx, m, block)
+	if err != nil {
+		panic(err)
+	}
+	if err := pb.Wait(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println(pa.Reached())
+
+	out := make([]byte, rows*4)
+	if err := rig.Download(ctx, out, block, 0); err != nil {
+		panic(err)
+	}
+	for r := range rows {
+		fmt.Printf("% x\n", out[4*r:4*r+4])
+	}
+	if err := block.Free(); err != nil {
+		panic(err)
+	}
+	_, err = copyBlock.Take().Submit(ctx, m, block)
+	fmt.Println(errors.Is(err, rig.ErrFreed))
+	// Output:
+	// true
+	// ff ff 04 05
+	// ff ff 0c 0d
+	// ff ff 14 15
+	// ff ff 1c 1d
+	// true
 }

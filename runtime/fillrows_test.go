@@ -54,7 +54,7 @@ func TestFillRows(t *testing.T) {
 		{"rows past 2^64", newSub(d, rig.FillRows(0, 8, 8, 1<<62, 16, 1)), rig.ErrInvalid, "past 2^64"},
 		{"a row past 2^64", newSub(d, rig.FillRows(0, math.MaxUint64-3, 8, 1, 0, 1)), rig.ErrInvalid, "past 2^64"},
 		{"rows past the buffer", runCall(sub(t, d, rig.FillRows(0, 0, 8, 4, 20, 1)), nil, x), rig.ErrRefused, "writes from byte 0 up to byte 68 of buffer 0, which holds 64"},
-		{"rows that overlap", runCall(sub(t, d, rig.FillRows(0, 0, 8, 4, 4, 1)), nil, x), rig.ErrRefused, "destination pitch of 4"},
+		{"rows that overlap", runCall(sub(t, d, rig.FillRows(0, 0, 8, 4, 4, 1)), nil, x), rig.ErrRefused, "(fill of rows): part 0 copies rows of 8 bytes with a destination pitch of 4"},
 	})
 }
 

@@ -566,11 +566,11 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			}
 		case attemptSelf:
 		default:
-			kind := device.PartKind(0)
+			kind, filling := device.PartKind(0), false
 			if a.room.Part >= 0 && a.room.Part < len(r.sub.Parts) {
-				kind = r.sub.Parts[a.room.Part].Kind
+				kind, filling = r.sub.Parts[a.room.Part].Kind, r.sub.Parts[a.room.Part].Filling
 			}
-			return Point{}, &RefusalError{Device: d.name, Part: a.room.Part, Kind: kind, Reason: a.room.Reason}
+			return Point{}, &RefusalError{Device: d.name, Part: a.room.Part, Kind: kind, Filling: filling, Reason: a.room.Reason}
 		}
 	}
 }
@@ -781,7 +781,8 @@ func (r *Run) index(st *bufState) int32 {
 
 // refuse is the refusal of part i for reason.
 func (r *Run) refuse(i int, reason string) error {
-	return &RefusalError{Device: r.s.d.name, Part: i, Kind: r.sub.Parts[i].Kind, Reason: reason}
+	p := &r.sub.Parts[i]
+	return &RefusalError{Device: r.s.d.name, Part: i, Kind: p.Kind, Filling: p.Filling, Reason: reason}
 }
 
 // order sets each part's After from the buffers bound: the latest earlier
