@@ -229,7 +229,7 @@ func (s *bufState) freedErr() error {
 	if err := s.closed(); err != nil {
 		return err
 	}
-	return fmt.Errorf("rig: a buffer of %d bytes: %w", s.n, ErrFreed)
+	return fmt.Errorf("rig: a copy to or from a buffer of %d bytes of device %s, freed before the copy: %w", s.n, s.d.name, ErrFreed)
 }
 
 // closed returns an error matching ErrClosed where the buffer's device was
