@@ -157,18 +157,23 @@ func (d *dev) sequencer() {
 	}
 }
 
-// forget drops what the parts of the value sl hold outside the launch
-// ring (their regions and fill functions), once they ran or were skipped:
-// a part keeps its place in the ring until a later value takes it, and
-// the Go memory of a region freed meanwhile, or what a fill function
-// holds, must not wait for that. The sequencer calls it before it counts
-// the value completed, which hands the slot back to Submit, and on the
-// values Stop dropped as it ends (dropFrom).
+// forget drops what the value sl holds outside its places in the launch
+// ring (its parts' regions and fill functions) and what ties it to the
+// ring's buffers (its parts' parameter bytes, the slot's parts and
+// waits), once its parts ran or were skipped: a part keeps its place in
+// the ring, and the slot its value's slices, until a later value takes
+// them, and the Go memory of a region freed meanwhile, what a fill
+// function holds, or an arena buffer that a growth replaced (whose bytes
+// go back to the budget once its values completed), must not wait for
+// that. The sequencer calls it before it counts the value completed,
+// which hands the slot back to Submit, and on the values Stop dropped as
+// it ends (dropFrom).
 func (sl *slot) forget() {
 	for i := range sl.parts {
 		p := &sl.parts[i]
-		p.src, p.dst, p.fill = nil, nil, nil
+		p.src, p.dst, p.fill, p.params = nil, nil, nil, nil
 	}
+	sl.parts, sl.waits = nil, nil
 }
 
 // dropFrom forgets the values from seq on that were handed to the
@@ -330,6 +335,7 @@ func goexitFault(doing string) *device.Fault {
 func (d *dev) seqExit(sl *slot, copying bool) {
 	d.faultWith(goexitFault("a part on COMPUTE:0"))
 	d.launch[device.Compute].close()
+	d.launch[device.Compute].p = nil // as runLaunch forgets it
 	for i := range sl.parts {
 		if p := &sl.parts[i]; p.queue == device.Compute {
 			p.done.Store(true)

@@ -218,7 +218,11 @@ func (q *queues) room(s *device.Submission) device.RoomAnswer {
 			return a
 		}
 		if p.Kind == device.Launch {
-			nbytes += paramBytes(p)
+			n := paramBytes(p)
+			if n > math.MaxInt-nbytes {
+				return never(i, "part %d launches %q with %d parameter bytes, which with the %d of the parts before it pass the %d an int counts", i, p.Entry.Name, n, nbytes, math.MaxInt)
+			}
+			nbytes += n
 		}
 	}
 	for i := range s.Waits {
