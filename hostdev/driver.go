@@ -67,6 +67,27 @@ var Key = device.NewKey[*Caps]("hostdev")
 // Default is the opener of the default host device, named "host".
 func Default() device.Opener { return Open(Config{}) }
 
+// Timeline is the opener of the host device named Name(k): timeline k of
+// the host, as nvdev.Timeline and cudadev.Timeline open timeline k of a
+// GPU, so that code that opens several timelines runs on the host too.
+// Each is a device of its own, with its own word, queues and budget;
+// Timeline(0) is Default(). It panics if k < 0.
+func Timeline(k int) device.Opener {
+	if k < 0 {
+		panic(fmt.Sprintf("hostdev: Timeline(%d): a timeline's number is not negative", k))
+	}
+	return Open(Config{Name: Name(k)})
+}
+
+// Name is the name of the opener of the host's timeline k: "host" for
+// the first, "host/k" for k > 0.
+func Name(k int) string {
+	if k > 0 {
+		return fmt.Sprintf("host/%d", k)
+	}
+	return "host"
+}
+
 // Open is the opener of a host device configured by c.
 func Open(c Config) device.Opener {
 	if c.Name == "" {

@@ -221,9 +221,17 @@ func Words(words []uint32, refs ...Ref) Part {
 	return Part{kind: device.Words, queue: device.Compute, src: -1, dst: -1, words: words, refs: refs}
 }
 
+// The queues every device has, for Part.On: their indexes in the device's
+// Facts.Queues.
+const (
+	ComputeQueue = device.Compute // "COMPUTE:0", the queue of launches by default
+	CopyQueue    = device.Copy    // "COPY:0", the queue of copies and fills by default
+)
+
 // On places the part on queue q, an index into the device's Facts.Queues:
-// 0 is "COMPUTE:0" and 1 "COPY:0" on every driver. NewSubmission keeps any
-// q; Submit refuses a q the device has no queue for, with a *RefusalError.
+// ComputeQueue (0) is "COMPUTE:0" and CopyQueue (1) "COPY:0" on every
+// driver. NewSubmission keeps any q; Submit refuses a q the device has no
+// queue for, with a *RefusalError.
 func (p Part) On(q int) Part { p.queue = q; return p }
 
 // After makes the part run after part i of its submission as well as after

@@ -23,7 +23,7 @@ func TestNever(t *testing.T) {
 		set   func(r *rig.Run)
 		part  int
 	}{
-		{"launch on COPY:0", []rig.Part{rig.Launch(empty, 0).On(device.Copy)}, nil, 0},
+		{"launch on COPY:0", []rig.Part{rig.Launch(empty, 0).On(rig.CopyQueue)}, nil, 0},
 		{"queue 5", []rig.Part{rig.Launch(empty, 0).On(5)}, nil, 0},
 		{"zero groups", []rig.Part{rig.Launch(empty, 0)}, func(r *rig.Run) { r.Groups(0, 0, 1, 1) }, 0},
 		{"zero threads", []rig.Part{rig.Launch(empty, 0)}, func(r *rig.Run) { r.Threads(0, 1, 0, 1) }, 0},
