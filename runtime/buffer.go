@@ -258,7 +258,7 @@ func (d *Device) MapHost(b []byte) (*Buffer, error) {
 		return nil, fmt.Errorf("rig: map of host memory on %s: a buffer holds at least one byte: %w", d.name, ErrInvalid)
 	}
 	if !d.facts.MapsHost {
-		return nil, fmt.Errorf("rig: map of host memory on %s: %w", d.name, device.ErrNever)
+		return nil, fmt.Errorf("rig: map of host memory on %s, whose driver maps none (Facts.MapsHost is false; hostdev maps where its Config.MapsHost is set): %w", d.name, device.ErrNever)
 	}
 	if err := d.begin(); err != nil {
 		return nil, err
