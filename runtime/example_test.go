@@ -564,8 +564,9 @@ func ExamplePoint_Wait() {
 // columns 2 to 5 of a 4x8 matrix of bytes on device a, after a fill of
 // rows (FillRows) sets them, into a packed 4x4 block on device b. b's copy
 // reads a buffer that a's fill writes, so it waits for the fill's point on
-// the device, with no wait by the host in between; a point of another
-// device orders work only through the buffers it uses.
+// the device, with no wait by the host in between; a run whose work shares
+// no buffer with another device's waits for that device's point through
+// Run.After.
 func ExampleCopyRows() {
 	ctx := context.Background()
 	a, err := rig.Open(ctx, hostdev.Open(hostdev.Config{Name: "example-rows-a"}))

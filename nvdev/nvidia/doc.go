@@ -176,12 +176,14 @@
 //
 // # Another path
 //
-// The RM driver needs of a path what Client's methods give: RM (Alloc, Free,
-// Control, Token, Schedule, Boost, SMErrors, MMUFaults), Key, Index,
-// Device, Subdevice, VASpace, GPU, Budget, CacheBytes, Doorbell, Ring,
-// Flush, Alloc, MapsHost, MapHost, Free, Reaches, MapPeer, Bus, DMA,
-// Register, Unregister, Check, HangMs, ReadTimer, Stop, where it can
-// tell, SharesSpace, and where it can wake the host, NonStallEvent. A path
+// The RM driver needs of a path what Client's methods give: RM (Client,
+// Alloc, Free, Token, Schedule, Boost, SMErrors, MMUFaults, and where it
+// has them, ScheduleChannel and Disown), Key, Index, Device, Subdevice,
+// VASpace, GPU, Budget, CacheBytes, Ring, Flush, Alloc, MapsHost, MapHost,
+// Free, Reaches, MapPeer, Bus, DMA, Register, Unregister, Check, HangMs,
+// ReadTimer, Stop, Close, where it holds memory past its free, AllocHeld,
+// where it can tell, SharesSpace, and where it can wake the host,
+// NonStallEvent. A path
 // through the GPU's own system processor would offer the same methods
 // over the same data
 // types (Handle, Memory, GPU, RMError), so nvdev can declare that method
