@@ -643,3 +643,61 @@ func ExampleCopyRows() {
 	// ff ff 1c 1d
 	// true
 }
+
+// Run.After orders a run after a point of another device with which its
+// work shares no buffer: here b's fill of y starts once a's run of the
+// host driver's "sleep" kernel (2 ms) completed, and the host waits for
+// b's point alone. On a GPU the devices would be two timelines of one GPU,
+// and the wait runs there, on a's word.
+func ExampleRun_After() {
+	ctx := context.Background()
+	a, err := rig.Open(ctx, hostdev.Timeline(1))
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	b, err := rig.Open(ctx, hostdev.Timeline(2))
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+
+	img, err := a.LoadImage(hostdev.ImageOf("sleep"))
+	if err != nil {
+		panic(err)
+	}
+	sleep, err := img.Resolve("sleep")
+	if err != nil {
+		panic(err)
+	}
+	slow, err := rig.NewSubmission(a, rig.Launch(sleep, sleep.Params()))
+	if err != nil {
+		panic(err)
+	}
+	run := slow.Take()
+	binary.LittleEndian.PutUint64(run.Params(0), uint64(2*time.Millisecond))
+	pa, err := run.Submit(ctx)
+	if err != nil {
+		panic(err)
+	}
+
+	y, err := b.Alloc(rig.PinnedMemory, 16)
+	if err != nil {
+		panic(err)
+	}
+	fill, err := rig.NewSubmission(b, rig.FillBytes(0, 0, 16, 7))
+	if err != nil {
+		panic(err)
+	}
+	after := fill.Take()
+	after.After(pa)
+	pb, err := after.Submit(ctx, y)
+	if err != nil {
+		panic(err)
+	}
+	if err := pb.Wait(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println(a.Name(), "reached:", pa.Reached(), "y:", y.Bytes()[:4])
+	// Output: host/1 reached: true y: [7 7 7 7]
+}
