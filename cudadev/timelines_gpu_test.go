@@ -333,3 +333,20 @@ func TestGPUTimelinesFaultChild(t *testing.T) {
 	}
 	println("timeline-fault-child: ok")
 }
+
+// TestGPUTimelinesAfter: a run of timeline 1 ordered after a point of
+// timeline 0 with Run.After, and no buffer in common, starts on the GPU
+// once timeline 0's kernel ended (gputest.RunAfter).
+func TestGPUTimelinesAfter(t *testing.T) {
+	needGPU(t)
+	a, b := twoTimelines(t)
+	var fns [2]*rig.Function
+	for i, dev := range []*rig.Device{a, b} {
+		img, err := dev.LoadImage(testkernels.Spin())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns[i] = resolve(t, img, "spin_ns")
+	}
+	gputest.RunAfter(t, a, b, fns[0], fns[1])
+}

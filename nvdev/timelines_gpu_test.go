@@ -459,3 +459,21 @@ func TestGPUTimelinesInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUTimelinesAfter: a run of timeline 1 ordered after a point of
+// timeline 0 with Run.After, and no buffer in common, starts on the GPU
+// once timeline 0's kernel ended (gputest.RunAfter), with the timelines in
+// subcontexts of one group and in groups of their own.
+func TestGPUTimelinesAfter(t *testing.T) {
+	needGPU(t)
+	for _, m := range groupModes {
+		t.Run(m.name, func(t *testing.T) {
+			a, b := twoTimelines(t, m.own)
+			bin := spinCubin(t)
+			fa := testutil.Functions(t, a, bin, "spin_ns")[0]
+			fb := testutil.Functions(t, b, bin, "spin_ns")[0]
+			gputest.RunAfter(t, a, b, fa, fb)
+			noCUDA(t)
+		})
+	}
+}
