@@ -25,12 +25,10 @@ func TestRegrowFirstWordsLater(t *testing.T) {
 	if a := r.d.Room(&s); a.Kind != device.RoomGrow {
 		t.Fatalf("room of 100 entries on rings of 64: %+v", a)
 	}
-	t0 := time.Now()
+	// A Grow that waited for the first words, which the paused fake does
+	// not run, would return its setup's error.
 	if err := r.d.Grow(); err != nil {
 		t.Fatal(err)
-	}
-	if el := time.Since(t0); el > time.Second {
-		t.Errorf("Grow waited %v for first words the fake does not run", el)
 	}
 	g := r.d.grown.set
 	if g == nil || g.ready() {
