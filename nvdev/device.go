@@ -417,8 +417,9 @@ func inArray(w *uint64, base uintptr, n int) bool {
 	return a >= base && a+8 <= base+uintptr(n) && a%8 == 0
 }
 
-// setupTimeout bounds the first words' run at make.
-const setupTimeout = 5 * time.Second
+// setupTimeout bounds the first words' run at make, and a regrowth's
+// once the work before its channels is done; tests shorten it.
+var setupTimeout = 5 * time.Second
 
 // setup writes the first words of the channels chs and wakes them: the
 // engines' binding and the compute engine's windows, then a release of

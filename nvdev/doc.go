@@ -53,8 +53,9 @@
 // loses them together; a device of a group of its own names none. A fault
 // found on the host's side alone (a settle that finds a reached value's
 // stamps unwritten, or cannot read the GPU's timer where the path reports no
-// fault of the GPU) stops no channel, and loses its timeline alone
-// (device.Fault.Alone).
+// fault of the GPU, or a regrowth's channels that did not run their first
+// words in time, with no error in their notifiers) stops no channel, and
+// loses its timeline alone (device.Fault.Alone).
 //
 // # Submitting
 //

@@ -201,11 +201,19 @@ func (d *gpu) Grow() error {
 // awaitGrown waits for the channels a regrowth opened to run their first
 // words, where the work before them is done: they run them from then on.
 // Where they fault or never run them, the device is lost: Sleep raises
-// the fault from then on. The caller holds mu.
+// the fault from then on. Channels that did not run them within the
+// bound, with no error in their notifiers and no fault the path reports,
+// are found so on the host's side alone: the RM stopped none of the
+// group's channels (in the shared group the new channels may wait behind
+// another timeline's work), and the fault is the device's alone. The
+// caller holds mu.
 func (d *gpu) awaitGrown() error {
 	if g := d.grown.set; g != nil && !g.ready() && device.AtLeast(atomic.LoadUint64(d.word), d.last) {
 		if err := awaitSetup(g.ch); err != nil {
-			return d.keep(&device.Fault{Why: fmt.Sprintf("nvdev: growing the channels: %v", err)})
+			if perr := d.p.Check(); perr != nil {
+				return d.keep(asFault(perr))
+			}
+			return d.keep(&device.Fault{Why: fmt.Sprintf("nvdev: growing the channels: %v", err), Alone: chsFault(g.ch) == ""})
 		}
 	}
 	return nil
