@@ -34,9 +34,11 @@ func TestClientsMemory(t *testing.T) {
 		run  func() result
 	}{
 		{"raw", func() result {
-			return attack("raw", 0, strings.TrimPrefix(srv.URL, "http://"), body, want, c, time.Nanosecond, os.Getpid())
+			return attack(context.Background(), "raw", 0, strings.TrimPrefix(srv.URL, "http://"), body, want, c, time.Nanosecond, os.Getpid())
 		}},
-		{"Go API", func() result { return direct(svc, body[:len(body)/2], body[len(body)/2:], c, time.Nanosecond) }},
+		{"Go API", func() result {
+			return direct(context.Background(), svc, body[:len(body)/2], body[len(body)/2:], c, time.Nanosecond)
+		}},
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

@@ -7,6 +7,17 @@
 // shows. The service runs in a child process, so that its CPU time is its
 // own; -cpuprofile writes CPU profiles of both processes.
 //
+// SIGINT (Ctrl-C) or SIGTERM (as kill, timeout(1) and service managers
+// send) stops the measuring: the level in flight ends early, the
+// service's process is sent SIGTERM and waited for (and killed if it has
+// not exited within serviceStopGrace), the levels measured so far are
+// printed, marked as interrupted, and the load test exits with 128 plus
+// the signal's number, 130 for SIGINT and 143 for SIGTERM, as a shell
+// reports a command the signal ended. A second signal ends the process
+// at once. The service's process also stops once the load test that
+// started it is gone, however it ended (-stop-at-eof): it reads the end
+// of a pipe that only the load test holds open.
+//
 // With -rate R vegeta's attacker sends R requests a second over each
 // level's clients (an open loop, the way a capacity plan states a rate at
 // a latency) rather than as fast as they answer. vegeta times a request
@@ -24,6 +35,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,6 +77,8 @@ func main() {
 	duration := flag.Duration("duration", 2*time.Second, "how long each level runs")
 	n := flag.Int("n", 1024, "elements of x and y in a request (1024: 4 KiB each)")
 	serve := flag.String("serve", "", "run the service on this address (the child process)")
+	stopAtEOF := flag.Bool("stop-at-eof", false, "with -serve: stop serving once standard input ends, as the pipe that the load test passes the service's process it starts ends with the load test")
+	verbose := flag.Bool("v", false, "print progress on standard error: the service's process and address once it serves, and each level's start and HTTP figures as the level ends")
 	kind := flag.String("client", "vegeta", "the load generator: vegeta (vegeta's attacker, used as a library) or raw (keep-alive HTTP/1.1 connections of its own, one a client, a request in one write, which costs the machine less CPU a request)")
 	faults := flag.Int("faults", 0, "after the HTTP levels, lose the device this many times with a faulting kernel of each of -fault-kinds and report how soon the service serves again (not on cuda, whose faults end the process's GPU)")
 	faultKinds := flag.String("fault-kinds", "address", "the kinds of fault of -faults, comma-separated: address (a write outside any allocation) and trap")
@@ -154,7 +168,7 @@ func main() {
 		if *serverGOGC > 0 {
 			debug.SetGCPercent(*serverGOGC)
 		}
-		if err := runService(*serve, *dev, *cpuprofile, *standby); err != nil {
+		if err := runService(*serve, *dev, *cpuprofile, *standby, *stopAtEOF); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -162,11 +176,51 @@ func main() {
 	}
 	o := options{dev: *dev, kind: *kind, rate: *rate, levels: cs, duration: *duration, n: *n, faults: *faults,
 		profile: *cpuprofile, serverProcs: *serverProcs, clientProcs: *clientProcs, standby: *standby,
-		faultKinds: kinds, serverCPUs: *serverCPUs, clientCPUs: *clientCPUs, serverGOGC: *serverGOGC}
-	if err := measure(o); err != nil {
+		faultKinds: kinds, serverCPUs: *serverCPUs, clientCPUs: *clientCPUs, serverGOGC: *serverGOGC, verbose: *verbose}
+	if err := measure(stopContext(), o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		var sig stopSignal
+		if errors.As(err, &sig) {
+			os.Exit(sig.exitCode())
+		}
 		os.Exit(1)
 	}
+}
+
+// stopSignals are the signals that stop the measuring: Ctrl-C's, and
+// SIGTERM, which kill, timeout(1) and service managers send.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
+// stopSignal is the cause of the context of stopContext: the signal
+// that stopped the measuring.
+type stopSignal struct{ sig syscall.Signal }
+
+func (s stopSignal) Error() string {
+	name := "SIGTERM"
+	if s.sig == syscall.SIGINT {
+		name = "SIGINT"
+	}
+	return "interrupted by " + name
+}
+
+// exitCode returns 128 plus the signal's number, as a shell reports a
+// command that the signal ended: 130 for SIGINT, 143 for SIGTERM.
+func (s stopSignal) exitCode() int { return 128 + int(s.sig) }
+
+// stopContext returns a context that ends at the first of stopSignals,
+// with a stopSignal as its cause; after it, the signals are the system's
+// again, so that a second one ends the process at once.
+func stopContext() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, stopSignals...)
+	go func() {
+		s := <-ch
+		signal.Reset(stopSignals...)
+		sig, _ := s.(syscall.Signal)
+		cancel(stopSignal{sig})
+	}()
+	return ctx
 }
 
 // quoted is args, each quoted, separated by spaces.
@@ -178,11 +232,23 @@ func quoted(args []string) string {
 	return strings.Join(q, " ")
 }
 
-// runService serves on addr until SIGTERM, and prints "ready" once it
+// runService serves on addr until SIGTERM or SIGINT, or, with
+// stopAtEOF, until standard input ends, and prints "ready" once it
 // listens. Where profile is not empty, it writes a CPU profile of the
-// process from the start to SIGTERM to that file.
-func runService(addr, dev, profile string, standby bool) error {
+// process from the start to the stop to that file.
+func runService(addr, dev, profile string, standby, stopAtEOF bool) error {
 	ctx := context.Background()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	eof := make(chan struct{})
+	if stopAtEOF {
+		// The load test that started this process holds the pipe's
+		// other end open until it ends.
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(eof)
+		}()
+	}
 	stopProfile := func() error { return nil }
 	if profile != "" {
 		var err error
@@ -201,9 +267,10 @@ func runService(addr, dev, profile string, standby bool) error {
 	srv := &http.Server{Handler: svc.Handler()}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Printf("ready %s %s\n", ln.Addr(), driver)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	<-sig
+	select {
+	case <-sig:
+	case <-eof:
+	}
 	if err := stopProfile(); err != nil {
 		return err
 	}
@@ -308,9 +375,39 @@ type options struct {
 	faultKinds               []string
 	serverCPUs, clientCPUs   string
 	serverGOGC               int
+	verbose                  bool
 }
 
-func measure(o options) error {
+// serviceStopGrace bounds the wait for the service's process to exit
+// after SIGTERM, after which it is killed: the service gives its
+// requests and its device 10 s to end (runService).
+const serviceStopGrace = 15 * time.Second
+
+// stopService sends the service's process SIGTERM and waits for it to
+// exit, or kills it once serviceStopGrace has passed; it returns how the
+// process ended where it did not exit with 0.
+func stopService(child *exec.Cmd) error {
+	_ = child.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("the service process: %v", err)
+		}
+		return nil
+	case <-time.After(serviceStopGrace):
+		_ = child.Process.Kill()
+		<-done
+		return fmt.Errorf("the service process did not exit within %v of SIGTERM, and was killed", serviceStopGrace)
+	}
+}
+
+// measure runs the load test that o states, and prints its report. Where
+// ctx ends first, it stops the measuring, stops the service's process,
+// prints the levels measured so far, marked as interrupted, and returns
+// ctx's cause.
+func measure(ctx context.Context, o options) error {
 	dev, kind, levels, duration, n, faults, profile := o.dev, o.kind, o.levels, o.duration, o.n, o.faults, o.profile
 	x, y := make([]float32, n), make([]float32, n)
 	for i := range x {
@@ -324,7 +421,7 @@ func measure(o options) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"-serve", "127.0.0.1:0", "-device", dev, fmt.Sprintf("-standby=%t", o.standby),
+	args := []string{"-serve", "127.0.0.1:0", "-stop-at-eof", "-device", dev, fmt.Sprintf("-standby=%t", o.standby),
 		"-server-cpus", o.serverCPUs, "-server-procs", strconv.Itoa(o.serverProcs), "-server-gogc", strconv.Itoa(o.serverGOGC)}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile+".server.pprof")
@@ -335,49 +432,114 @@ func measure(o options) error {
 	if err != nil {
 		return err
 	}
-	if err := child.Start(); err != nil {
+	// The service's process stops once its standard input ends: the
+	// pipe's write end stays open in this process only (os.Pipe's ends
+	// are not inherited), until measure returns or the process ends.
+	alive, held, err := os.Pipe()
+	if err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	defer func() { _ = held.Close() }()
+	child.Stdin = alive
+	err = child.Start()
+	_ = alive.Close()
+	if err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = stopService(child)
+		}
+	}()
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		ready <- line
+	}()
+	var line string
+	select {
+	case line = <-ready:
+	case <-ctx.Done():
+		stopped = true
+		if err := stopService(child); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		fmt.Printf("interrupted by %v before the service served: nothing was measured\n", signalName(ctx))
+		return context.Cause(ctx)
+	}
 	f := strings.Fields(line)
-	if err != nil || len(f) != 3 || f[0] != "ready" {
-		_ = child.Process.Kill()
-		return fmt.Errorf("the service did not start: %q %v", line, err)
+	if len(f) != 3 || f[0] != "ready" {
+		return fmt.Errorf("the service did not start: %q", line)
 	}
 	addr, driver := f[1], f[2]
+	if o.verbose {
+		fmt.Fprintf(os.Stderr, "the service's process %d serves at %s (%s)\n", child.Process.Pid, addr, driver)
+	}
 	stopProfile := func() error { return nil }
 	if profile != "" {
 		if stopProfile, err = startProfile(profile + ".client.pprof"); err != nil {
-			_ = child.Process.Kill()
 			return err
 		}
 	}
 	procs := runtime.GOMAXPROCS(0)
 	if err := pinProcess(o.clientCPUs, o.clientProcs); err != nil {
-		_ = child.Process.Kill()
 		return err
 	}
 	clientProcs := runtime.GOMAXPROCS(0)
 	httpRes := map[int]result{}
+	cut := 0 // the level that the end of ctx cut short, if any
 	for _, c := range levels {
-		httpRes[c] = attack(kind, o.rate, addr, body, want, c, duration, child.Process.Pid)
+		if ctx.Err() != nil {
+			break
+		}
+		if o.verbose {
+			fmt.Fprintf(os.Stderr, "%d clients over HTTP: the level starts\n", c)
+		}
+		h := attack(ctx, kind, o.rate, addr, body, want, c, duration, child.Process.Pid)
+		httpRes[c] = h
+		if ctx.Err() != nil {
+			cut = c
+		}
+		if o.verbose {
+			fmt.Fprintf(os.Stderr, "%d clients over HTTP: %s\n", c, h)
+		}
 	}
 	runtime.GOMAXPROCS(procs)
 	if err := stopProfile(); err != nil {
-		_ = child.Process.Kill()
 		return err
 	}
 	rec := map[string][]recovery{}
 	var recErr error
 	for _, k := range o.faultKinds {
-		if faults == 0 || driver == "cuda" || recErr != nil {
+		if faults == 0 || driver == "cuda" || recErr != nil || ctx.Err() != nil {
 			break
 		}
-		rec[k], recErr = recoveries(addr, request(addr, "/saxpy?a=2", body), want, faults, k)
+		rec[k], recErr = recoveries(ctx, addr, request(addr, "/saxpy?a=2", body), want, faults, k)
 	}
-	_ = child.Process.Signal(syscall.SIGTERM)
-	if err := child.Wait(); err != nil {
-		return fmt.Errorf("the service process: %v", err)
+	stopped = true
+	stopErr := stopService(child)
+	if ctx.Err() != nil {
+		if stopErr != nil {
+			fmt.Fprintln(os.Stderr, stopErr)
+		}
+		fmt.Printf("interrupted by %v: the load test stopped, with the service's process; the Go API was not measured\n\n", signalName(ctx))
+		header(o, driver, clientProcs, "")
+		for _, c := range levels {
+			h, ok := httpRes[c]
+			if !ok {
+				break
+			}
+			row(o, c, h, nil, c == cut)
+		}
+		if len(httpRes) < len(levels) {
+			fmt.Println("\nthe levels after these were not measured")
+		}
+		recReport(o, driver, rec)
+		return context.Cause(ctx)
+	}
+	if stopErr != nil {
+		return stopErr
 	}
 	if recErr != nil {
 		return recErr
@@ -399,6 +561,35 @@ func measure(o options) error {
 		return err
 	}
 	defer func() { _ = svc.Close(context.Background()) }()
+	header(o, driver, clientProcs, fmt.Sprintf("Go API %d of %d CPUs", runtime.GOMAXPROCS(0), runtime.NumCPU()))
+	for _, c := range levels {
+		if ctx.Err() != nil {
+			row(o, c, httpRes[c], nil, false)
+			continue
+		}
+		d := direct(ctx, svc, body[:4*n], body[4*n:], c, duration)
+		row(o, c, httpRes[c], &d, ctx.Err() != nil)
+	}
+	if ctx.Err() != nil {
+		fmt.Printf("\ninterrupted by %v: the Go API's level marked interrupted was cut short, and those after it not measured\n", signalName(ctx))
+	}
+	recReport(o, driver, rec)
+	return context.Cause(ctx)
+}
+
+// signalName returns "SIGINT" or "SIGTERM", the signal that ended ctx,
+// a context of stopContext.
+func signalName(ctx context.Context) string {
+	var s stopSignal
+	if errors.As(context.Cause(ctx), &s) && s.sig == syscall.SIGINT {
+		return "SIGINT"
+	}
+	return "SIGTERM"
+}
+
+// header prints the report's title and its table's head; goAPI says on
+// which processors the Go API ran, or is empty where it did not.
+func header(o options, driver string, clientProcs int, goAPI string) {
 	serverProcs := "default"
 	if o.serverProcs > 0 {
 		serverProcs = strconv.Itoa(o.serverProcs)
@@ -407,26 +598,42 @@ func measure(o options) error {
 	if o.rate > 0 {
 		loop = fmt.Sprintf("HTTP paced at %d requests/s (the Go API in a closed loop)", o.rate)
 	}
-	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), %s, %v a level, %s client; GOMAXPROCS: server %s, client %d, Go API %d of %d CPUs%s\n\n",
-		n, 4*n/1024, dev, driver, loop, duration, kind, serverProcs, clientProcs, runtime.GOMAXPROCS(0), runtime.NumCPU(), cpusNote(o))
+	if goAPI != "" {
+		goAPI = ", " + goAPI
+	}
+	fmt.Printf("saxpy of %d floats (%d KiB a vector) on %s (%s), %s, %v a level, %s client; GOMAXPROCS: server %s, client %d%s%s\n\n",
+		o.n, 4*o.n/1024, o.dev, driver, loop, o.duration, o.kind, serverProcs, clientProcs, goAPI, cpusNote(o))
 	fmt.Println("| clients | HTTP: requests/s | p50 | p99 | max | server CPU/request | client CPU/request | Go API: saxpys/s | p50 | p99 | max | CPU/saxpy | HTTP's share of the server's CPU |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	for _, c := range levels {
-		d := direct(svc, body[:4*n], body[4*n:], c, duration)
-		h := httpRes[c]
-		share := "n/a"
+}
+
+// row prints the table's row of the level of c clients: h over HTTP, and
+// d through the Go API, or dashes where d is nil (not measured). A level
+// cut short by an interruption is marked so.
+func row(o options, c int, h result, d *result, cut bool) {
+	level := strconv.Itoa(c)
+	if cut {
+		level += " (interrupted)"
+	}
+	goAPI, share, dFailed := "- | - | - | - | -", "n/a", 0
+	if d != nil {
+		goAPI, dFailed = d.String(), d.failed
 		if h.cpu > 0 {
 			share = fmt.Sprintf("%.0f%%", 100*(1-float64(d.cpu)/float64(h.cpu)))
 		}
-		fmt.Printf("| %d | %s | %s | %s | %s |\n", c, h, us(h.client), d, share)
-		if o.rate > 0 {
-			fmt.Printf("|   | from the intended send: p99 %s, max %s; the send's lateness p99 %s | | | | | | | | | | | |\n", us(h.fromSched99), us(h.fromSchedMax), us(h.late99))
-		}
-		if h.failed+d.failed > 0 {
-			fmt.Printf("|   | %d HTTP requests failed | | | | | | %d saxpys failed | | | | | |\n", h.failed, d.failed)
-		}
 	}
-	if faults > 0 && driver == "cuda" {
+	fmt.Printf("| %s | %s | %s | %s | %s |\n", level, h, us(h.client), goAPI, share)
+	if o.rate > 0 {
+		fmt.Printf("|   | from the intended send: p99 %s, max %s; the send's lateness p99 %s | | | | | | | | | | | |\n", us(h.fromSched99), us(h.fromSchedMax), us(h.late99))
+	}
+	if h.failed+dFailed > 0 {
+		fmt.Printf("|   | %d HTTP requests failed | | | | | | %d saxpys failed | | | | | |\n", h.failed, dFailed)
+	}
+}
+
+// recReport prints the recoveries from the faults of rec, by kind.
+func recReport(o options, driver string, rec map[string][]recovery) {
+	if o.faults > 0 && driver == "cuda" {
 		fmt.Println("\nno faults on cuda: a CUDA fault ends the GPU for the process")
 	}
 	for _, k := range o.faultKinds {
@@ -449,7 +656,6 @@ func measure(o options) error {
 		fmt.Printf("; median %s, max %s; from its answer (503) to the first right answer: median %s, max %s\n",
 			us(median(served)), us(served[len(served)-1]), us(median(after)), us(after[len(after)-1]))
 	}
-	return nil
 }
 
 // median is the median of sorted, which is not empty: the mean of the
@@ -467,11 +673,13 @@ func median(sorted []time.Duration) time.Duration {
 // Each client sends its next request once the last answered; a request
 // counts as served where it answered 200 with want. With vegeta the
 // clients are vegeta's attacker's workers; with a rate above 0, they send
-// that many requests a second in all.
-func attack(kind string, rate int, addr string, body, want []byte, c int, duration time.Duration, pid int) result {
+// that many requests a second in all. Where ctx ends first, the clients
+// stop early.
+func attack(ctx context.Context, kind string, rate int, addr string, body, want []byte, c int, duration time.Duration, pid int) result {
 	if kind == "vegeta" {
-		return attackVegeta(addr, body, c, rate, duration, pid)
+		return attackVegeta(ctx, addr, body, c, rate, duration, pid)
 	}
+	stop := ctx.Done()
 	req := request(addr, "/saxpy?a=2", body)
 	lat := &latencies{}
 	fails := make([]int, c)
@@ -484,7 +692,7 @@ func attack(kind string, rate int, addr string, body, want []byte, c int, durati
 			cl := newClient(addr, req)
 			defer cl.close()
 			l := newBatch(lat)
-			for {
+			for !stopped(stop) {
 				t := time.Now()
 				if t.After(end) {
 					break
@@ -509,8 +717,9 @@ func attack(kind string, rate int, addr string, body, want []byte, c int, durati
 
 // attackVegeta drives the service at addr with vegeta's attacker: c
 // workers, each with a keep-alive connection, at rate requests a second
-// in all, or as fast as they answer where rate is 0.
-func attackVegeta(addr string, body []byte, c, rate int, duration time.Duration, pid int) result {
+// in all, or as fast as they answer where rate is 0. Where ctx ends
+// first, the attack stops early.
+func attackVegeta(ctx context.Context, addr string, body []byte, c, rate int, duration time.Duration, pid int) result {
 	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: "http://" + addr + "/saxpy?a=2", Body: body})
 	// vegeta.Client replaces the attacker's client whole, its timeout
 	// included: without one, a request that the service never answers
@@ -529,7 +738,17 @@ func attackVegeta(addr string, body []byte, c, rate int, duration time.Duration,
 	if rate > 0 {
 		pace = vegeta.Rate{Freq: rate, Per: time.Second}
 	}
-	r := vegetaResult(a.Attack(tr, pace, duration, "load"), start, rate)
+	results := a.Attack(tr, pace, duration, "load")
+	ended := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			a.Stop()
+		case <-ended:
+		}
+	}()
+	r := vegetaResult(results, start, rate)
+	close(ended)
 	cpu, self := procCPU(pid)-cpu0, selfCPU()-self0
 	hc.CloseIdleConnections()
 	r.cpu, r.client = perRequest(cpu, r), perRequest(self, r)
@@ -590,8 +809,9 @@ func perRequest(cpu time.Duration, r result) time.Duration {
 }
 
 // direct runs saxpys through the service's Go API on c goroutines for
-// duration.
-func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) result {
+// duration, or until ctx ends.
+func direct(ctx context.Context, svc *service.Service, x, y []byte, c int, duration time.Duration) result {
+	stop := ctx.Done()
 	var wg sync.WaitGroup
 	lat := &latencies{}
 	fails := make([]int, c)
@@ -605,7 +825,7 @@ func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) re
 			fill := func(xb, yb []byte) error { copy(xb, x); copy(yb, y); return nil }
 			var sink float32
 			read := func(yb []byte) { sink += math.Float32frombits(binary.LittleEndian.Uint32(yb)) }
-			for {
+			for !stopped(stop) {
 				t := time.Now()
 				if t.After(end) {
 					break
@@ -626,6 +846,16 @@ func direct(svc *service.Service, x, y []byte, c int, duration time.Duration) re
 	r := summarize(lat, fails, wall)
 	r.cpu = perRequest(cpu, r)
 	return r
+}
+
+// stopped returns whether done is closed, without waiting.
+func stopped(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // selfCPU is the user and system time of this process.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,14 +17,18 @@ type recovery struct{ seen, served time.Duration }
 // recoveries loses the service's device n times, with a kernel that
 // faults in the way kind names (POST /debug/fault?kind=kind), and returns
 // each loss's recovery. It leaves the lost device a second to give
-// everything back before the next fault.
-func recoveries(addr string, req, want []byte, n int, kind string) ([]recovery, error) {
+// everything back before the next fault. Where ctx ends, it returns the
+// recoveries so far and no error at the next fault.
+func recoveries(ctx context.Context, addr string, req, want []byte, n int, kind string) ([]recovery, error) {
 	cl := newClient(addr, req)
 	defer cl.close()
 	fault := newClient(addr, request(addr, "/debug/fault?kind="+kind, nil))
 	defer fault.close()
 	var out []recovery
 	for range n {
+		if ctx.Err() != nil {
+			return out, nil
+		}
 		start := time.Now()
 		code, body, err := fault.do()
 		seen := time.Since(start)
@@ -47,7 +52,10 @@ func recoveries(addr string, req, want []byte, n int, kind string) ([]recovery, 
 			time.Sleep(50 * time.Microsecond)
 		}
 		out = append(out, recovery{seen: seen, served: time.Since(start)})
-		time.Sleep(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 	return out, nil
 }

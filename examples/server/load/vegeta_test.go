@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -56,7 +57,7 @@ func TestVegetaRequestTimeout(t *testing.T) {
 	defer func() { requestTimeout = old }()
 	done := make(chan result, 1)
 	go func() {
-		done <- attackVegeta(srv.Listener.Addr().String(), []byte("body"), 2, 0, 50*time.Millisecond, os.Getpid())
+		done <- attackVegeta(context.Background(), srv.Listener.Addr().String(), []byte("body"), 2, 0, 50*time.Millisecond, os.Getpid())
 	}()
 	select {
 	case r := <-done:
