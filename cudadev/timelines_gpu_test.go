@@ -117,14 +117,7 @@ func TestGPUTimelinesOverlap(t *testing.T) {
 func TestGPUTimelinesPair(t *testing.T) {
 	needGPU(t)
 	a, b := twoTimelines(t)
-	var fns [2]*rig.Function
-	for i, dev := range []*rig.Device{a, b} {
-		img, err := dev.LoadImage(testkernels.Spin())
-		if err != nil {
-			t.Fatal(err)
-		}
-		fns[i] = resolve(t, img, "spin_ns")
-	}
+	fns := spinFns(t, a, b)
 	gputest.TimelinePair(t, a, b, fns[0], fns[1])
 }
 
@@ -340,6 +333,13 @@ func TestGPUTimelinesFaultChild(t *testing.T) {
 func TestGPUTimelinesAfter(t *testing.T) {
 	needGPU(t)
 	a, b := twoTimelines(t)
+	fns := spinFns(t, a, b)
+	gputest.RunAfter(t, a, b, fns[0], fns[1])
+}
+
+// spinFns loads spin_ns (testkernels.Spin) on a and on b and resolves it.
+func spinFns(t *testing.T, a, b *rig.Device) [2]*rig.Function {
+	t.Helper()
 	var fns [2]*rig.Function
 	for i, dev := range []*rig.Device{a, b} {
 		img, err := dev.LoadImage(testkernels.Spin())
@@ -348,5 +348,5 @@ func TestGPUTimelinesAfter(t *testing.T) {
 		}
 		fns[i] = resolve(t, img, "spin_ns")
 	}
-	gputest.RunAfter(t, a, b, fns[0], fns[1])
+	return fns
 }
