@@ -299,7 +299,9 @@ func (d *gpu) Peer(other device.Driver) bool {
 }
 
 // MapPeer maps for d the memory of r, a region of other: host memory
-// always, GPU memory where Peer is true, ErrNever otherwise. Counted.
+// always, GPU memory where Peer is true, ErrNever otherwise. Where CUDA
+// lacks the memory to map host memory (CUDA_ERROR_OUT_OF_MEMORY) it
+// returns ErrNoRoom, and ErrNever for CUDA's other refusals. Counted.
 func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, error) {
 	reg, err := d.region(r, "map_peer")
 	if err != nil {
@@ -313,7 +315,11 @@ func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 		defer leaveCtx(t, f, d.ctx, prev)
 		f.out[0] = 0
 		if rc := f.c3(t.cuMemHostGetDevicePointer, f.outp(0), reg.host, 0); rc != 0 {
-			return nil, d.fail("mapping another device's host memory", rc, device.ErrNever)
+			kind := device.ErrNever
+			if rc == errOutOfMemory {
+				kind = device.ErrNoRoom
+			}
+			return nil, d.fail("mapping another device's host memory", rc, kind)
 		}
 		return &region{kind: peerView, size: reg.size, host: reg.host,
 			loc: device.Location{Address: f.out[0], Handle: reg.loc.Handle, Host: reg.host}}, nil

@@ -209,6 +209,28 @@ func TestMapHostNoMemoryToMap(t *testing.T) {
 	}
 }
 
+// TestMapPeerNoMemoryToMap: where CUDA lacks the memory to map another
+// device's host memory for the device (CUDA_ERROR_OUT_OF_MEMORY), MapPeer
+// answers ErrNoRoom, as MapHost does, not ErrNever: the device may map it
+// once it has the room.
+func TestMapPeerNoMemoryToMap(t *testing.T) {
+	tab := fakeTable(t, map[string]fakeFn{
+		"cuMemHostGetDevicePointer_v2": func([6]uintptr) result { return errOutOfMemory },
+	})
+	d := fakeDevice(tab, &gpuInfo{bus: "0000:01:00.0"}, 0, new(uint64))
+	o := fakeDevice(tab, &gpuInfo{bus: "0000:02:00.0"}, 0, new(uint64))
+	pinned := &region{kind: pinnedMem, size: uint64(pageSize), host: fakeHostPage,
+		loc: device.Location{Address: uint64(fakeHostPage), Handle: uint64(fakeHostPage), Host: fakeHostPage}}
+	r, err := d.MapPeer(o, pinned)
+	if err == nil {
+		_ = d.Free(r)
+		t.Fatal("MapPeer mapped host memory CUDA could not map")
+	}
+	if !errors.Is(err, device.ErrNoRoom) {
+		t.Errorf("CUDA had no memory to map the other device's host memory: MapPeer answered %q; want ErrNoRoom", err)
+	}
+}
+
 // TestMapHostWhereNotMapsHost: a device whose facts say it maps no host
 // memory refuses MapHost with ErrNever.
 func TestMapHostWhereNotMapsHost(t *testing.T) {
