@@ -136,6 +136,16 @@ func (d *gpu) fail(what string, r result, refusal error) error {
 	return fmt.Errorf("cudadev: %s: %w", what, d.t.err(r))
 }
 
+// mapRefusal is the refusal of a mapping of host memory that CUDA
+// answered r: ErrNoRoom where CUDA lacked the memory to map it
+// (CUDA_ERROR_OUT_OF_MEMORY), which may pass, and ErrNever otherwise.
+func mapRefusal(r result) error {
+	if r == errOutOfMemory {
+		return device.ErrNoRoom
+	}
+	return device.ErrNever
+}
+
 // lacking is the refusal of an allocation CUDA answered r: ErrNoMemory
 // where CUDA lacks the memory (CUDA_ERROR_OUT_OF_MEMORY), which the
 // runtime meets with rounds of reclamation, and nil for any other answer,
@@ -315,11 +325,7 @@ func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 		defer leaveCtx(t, f, d.ctx, prev)
 		f.out[0] = 0
 		if rc := f.c3(t.cuMemHostGetDevicePointer, f.outp(0), reg.host, 0); rc != 0 {
-			kind := device.ErrNever
-			if rc == errOutOfMemory {
-				kind = device.ErrNoRoom
-			}
-			return nil, d.fail("mapping another device's host memory", rc, kind)
+			return nil, d.fail("mapping another device's host memory", rc, mapRefusal(rc))
 		}
 		return &region{kind: peerView, size: reg.size, host: reg.host,
 			loc: device.Location{Address: f.out[0], Handle: reg.loc.Handle, Host: reg.host}}, nil
@@ -442,11 +448,7 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 			f.c1(t.cuMemHostUnregister, rng.start)
 			hosts.ranges = hosts.ranges[:len(hosts.ranges)-1]
 		}
-		kind := device.ErrNever
-		if rc == errOutOfMemory {
-			kind = device.ErrNoRoom
-		}
-		return nil, d.fail("mapping host memory", rc, kind)
+		return nil, d.fail("mapping host memory", rc, mapRefusal(rc))
 	}
 	reg := &region{kind: kind, size: uint64(n), host: p,
 		loc: device.Location{Address: f.out[2], Handle: uint64(p), Host: p}}
