@@ -1,10 +1,12 @@
 package rig
 
 import (
+	"context"
 	"runtime"
 	"sync/atomic"
 	"time"
 
+	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/yield"
 )
 
@@ -49,10 +51,18 @@ import (
 type combNode struct {
 	next   *Run
 	sample bool
-	state  atomic.Int32
-	wake   chan struct{} // made once a run parks, then kept with the run
-	timer  *time.Timer   // bounds a park (combPark), made with wake
-	res    attempt
+	// do says that the run's goroutine waits for the run's point once
+	// it is submitted (Run.Do): a combiner may hand that wait to the
+	// supervisor (handOff).
+	do    bool
+	state atomic.Int32
+	wake  chan error  // made once a run parks, then kept with the run
+	timer *time.Timer // bounds a park (combPark), made with wake
+	// w is the wait a combiner hands to the supervisor: its channel is
+	// wake. It is the run's until a cancelled or withdrawn wait leaves
+	// it to the supervisor (detach).
+	w   *waiter
+	res attempt
 }
 
 // Combining states of a run.
@@ -60,6 +70,9 @@ const (
 	combQueued int32 = iota + 1
 	combParked
 	combDone
+	// combHanded: the run was submitted, and its wait handed to the
+	// supervisor, which answers it on wake (handOff).
+	combHanded
 )
 
 // combQueue is a device's queue of runs to attempt: a stack that a
@@ -71,11 +84,13 @@ type combQueue struct {
 }
 
 // combine makes one attempt to submit r, queued behind the runs queued
-// before it, and returns how it ended. Only r's goroutine calls it,
-// holding no lock.
-func (d *Device) combine(r *Run, sample bool) attempt {
+// before it, and returns how it ended; where do is set and a combiner
+// handed the run's wait to the supervisor, the attempt says so (waited)
+// with the wait's answer, a wait bounded by ctx. Only r's goroutine calls
+// it, holding no lock.
+func (d *Device) combine(ctx context.Context, r *Run, sample, do bool) attempt {
 	n := &r.comb
-	n.sample = sample
+	n.sample, n.do = sample, do
 	n.state.Store(combQueued)
 	for {
 		h := d.cq.head.Load()
@@ -126,28 +141,47 @@ func (d *Device) combine(r *Run, sample bool) attempt {
 			continue
 		}
 		if n.wake == nil {
-			n.wake = make(chan struct{}, 1)
-			n.timer = time.NewTimer(time.Hour)
-			n.timer.Stop()
+			n.wake = make(chan error, 1)
+			if n.timer == nil {
+				n.timer = time.NewTimer(time.Hour)
+				n.timer.Stop()
+			}
+		}
+		if do && n.w == nil {
+			n.w = &waiter{idx: -1, ch: n.wake}
 		}
 		if n.state.CompareAndSwap(combQueued, combParked) {
 			// A holder that let the lock go before the park found no
 			// one parked to nudge: take the lock where it is free.
 			if l.TryLock() {
-				if !n.state.CompareAndSwap(combParked, combQueued) {
+				taken := n.state.CompareAndSwap(combParked, combQueued)
+				d.unlockSubmit()
+				if !taken {
+					// A combiner finished the run and sends, or
+					// handed its wait to the supervisor, which
+					// may take the submit lock before it answers.
+					if n.state.Load() == combHanded {
+						return d.handedWait(ctx, n)
+					}
 					<-n.wake
 				}
-				d.unlockSubmit()
 				continue
 			}
 			n.timer.Reset(combPark)
 			select {
-			case <-n.wake:
+			case err := <-n.wake:
 				n.timer.Stop()
+				if n.state.Load() == combHanded {
+					return d.handedAnswer(n, err)
+				}
 			case <-n.timer.C:
 				// Take the park back and look again, unless a
-				// combiner finished the run and sends.
+				// combiner finished the run and sends, or handed its
+				// wait to the supervisor.
 				if !n.state.CompareAndSwap(combParked, combQueued) {
+					if n.state.Load() == combHanded {
+						return d.handedWait(ctx, n)
+					}
 					<-n.wake
 				}
 			}
@@ -166,9 +200,11 @@ const (
 )
 
 // combineLocked makes the attempts of the runs queued, in the order they
-// came, and reports whether it woke the goroutine of one that parked. The
-// caller holds the submit lock.
-func (d *Device) combineLocked() (woke bool) {
+// came, and reports whether it woke the goroutine of one that parked, and
+// the largest value whose wait it handed to the supervisor (0 for none),
+// which the caller kicks once it let the lock go. The caller holds the
+// submit lock.
+func (d *Device) combineLocked() (woke bool, handed uint64) {
 	var fifo *Run
 	for r := d.cq.head.Swap(nil); r != nil; {
 		next := r.comb.next
@@ -179,7 +215,7 @@ func (d *Device) combineLocked() (woke bool) {
 	// run queued before the device became timed goes back to its
 	// goroutine. The lock holds timed still.
 	timed := d.timed.Load()
-	var first chan struct{} // the first parked run's, woken last (wokenInOrder)
+	var first chan error // the first parked run's, woken last (wokenInOrder)
 	for r := fifo; r != nil; {
 		next := r.comb.next
 		r.comb.next = nil
@@ -188,6 +224,14 @@ func (d *Device) combineLocked() (woke bool) {
 		} else {
 			r.comb.res = r.try(d, r.comb.sample)
 		}
+		if v, ok := d.handOff(r); ok {
+			// The run is its goroutine's again.
+			if handed == 0 || device.AtLeast(v, handed) {
+				handed = v
+			}
+			r = next
+			continue
+		}
 		// Once the state is combDone the run is its goroutine's again:
 		// nothing of it is touched after, but the wake-up of a goroutine
 		// that parked, which waits for it.
@@ -195,16 +239,16 @@ func (d *Device) combineLocked() (woke bool) {
 			if first == nil {
 				first = r.comb.wake
 			} else {
-				r.comb.wake <- struct{}{}
+				r.comb.wake <- nil
 			}
 			woke = true
 		}
 		r = next
 	}
 	if first != nil {
-		first <- struct{}{}
+		first <- nil
 	}
-	return woke
+	return woke, handed
 }
 
 // unlockSubmit makes the attempts of the runs queued and lets the submit
@@ -215,9 +259,14 @@ func (d *Device) combineLocked() (woke bool) {
 // processor once it let the lock go (yieldToWoken).
 func (d *Device) unlockSubmit() {
 	woke := false
+	var kick uint64 // the largest value handed to the supervisor, unkicked
 	for pass := 1; ; pass++ {
-		if d.cq.head.Load() != nil && d.combineLocked() {
-			woke = true
+		if d.cq.head.Load() != nil {
+			w, handed := d.combineLocked()
+			woke = woke || w
+			if handed != 0 && (kick == 0 || device.AtLeast(handed, kick)) {
+				kick = handed
+			}
 		}
 		d.mu.Unlock()
 		h := d.cq.head.Load()
@@ -234,6 +283,11 @@ func (d *Device) unlockSubmit() {
 		if !d.mu.TryLock() {
 			break
 		}
+	}
+	if kick != 0 {
+		// The goroutines of the runs handed off wait for their values
+		// without kicking them.
+		d.kicks.kick(d.drv.(device.Kicker), kick)
 	}
 	if woke {
 		yieldToWoken()
@@ -267,7 +321,7 @@ func yieldToWoken() { runtime.Gosched() }
 // call it.
 func (n *combNode) nudge() {
 	if n.state.CompareAndSwap(combParked, combQueued) {
-		n.wake <- struct{}{}
+		n.wake <- nil
 	}
 }
 

@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"errors"
+	"runtime"
 )
 
 // Do submits the run and waits for its point, for the goroutine that has
@@ -17,8 +18,21 @@ import (
 // reached (ctx ended, the device was lost or closed), the submitted work
 // may still run: the point says when it no longer does, and the host may
 // write the run's buffers again. A nil ctx panics.
+//
+// Where many goroutines submit to one device, Do costs less than Submit
+// and then Wait: on a device whose submitters combine (nvdev), a
+// goroutine that parked while another submitter made its attempt wakes
+// once, with its wait's answer (handoff.go).
 func (r *Run) Do(ctx context.Context, buffers ...*Buffer) (Point, error) {
-	p, err := r.Submit(ctx, buffers...)
+	if ctx == nil {
+		panic("rig: Do with a nil Context")
+	}
+	p, waited, werr, err := r.submit(ctx, buffers, true)
+	// As in Submit: the run holds the buffers' states, not the Buffers.
+	runtime.KeepAlive(buffers)
+	if waited {
+		return p, werr
+	}
 	if err != nil {
 		var observed *ObserverPanicError
 		if !errors.As(err, &observed) {

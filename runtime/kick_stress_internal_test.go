@@ -92,7 +92,8 @@ func (b *burstBarrier) arrive() {
 }
 
 // TestStressCombineKickExact runs goroutines that submit to a device whose
-// submitters combine, in bursts, and wait on their points and on others',
+// submitters combine, in bursts (half of them by Do), and wait on their
+// points and on others',
 // with contexts that end at random, while others turn timing on and off
 // and waiters commit values the driver left pending (so that holders of
 // the submit lock other than submitters make queued runs' attempts). Its
@@ -185,7 +186,24 @@ func TestStressCombineKickExact(t *testing.T) {
 							mu.Unlock()
 						default:
 							ctx, cancel = RandomCtx(rng, 3, 100*time.Microsecond)
-							p, err := s.Take().Submit(ctx)
+							var p Point
+							var err error
+							if g%2 == 0 {
+								// Do: a combiner may hand the wait to the
+								// supervisor (handOff).
+								p, err = s.Take().Do(ctx)
+								if err == nil && !device.AtLeast(k.kicked.Load(), p.v) {
+									fail("Do of value %d answered nil before its Kick", p.v)
+								}
+								if err != nil && p.d != nil {
+									if !stressErr(err) {
+										fail("Do's wait on value %d: %v", p.v, err)
+									}
+									err = nil // submitted all the same
+								}
+							} else {
+								p, err = s.Take().Submit(ctx)
+							}
 							if err != nil {
 								if !stressErr(err) {
 									fail("Submit: %v", err)

@@ -181,13 +181,7 @@ func (d *Device) parked(ctx context.Context, w *waiter) error {
 		if w.state.CompareAndSwap(waitSent, waitCancelled) {
 			// The registration stays in the closed box: w is not
 			// reused.
-			if device.AtLeast(d.read(), w.v) {
-				return d.passedAnswer(w.v)
-			}
-			if le := d.loss.Load(); le != nil {
-				return le
-			}
-			return d.closed
+			return d.withdrawnAnswer(w.v)
 		}
 	default:
 	}
@@ -201,6 +195,19 @@ func (d *Device) parked(ctx context.Context, w *waiter) error {
 		d.sup.cancel(w)
 		return ctx.Err()
 	}
+}
+
+// withdrawnAnswer is the answer of a wait on v that its goroutine withdrew
+// as it found the supervisor's box closed: no answer comes from the
+// supervisor.
+func (d *Device) withdrawnAnswer(v uint64) error {
+	if device.AtLeast(d.read(), v) {
+		return d.passedAnswer(v)
+	}
+	if le := d.loss.Load(); le != nil {
+		return le
+	}
+	return d.closed
 }
 
 // commit asks the driver to commit every value up to v: every value

@@ -20,8 +20,11 @@ type Stats struct {
 	Submitted, InFlight uint64
 	// WaitsSpun counts the waits that ended while reading the word,
 	// WaitsParked those that parked with the supervisor, and
-	// WaitsCancelled those whose context ended first.
-	WaitsSpun, WaitsParked, WaitsCancelled uint64
+	// WaitsCancelled those whose context ended first. WaitsHanded counts
+	// those of WaitsParked that Do's submission combined, whose wait the
+	// combiner handed to the supervisor while the goroutine was parked:
+	// they parked once for the submission and its wait.
+	WaitsSpun, WaitsParked, WaitsCancelled, WaitsHanded uint64
 	// ReclaimRounds counts the rounds of reclamation run for allocations,
 	// entries and growths that the device or its budget refused; Growths
 	// the growths of the driver's queues.
@@ -144,6 +147,7 @@ func (h *histogram) snapshot() Histogram {
 // atomic adds.
 type stats struct {
 	waitsSpun, waitsParked, waitsCancelled atomic.Uint64
+	waitsHanded                            atomic.Uint64
 	reclaimRounds, growths                 atomic.Uint64
 	bytes                                  [3]atomic.Int64
 	submit, wake                           histogram
@@ -159,6 +163,7 @@ func (d *Device) Stats() Stats {
 		WaitsSpun:      d.stats.waitsSpun.Load(),
 		WaitsParked:    d.stats.waitsParked.Load(),
 		WaitsCancelled: d.stats.waitsCancelled.Load(),
+		WaitsHanded:    d.stats.waitsHanded.Load(),
 		ReclaimRounds:  d.stats.reclaimRounds.Load(),
 		Growths:        d.stats.growths.Load(),
 		SubmitLatency:  d.stats.submit.snapshot(),

@@ -72,7 +72,8 @@ func (k *stressKick) completeKicked() {
 }
 
 // TestStressCombineCancelClose runs a thousand goroutines that submit on
-// a device whose submitters combine and wait on their points, with
+// a device whose submitters combine and wait on their points (half of
+// them by Do), with
 // contexts that end at random, while the device's work completes at
 // random and the device is lost or closed at a random moment. Every
 // Submit returns an error or a point; a wait answers nil only for work
@@ -135,8 +136,16 @@ func TestStressCombineCancelClose(t *testing.T) {
 				rng := rand.New(rand.NewPCG(salt, uint64(g)))
 				for range each {
 					ctx, cancel := stressCtx(rng)
-					p, err := s.Take().Submit(ctx)
-					if err != nil {
+					var p Point
+					var err error
+					if g%2 == 1 {
+						// Do: a combiner may hand the wait to the
+						// supervisor (handOff).
+						p, err = s.Take().Do(ctx)
+					} else {
+						p, err = s.Take().Submit(ctx)
+					}
+					if err != nil && p.d == nil {
 						cancel()
 						subErrs.Add(1)
 						if !stressErr(err) {
@@ -148,7 +157,9 @@ func TestStressCombineCancelClose(t *testing.T) {
 					if p.d != d {
 						fail("Submit returned a point of no device")
 					}
-					err = p.Wait(ctx)
+					if g%2 == 0 {
+						err = p.Wait(ctx)
+					}
 					cancel()
 					switch {
 					case err == nil:
@@ -192,7 +203,7 @@ func TestStressCombineCancelClose(t *testing.T) {
 		done := sync.WaitGroup{}
 		done.Go(func() { <-d.Done() })
 		endsWithin(t, &done, "the device's close")
-		t.Logf("round %d, end %d after %d submissions: %d waits answered nil, %d errors, %d submissions refused", round, end, after, oks.Load(), waitErrs.Load(), subErrs.Load())
+		t.Logf("round %d, end %d after %d submissions: %d waits answered nil (%d handed to the supervisor), %d errors, %d submissions refused", round, end, after, oks.Load(), d.Stats().WaitsHanded, waitErrs.Load(), subErrs.Load())
 		if n := bad.Load(); n > 0 {
 			t.Fatalf("round %d: %d broken answers, the first: %s", round, n, *firstBad.Load())
 		}

@@ -456,7 +456,7 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	if ctx == nil {
 		panic("rig: Submit with a nil Context")
 	}
-	p, err := r.submit(ctx, buffers)
+	p, _, _, err := r.submit(ctx, buffers, false)
 	// The run holds the buffers' states, not the Buffers: a Buffer the
 	// caller does not use after this call could otherwise be collected,
 	// and freed, while the submission waits for room or a growth, and
@@ -466,21 +466,24 @@ func (r *Run) Submit(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	return p, err
 }
 
-func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
+// submit is Submit; do says that the caller waits for the point next
+// (Do), which then may be waited for already where the submission
+// combined: waited says so, and werr is the wait's answer.
+func (r *Run) submit(ctx context.Context, buffers []*Buffer, do bool) (p Point, waited bool, werr, err error) {
 	if !r.held {
-		return Point{}, fmt.Errorf("rig: submit of a run that went back to its pool (a run is submitted or released once): %w", ErrInvalid)
+		return Point{}, false, nil, fmt.Errorf("rig: submit of a run that went back to its pool (a run is submitted or released once): %w", ErrInvalid)
 	}
 	r.held = false
 	if r.s == nil || r.s.d == nil {
 		// A run of a nil or zero Submission (Take) goes to no pool.
-		return Point{}, errZeroSubmission
+		return Point{}, false, nil, errZeroSubmission
 	}
 	defer func() {
 		r.forget()
 		r.s.give(r)
 	}()
 	if r.err != nil {
-		return Point{}, r.err
+		return Point{}, false, nil, r.err
 	}
 	s := r.s
 	d := s.d
@@ -489,16 +492,16 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 		t0 = time.Now() // Stats.SubmitLatency samples one submission in SubmitSample
 	}
 	if len(buffers) < s.nbuf {
-		return Point{}, fmt.Errorf("rig: the submission uses %d buffers, and %d were given: %w", s.nbuf, len(buffers), ErrInvalid)
+		return Point{}, false, nil, fmt.Errorf("rig: the submission uses %d buffers, and %d were given: %w", s.nbuf, len(buffers), ErrInvalid)
 	}
 	if err := r.bind(buffers); err != nil {
-		return Point{}, err
+		return Point{}, false, nil, err
 	}
 	r.order()
 	shorts := 0 // the Shorts of the driver's Grow, each followed by a round
 	for {
 		if err := ctx.Err(); err != nil {
-			return Point{}, err
+			return Point{}, false, nil, err
 		}
 		var a attempt
 		if d.timed.Load() || !d.combines {
@@ -513,10 +516,15 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			a = r.try(d, !t0.IsZero())
 			d.unlockSubmit()
 		} else {
-			a = d.combine(r, !t0.IsZero())
+			a = d.combine(ctx, r, !t0.IsZero(), do)
 		}
 		switch a.kind {
 		case attemptSubmitted:
+			if a.waited {
+				// The combiner kicked the value, and the supervisor
+				// answered its wait (handOff).
+				return Point{d: d, v: a.v}, true, a.werr, nil
+			}
 			// A Kicker's device sees the value only once kicked: every
 			// value whose Submit did not fail is kicked, that of a
 			// submission whose observer panicked among them, and that
@@ -529,12 +537,12 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			if !t0.IsZero() {
 				d.stats.submit.record(time.Since(t0))
 			}
-			return Point{d: d, v: a.v}, a.lost
+			return Point{d: d, v: a.v}, false, nil, a.lost
 		case attemptFailed:
 			if fe, ok := a.err.(*freedBufferError); ok {
-				return Point{}, fe.named(buffers)
+				return Point{}, false, nil, fe.named(buffers)
 			}
-			return Point{}, a.err
+			return Point{}, false, nil, a.err
 		case attemptCommitFirst:
 			// A device-side wait ends only once the other device writes
 			// its word: where that device commits lazily, it commits the
@@ -544,25 +552,25 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			// it runs with none held, and the submission starts over.
 			o := a.other.d
 			if err := o.commit(a.other.v); err != nil {
-				return Point{}, err
+				return Point{}, false, nil, err
 			}
 			if o.closing.Load() && !device.AtLeast(o.committed.Load(), a.other.v) {
 				// A device commits nothing once its Close began, and
 				// its stop drops the values it left uncommitted: the
 				// point is never reached.
-				return Point{}, closedWait("a submission on "+d.name, a.other, ErrClosed)
+				return Point{}, false, nil, closedWait("a submission on "+d.name, a.other, ErrClosed)
 			}
 		case attemptHostWait:
 			if err := d.waitOther(ctx, a.other, "a submission on "+d.name); err != nil {
-				return Point{}, err
+				return Point{}, false, nil, err
 			}
 		case attemptLater:
 			if err := d.progress(ctx); err != nil {
-				return Point{}, err
+				return Point{}, false, nil, err
 			}
 		case attemptGrow:
 			if err := d.grow(ctx, &shorts); err != nil {
-				return Point{}, err
+				return Point{}, false, nil, err
 			}
 		case attemptSelf:
 		default:
@@ -570,7 +578,7 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer) (Point, error) {
 			if a.room.Part >= 0 && a.room.Part < len(r.sub.Parts) {
 				kind, filling = r.sub.Parts[a.room.Part].Kind, r.sub.Parts[a.room.Part].Filling
 			}
-			return Point{}, &RefusalError{Device: d.name, Part: a.room.Part, Kind: kind, Filling: filling, Reason: a.room.Reason}
+			return Point{}, false, nil, &RefusalError{Device: d.name, Part: a.room.Part, Kind: kind, Filling: filling, Reason: a.room.Reason}
 		}
 	}
 }
@@ -600,6 +608,10 @@ type attempt struct {
 	err    error
 	other  Point
 	room   device.RoomAnswer
+	// waited says that the run's wait was handed to the supervisor
+	// (handOff) and answered werr.
+	waited bool
+	werr   error
 }
 
 // try makes one attempt to submit r, with the device's submit lock held:

@@ -130,9 +130,7 @@ func (s *supervisor) hold(w *waiter) bool {
 // stay counted. Once the look for a sent one fails it is held or
 // answered, and only the supervisor's answer moves it on.
 func (s *supervisor) cancel(w *waiter) {
-	if !w.state.CompareAndSwap(waitSent, waitCancelled) && w.state.CompareAndSwap(waitHeld, waitCancelled) {
-		s.count.Add(-1)
-	}
+	s.withdraw(w)
 	// Without waiting for room: where thousands of waits end at once the
 	// box fills, and a wait would return only once the supervisor took
 	// the cancellations before it. A cancellation the full box refuses
@@ -140,6 +138,17 @@ func (s *supervisor) cancel(w *waiter) {
 	// passes it by once its value is reached or the device stops, and the
 	// collector takes it.
 	_ = s.box.TrySend(message{kind: msgCancel, w: w})
+}
+
+// withdraw moves the waiter to waitCancelled, where no answer moved it
+// first, and uncounts it where the supervisor counted it. The waiting
+// goroutine calls it; the supervisor passes the waiter by once its value
+// is reached or the device stops, unless a cancellation (cancel) takes it
+// out first.
+func (s *supervisor) withdraw(w *waiter) {
+	if !w.state.CompareAndSwap(waitSent, waitCancelled) && w.state.CompareAndSwap(waitHeld, waitCancelled) {
+		s.count.Add(-1)
+	}
 }
 
 // dropCancelled takes a cancelled waiter out of the heap and back into

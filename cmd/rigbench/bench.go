@@ -292,8 +292,8 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 			lv.done.Add(int64(tl.n))
 			tl.n, tl.bytes = 0, 0
 		}
-		// finish waits for f and records it.
-		finish := func(f flight[T]) {
+		// waitCtx is the context of the lane's next wait.
+		waitCtx := func() context.Context {
 			if dl := drainBy.Load(); dl != 0 && mono() > dl {
 				// The drain's bound passed: a point not reached by now
 				// is a wait that timed out.
@@ -303,8 +303,10 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 				// as it returned): this one has a bound of its own.
 				wctx = st.renew()
 			}
-			st.since.Store(mono())
-			err := l.wait(wctx, f.t)
+			return wctx
+		}
+		// finished records f, whose wait returned err.
+		finished := func(f flight[T], err error) {
 			now := mono()
 			st.since.Store(0)
 			if err != nil {
@@ -328,10 +330,18 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 				tl.last = now
 			}
 		}
+		// finish waits for f and records it.
+		finish := func(f flight[T]) {
+			ctx := waitCtx()
+			st.since.Store(mono())
+			err := l.wait(ctx, f.t)
+			finished(f, err)
+		}
 		if cfg.Depth == 1 {
 			// Depth 1: the lane's one goroutine submits and waits in
-			// turn, as a request's goroutine would; in open loop it
-			// first takes its next arrival from the pacer.
+			// turn, as a request's goroutine would, by one call of
+			// Run.Do where the lane has it and -split is not set; in
+			// open loop it first takes its next arrival from the pacer.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -345,6 +355,23 @@ func bench[T any](ctx context.Context, cfg *config, lanes []lane[T], lv *live) *
 						}
 						lastDue[i] = intended
 						m.late.record(i, mono()-intended)
+					}
+					if l.do != nil && !cfg.Split {
+						// One call submits and waits (Run.Do), under
+						// the wait's bound.
+						ctx := waitCtx()
+						st.since.Store(mono())
+						t, b, submitted, err := l.do(ctx)
+						if !submitted {
+							st.since.Store(0)
+							if errors.Is(context.Cause(ctx), errTimeout) {
+								err = fmt.Errorf("%w after %v", errTimeout, cfg.Timeout)
+							}
+							fail(fmt.Errorf("submit on %s: %w", name, err))
+							return
+						}
+						finished(flight[T]{t: t, intended: intended, bytes: b}, err)
+						continue
 					}
 					t, b, err := l.submit(runCtx)
 					if err != nil {

@@ -24,8 +24,11 @@ type config struct {
 	// Levels are the -c levels, in order: the run measures each in turn.
 	Levels []int
 	// C is the submitting goroutines per device of the level that runs.
-	C        int
-	Depth    int
+	C     int
+	Depth int
+	// Split makes a submitter at -depth 1 submit and then wait in two
+	// calls (Run.Submit, Point.Wait) rather than one (Run.Do).
+	Split    bool
 	Rate     float64 // submissions/s over all submitters; 0: as fast as possible
 	Duration time.Duration
 	N        int64
@@ -115,6 +118,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return err
 	})
 	fs.IntVar(&c.Depth, "depth", 8, "submissions each submitter keeps in flight")
+	fs.BoolVar(&c.Split, "split", false, "at -depth 1, submit and then wait in two calls (Run.Submit, Point.Wait) rather than in one (Run.Do)")
 	rate := rateFlag{}
 	fs.Var(&rate, "rate", "target submissions per second over all submitters, open loop (latency from the intended send time), such as 5000 or 20k; 0 for as fast as possible")
 	fs.DurationVar(&c.Duration, "duration", defaultDuration, "how long to submit; 0 for no bound (then -n or Ctrl-C ends the run)")
@@ -192,6 +196,8 @@ func (c *config) check(set map[string]bool) error {
 		return usagef("-slow %v: want a positive duration of at most %v", c.Slow, maxSlow)
 	case set["slow"] && c.SlowTrace == "":
 		return usagef("-slow applies to -slowtrace, which is not set")
+	case c.Split && c.Depth != 1:
+		return usagef("-split applies to -depth 1, and -depth is %d", c.Depth)
 	case set["rounds"] && !c.Compare:
 		return usagef("-rounds applies to -compare, which is not set")
 	case set["baseline"] && !c.Compare:

@@ -95,6 +95,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-cpuprofile", "p", "-gotrace", "p"}, "-cpuprofile and -gotrace name the same file"},
 		{[]string{"-cpuprofile", "same.out", "-trace", abs}, "-cpuprofile and -trace name the same file"},
 		{[]string{"-rounds", "3"}, "-rounds applies to -compare"},
+		{[]string{"-split"}, "-split applies to -depth 1, and -depth is 8"},
+		{[]string{"-split", "-depth", "2"}, "-split applies to -depth 1, and -depth is 2"},
 		{[]string{"-baseline", "driver"}, "-baseline applies to -compare"},
 		{[]string{"-duration", "-1s"}, "-duration"},
 		{[]string{"-duration", "soon"}, "invalid value"},

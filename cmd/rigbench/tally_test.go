@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -89,5 +90,56 @@ func TestWrapShards(t *testing.T) {
 				t.Errorf("%d devices of %d lanes: %s holds %d latencies and counted %d, want %d", c.devices, c.lanesEach, name, got, st.done.Load(), want)
 			}
 		}
+	}
+}
+
+// TestDepthOneDo: at -depth 1 a lane that submits and waits in one call
+// (Run.Do) is run by it, unless -split; deeper lanes submit and wait
+// apart. A Do that submitted reports its wait's error as a wait's, and
+// one that did not as a submission's.
+func TestDepthOneDo(t *testing.T) {
+	const n = 100
+	for _, c := range []struct {
+		depth           int
+		split           bool
+		doErr           error
+		doSubmitted     bool
+		wantDo, wantSub int64
+		wantErr         string
+	}{
+		{depth: 1, doSubmitted: true, wantDo: n},
+		{depth: 1, split: true, doSubmitted: true, wantSub: n},
+		{depth: 4, doSubmitted: true, wantSub: n},
+		{depth: 1, doSubmitted: true, doErr: errors.New("lost"), wantDo: 1, wantErr: "wait on dev: lost"},
+		{depth: 1, doErr: errors.New("refused"), wantDo: 1, wantErr: "submit on dev: refused"},
+	} {
+		t.Run(fmt.Sprintf("depth=%d/split=%v/err=%v", c.depth, c.split, c.doErr), func(t *testing.T) {
+			var dos, subs atomic.Int64
+			l := lane[rig.Point]{
+				device: "dev",
+				submit: func(context.Context) (rig.Point, int64, error) {
+					subs.Add(1)
+					return rig.Point{}, 0, nil
+				},
+				wait: func(context.Context, rig.Point) error { return nil },
+				do: func(context.Context) (rig.Point, int64, bool, error) {
+					dos.Add(1)
+					return rig.Point{}, 0, c.doSubmitted, c.doErr
+				},
+			}
+			cfg := &config{Depth: c.depth, Split: c.split, N: n, Timeout: 10 * time.Second}
+			m := bench(context.Background(), cfg, []lane[rig.Point]{l}, &live{})
+			if dos.Load() != c.wantDo || subs.Load() != c.wantSub {
+				t.Fatalf("%d Do calls and %d Submit calls, want %d and %d", dos.Load(), subs.Load(), c.wantDo, c.wantSub)
+			}
+			switch {
+			case c.wantErr == "" && m.errors != 0:
+				t.Fatalf("%d errors: %v", m.errors, m.firstErr)
+			case c.wantErr == "" && m.done != n:
+				t.Fatalf("done %d, want %d", m.done, n)
+			case c.wantErr != "" && (m.firstErr == nil || m.firstErr.Error() != c.wantErr):
+				t.Fatalf("first error %v, want %q", m.firstErr, c.wantErr)
+			}
+		})
 	}
 }

@@ -15,6 +15,10 @@ type Waits struct {
 	Spun      uint64 `json:"spun"`
 	Parked    uint64 `json:"parked"`
 	Cancelled uint64 `json:"cancelled"`
+	// Handed is the parked waits of Run.Do that a combiner handed to the
+	// supervisor (Stats.WaitsHanded): their goroutines parked once for
+	// the submission and its wait.
+	Handed uint64 `json:"handed"`
 	// Woken is the parked waiters the supervisor woke with their point
 	// reached; WakeP50Ns and WakeP99Ns bound their wake-up: the time from
 	// the supervisor's finding the point reached to the waiter's running
@@ -50,6 +54,7 @@ func waitsBetween(before, after []rig.Stats) *Waits {
 		w.Spun += a.WaitsSpun - b.WaitsSpun
 		w.Parked += a.WaitsParked - b.WaitsParked
 		w.Cancelled += a.WaitsCancelled - b.WaitsCancelled
+		w.Handed += a.WaitsHanded - b.WaitsHanded
 		w.Growths += a.Growths - b.Growths
 		w.ReclaimRounds += a.ReclaimRounds - b.ReclaimRounds
 		for j := range wake.Buckets {
@@ -75,6 +80,9 @@ func (w *Waits) text() string {
 	fmt.Fprintf(&b, "  waits: %d spun, %d parked", w.Spun, w.Parked)
 	if all > 0 {
 		fmt.Fprintf(&b, " (%.1f%%)", 100*float64(w.Parked)/float64(all))
+	}
+	if w.Handed > 0 {
+		fmt.Fprintf(&b, ", of them %d handed over as their submission combined", w.Handed)
 	}
 	if w.Cancelled > 0 {
 		fmt.Fprintf(&b, ", %d cancelled", w.Cancelled)

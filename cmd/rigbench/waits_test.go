@@ -85,3 +85,20 @@ func TestWaitsCancelledShare(t *testing.T) {
 		t.Errorf("waitsBetween with two wake-ups: %+v, %q", w, w.text())
 	}
 }
+
+// TestWaitsHanded: the waits' line counts the waits of Run.Do handed to
+// the supervisor, and says nothing of them where there were none.
+func TestWaitsHanded(t *testing.T) {
+	before := []rig.Stats{{WaitsParked: 2, WaitsHanded: 1}}
+	after := []rig.Stats{{WaitsParked: 12, WaitsHanded: 8}}
+	w := waitsBetween(before, after)
+	if w.Handed != 7 || w.Parked != 10 {
+		t.Fatalf("waitsBetween = %+v, want 7 handed of 10 parked", w)
+	}
+	if s := w.text(); !strings.Contains(s, "10 parked (100.0%), of them 7 handed over") {
+		t.Fatalf("text %q names no handed waits", s)
+	}
+	if s := waitsBetween(after, after).text(); strings.Contains(s, "handed") {
+		t.Fatalf("text %q names handed waits where there were none", s)
+	}
+}

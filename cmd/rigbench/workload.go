@@ -67,6 +67,10 @@ type lane[T any] struct {
 	baseline bool
 	submit   func(ctx context.Context) (T, int64, error)
 	wait     func(ctx context.Context, t T) error
+	// do, where set, submits one piece and waits for it in one call, as
+	// Run.Do does: submitted says whether t is the piece's ticket, and
+	// err then what the wait returned.
+	do func(ctx context.Context) (t T, n int64, submitted bool, err error)
 	// observe, where set, sees the latencies of submissions whose
 	// points were reached, in nanoseconds, a batch at a time (tally).
 	observe func(lats []int64)
@@ -126,10 +130,28 @@ func (e *env) fn(o opened, name string) (*rig.Function, error) {
 	return f, nil
 }
 
-// pointLane is a lane on rig whose submissions are submit.
-func pointLane(d *rig.Device, submit func(ctx context.Context) (rig.Point, int64, error)) lane[rig.Point] {
-	return lane[rig.Point]{device: d.Name(), submit: submit, wait: func(ctx context.Context, p rig.Point) error { return p.Wait(ctx) },
-		state: func(p rig.Point) string { return pointState(p, d) }}
+// pointLane is a lane on rig of device d whose submissions are the runs
+// next returns, with the buffers to submit them with and the bytes they
+// move.
+func pointLane(d *rig.Device, next func() (*rig.Run, []*rig.Buffer, int64)) lane[rig.Point] {
+	return runLane(d.Name(), next, d)
+}
+
+// runLane is pointLane for a lane named device whose runs go to devs.
+func runLane(device string, next func() (*rig.Run, []*rig.Buffer, int64), devs ...*rig.Device) lane[rig.Point] {
+	return lane[rig.Point]{device: device,
+		submit: func(ctx context.Context) (rig.Point, int64, error) {
+			r, bufs, n := next()
+			p, err := r.Submit(ctx, bufs...)
+			return p, n, err
+		},
+		wait: func(ctx context.Context, p rig.Point) error { return p.Wait(ctx) },
+		do: func(ctx context.Context) (rig.Point, int64, bool, error) {
+			r, bufs, n := next()
+			p, err := r.Do(ctx, bufs...)
+			return p, n, p.Device() != nil, err
+		},
+		state: func(p rig.Point) string { return pointState(p, devs...) }}
 }
 
 // perDevice makes -c lanes on each device with mk.
@@ -164,10 +186,7 @@ func launchLane(d *rig.Device, f *rig.Function) (lane[rig.Point], error) {
 	if err != nil {
 		return lane[rig.Point]{}, err
 	}
-	return pointLane(d, func(ctx context.Context) (rig.Point, int64, error) {
-		p, err := s.Take().Submit(ctx)
-		return p, 0, err
-	}), nil
+	return pointLane(d, func() (*rig.Run, []*rig.Buffer, int64) { return s.Take(), nil, 0 }), nil
 }
 
 // twiceShape is the groups and threads of a launch of twice over n
@@ -210,12 +229,11 @@ func twiceLane(e *env, o opened) (lane[rig.Point], error) {
 		return lane[rig.Point]{}, err
 	}
 	bufs := []*rig.Buffer{x}
-	return pointLane(d, func(ctx context.Context) (rig.Point, int64, error) {
+	return pointLane(d, func() (*rig.Run, []*rig.Buffer, int64) {
 		r := s.Take()
 		r.Groups(0, groups, 1, 1)
 		r.Threads(0, threads, 1, 1)
-		p, err := r.Submit(ctx, bufs...)
-		return p, 0, err
+		return r, bufs, 0
 	}), nil
 }
 
@@ -235,10 +253,7 @@ func copyLane(from, to device.Memory) func(e *env, o opened) (lane[rig.Point], e
 			return lane[rig.Point]{}, err
 		}
 		bufs, n := []*rig.Buffer{src, dst}, e.size
-		return pointLane(d, func(ctx context.Context) (rig.Point, int64, error) {
-			p, err := s.Take().Submit(ctx, bufs...)
-			return p, n, err
-		}), nil
+		return pointLane(d, func() (*rig.Run, []*rig.Buffer, int64) { return s.Take(), bufs, n }), nil
 	}
 }
 
@@ -253,10 +268,7 @@ func fillLane(e *env, o opened) (lane[rig.Point], error) {
 		return lane[rig.Point]{}, err
 	}
 	bufs, n := []*rig.Buffer{dst}, e.size
-	return pointLane(d, func(ctx context.Context) (rig.Point, int64, error) {
-		p, err := s.Take().Submit(ctx, bufs...)
-		return p, n, err
-	}), nil
+	return pointLane(d, func() (*rig.Run, []*rig.Buffer, int64) { return s.Take(), bufs, n }), nil
 }
 
 // mixedLanes makes -c lanes, each of which submits in turn a fill on
@@ -301,29 +313,19 @@ func mixedLanes(e *env) ([]lane[rig.Point], error) {
 		}
 		onA, ab, ba2 := []*rig.Buffer{ba}, []*rig.Buffer{ba, bb}, []*rig.Buffer{bb, ba}
 		n, step := e.size, 0
-		out = append(out, lane[rig.Point]{
-			device: a.Name() + "+" + b.Name(),
-			submit: func(ctx context.Context) (rig.Point, int64, error) {
-				var p rig.Point
-				var err error
-				moved := n
-				switch step % 4 {
-				case 0:
-					p, err = fill.Take().Submit(ctx, onA...)
-				case 1:
-					p, err = there.Take().Submit(ctx, ab...)
-				case 2:
-					p, err = launch.Take().Submit(ctx)
-					moved = 0
-				default:
-					p, err = back.Take().Submit(ctx, ba2...)
-				}
-				step++
-				return p, moved, err
-			},
-			wait:  func(ctx context.Context, p rig.Point) error { return p.Wait(ctx) },
-			state: func(p rig.Point) string { return pointState(p, a, b) },
-		})
+		out = append(out, runLane(a.Name()+"+"+b.Name(), func() (*rig.Run, []*rig.Buffer, int64) {
+			k := step % 4
+			step++
+			switch k {
+			case 0:
+				return fill.Take(), onA, n
+			case 1:
+				return there.Take(), ab, n
+			case 2:
+				return launch.Take(), nil, 0
+			}
+			return back.Take(), ba2, n
+		}, a, b))
 	}
 	return out, nil
 }
