@@ -51,6 +51,9 @@
 // GPU, with a semaphore acquire on its word. The RM stops every channel of a
 // group that faults: the timelines of a group name its fault domain and rig
 // loses them together; a device of a group of its own names none. A fault
+// that Sleep raises or that the path returns to a call (Grow, Alloc,
+// Entry, MapPeer, MapHost, DMA, a lay, Unload) marks the group faulted,
+// and a timeline opened later gets a new group and domain. A fault
 // found on the host's side alone (a settle that finds a reached value's
 // stamps unwritten, or cannot read the GPU's timer where the path reports no
 // fault of the GPU, or a regrowth's channels that did not run their first

@@ -85,6 +85,11 @@ type fake struct {
 	// Mapped memory of n bytes where it holds: the path failed other than
 	// for want of room.
 	mappedFault func(n int) bool
+	// deviceFault, where set, makes Alloc answer a *device.Fault to
+	// Device memory of n bytes where it holds; peerFault and hostFault
+	// make MapPeer and MapHost answer one.
+	deviceFault          func(n int) bool
+	peerFault, hostFault bool
 	// refuseFree makes the RM refuse to free objects of a class; stopErr
 	// is the path's Stop's answer.
 	refuseFree map[uint32]bool
@@ -169,6 +174,11 @@ func (f *fake) Register(nvidia.Handle) error   { return nil }
 func (f *fake) Unregister(nvidia.Handle) error { return nil }
 func (f *fake) Close() error                   { return nil }
 func (f *fake) MapPeer(*nvidia.Memory) (*nvidia.Memory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.peerFault {
+		return nil, &device.Fault{Why: "fake: map_peer: the RM failed"}
+	}
 	return nil, device.ErrNever
 }
 
@@ -215,6 +225,9 @@ func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 	if k == device.MappedMemory && f.mappedFault != nil && f.mappedFault(n) {
 		return nil, &device.Fault{Why: fmt.Sprintf("fake: alloc of %d bytes of Mapped memory: the RM failed", n)}
 	}
+	if k == device.DeviceMemory && f.deviceFault != nil && f.deviceFault(n) {
+		return nil, &device.Fault{Why: fmt.Sprintf("fake: alloc of %d bytes of Device memory: the RM failed", n)}
+	}
 	size := (n + 4095) &^ 4095
 	var back []byte
 	mapped := false
@@ -245,6 +258,9 @@ func (f *fake) Alloc(k device.Memory, n int) (*nvidia.Memory, error) {
 func (f *fake) MapHost(a uintptr, n int) (*nvidia.Memory, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hostFault {
+		return nil, &device.Fault{Why: fmt.Sprintf("fake: mapping %d bytes of host memory: the RM failed", n)}
+	}
 	f.handle++
 	m := &nvidia.Memory{Kind: device.PinnedMemory, Borrowed: true, Size: n, Handle: f.handle, Address: f.hostNext + uint64(a&4095), Host: a}
 	// The next memory starts at a page, as every memory of the GPU does.

@@ -34,10 +34,13 @@ import (
 //
 // The RM stops every channel of a group that faults, so the timelines of a
 // group share their fate: their devices name the group's fault domain,
-// "nv <bus> group <n>", and rig loses them together. A timeline opened
-// after its group faulted, while lost timelines of the group are still
-// open, gets a new group and domain: it does not share their fate. A
-// device of a group of its own names none.
+// "nv <bus> group <n>", and rig loses them together. A fault that is not
+// the device's alone marks the group faulted: one Sleep or a settle
+// raises (keep), and one the path returns to a call rig counts, such as
+// Grow, Alloc, Entry or MapPeer (lose). A timeline opened after its group
+// faulted, while lost timelines of the group are still open, gets a new
+// group and domain: it does not share their fate. A device of a group of
+// its own names none.
 
 // sharedGroup is a channel group the timelines of one GPU share.
 type sharedGroup struct {

@@ -98,8 +98,12 @@ func lacks(err error) bool {
 // Grow makes the rings the submission whose Room returned RoomGrow needs.
 // A ring the path lacks memory for leaves the others to be made: the need
 // may hold another submission's, whose rings the path has memory for. It
-// then returns a Short of the bytes it lacked.
-func (d *gpu) Grow() error {
+// then returns a Short of the bytes it lacked. A fault marks the shared
+// group faulted (lose).
+func (d *gpu) Grow() error { return d.lose(d.grow()) }
+
+// grow is Grow.
+func (d *gpu) grow() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped.Load() {

@@ -60,7 +60,8 @@ func entryOf(e *device.Entry) (*kfunc, bool) {
 	return f, ok && f != nil
 }
 
-// Image takes a cubin for the GPU's architecture.
+// Image takes a cubin for the GPU's architecture. A fault its lay returns
+// marks the shared group faulted (lose).
 func (d *gpu) Image(b []byte) (device.Code, error) {
 	c, err := hw.Parse(b)
 	if err != nil {
@@ -69,7 +70,13 @@ func (d *gpu) Image(b []byte) (device.Code, error) {
 	if !d.gen.Runs(c.SM()) {
 		return device.Code{}, fmt.Errorf("nvdev: image: a cubin for sm_%d does not run on %s", c.SM(), d.gen.Arch)
 	}
-	return device.Code{Place: place(c, d.facts.Alignment), Lay: func(r device.Region) (device.Image, error) { return d.lay(c, r) }}, nil
+	return device.Code{Place: place(c, d.facts.Alignment), Lay: func(r device.Region) (device.Image, error) {
+		img, err := d.lay(c, r)
+		if err != nil {
+			return nil, d.lose(err)
+		}
+		return img, nil
+	}}, nil
 }
 
 // place is the bytes of a region aligned to align that hold c at c's
@@ -233,7 +240,8 @@ func (d *gpu) layOwn(c *hw.Cubin) (device.Image, error) {
 }
 
 // Entry makes the launch template of the image's function name, and grows
-// the compute channel's local memory to serve it.
+// the compute channel's local memory to serve it. A fault of the path
+// marks the shared group faulted (lose).
 func (d *gpu) Entry(img device.Image, name string) (*device.Entry, error) {
 	im, ok := img.(*image)
 	if !ok || im.d != d {
@@ -256,7 +264,7 @@ func (d *gpu) Entry(img device.Image, name string) (*device.Entry, error) {
 		return nil, fmt.Errorf("nvdev: entry %q: %w", name, err)
 	}
 	if err := d.growLocal(l.Local); err != nil {
-		return nil, err
+		return nil, d.lose(err)
 	}
 	e := &device.Entry{Name: name, Code: l.Code, Params: k.ParamBytes, Threads: l.MaxThreads,
 		Shared: l.DynamicShared, Layout: paramLayout(k), Data: &kfunc{d: d, im: im, l: l}}
@@ -267,7 +275,8 @@ func (d *gpu) Entry(img device.Image, name string) (*device.Entry, error) {
 // Prepare does nothing: Entry makes nothing slow.
 func (d *gpu) Prepare(device.Image, string) error { return nil }
 
-// Unload frees the image's code and forgets its launch templates.
+// Unload frees the image's code and forgets its launch templates. A fault
+// of the path marks the shared group faulted (lose).
 func (d *gpu) Unload(img device.Image) error {
 	im, ok := img.(*image)
 	if !ok || im.d != d {
@@ -283,7 +292,7 @@ func (d *gpu) Unload(img device.Image) error {
 	if im.mem == nil {
 		return nil // rig's region
 	}
-	return d.p.Free(im.mem)
+	return d.lose(d.p.Free(im.mem))
 }
 
 // growLocal grows the compute channel's local memory so that each thread

@@ -29,7 +29,8 @@ func (d *gpu) Facts() *device.Facts { return &d.facts }
 // slice of it is left, so that a slice of it never faults nor aliases
 // other memory. Device and Mapped memory are the path's; Mapped memory
 // one that a slice may outlive (nvidia.Client.AllocHeld), whose host view
-// reads zeros after Free.
+// reads zeros after Free. A fault of the path marks the shared group
+// faulted (lose).
 func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("nvdev: alloc of %d bytes of %v memory: a region holds at least one byte", n, m)
@@ -41,16 +42,23 @@ func (d *gpu) Alloc(m device.Memory, n int) (device.Region, error) {
 		d.mu.Unlock()
 	}
 	if m == device.PinnedMemory && d.p.MapsHost() {
-		return d.allocPinned(n)
+		r, err := d.allocPinned(n)
+		if err != nil {
+			return nil, d.lose(err)
+		}
+		return r, nil
 	}
+	var mem *nvidia.Memory
+	var err error
 	if h, ok := d.p.(interface {
 		AllocHeld(device.Memory, int) (*nvidia.Memory, error)
 	}); ok && m == device.MappedMemory {
-		return h.AllocHeld(m, n)
+		mem, err = h.AllocHeld(m, n)
+	} else {
+		mem, err = d.p.Alloc(m, n)
 	}
-	mem, err := d.p.Alloc(m, n)
 	if err != nil {
-		return nil, err
+		return nil, d.lose(err)
 	}
 	return mem, nil
 }
@@ -159,7 +167,8 @@ func (d *gpu) Peer(other device.Driver) bool {
 // memory where this GPU reaches the other's (Peer), Pinned memory always.
 // It refuses Mapped memory of another GPU (device.ErrNever): the host's
 // writes through that GPU's BAR would need a read of the other path's flush
-// word before this device wakes its channels, which it does not make.
+// word before this device wakes its channels, which it does not make. A
+// fault of the path marks the shared group faulted (lose).
 func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, error) {
 	o, ok := other.(*gpu)
 	m, mok := r.(*nvidia.Memory)
@@ -185,7 +194,7 @@ func (d *gpu) MapPeer(other device.Driver, r device.Region) (device.Region, erro
 	}
 	v, err := d.p.MapPeer(m)
 	if err != nil {
-		return nil, err
+		return nil, d.lose(err)
 	}
 	return v, nil
 }
@@ -204,7 +213,8 @@ func sharesSpace(p, o path) bool {
 
 // MapHost maps the n bytes of host memory at p for the GPU. It answers
 // device.ErrNever where the path maps no host memory, and an error naming
-// n where n is below 1.
+// n where n is below 1. A fault of the path marks the shared group
+// faulted (lose).
 func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 	if !d.p.MapsHost() {
 		return nil, fmt.Errorf("nvdev: the path maps no host memory: %w", device.ErrNever)
@@ -214,16 +224,18 @@ func (d *gpu) MapHost(p uintptr, n int) (device.Region, error) {
 	}
 	m, err := d.p.MapHost(p, n)
 	if err != nil {
-		return nil, err
+		return nil, d.lose(err)
 	}
 	return m, nil
 }
 
-// DMA is the path's answer.
+// DMA is the path's answer; a fault marks the shared group faulted
+// (lose).
 func (d *gpu) DMA(r device.Region, fn string) (device.DMA, error) {
 	m, ok := r.(*nvidia.Memory)
 	if !ok || m == nil {
 		return device.DMA{}, errors.New("nvdev: dma of a region this device did not make")
 	}
-	return d.p.DMA(m, fn)
+	x, err := d.p.DMA(m, fn)
+	return x, d.lose(err)
 }

@@ -118,6 +118,20 @@ func (d *gpu) keep(f *device.Fault) *device.Fault {
 	return d.fault.Load()
 }
 
+// lose passes err on, and marks the device's shared group faulted where
+// err is a fault that is not the device's alone, as keep does: a fault
+// that the path returns to a call rig counts (Grow, Alloc, Entry, MapPeer,
+// MapHost, DMA, a lay, Unload) loses the device and, with it, the group's
+// fault domain, so that no timeline opened later joins the group. A
+// refusal that leaves the device working (no memory, a mapping the path
+// never makes, a bad argument) is no fault, and leaves the group shared.
+func (d *gpu) lose(err error) error {
+	if f, ok := device.AsFault(err); ok && d.grp != nil && !f.Alone {
+		d.grp.fault()
+	}
+	return err
+}
+
 // asFault is err as a fault.
 func asFault(err error) *device.Fault {
 	if f, ok := device.AsFault(err); ok {
