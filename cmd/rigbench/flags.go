@@ -87,6 +87,13 @@ const (
 // about 146 years that window overflows a time.Duration.
 const maxSlow = time.Hour
 
+// maxWaitSpin bounds -waitspin: a wait that outlasts its spin holds a CPU
+// for all of it, and a GPU's round trip takes microseconds, so that a
+// spin past a second burns CPU that the run's figures then count. 0 parks
+// every wait at once; a negative spin, which Device.SetWaitSpin reads as
+// 0, is refused, as the other duration flags refuse one.
+const maxWaitSpin = time.Second
+
 // maxInFlight bounds the submissions a level keeps in flight over all its
 // submitters: each submitter's window of -depth is allocated as it starts
 // (32 bytes a submission, more with -compare's baseline), so that -c and
@@ -133,16 +140,18 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.Timelines, "timelines", 0, "K timelines of each device: its timelines 1 to K-1 open beside it as devices of their own, each with -c submitters, and the report adds each one's figures; 0 or 1 for the device alone")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the run into this file (go tool pprof reads it)")
 	fs.StringVar(&c.MemProfile, "memprofile", "", "write the run's allocations, sampled one in 4 KiB, into this file (go tool pprof -sample_index=alloc_objects reads it): where the allocations a submission reports come from")
-	fs.Func("waitspin", "how long a wait reads the device's word before it parks (Device.SetWaitSpin), such as 0, 5us or 50us (default: the device's)", func(v string) error {
+	fs.Func("waitspin", fmt.Sprintf("how long a wait reads the device's word before it parks (Device.SetWaitSpin), such as 0 (park at once), 5us or 50us; at most %v, as each wait that spins holds a CPU that long (default: the device's)", maxWaitSpin), func(v string) error {
+		// The flag package names the flag and the value before the
+		// error: invalid value "1000h" for flag -waitspin: want ...
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("a duration of 0 or more, such as 20us")
+		if err != nil || d < 0 || d > maxWaitSpin {
+			return fmt.Errorf("want a duration from 0 (park at once) to %v, such as 20us", maxWaitSpin)
 		}
 		waitSpin = d
 		return nil
 	})
 	fs.StringVar(&c.GoTrace, "gotrace", "", "write a Go execution trace of the run into this file (go tool trace reads it): where goroutines waited for a processor, a lock or a wake-up")
-	fs.StringVar(&c.SlowTrace, "slowtrace", "", "keep a flight recorder of the run's Go execution trace, and write the last seconds of it into this file at the first submission slower than -slow (go tool trace reads it)")
+	fs.StringVar(&c.SlowTrace, "slowtrace", "", "keep a flight recorder of the run's Go execution trace, and write the last seconds of it into this file at the first submission slower than -slow (go tool trace reads it); where none is, no file is written, and one that was there stays as it was")
 	fs.DurationVar(&c.Slow, "slow", 10*time.Millisecond, "with -slowtrace, the latency that counts as slow; at most 1h, as the flight recorder keeps twice it and a second of the trace within 256 MiB, which a busy run fills in seconds to minutes")
 	fs.IntVar(&c.Rounds, "rounds", 5, "with -compare, the rounds that alternate rig and the baseline, each a share of -duration or -n, so that both meet the machine's other load alike")
 

@@ -130,6 +130,11 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-c", "1,100000", "-depth", "64"}, "-c 100000 at -depth 64 on 1 device(s)"},
 		{[]string{"-c", "100000", "-device", "host,host:1"}, "-c 100000 on 2 device(s) makes 200000 submitters: want at most 100000 in all"},
 		{[]string{"-c", "2000", "-timelines", "64"}, "-c 2000 on 64 device(s) makes 128000 submitters"},
+		{[]string{"-waitspin", "1000h"}, `invalid value "1000h" for flag -waitspin: want a duration from 0 (park at once) to 1s`},
+		{[]string{"-waitspin", "1.000000001s"}, `invalid value "1.000000001s" for flag -waitspin: want a duration from 0 (park at once) to 1s`},
+		{[]string{"-waitspin", "2562047h"}, `for flag -waitspin: want a duration from 0 (park at once) to 1s`},
+		{[]string{"-waitspin", "-1us"}, `invalid value "-1us" for flag -waitspin: want a duration from 0`},
+		{[]string{"-waitspin", "soon"}, `invalid value "soon" for flag -waitspin: want a duration`},
 		{[]string{"-bogus"}, "not defined"},
 		{[]string{"stray"}, "unexpected argument"},
 	} {
@@ -141,6 +146,39 @@ func TestParseFlagsErrors(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %q lacks %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestWaitSpinFlag: -waitspin takes 0 (every wait parks at once) to
+// maxWaitSpin (1s), and a refused value leaves the devices' default.
+func TestWaitSpinFlag(t *testing.T) {
+	defer func() { waitSpin = -1 }()
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration // -1: refused, the default kept
+	}{
+		{"0", 0},
+		{"0s", 0},
+		{"5us", 5 * time.Microsecond},
+		{"20ms", 20 * time.Millisecond},
+		{"1s", time.Second},
+		{"1.000000001s", -1},
+		{"1m", -1},
+		{"1000h", -1},
+		{"-1ns", -1},
+		{"-1s", -1},
+	} {
+		waitSpin = -1
+		_, err := parseFlags([]string{"-waitspin", tc.arg}, io.Discard)
+		switch {
+		case tc.want < 0 && err == nil:
+			t.Errorf("-waitspin %s accepted, waitSpin %v", tc.arg, waitSpin)
+		case tc.want >= 0 && err != nil:
+			t.Errorf("-waitspin %s: %v", tc.arg, err)
+		}
+		if waitSpin != tc.want {
+			t.Errorf("-waitspin %s: waitSpin %v, want %v (-1ns: the devices' default)", tc.arg, waitSpin, tc.want)
 		}
 	}
 }

@@ -92,6 +92,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -133,13 +134,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		fmt.Fprintf(stderr, "rigbench: %v\n(rigbench -h lists the flags)\n", err)
 		return 2
 	}
-	// The files written at the run's end are created now, so that a
-	// path that cannot be written fails before the run rather than after.
-	// A file that this check made and that is still empty when rigbench
-	// returns (it ended before the run, or before the level that writes
-	// the file) is removed, so that no empty SVG or trace stands where the
-	// run wrote none; a file that was there is left as it was until the
-	// run writes it.
+	// The files written at the run's end, and -slowtrace's, written at
+	// the first slow submission, are created now, so that a path that
+	// cannot be written fails before the run rather than after. A file
+	// that this check made and that is still empty when rigbench returns
+	// (it ended before the run, or before the level that writes the file,
+	// or no submission was slow) is removed, so that no empty SVG or trace
+	// stands where the run wrote none; a file that was there is left as it
+	// was until the run writes it.
 	var made []string
 	defer func() {
 		for _, name := range made {
@@ -148,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 			}
 		}
 	}()
-	for _, o := range []struct{ flag, name string }{{"-plot", cfg.Plot}, {"-trace", cfg.Trace}} {
+	for _, o := range []struct{ flag, name string }{{"-plot", cfg.Plot}, {"-trace", cfg.Trace}, {"-slowtrace", cfg.SlowTrace}} {
 		if o.name == "" {
 			continue
 		}
@@ -184,7 +186,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		}()
 	}
 	if cfg.SlowTrace != "" {
-		st, err := startSlowTrace(cfg.SlowTrace, cfg.Slow)
+		st, err := startSlowTrace(cfg.SlowTrace, cfg.Slow, !slices.Contains(made, cfg.SlowTrace))
 		if err != nil {
 			fmt.Fprintf(stderr, "rigbench: %v\n", err)
 			return 2

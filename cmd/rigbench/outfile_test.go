@@ -129,8 +129,9 @@ func TestRunOutputUncreatable(t *testing.T) {
 	}
 }
 
-// TestRunNoRunLeavesNoOutput: a run that ends before it writes its -plot
-// and -trace (a bad output flag, or a level that cannot set up its lanes)
+// TestRunNoRunLeavesNoOutput: a run that ends before it writes its -plot,
+// -trace and -slowtrace (a bad output flag, or a level that cannot set up
+// its lanes)
 // leaves no empty file where there was none, and a file that was there as
 // it was.
 func TestRunNoRunLeavesNoOutput(t *testing.T) {
@@ -152,13 +153,18 @@ func TestRunNoRunLeavesNoOutput(t *testing.T) {
 			}
 			defer os.Remove(trace)
 			defer os.Remove(plot)
+			slow := filepath.Join(dir, "slow.trace")
+			defer os.Remove(slow)
 			var out, errOut bytes.Buffer
-			args := append([]string{"-device", "host", "-n", "10", "-plot", plot, "-trace", trace}, c.args...)
+			args := append([]string{"-device", "host", "-n", "10", "-plot", plot, "-trace", trace, "-slowtrace", slow}, c.args...)
 			if code := run(context.Background(), args, &out, &errOut); code != c.code {
 				t.Fatalf("exit %d, want %d\nstderr: %s", code, c.code, errOut.String())
 			}
 			if _, err := os.Stat(plot); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("-plot %s: %v after a run that drew nothing, want no file", plot, err)
+			}
+			if _, err := os.Stat(slow); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("-slowtrace %s: %v after a run that caught nothing, want no file", slow, err)
 			}
 			if b, err := os.ReadFile(trace); err != nil || string(b) != kept {
 				t.Errorf("-trace %s holds %q, %v; want what it held before, %q", trace, b, err, kept)

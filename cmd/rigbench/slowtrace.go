@@ -12,16 +12,21 @@ import (
 // at the first submission slower than bound, writes the recorder's window
 // into a file (-slowtrace, -slow): the goroutines, processors and wake-ups
 // of the moments around a rare tail, which a trace of the whole run would
-// bury or could not hold. The lanes' goroutines call see; run calls stop
-// once the run ended.
+// bury or could not hold. The file is written at that submission only:
+// where none was slower, no file is left where there was none (run removes
+// the empty one its check made), and one that was there stays as it was.
+// The lanes' goroutines call see; run calls stop once the run ended.
 type slowTrace struct {
 	bound time.Duration
 	file  string
-	fr    *trace.FlightRecorder
-	fired atomic.Bool
-	done  chan struct{} // closed once the window is written, after fired
-	what  string        // the submission caught; written before done closes
-	err   error         // the write's, naming the file; written before done closes
+	// existed: the file was there before the run, and stays as it was
+	// where no submission is slow.
+	existed bool
+	fr      *trace.FlightRecorder
+	fired   atomic.Bool
+	done    chan struct{} // closed once the window is written, after fired
+	what    string        // the submission caught; written before done closes
+	err     error         // the write's, naming the file; written before done closes
 }
 
 // slowTraces is the run's -slowtrace, nil without one.
@@ -29,17 +34,11 @@ var slowTraces *slowTrace
 
 // startSlowTrace starts the flight recorder for -slowtrace file and -slow
 // bound. Its window reaches back at least twice the bound and a second.
-func startSlowTrace(file string, bound time.Duration) (*slowTrace, error) {
-	// The file is made now, so that a path that cannot be written is
-	// known before the run rather than after it.
-	f, err := createOut("-slowtrace", file)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.close(); err != nil {
-		return nil, err
-	}
-	s := &slowTrace{bound: bound, file: file, done: make(chan struct{}),
+// run has checked that the file can be written, and removes it at the end
+// where it made it and nothing was written; existed says that the file was
+// there before the run, which stays as it was where no submission is slow.
+func startSlowTrace(file string, bound time.Duration, existed bool) (*slowTrace, error) {
+	s := &slowTrace{bound: bound, file: file, existed: existed, done: make(chan struct{}),
 		fr: trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 2*bound + time.Second, MaxBytes: 256 << 20})}
 	if err := s.fr.Start(); err != nil {
 		return nil, fmt.Errorf("-slowtrace: %w", err)
@@ -78,7 +77,10 @@ func (s *slowTrace) see(device string, start, end int64) {
 func (s *slowTrace) stop() (string, error) {
 	if !s.fired.Load() {
 		s.fr.Stop()
-		return fmt.Sprintf("-slowtrace: no submission was slower than %v; %s holds nothing", s.bound, s.file), nil
+		if s.existed {
+			return fmt.Sprintf("-slowtrace: no submission was slower than %v, so no trace was written (%s is as it was)", s.bound, s.file), nil
+		}
+		return fmt.Sprintf("-slowtrace: no submission was slower than %v, so no trace was written (no file is left at %s)", s.bound, s.file), nil
 	}
 	<-s.done
 	s.fr.Stop()

@@ -35,16 +35,6 @@ func TestWaitsReported(t *testing.T) {
 	}
 }
 
-func TestWaitSpinFlag(t *testing.T) {
-	defer func() { waitSpin = -1 }()
-	if _, err := parseFlags([]string{"-waitspin", "5us"}, nil); err != nil || waitSpin.Microseconds() != 5 {
-		t.Fatalf("-waitspin 5us: %v, waitSpin %v", err, waitSpin)
-	}
-	if _, err := parseFlags([]string{"-waitspin", "-1s"}, nil); err == nil {
-		t.Fatal("-waitspin -1s accepted")
-	}
-}
-
 // TestWaitsGrowths checks that the waits' line names the growths and the
 // reclamation rounds of the run, from the devices' Stats, and leaves them
 // out where there were none.
