@@ -18,5 +18,5 @@ go build -o $F/rigbench ./cmd/rigbench
 (cd examples/server && go build -o ../../$F/server-load ./load && go test -c -o ../../$F/server-service.test ./service)
 cp cudadev/testdata/anchor_cuda.c cudadev/testdata/anchor_sched.c cudadev/testdata/anchor_loop.c cudadev/testdata/anchor_threads.c $F/
 cp internal/testkernels/kernels.sm_90.cubin $F/
-cp scripts/final.sh scripts/verify.sh scripts/h200-tests.sh scripts/h200-bench.sh scripts/h200-busy.sh scripts/h200-round.sh scripts/h200-goals.sh $F/
+cp scripts/final.sh scripts/verify.sh scripts/h200-tests.sh scripts/h200-bench.sh scripts/h200-busy.sh scripts/h200-round.sh scripts/h200-goals.sh scripts/h200-do.sh $F/
 du -sh $F
