@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rig-go/rig/device"
 	"github.com/rig-go/rig/internal/yield"
 )
 
@@ -201,10 +200,10 @@ const (
 
 // combineLocked makes the attempts of the runs queued, in the order they
 // came, and reports whether it woke the goroutine of one that parked, and
-// the largest value whose wait it handed to the supervisor (0 for none),
-// which the caller kicks once it let the lock go. The caller holds the
+// returns the runs whose waits the caller hands to the supervisor once it
+// let the lock go (handOver), linked by their next. The caller holds the
 // submit lock.
-func (d *Device) combineLocked() (woke bool, handed uint64) {
+func (d *Device) combineLocked() (woke bool, handed *Run) {
 	var fifo *Run
 	for r := d.cq.head.Swap(nil); r != nil; {
 		next := r.comb.next
@@ -224,11 +223,10 @@ func (d *Device) combineLocked() (woke bool, handed uint64) {
 		} else {
 			r.comb.res = r.try(d, r.comb.sample)
 		}
-		if v, ok := d.handOff(r); ok {
-			// The run is its goroutine's again.
-			if handed == 0 || device.AtLeast(v, handed) {
-				handed = v
-			}
+		if d.mayHandOff(r) {
+			// The run stays queued for its goroutine until handOver.
+			r.comb.next = handed
+			handed = r
 			r = next
 			continue
 		}
@@ -259,16 +257,17 @@ func (d *Device) combineLocked() (woke bool, handed uint64) {
 // processor once it let the lock go (yieldToWoken).
 func (d *Device) unlockSubmit() {
 	woke := false
-	var kick uint64 // the largest value handed to the supervisor, unkicked
 	for pass := 1; ; pass++ {
+		var handed *Run
 		if d.cq.head.Load() != nil {
-			w, handed := d.combineLocked()
+			var w bool
+			w, handed = d.combineLocked()
 			woke = woke || w
-			if handed != 0 && (kick == 0 || device.AtLeast(handed, kick)) {
-				kick = handed
-			}
 		}
 		d.mu.Unlock()
+		if handed != nil && d.handOver(handed) {
+			woke = true
+		}
 		h := d.cq.head.Load()
 		if h == nil {
 			break
@@ -283,11 +282,6 @@ func (d *Device) unlockSubmit() {
 		if !d.mu.TryLock() {
 			break
 		}
-	}
-	if kick != 0 {
-		// The goroutines of the runs handed off wait for their values
-		// without kicking them.
-		d.kicks.kick(d.drv.(device.Kicker), kick)
 	}
 	if woke {
 		yieldToWoken()

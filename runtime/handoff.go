@@ -19,10 +19,11 @@ import (
 // at once, and kicks the run's value once it let the submit lock go, and
 // the goroutine wakes once, with the wait's answer.
 //
-// The combiner hands off only a run whose goroutine is parked (the state
-// moves from combParked to combHanded, so that a goroutine whose park
-// ended first attempts no more and takes the attempt as it was), whose
-// attempt submitted a committed value with no loss, on a box with room.
+// The combiner hands off only a run whose attempt submitted a committed
+// value with no loss, once it let the submit lock go (handOver), and only
+// where the run's goroutine is still parked then (the state moves from
+// combParked to combHanded; a goroutine whose park ended first takes the
+// attempt as it was, and kicks and waits itself), on a box with room.
 // Where the box refuses the registration (full, or closed), it answers
 // errNotHanded, and the goroutine waits for the point itself.
 //
@@ -36,26 +37,63 @@ import (
 // the goroutine waits for the point itself.
 var errNotHanded = errors.New("rig: the wait was not handed to the supervisor")
 
-// handOff hands the wait of the run just attempted to the supervisor,
-// where it may, and returns the run's value and whether it did; once it
-// did, the run is its goroutine's again, and the caller touches it no
-// more. Only a combiner calls it, holding the submit lock, after it set
-// the run's attempt.
-func (d *Device) handOff(r *Run) (uint64, bool) {
-	n := &r.comb
-	a := &n.res
-	if !n.do || a.kind != attemptSubmitted || a.failed || a.lost != nil ||
-		n.state.Load() != combParked || !device.AtLeast(d.committed.Load(), a.v) {
-		return 0, false
+// mayHandOff reports whether the wait of the run just attempted may go to
+// the supervisor: Do's run, submitted at a committed value with no loss.
+// Only a combiner calls it, holding the submit lock, after it set the
+// run's attempt.
+func (d *Device) mayHandOff(r *Run) bool {
+	a := &r.comb.res
+	return r.comb.do && a.kind == attemptSubmitted && !a.failed && a.lost == nil &&
+		device.AtLeast(d.committed.Load(), a.v)
+}
+
+// handOver finishes the runs combineLocked left for it (linked by their
+// next, each attempted and mayHandOff): it kicks their values, and hands
+// the wait of each run whose goroutine is parked to the supervisor
+// (handOff); the others it finishes as combineLocked does, and it reports
+// whether it woke the goroutine of one. The registrations, each a send
+// that may wake the supervisor, so cost the submit lock nothing. Only the
+// holder that let the submit lock go after combineLocked calls it.
+func (d *Device) handOver(list *Run) (woke bool) {
+	var top uint64
+	for r := list; r != nil; r = r.comb.next {
+		if v := r.comb.res.v; top == 0 || device.AtLeast(v, top) {
+			top = v
+		}
 	}
-	v := a.v
+	// The device sees the values first: the goroutines of runs handed
+	// off wait for them without kicking them.
+	d.kicks.kick(d.drv.(device.Kicker), top)
+	for r := list; r != nil; {
+		next := r.comb.next
+		r.comb.next = nil
+		// Once handed off or done, the run is its goroutine's again.
+		if !d.handOff(r) && r.comb.state.Swap(combDone) == combParked {
+			r.comb.wake <- nil
+			woke = true
+		}
+		r = next
+	}
+	return woke
+}
+
+// handOff hands the run's wait to the supervisor where its goroutine is
+// parked, and reports whether it did; once it did, the run is its
+// goroutine's again, and the caller touches it no more. Only handOver
+// calls it.
+func (d *Device) handOff(r *Run) bool {
+	n := &r.comb
+	if n.state.Load() != combParked {
+		return false
+	}
+	v := n.res.v
 	// The goroutine wrote w before it parked, and touches it again only
 	// once it sees combHanded.
 	w := n.w
 	w.v, w.key, w.idx = v, v-d.base, -1
 	w.state.Store(waitSent)
 	if !n.state.CompareAndSwap(combParked, combHanded) {
-		return 0, false
+		return false
 	}
 	if err := d.sup.box.TrySend(message{kind: msgRegister, w: w}); err != nil {
 		// A goroutine that saw the box closed withdrew the wait first.
@@ -63,7 +101,7 @@ func (d *Device) handOff(r *Run) (uint64, bool) {
 			w.ch <- errNotHanded
 		}
 	}
-	return v, true
+	return true
 }
 
 // handedAnswer is the attempt of a run whose handed wait the supervisor

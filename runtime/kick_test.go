@@ -241,10 +241,13 @@ func benchSpin(b *testing.B, c int, kick bool, spin time.Duration) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchClosedLoop(b, s, c)
+	benchClosedLoop(b, s, c, false)
 }
 
-func benchClosedLoop(b *testing.B, s *Submission, goroutines int) {
+// benchClosedLoop runs goroutines that each submit and wait in turn, by
+// Run.Do where do is set, and reports submissions/s and the latency's p50,
+// p99 and max.
+func benchClosedLoop(b *testing.B, s *Submission, goroutines int, do bool) {
 	ctx := context.Background()
 	var next atomic.Int64
 	lats := make([][]time.Duration, goroutines)
@@ -258,9 +261,14 @@ func benchClosedLoop(b *testing.B, s *Submission, goroutines int) {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) {
 				start := time.Now()
-				p, err := s.Take().Submit(ctx)
-				if err == nil {
-					err = p.Wait(ctx)
+				var err error
+				if do {
+					_, err = s.Take().Do(ctx)
+				} else {
+					var p Point
+					if p, err = s.Take().Submit(ctx); err == nil {
+						err = p.Wait(ctx)
+					}
 				}
 				if err != nil {
 					errs[g] = err
@@ -360,14 +368,13 @@ func (s *lagDrv) Sleep(seen uint64, still time.Duration) error {
 
 // BenchmarkSubmittersLag is BenchmarkSubmitters on drivers whose device
 // reaches a value 5 µs after it saw it, as a GPU does, so that the
-// submitters wait for their points as they would on nvdev.
+// submitters wait for their points as they would on nvdev; kick+do
+// submits and waits by Run.Do, whose combined runs' waits are handed to
+// the supervisor.
 func BenchmarkSubmittersLag(b *testing.B) {
 	for _, c := range []int{1, 16, 64} {
-		for _, kick := range []bool{true, false} {
-			name := "submit"
-			if kick {
-				name = "kick"
-			}
+		for _, name := range []string{"kick", "kick+do", "submit"} {
+			kick, do := name != "submit", name == "kick+do"
 			b.Run(fmt.Sprintf("c=%d/%s", c, name), func(b *testing.B) {
 				const spin, lag = 1300 * time.Nanosecond, 5 * time.Microsecond
 				l := &lagDrv{fake: newFake(), spin: spin, lag: lag, t0: time.Now()}
@@ -389,7 +396,7 @@ func BenchmarkSubmittersLag(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				benchClosedLoop(b, s, c)
+				benchClosedLoop(b, s, c, do)
 			})
 		}
 	}
