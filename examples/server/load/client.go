@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,12 +24,14 @@ type client struct {
 	br      *bufio.Reader
 	body    []byte        // the last response's body
 	timeout time.Duration // bounds a request, from its write to its response's last byte
+	cut     *cutter       // where not nil, the client dials through it, whose cut ends its request in flight
 }
 
 // requestTimeout bounds each request of a client, and of vegeta's
 // (attackVegeta), as vegeta's own client's default does: a service that
 // never answers fails the request rather than holding the load test past
-// its duration.
+// its duration. A SIGINT or SIGTERM ends the requests in flight at once
+// (cutter).
 var requestTimeout = 30 * time.Second
 
 // newClient returns a client that sends req, a whole HTTP/1.1 request, to
@@ -57,7 +60,13 @@ func request(host, path string, body []byte) []byte {
 // client's timeout, is dialed again at the next call.
 func (c *client) do() (int, []byte, error) {
 	if c.conn == nil {
-		conn, err := net.DialTimeout("tcp", c.addr, c.timeout)
+		var conn net.Conn
+		var err error
+		if c.cut != nil {
+			conn, err = c.cut.dial(context.Background(), "tcp", c.addr)
+		} else {
+			conn, err = net.DialTimeout("tcp", c.addr, c.timeout)
+		}
 		if err != nil {
 			return 0, nil, err
 		}

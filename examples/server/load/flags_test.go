@@ -5,15 +5,22 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestMain runs the command itself where the test runs its binary as the
-// command (runMainEnv set), and the tests otherwise.
+// command (runMainEnv set), or a service's process that never answers
+// (serveNoAnswers) where that command starts one with noAnswerEnv set,
+// and the tests otherwise.
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
+		if os.Getenv(noAnswerEnv) == "1" && slices.Contains(os.Args[1:], "-serve") {
+			serveNoAnswers()
+			os.Exit(0)
+		}
 		main()
 		os.Exit(0)
 	}

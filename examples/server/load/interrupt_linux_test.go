@@ -27,10 +27,18 @@ var levelLine = regexp.MustCompile(`^1 clients over HTTP: the level starts`)
 
 // startLoad starts the load test (this test binary as the command) on the
 // host device with a -duration that outlasts the test, and waits until
-// its service's process serves. It returns the load test's command, the
+// its first level starts. It returns the load test's command, the
 // service's process id and the file that holds the load test's standard
 // output. The cleanup kills both processes where they still run.
 func startLoad(t *testing.T) (*exec.Cmd, int, *os.File) {
+	t.Helper()
+	return startLoadUntil(t, "raw", nil, levelLine)
+}
+
+// startLoadUntil is startLoad with the load generator kind (-client), the
+// variables env added to the environment, and the line of standard error
+// (the load test's and its service's process's) to wait for.
+func startLoadUntil(t *testing.T, kind string, env []string, until *regexp.Regexp) (*exec.Cmd, int, *os.File) {
 	t.Helper()
 	stdout, err := os.CreateTemp(t.TempDir(), "stdout")
 	if err != nil {
@@ -44,8 +52,8 @@ func startLoad(t *testing.T) (*exec.Cmd, int, *os.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-v", "-device", "host", "-client", "raw", "-c", "1,2", "-duration", "1h")
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd := exec.Command(os.Args[0], "-v", "-device", "host", "-client", kind, "-c", "1,2", "-duration", "1h")
+	cmd.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
 	cmd.Stdout, cmd.Stderr = stdout, w
 	err = cmd.Start()
 	_ = w.Close()
@@ -64,8 +72,11 @@ func startLoad(t *testing.T) (*exec.Cmd, int, *os.File) {
 			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
 				served, _ = strconv.Atoi(m[1])
 			}
-			if levelLine.MatchString(sc.Text()) {
-				found <- served
+			if until.MatchString(sc.Text()) && served != 0 {
+				select {
+				case found <- served:
+				default: // sent already
+				}
 			}
 		}
 		close(found)
@@ -75,11 +86,11 @@ func startLoad(t *testing.T) (*exec.Cmd, int, *os.File) {
 	select {
 	case p, ok := <-found:
 		if !ok {
-			t.Fatalf("the load test's standard error ended before its service served:\n%s", stderr.String())
+			t.Fatalf("the load test's standard error ended before the line %q:\n%s", until, stderr.String())
 		}
 		pid = p
 	case <-time.After(hangBound):
-		t.Fatalf("the load test's service did not serve within %v", hangBound)
+		t.Fatalf("the load test wrote no line %q within %v", until, hangBound)
 	}
 	t.Cleanup(func() {
 		if !gone(pid) {
@@ -118,14 +129,20 @@ func waitGone(t *testing.T, pid int, what string) {
 // test where cmd has not exited within hangBound.
 func waitExit(t *testing.T, cmd *exec.Cmd) error {
 	t.Helper()
+	return waitExitWithin(t, cmd, hangBound)
+}
+
+// waitExitWithin is waitExit with the bound d.
+func waitExitWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(hangBound):
+	case <-time.After(d):
 		_ = cmd.Process.Kill()
-		t.Fatalf("the load test did not exit within %v of the signal", hangBound)
+		t.Fatalf("the load test did not exit within %v of the signal", d)
 		return nil
 	}
 }
@@ -172,4 +189,43 @@ func TestServiceEndsWithLoadTest(t *testing.T) {
 	}
 	_ = waitExit(t, cmd)
 	waitGone(t, pid, "the load test was killed")
+}
+
+// heldLine is heldMessage, the line of the service's process of
+// serveNoAnswers once it holds a request.
+var heldLine = regexp.MustCompile("^" + regexp.QuoteMeta(heldMessage) + "$")
+
+// TestSignalCancelsRequestsInFlight sends the load test SIGTERM (and
+// SIGINT) while its service's process holds a request that it never
+// answers, with each load generator, and wants the load test to cancel
+// the request, stop its service's process, report the level cut short
+// with no failed requests, and exit 143 (130) at once. The load test
+// waited out the request's 30 s timeout first, and counted it failed.
+func TestSignalCancelsRequestsInFlight(t *testing.T) {
+	for _, c := range []struct {
+		kind string
+		sig  syscall.Signal
+		name string
+		code int
+	}{{"raw", syscall.SIGTERM, "SIGTERM", 143}, {"vegeta", syscall.SIGINT, "SIGINT", 130}} {
+		t.Run(c.kind+"/"+c.name, func(t *testing.T) {
+			cmd, pid, stdout := startLoadUntil(t, c.kind, []string{noAnswerEnv + "=1"}, heldLine)
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			err := waitExitWithin(t, cmd, cutBound)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != c.code {
+				t.Errorf("the load test after %s: %v, want exit %d", c.name, err, c.code)
+			}
+			waitGone(t, pid, "the load test exited")
+			out, _ := os.ReadFile(stdout.Name())
+			if !strings.HasPrefix(string(out), "interrupted by "+c.name) || !strings.Contains(string(out), "| 1 (interrupted) | ") {
+				t.Errorf("the load test's report after %s, want it to say it was interrupted and the level cut short:\n%s", c.name, out)
+			}
+			if strings.Contains(string(out), "failed") {
+				t.Errorf("the load test's report after %s counts the cancelled request failed:\n%s", c.name, out)
+			}
+		})
+	}
 }

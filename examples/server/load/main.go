@@ -8,9 +8,11 @@
 // own; -cpuprofile writes CPU profiles of both processes.
 //
 // SIGINT (Ctrl-C) or SIGTERM (as kill, timeout(1) and service managers
-// send) stops the measuring: the level in flight ends early, the
-// service's process is sent SIGTERM and waited for (and killed if it has
-// not exited within serviceStopGrace), the levels measured so far are
+// send) stops the measuring: the level in flight ends early, its
+// requests in flight cancelled at once however long the service would
+// hold them (they count neither as served nor as failed), the service's
+// process is sent SIGTERM and waited for (and killed if it has not
+// exited within serviceStopGrace), the levels measured so far are
 // printed, marked as interrupted, and the load test exits with 128 plus
 // the signal's number, 130 for SIGINT and 143 for SIGTERM, as a shell
 // reports a command the signal ended. A second signal ends the process
@@ -523,7 +525,7 @@ func measure(ctx context.Context, o options) error {
 		if stopErr != nil {
 			fmt.Fprintln(os.Stderr, stopErr)
 		}
-		fmt.Printf("interrupted by %v: the load test stopped, with the service's process; the Go API was not measured\n\n", signalName(ctx))
+		fmt.Printf("interrupted by %v: the load test stopped, with the service's process, its requests in flight cancelled and not counted; the Go API was not measured\n\n", signalName(ctx))
 		header(o, driver, clientProcs, "")
 		for _, c := range levels {
 			h, ok := httpRes[c]
@@ -571,7 +573,7 @@ func measure(ctx context.Context, o options) error {
 		row(o, c, httpRes[c], &d, ctx.Err() != nil)
 	}
 	if ctx.Err() != nil {
-		fmt.Printf("\ninterrupted by %v: the Go API's level marked interrupted was cut short, and those after it not measured\n", signalName(ctx))
+		fmt.Printf("\ninterrupted by %v: the Go API's level marked interrupted was cut short, its saxpys under way cancelled and not counted, and those after it not measured\n", signalName(ctx))
 	}
 	recReport(o, driver, rec)
 	return context.Cause(ctx)
@@ -674,12 +676,15 @@ func median(sorted []time.Duration) time.Duration {
 // counts as served where it answered 200 with want. With vegeta the
 // clients are vegeta's attacker's workers; with a rate above 0, they send
 // that many requests a second in all. Where ctx ends first, the clients
-// stop early.
+// stop early: the requests in flight are cancelled at once (cutter), and
+// count neither as served nor as failed.
 func attack(ctx context.Context, kind string, rate int, addr string, body, want []byte, c int, duration time.Duration, pid int) result {
 	if kind == "vegeta" {
 		return attackVegeta(ctx, addr, body, c, rate, duration, pid)
 	}
 	stop := ctx.Done()
+	k, release := newCutter(ctx)
+	defer release()
 	req := request(addr, "/saxpy?a=2", body)
 	lat := &latencies{}
 	fails := make([]int, c)
@@ -690,6 +695,7 @@ func attack(ctx context.Context, kind string, rate int, addr string, body, want 
 	for g := range c {
 		wg.Go(func() {
 			cl := newClient(addr, req)
+			cl.cut = k
 			defer cl.close()
 			l := newBatch(lat)
 			for !stopped(stop) {
@@ -698,6 +704,9 @@ func attack(ctx context.Context, kind string, rate int, addr string, body, want 
 					break
 				}
 				code, got, err := cl.do()
+				if err != nil && k.cutBy(time.Now()) {
+					break // cancelled, not refused
+				}
 				if err != nil || code != http.StatusOK || !bytes.Equal(got, want) {
 					fails[g]++
 					continue
@@ -718,8 +727,11 @@ func attack(ctx context.Context, kind string, rate int, addr string, body, want 
 // attackVegeta drives the service at addr with vegeta's attacker: c
 // workers, each with a keep-alive connection, at rate requests a second
 // in all, or as fast as they answer where rate is 0. Where ctx ends
-// first, the attack stops early.
+// first, the attack stops early: the requests in flight are cancelled at
+// once (cutter), and count neither as served nor as failed.
 func attackVegeta(ctx context.Context, addr string, body []byte, c, rate int, duration time.Duration, pid int) result {
+	k, release := newCutter(ctx)
+	defer release()
 	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: "http://" + addr + "/saxpy?a=2", Body: body})
 	// vegeta.Client replaces the attacker's client whole, its timeout
 	// included: without one, a request that the service never answers
@@ -727,6 +739,7 @@ func attackVegeta(ctx context.Context, addr string, body []byte, c, rate int, du
 	hc := &http.Client{Timeout: requestTimeout, Transport: &http.Transport{
 		MaxIdleConnsPerHost: c,
 		MaxConnsPerHost:     c,
+		DialContext:         k.dial,
 		DisableCompression:  true,
 		WriteBufferSize:     64 << 10, // a request in one write
 		ReadBufferSize:      64 << 10,
@@ -747,7 +760,7 @@ func attackVegeta(ctx context.Context, addr string, body []byte, c, rate int, du
 		case <-ended:
 		}
 	}()
-	r := vegetaResult(results, start, rate)
+	r := vegetaResult(results, start, rate, k)
 	close(ended)
 	cpu, self := procCPU(pid)-cpu0, selfCPU()-self0
 	hc.CloseIdleConnections()
@@ -762,12 +775,17 @@ func attackVegeta(ctx context.Context, addr string, body []byte, c, rate int, du
 // counts, as with the raw client: the served are counted one by one, not
 // as the requests times vegeta's ratio of successes, which a float
 // product can round one below, and the quick answers of failures do not
-// lower the percentiles.
-func vegetaResult(results <-chan *vegeta.Result, start time.Time, rate int) result {
+// lower the percentiles. A request that ended with no answer at or after
+// k's cut was cancelled, and counts neither as served nor as failed; k
+// may be nil.
+func vegetaResult(results <-chan *vegeta.Result, start time.Time, rate int, k *cutter) result {
 	lat := &latencies{}
 	failed := 0
 	sent := newPaced(start, rate)
 	for res := range results {
+		if res.Error != "" && res.Code == 0 && k != nil && k.cutBy(res.Timestamp.Add(res.Latency)) {
+			continue
+		}
 		if res.Error != "" || res.Code != http.StatusOK {
 			failed++
 			continue
@@ -809,7 +827,8 @@ func perRequest(cpu time.Duration, r result) time.Duration {
 }
 
 // direct runs saxpys through the service's Go API on c goroutines for
-// duration, or until ctx ends.
+// duration, or until ctx ends, which cancels the saxpys under way; those
+// count neither as done nor as failed.
 func direct(ctx context.Context, svc *service.Service, x, y []byte, c int, duration time.Duration) result {
 	stop := ctx.Done()
 	var wg sync.WaitGroup
@@ -821,7 +840,6 @@ func direct(ctx context.Context, svc *service.Service, x, y []byte, c int, durat
 	for g := range c {
 		wg.Go(func() {
 			l := newBatch(lat)
-			ctx := context.Background()
 			fill := func(xb, yb []byte) error { copy(xb, x); copy(yb, y); return nil }
 			var sink float32
 			read := func(yb []byte) { sink += math.Float32frombits(binary.LittleEndian.Uint32(yb)) }
@@ -831,6 +849,9 @@ func direct(ctx context.Context, svc *service.Service, x, y []byte, c int, durat
 					break
 				}
 				if err := svc.Saxpy(ctx, 2, len(x)/4, fill, read); err != nil {
+					if stopped(stop) {
+						break // cancelled, not failed
+					}
 					fails[g]++
 					continue
 				}

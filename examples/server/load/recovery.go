@@ -17,12 +17,17 @@ type recovery struct{ seen, served time.Duration }
 // recoveries loses the service's device n times, with a kernel that
 // faults in the way kind names (POST /debug/fault?kind=kind), and returns
 // each loss's recovery. It leaves the lost device a second to give
-// everything back before the next fault. Where ctx ends, it returns the
-// recoveries so far and no error at the next fault.
+// everything back before the next fault. Where ctx ends, it cancels its
+// request in flight (cutter) and returns the recoveries so far and no
+// error.
 func recoveries(ctx context.Context, addr string, req, want []byte, n int, kind string) ([]recovery, error) {
+	k, release := newCutter(ctx)
+	defer release()
 	cl := newClient(addr, req)
+	cl.cut = k
 	defer cl.close()
 	fault := newClient(addr, request(addr, "/debug/fault?kind="+kind, nil))
+	fault.cut = k
 	defer fault.close()
 	var out []recovery
 	for range n {
@@ -32,6 +37,9 @@ func recoveries(ctx context.Context, addr string, req, want []byte, n int, kind 
 		start := time.Now()
 		code, body, err := fault.do()
 		seen := time.Since(start)
+		if ctx.Err() != nil {
+			return out, nil
+		}
 		if err != nil {
 			return out, fmt.Errorf("the faulting request: %w", err)
 		}
@@ -40,6 +48,9 @@ func recoveries(ctx context.Context, addr string, req, want []byte, n int, kind 
 		}
 		for {
 			code, got, err := cl.do()
+			if ctx.Err() != nil {
+				return out, nil
+			}
 			if err == nil && code == http.StatusOK && bytes.Equal(got, want) {
 				break
 			}

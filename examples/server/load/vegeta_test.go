@@ -28,7 +28,7 @@ func TestVegetaResult(t *testing.T) {
 		results <- res
 	}
 	close(results)
-	r := vegetaResult(results, start, 0)
+	r := vegetaResult(results, start, 0, nil)
 	if r.n != 15 || r.failed != 7 {
 		t.Errorf("%d served, %d failed; want 15 and 7", r.n, r.failed)
 	}
