@@ -675,11 +675,7 @@ func (s *Service) handleSpin(w http.ResponseWriter, r *http.Request) {
 	b := s.cur.Load()
 	run := b.spin.Take()
 	run.SetUint64(0, 0, us*1000)
-	p, err := run.Submit(r.Context())
-	if err == nil {
-		err = p.Wait(r.Context())
-	}
-	if err != nil {
+	if _, err := run.Do(r.Context()); err != nil {
 		s.fail(w, err)
 		return
 	}
