@@ -22,7 +22,10 @@ import (
 // Where many goroutines submit to one device, Do costs less than Submit
 // and then Wait: on a device whose submitters combine (nvdev), a
 // goroutine that parked while another submitter made its attempt wakes
-// once, with its wait's answer (handoff.go).
+// once, with its wait's answer, which takes less CPU and, where the
+// process's processors are busy, shortens the tail; with a few
+// goroutines on one device and processors to spare, the tail can be
+// longer than Submit then Wait's (handoff.go has the figures).
 func (r *Run) Do(ctx context.Context, buffers ...*Buffer) (Point, error) {
 	if ctx == nil {
 		panic("rig: Do with a nil Context")
