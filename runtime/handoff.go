@@ -22,7 +22,7 @@ import (
 // On the H200 (rigbench at -depth 1, Do against Submit then Wait in the
 // same build and in rounds of turns), four nvdev timelines of 16
 // goroutines: p99 91.2 to 112 µs, 98.0 at the median of eight rounds,
-// against 114 to 137 µs (125), at 1.17M to 1.22M submissions a second
+// against 114 to 137 µs (125), at 1.16M to 1.22M submissions a second
 // either way, 12.0 to 12.5 µs of CPU a submission against 12.8 to 13.2,
 // and 6.8 to 13.0 goroutines waiting for a processor against 15.2 to
 // 24.9. One timeline of 64: 572k to 592k a second against 439k to 449k,
