@@ -259,7 +259,9 @@ func (r *raw) alloc(k device.Memory, n int) *nvidia.Memory {
 	return g.(*nvidia.Memory)
 }
 
-func (r *raw) entry(name string) *device.Entry {
+// layOwnImage lays the test cubin in the device's own memory, which the
+// test unloads at its close.
+func layOwnImage(r *raw) device.Image {
 	r.t.Helper()
 	code, err := r.d.Image(cubin(r.t))
 	if err != nil {
@@ -270,7 +272,12 @@ func (r *raw) entry(name string) *device.Entry {
 		r.t.Fatal(err)
 	}
 	r.imgs = append(r.imgs, img)
-	e, err := r.d.Entry(img, name)
+	return img
+}
+
+func (r *raw) entry(name string) *device.Entry {
+	r.t.Helper()
+	e, err := r.d.Entry(layOwnImage(r), name)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -183,22 +183,6 @@ func onFor(on bool) func(int) bool {
 	return func(int) bool { return true }
 }
 
-// layOwnImage lays the test cubin in the device's own memory, which the
-// test unloads at its close.
-func layOwnImage(r *raw) device.Image {
-	r.t.Helper()
-	code, err := r.d.Image(cubin(r.t))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	img, err := code.Lay(nil)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.imgs = append(r.imgs, img)
-	return img
-}
-
 // peerOf opens a device on another fake GPU of the same machine, and
 // gives it Pinned memory, which r's path maps for r's GPU.
 func peerOf(r *raw) (*raw, *nvidia.Memory) {

@@ -78,6 +78,21 @@ func startDos(t *testing.T, d *Device, s *Submission, ctx context.Context, n int
 	}
 }
 
+// expectRan takes n results from out, each of which must be nil for work
+// that ran.
+func expectRan(t *testing.T, out <-chan doResult, n int, k *stressKick) {
+	t.Helper()
+	for range n {
+		r := <-out
+		if r.err != nil {
+			t.Fatalf("Do: %v", r.err)
+		}
+		if !device.AtLeast(k.ran.Load(), r.p.v) {
+			t.Fatalf("Do of value %d answered nil with the work run up to %d", r.p.v, k.ran.Load())
+		}
+	}
+}
+
 // TestDoHandsOffParkedRuns: where Do's runs parked while another held the
 // submit lock, the holder that makes their attempts hands their waits to
 // the supervisor and kicks their values, and each goroutine wakes once,
@@ -100,15 +115,7 @@ func TestDoHandsOffParkedRuns(t *testing.T) {
 	case <-time.After(time.Millisecond):
 	}
 	k.completeKicked()
-	for range n {
-		r := <-out
-		if r.err != nil {
-			t.Fatalf("Do: %v", r.err)
-		}
-		if !device.AtLeast(k.ran.Load(), r.p.v) {
-			t.Fatalf("Do of value %d answered nil with the work run up to %d", r.p.v, k.ran.Load())
-		}
-	}
+	expectRan(t, out, n, k)
 	st := d.Stats()
 	t.Logf("%d of %d waits handed to the supervisor; %d parked", st.WaitsHanded, n, st.WaitsParked)
 	if st.WaitsHanded == 0 || st.WaitsHanded > n {
@@ -150,15 +157,7 @@ func TestDoHandOffBoxFull(t *testing.T) {
 	d.unlockSubmit()
 	k.completeKicked()
 	close(release)
-	for range n {
-		r := <-out
-		if r.err != nil {
-			t.Fatalf("Do: %v", r.err)
-		}
-		if !device.AtLeast(k.ran.Load(), r.p.v) {
-			t.Fatalf("Do of value %d answered nil with the work run up to %d", r.p.v, k.ran.Load())
-		}
-	}
+	expectRan(t, out, n, k)
 	if h := d.Stats().WaitsHanded; h != 0 {
 		t.Fatalf("%d waits handed to a full box", h)
 	}
