@@ -282,7 +282,7 @@ func runLevel(ctx context.Context, cfg *config, e *env, notes []string, stderr i
 	wl := workloads[cfg.Workload]
 	var err error
 	rep := &Report{Schema: schema, Workload: cfg.Workload, What: wl.what, Notes: append([]string(nil), notes...),
-		Config: ConfigReport{Submitters: cfg.C, Depth: cfg.Depth, Rate: cfg.Rate, DurationNs: int64(cfg.Duration),
+		Config: ConfigReport{Submitters: cfg.C, Depth: cfg.Depth, Split: cfg.Split, Rate: cfg.Rate, DurationNs: int64(cfg.Duration),
 			N: cfg.N, TimeoutNs: int64(cfg.Timeout), GOMAXPROCS: runtime.GOMAXPROCS(0)}}
 	if wl.sized {
 		rep.Config.Size = e.size

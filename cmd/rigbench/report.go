@@ -48,8 +48,11 @@ type Report struct {
 type ConfigReport struct {
 	// Submitters is -c: the submitting goroutines of each device, and of
 	// the two devices together for the mixed workload.
-	Submitters int     `json:"submitters"`
-	Depth      int     `json:"depth"`
+	Submitters int `json:"submitters"`
+	Depth      int `json:"depth"`
+	// Split says that at depth 1 each submitter submitted and waited in
+	// two calls (-split) rather than by Run.Do.
+	Split      bool    `json:"split,omitempty"`
 	Rate       float64 `json:"rate"` // 0: as fast as possible
 	DurationNs int64   `json:"duration_ns"`
 	N          int64   `json:"n"`
@@ -183,6 +186,18 @@ func facts(s spec, d *rig.Device) DeviceFacts {
 	return df
 }
 
+// calls says how a submitter of depth 1 submitted and waited: by one call
+// of Run.Do, or by two (-split); nothing at other depths.
+func calls(c ConfigReport) string {
+	switch {
+	case c.Depth != 1:
+		return ""
+	case c.Split:
+		return " (Submit, then Wait)"
+	}
+	return " (Run.Do)"
+}
+
 // writeJSON writes the report as indented JSON.
 func (r *Report) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -199,7 +214,7 @@ func (r *Report) writeText(w io.Writer) error {
 		mode = fmt.Sprintf("open loop at %s/s", rateText(c.Rate))
 	}
 	fmt.Fprintf(&b, "rigbench %s: %s\n", r.Workload, r.What)
-	fmt.Fprintf(&b, "  %s of depth %d, %s, %s, GOMAXPROCS %d\n", submitters(r), c.Depth, mode, bound(c), c.GOMAXPROCS)
+	fmt.Fprintf(&b, "  %s of depth %d%s, %s, %s, GOMAXPROCS %d\n", submitters(r), c.Depth, calls(c), mode, bound(c), c.GOMAXPROCS)
 	for _, d := range r.Devices {
 		fmt.Fprintf(&b, "device %s: %s, arch %s, queues %s, budget %s, completion by %s, waits on %s, alignment %d",
 			d.Spec, d.Name, d.Arch, strings.Join(d.Queues, " "), profile.Bytes(uint64(max(d.Budget, 0))), d.Completion, orNone(d.Waits), d.Alignment)
@@ -292,7 +307,7 @@ func writeLevelsText(w io.Writer, reps []*Report) error {
 		mode = fmt.Sprintf("open loop at %s/s", rateText(c.Rate))
 	}
 	fmt.Fprintf(&b, "rigbench %s: %s\n", r.Workload, r.What)
-	fmt.Fprintf(&b, "  submitters of depth %d, %s, each level %s, GOMAXPROCS %d\n", c.Depth, mode, bound(c), c.GOMAXPROCS)
+	fmt.Fprintf(&b, "  submitters of depth %d%s, %s, each level %s, GOMAXPROCS %d\n", c.Depth, calls(c), mode, bound(c), c.GOMAXPROCS)
 	for _, d := range r.Devices {
 		fmt.Fprintf(&b, "device %s: %s, arch %s, completion by %s\n", d.Spec, d.Name, d.Arch, d.Completion)
 	}

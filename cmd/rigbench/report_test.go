@@ -275,3 +275,33 @@ func TestRateBelowOne(t *testing.T) {
 		t.Errorf("levels: 2 submissions in 4 s read as 0/s:\n%s", b.String())
 	}
 }
+
+// TestReportCalls: the report says how a submitter of depth 1 submitted
+// and waited, in the text and the JSON, and nothing of it at other depths.
+func TestReportCalls(t *testing.T) {
+	for _, c := range []struct {
+		depth int
+		split bool
+		want  string
+	}{
+		{1, false, "2 submitter(s) of depth 1 (Run.Do), open loop"},
+		{1, true, "2 submitter(s) of depth 1 (Submit, then Wait), open loop"},
+		{8, false, "2 submitter(s) of depth 8, open loop"},
+	} {
+		r := sampleReport()
+		r.Config.Depth, r.Config.Split = c.depth, c.split
+		var text, js bytes.Buffer
+		if err := r.writeText(&text); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), c.want) {
+			t.Errorf("depth %d, split %v: the text lacks %q:\n%s", c.depth, c.split, c.want, text.String())
+		}
+		if err := r.writeJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(js.String(), `"split": true`); got != c.split {
+			t.Errorf("depth %d, split %v: the JSON says split %v", c.depth, c.split, got)
+		}
+	}
+}
