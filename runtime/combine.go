@@ -28,6 +28,10 @@ import (
 // another device, a full queue, a growth) it returns to the run's own
 // goroutine, which does it without the lock and queues the run again.
 //
+// A run of Run.Do that was submitted goes back to its goroutine once the
+// holder let the lock go: where the goroutine parked, the holder hands
+// its wait to the supervisor, so that it wakes once (handoff.go).
+//
 // A holder makes at most combPasses passes; where runs were queued after
 // its last, it wakes the goroutine of one that parked (nudge), which takes
 // the lock, and a run that parks looks at the lock once more after it
