@@ -69,9 +69,11 @@ func (d *Device) mayHandOff(r *Run) bool {
 // that may wake the supervisor, so cost the submit lock nothing. Only the
 // holder that let the submit lock go after combineLocked calls it.
 func (d *Device) handOver(list *Run) (woke bool) {
-	var top uint64
-	for r := list; r != nil; r = r.comb.next {
-		if v := r.comb.res.v; top == 0 || device.AtLeast(v, top) {
+	// The largest value, in the word's order: 0 is a value like any
+	// other once the values wrapped.
+	top := list.comb.res.v
+	for r := list.comb.next; r != nil; r = r.comb.next {
+		if v := r.comb.res.v; device.AtLeast(v, top) {
 			top = v
 		}
 	}
@@ -106,7 +108,13 @@ func (d *Device) handOff(r *Run) bool {
 	w := n.w
 	w.v, w.key, w.idx = v, v-d.base, -1
 	w.state.Store(waitSent)
+	if n.sample {
+		// Stats.SubmitLatency: the submission ends here for the
+		// goroutine, which wakes only with the wait's answer.
+		n.res.handed = time.Now()
+	}
 	if !n.state.CompareAndSwap(combParked, combHanded) {
+		n.res.handed = time.Time{}
 		return false
 	}
 	if err := d.sup.box.TrySend(message{kind: msgRegister, w: w}); err != nil {
@@ -126,11 +134,17 @@ func (d *Device) handedAnswer(n *combNode, err error) attempt {
 	if err == errNotHanded {
 		return a
 	}
-	d.stats.waitsParked.Add(1)
-	d.stats.waitsHanded.Add(1)
+	d.countHanded()
 	d.stats.wake.record(time.Since(n.w.woke))
 	a.waited, a.werr = true, err
 	return a
+}
+
+// countHanded counts a handed wait as it ends, answered or not: a wait
+// that parked, as Point.Wait counts its parks.
+func (d *Device) countHanded() {
+	d.stats.waitsParked.Add(1)
+	d.stats.waitsHanded.Add(1)
 }
 
 // handedWait waits for the answer of the run's handed wait, as a parked
@@ -142,6 +156,7 @@ func (d *Device) handedWait(ctx context.Context, n *combNode) attempt {
 	select {
 	case <-d.sup.box.Closed():
 		if w.state.CompareAndSwap(waitSent, waitCancelled) {
+			d.countHanded()
 			n.detach()
 			a := n.res
 			a.waited, a.werr = true, d.withdrawnAnswer(a.v)
@@ -153,7 +168,7 @@ func (d *Device) handedWait(ctx context.Context, n *combNode) attempt {
 	case err := <-n.wake:
 		return d.handedAnswer(n, err)
 	case <-ctx.Done():
-		d.stats.waitsParked.Add(1)
+		d.countHanded()
 		d.stats.waitsCancelled.Add(1)
 		d.sup.withdraw(w)
 		n.detach()

@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -290,4 +291,139 @@ func TestDoHandOffAllocs(t *testing.T) {
 	if allocs >= 1 {
 		t.Fatalf("%.1f allocations a round of %d Do calls handed to the supervisor", allocs, n)
 	}
+}
+
+// TestHandOverKicksAcrossWrap: a batch of handed runs whose newest value
+// is 0 (the values wrapped past 2^64-1) has every value kicked: the run
+// of value 0, handed, does not kick it itself, and its Do would wait for
+// work the device never sees.
+func TestHandOverKicksAcrossWrap(t *testing.T) {
+	f := newFake()
+	f.held = true
+	f.keepOwnWord(math.MaxUint64 - 3)
+	k := &stressKick{fake: f}
+	k.kicked.Store(math.MaxUint64 - 3)
+	k.ran.Store(math.MaxUint64 - 3)
+	d, err := Open(context.Background(), device.Opener{Name: "handoff-wrap", Make: func(w *uint64) (device.Driver, error) {
+		return quietKick{k}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close(); <-d.Done() }()
+	if !d.combines {
+		t.Fatal("no combining")
+	}
+	d.SetWaitSpin(0)
+	s := empty(t, d)
+	// Two values alone: MaxUint64-2 and MaxUint64-1.
+	for range 2 {
+		if _, err := s.Take().Submit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.completeKicked()
+	if d.read() != math.MaxUint64-1 {
+		t.Fatalf("word %d", d.read())
+	}
+	// Two Do calls combined and handed: MaxUint64 and 0.
+	out := startDos(t, d, s, context.Background(), 2)
+	d.unlockSubmit()
+	if got := k.kicked.Load(); got != d.last.Load() {
+		t.Errorf("kicked up to %d of %d submitted once the holder let the lock go (handed %d)", got, d.last.Load(), d.Stats().WaitsHanded)
+	}
+	for range 2 {
+		k.completeKicked()
+		select {
+		case r := <-out:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("a Do hangs: kicked %d, word %d, last %d, waiting %d", k.kicked.Load(), d.read(), d.last.Load(), d.Waiting())
+		}
+	}
+}
+
+// TestHandedDoSampledLatency: Do's submission is sampled for
+// Stats.SubmitLatency as Submit's is, a submission whose wait the combiner
+// handed to the supervisor among them, up to the hand-off: otherwise the
+// samples of the parked (slow) submissions would drop out of the
+// histogram.
+func TestHandedDoSampledLatency(t *testing.T) {
+	d, k, s := handOffDevice(t)
+	for d.last.Load()%SubmitSample != 0 {
+		if _, err := s.Take().Submit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		k.completeKicked()
+	}
+	before := d.Stats().SubmitLatency.Count
+	const n = 8
+	// Every one of them begins with last a multiple of SubmitSample: each
+	// is sampled.
+	out := startDos(t, d, s, context.Background(), n)
+	d.unlockSubmit()
+	for d.Waiting() == 0 {
+		time.Sleep(10 * time.Microsecond)
+	}
+	k.completeKicked()
+	expectRan(t, out, n, k)
+	st := d.Stats()
+	if got := st.SubmitLatency.Count - before; got != n {
+		t.Fatalf("%d of %d sampled Do submissions recorded in SubmitLatency (%d handed)", got, n, st.WaitsHanded)
+	}
+}
+
+// TestHandOffTimerRace: hand-offs made as the runs' park timers
+// fire, some with contexts that end at once; every Do returns, answers nil
+// only for work that ran, and nothing stays counted.
+func TestHandOffTimerRace(t *testing.T) {
+	d, k, s := handOffDevice(t)
+	const n = 6
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k.completeKicked()
+			time.Sleep(5 * time.Microsecond)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for round := range 400 {
+		ctx, cancel := context.WithCancel(context.Background())
+		out := startDos(t, d, s, ctx, n)
+		time.Sleep(time.Duration(round%13) * 10 * time.Microsecond)
+		if round%3 == 0 {
+			go func() { time.Sleep(time.Duration(round%7) * 20 * time.Microsecond); cancel() }()
+		}
+		d.unlockSubmit()
+		for range n {
+			select {
+			case r := <-out:
+				if r.err == nil && !device.AtLeast(k.ran.Load(), r.p.v) {
+					t.Fatalf("nil for value %d with the work run up to %d", r.p.v, k.ran.Load())
+				}
+				if r.err != nil && r.err != context.Canceled {
+					t.Fatalf("round %d: %v", round, r.err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("round %d: a Do hangs; waiting %d", round, d.Waiting())
+			}
+		}
+		cancel()
+		for i := 0; d.Waiting() != 0; i++ {
+			if i > 100000 {
+				t.Fatalf("round %d: %d still counted", round, d.Waiting())
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+	t.Logf("%+v", d.Stats().WaitsHanded)
 }

@@ -523,6 +523,9 @@ func (r *Run) submit(ctx context.Context, buffers []*Buffer, do bool) (p Point, 
 			if a.waited {
 				// The combiner kicked the value, and the supervisor
 				// answered its wait (handOff).
+				if !t0.IsZero() && !a.handed.IsZero() {
+					d.stats.submit.record(a.handed.Sub(t0))
+				}
 				return Point{d: d, v: a.v}, true, a.werr, nil
 			}
 			// A Kicker's device sees the value only once kicked: every
@@ -609,9 +612,11 @@ type attempt struct {
 	other  Point
 	room   device.RoomAnswer
 	// waited says that the run's wait was handed to the supervisor
-	// (handOff) and answered werr.
+	// (handOff) and answered werr; handed is when, where the run's
+	// submission was sampled for Stats.SubmitLatency.
 	waited bool
 	werr   error
+	handed time.Time
 }
 
 // try makes one attempt to submit r, with the device's submit lock held:
