@@ -165,16 +165,7 @@ func TestSIGTERMStopsService(t *testing.T) {
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
-			err := waitExit(t, cmd)
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != c.code {
-				t.Errorf("the load test after %s: %v, want exit %d", c.name, err, c.code)
-			}
-			waitGone(t, pid, "the load test exited")
-			out, _ := os.ReadFile(stdout.Name())
-			if !strings.HasPrefix(string(out), "interrupted by "+c.name) || !strings.Contains(string(out), "| 1 (interrupted) | ") {
-				t.Errorf("the load test's report after %s, want it to say it was interrupted and the level cut short:\n%s", c.name, out)
-			}
+			expectInterrupted(t, waitExit(t, cmd), pid, stdout, c.name, c.code)
 		})
 	}
 }
@@ -213,19 +204,27 @@ func TestSignalCancelsRequestsInFlight(t *testing.T) {
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
-			err := waitExitWithin(t, cmd, cutBound)
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != c.code {
-				t.Errorf("the load test after %s: %v, want exit %d", c.name, err, c.code)
-			}
-			waitGone(t, pid, "the load test exited")
-			out, _ := os.ReadFile(stdout.Name())
-			if !strings.HasPrefix(string(out), "interrupted by "+c.name) || !strings.Contains(string(out), "| 1 (interrupted) | ") {
-				t.Errorf("the load test's report after %s, want it to say it was interrupted and the level cut short:\n%s", c.name, out)
-			}
-			if strings.Contains(string(out), "failed") {
+			out := expectInterrupted(t, waitExitWithin(t, cmd, cutBound), pid, stdout, c.name, c.code)
+			if strings.Contains(out, "failed") {
 				t.Errorf("the load test's report after %s counts the cancelled request failed:\n%s", c.name, out)
 			}
 		})
 	}
+}
+
+// expectInterrupted checks a load test that a signal named name ended
+// with err: it exited with code, its process is gone, and its report,
+// which it returns, says it was interrupted and its level cut short.
+func expectInterrupted(t *testing.T, err error, pid int, stdout *os.File, name string, code int) string {
+	t.Helper()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != code {
+		t.Errorf("the load test after %s: %v, want exit %d", name, err, code)
+	}
+	waitGone(t, pid, "the load test exited")
+	out, _ := os.ReadFile(stdout.Name())
+	if !strings.HasPrefix(string(out), "interrupted by "+name) || !strings.Contains(string(out), "| 1 (interrupted) | ") {
+		t.Errorf("the load test's report after %s, want it to say it was interrupted and the level cut short:\n%s", name, out)
+	}
+	return string(out)
 }
