@@ -62,6 +62,44 @@ func TestOpenNilContext(t *testing.T) {
 	_, _ = Open(nil, f.opener("open-nil-ctx"))
 }
 
+// TestNilContextNamed: each call that takes a Context panics at a nil one
+// with a message that names the call, whatever else it is given.
+func TestNilContextNamed(t *testing.T) {
+	f := newFake()
+	d, err := Open(context.Background(), f.opener("nil-ctx-named"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close() }()
+	b, err := d.Alloc(DeviceMemory, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := empty(t, d)
+	var nilCtx context.Context // the case under test
+	for _, c := range []struct {
+		call string
+		f    func()
+	}{
+		{"Upload", func() { _ = Upload(nilCtx, b, 0, []byte{}) }},
+		{"Download", func() { _ = Download(nilCtx, []byte{1}, b, 0) }},
+		{"WaitAll", func() { _ = WaitAll(nilCtx) }},
+		{"Wait", func() { _ = Point{}.Wait(nilCtx) }},
+		{"Submit", func() { _, _ = s.Take().Submit(nilCtx) }},
+		{"Do", func() { _, _ = s.Take().Do(nilCtx) }},
+	} {
+		func() {
+			want := "rig: " + c.call + " with a nil Context"
+			defer func() {
+				if v := recover(); v != want {
+					t.Errorf("%s with a nil Context: %v, want the panic %q", c.call, v, want)
+				}
+			}()
+			c.f()
+		}()
+	}
+}
+
 // TestNilDeviceAndFunction: Close of a nil or zero Device (a deferred
 // Close after a failed Open) returns an error matching ErrInvalid,
 // Capability of one declares nothing, and a nil or zero Function's

@@ -92,7 +92,11 @@ func (d *Device) passedSettled(v uint64) bool {
 
 // WaitAll waits for the points in order, and returns nil once every one
 // is reached, or the first error at once, without waiting for the rest.
+// A nil ctx panics.
 func WaitAll(ctx context.Context, points ...Point) error {
+	if ctx == nil {
+		panic("rig: WaitAll with a nil Context")
+	}
 	for _, p := range points {
 		if err := p.Wait(ctx); err != nil {
 			return err

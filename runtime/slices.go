@@ -39,8 +39,11 @@ type Element interface {
 //
 // Upload is a convenience for setup and tests: it allocates. A hot path
 // keeps a Pinned or Mapped buffer and writes its Bytes, or submits its own
-// Copy parts.
+// Copy parts. A nil ctx panics.
 func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error {
+	if ctx == nil {
+		panic("rig: Upload with a nil Context")
+	}
 	b := asBytes(src)
 	if err := dst.checkRange("upload", off, len(b)); err != nil {
 		return err
@@ -69,8 +72,11 @@ func Upload[T Element](ctx context.Context, dst *Buffer, off int, src []T) error
 // Upload does, and returns the same errors for a closed or lost device or a freed
 // buffer, also for an empty dst, and an Observer's panic once the bytes are
 // in dst. Download allocates: see Upload for the
-// hot path.
+// hot path. A nil ctx panics.
 func Download[T Element](ctx context.Context, dst []T, src *Buffer, off int) error {
+	if ctx == nil {
+		panic("rig: Download with a nil Context")
+	}
 	b := asBytes(dst)
 	if err := src.checkRange("download", off, len(b)); err != nil {
 		return err
