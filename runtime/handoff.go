@@ -149,8 +149,11 @@ func (d *Device) countHanded() {
 
 // handedWait waits for the answer of the run's handed wait, as a parked
 // Point.Wait does (parked): until the answer, ctx's end, or the close of
-// the supervisor's box. Only the run's goroutine calls it, holding no
-// lock, once it saw combHanded.
+// the supervisor's box. It is not parked itself: parked gives its waiter
+// back to the device's stock and cancels it by a message that puts it
+// there, where the run's waiter is the run's, and a withdrawn one is left
+// to the supervisor (detach). Only the run's goroutine calls it, holding
+// no lock, once it saw combHanded.
 func (d *Device) handedWait(ctx context.Context, n *combNode) attempt {
 	w := n.w
 	select {
